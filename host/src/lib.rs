@@ -1,0 +1,5 @@
+//! sandcrab: a coding-agent host whose tools, provider profiles and
+//! summarization prompt are sandboxed WebAssembly components.
+
+pub mod plugin;
+pub mod process;

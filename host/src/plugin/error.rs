@@ -1,0 +1,93 @@
+//! Errors of the plugin runtime.
+
+use std::path::PathBuf;
+
+/// Why a plugin could not be loaded. Each variant names the plugin source
+/// (directory or bundled name) and the file involved.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// `plugin.toml` is missing or unreadable.
+    #[error("{path}: cannot read manifest: {source}")]
+    ManifestUnreadable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `plugin.toml` is not valid TOML or has wrong or missing fields.
+    #[error("{path}: invalid manifest: {message}")]
+    ManifestInvalid { path: PathBuf, message: String },
+    /// The `.wasm` named by the manifest is missing or unreadable.
+    #[error("{path}: cannot read plugin wasm (named in {manifest}): {source}")]
+    WasmUnreadable {
+        path: PathBuf,
+        manifest: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a WebAssembly component (a core module, or garbage).
+    #[error("{path}: not a WebAssembly component: {message}")]
+    NotAComponent { path: PathBuf, message: String },
+    /// The component does not implement the world its manifest's `kind`
+    /// names, or imports something the host does not provide.
+    #[error("{path}: wrong world: {message}")]
+    WrongWorld { path: PathBuf, message: String },
+    /// Two plugins define the same tool name.
+    #[error("{path}: tool '{tool}' is already provided by plugin '{other}'")]
+    DuplicateTool {
+        path: PathBuf,
+        tool: String,
+        other: String,
+    },
+    /// Two plugins have the same name.
+    #[error("{path}: a plugin named '{name}' is already loaded")]
+    DuplicatePlugin { path: PathBuf, name: String },
+    /// A load-time call into the plugin (e.g. listing its tools) failed.
+    #[error("{path}: plugin failed while loading: {message}")]
+    Initialization { path: PathBuf, message: String },
+}
+
+impl LoadError {
+    /// The file the error is about.
+    pub fn path(&self) -> &std::path::Path {
+        match self {
+            LoadError::ManifestUnreadable { path, .. }
+            | LoadError::ManifestInvalid { path, .. }
+            | LoadError::WasmUnreadable { path, .. }
+            | LoadError::NotAComponent { path, .. }
+            | LoadError::WrongWorld { path, .. }
+            | LoadError::DuplicateTool { path, .. }
+            | LoadError::DuplicatePlugin { path, .. }
+            | LoadError::Initialization { path, .. } => path,
+        }
+    }
+}
+
+/// Why one call into a plugin failed. The plugin stays loaded and the next
+/// call gets a fresh instance.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// The guest ran past its wall-clock deadline and was interrupted.
+    #[error("plugin '{plugin}' exceeded its time limit of {limit_ms} ms and was stopped")]
+    Timeout { plugin: String, limit_ms: u64 },
+    /// The guest tried to grow its memory past the cap.
+    #[error("plugin '{plugin}' exceeded its memory limit of {limit_mb} MiB and was stopped")]
+    OutOfMemory { plugin: String, limit_mb: u64 },
+    /// The guest trapped (panic, unreachable, out-of-bounds access, ...).
+    #[error("plugin '{plugin}' crashed: {message}")]
+    Trap { plugin: String, message: String },
+    /// The guest returned something the host cannot use.
+    #[error("plugin '{plugin}' returned an invalid result: {message}")]
+    InvalidResult { plugin: String, message: String },
+    /// The host could not set up the call (instance limits, WASI setup).
+    #[error("plugin '{plugin}' could not be started: {message}")]
+    Setup { plugin: String, message: String },
+}
+
+/// Errors creating the plugin engine.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("cannot create the WebAssembly engine: {0}")]
+    Create(String),
+    #[error("cannot set up host imports: {0}")]
+    Linker(String),
+}

@@ -1,0 +1,363 @@
+//! [`PluginHost`]: one engine, one linker and one cache shared by every
+//! plugin; loads plugins (reporting each bad one with its file and reason,
+//! then carrying on) and hands out the loaded ones.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+use wasmtime::component::Linker;
+
+use super::cache::ComponentCache;
+use super::discovery::PluginSource;
+use super::engine::{EngineOptions, PluginEngine};
+use super::error::{EngineError, LoadError};
+use super::loaded::{LoadedPlugin, Pre};
+use super::manifest::{Manifest, PluginKind};
+use super::policy::Policy;
+use super::sandbox::{PluginSandbox, SandboxContext};
+use super::state::HostState;
+use super::types::{ProfileInfo, ToolSpec};
+use super::wit;
+
+/// Settings of a plugin host.
+#[derive(Debug, Clone)]
+pub struct PluginHostConfig {
+    /// The workspace every plugin's `/workspace` maps to.
+    pub workspace: PathBuf,
+    pub policy: Policy,
+    /// Compiled-component cache directory (None: no disk cache).
+    pub cache_dir: Option<PathBuf>,
+    pub engine: EngineOptions,
+    /// Cap on each program's captured stdout / stderr.
+    pub output_cap: usize,
+}
+
+impl PluginHostConfig {
+    /// Defaults for `workspace`: default policy, the user cache dir.
+    pub fn new(workspace: impl Into<PathBuf>) -> Self {
+        PluginHostConfig {
+            workspace: workspace.into(),
+            policy: Policy::default(),
+            cache_dir: ComponentCache::default_dir(),
+            engine: EngineOptions::default(),
+            output_cap: crate::process::DEFAULT_OUTPUT_CAP,
+        }
+    }
+}
+
+/// Something worth telling the operator about a plugin.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    /// The file concerned.
+    pub path: PathBuf,
+    pub message: String,
+}
+
+/// How bad a diagnostic is.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// The plugin (or part of it) was not loaded.
+    Error,
+    /// Loaded, with less than it asked for.
+    Warning,
+}
+
+/// Why the host itself could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error("workspace {path}: {source}")]
+    Workspace {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The loaded plugins and the machinery to run them.
+pub struct PluginHost {
+    engine: PluginEngine,
+    linker: Linker<HostState>,
+    cache: ComponentCache,
+    ctx: SandboxContext,
+    _temp_dir: tempfile::TempDir,
+    plugins: Vec<Arc<LoadedPlugin>>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl PluginHost {
+    /// Create the engine, linker and cache for `config`.
+    pub fn new(config: PluginHostConfig) -> Result<Self, HostError> {
+        let workspace = config
+            .workspace
+            .canonicalize()
+            .map_err(|source| HostError::Workspace {
+                path: config.workspace.clone(),
+                source,
+            })?;
+        let engine = PluginEngine::new(&config.engine)?;
+        let mut linker = Linker::new(engine.engine());
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .map_err(|e| EngineError::Linker(format!("{e:#}")))?;
+        wit::since_v0_1_0::tool::ToolPlugin::add_to_linker::<_, wasmtime::component::HasSelf<_>>(
+            &mut linker,
+            |state| state,
+        )
+        .map_err(|e| EngineError::Linker(format!("{e:#}")))?;
+        let temp_dir = tempfile::Builder::new()
+            .prefix("sandcrab-")
+            .tempdir()
+            .map_err(|source| HostError::Workspace {
+                path: std::env::temp_dir(),
+                source,
+            })?;
+        let temp_path = temp_dir.path().canonicalize().unwrap_or(temp_dir.path().to_path_buf());
+        let cache = ComponentCache::new(config.cache_dir.clone(), engine.engine());
+        Ok(PluginHost {
+            ctx: SandboxContext {
+                workspace,
+                temp_dir: temp_path,
+                policy: config.policy,
+                output_cap: config.output_cap,
+                host_path: std::env::var("PATH").unwrap_or_else(|_| crate::process::DEFAULT_PATH.into()),
+            },
+            engine,
+            linker,
+            cache,
+            _temp_dir: temp_dir,
+            plugins: Vec::new(),
+            diagnostics: Vec::new(),
+        })
+    }
+
+    /// Load every source; failures become diagnostics and loading goes on.
+    pub async fn load_all(&mut self, sources: &[PluginSource]) {
+        for source in sources {
+            if let Err(err) = self.load(source).await {
+                tracing::warn!("{err}");
+                self.diagnostics.push(Diagnostic {
+                    severity: Severity::Error,
+                    path: err.path().to_path_buf(),
+                    message: err.to_string(),
+                });
+            }
+        }
+    }
+
+    /// Load one plugin.
+    pub async fn load(&mut self, source: &PluginSource) -> Result<Arc<LoadedPlugin>, LoadError> {
+        let manifest_path = source.manifest_path();
+        let (manifest, wasm_path, bytes) = read_source(source, &manifest_path)?;
+        if let Some(existing) = self.get(&manifest.name) {
+            return Err(LoadError::DuplicatePlugin {
+                path: manifest_path,
+                name: existing.name().to_string(),
+            });
+        }
+        check_component_header(&bytes, &wasm_path)?;
+        let engine = self.engine.engine().clone();
+        let (component, cache) =
+            self.cache
+                .load(&engine, &bytes)
+                .map_err(|e| LoadError::NotAComponent {
+                    path: wasm_path.clone(),
+                    message: format!("{e:#}"),
+                })?;
+        let wrong_world = |message: String| LoadError::WrongWorld {
+            path: wasm_path.clone(),
+            message,
+        };
+        let version = wit::detect(&component, &engine, manifest.kind).map_err(wrong_world)?;
+        let instance_pre = self.linker.instantiate_pre(&component).map_err(|e| {
+            wrong_world(format!("it needs an import the host does not provide: {e:#}"))
+        })?;
+        let pre = Pre::new(version, manifest.kind, instance_pre)
+            .map_err(|e| wrong_world(format!("{e:#}")))?;
+
+        let decision = self.ctx.policy.decide(&manifest, source.origin());
+        for denied in &decision.denied {
+            self.warn(&manifest_path, format!("plugin '{}': not granted: {denied}", manifest.name));
+        }
+        let sandbox = PluginSandbox::new(&manifest.name, &decision.grants, &self.ctx);
+        let mut plugin = LoadedPlugin::new(
+            manifest,
+            source.origin(),
+            manifest_path.clone(),
+            version,
+            decision,
+            cache,
+            sandbox,
+            pre,
+            engine,
+        );
+        if plugin.kind() == PluginKind::Tool {
+            plugin.tools = self.load_tools(&plugin, &manifest_path).await?;
+        }
+        let plugin = Arc::new(plugin);
+        self.plugins.push(plugin.clone());
+        Ok(plugin)
+    }
+
+    /// Ask a tool plugin for its tools, keeping the valid ones.
+    async fn load_tools(&mut self, plugin: &LoadedPlugin, path: &Path) -> Result<Vec<ToolSpec>, LoadError> {
+        let raw = plugin.list_tools().await.map_err(|e| LoadError::Initialization {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        let mut tools: Vec<ToolSpec> = Vec::new();
+        for (name, description, schema) in raw {
+            if let Some(owner) = self.tool_owner(&name) {
+                return Err(LoadError::DuplicateTool {
+                    path: path.to_path_buf(),
+                    tool: name,
+                    other: owner.to_string(),
+                });
+            }
+            match validate_tool(&name, &schema, &tools) {
+                Ok(parameters) => tools.push(ToolSpec {
+                    name,
+                    description,
+                    parameters,
+                }),
+                Err(why) => self.error(path, format!("plugin '{}': tool skipped: {why}", plugin.name())),
+            }
+        }
+        Ok(tools)
+    }
+
+    fn tool_owner(&self, tool: &str) -> Option<&str> {
+        self.plugins
+            .iter()
+            .find(|p| p.tools.iter().any(|t| t.name == tool))
+            .map(|p| p.name())
+    }
+
+    fn warn(&mut self, path: &Path, message: String) {
+        self.diagnostics.push(Diagnostic {
+            severity: Severity::Warning,
+            path: path.to_path_buf(),
+            message,
+        });
+    }
+
+    fn error(&mut self, path: &Path, message: String) {
+        tracing::warn!("{}: {message}", path.display());
+        self.diagnostics.push(Diagnostic {
+            severity: Severity::Error,
+            path: path.to_path_buf(),
+            message,
+        });
+    }
+
+    /// Every loaded plugin, in load order.
+    pub fn plugins(&self) -> &[Arc<LoadedPlugin>] {
+        &self.plugins
+    }
+
+    /// The plugin named `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<LoadedPlugin>> {
+        self.plugins.iter().find(|p| p.name() == name)
+    }
+
+    /// Problems found while loading.
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+
+    /// The profile plugin whose id is `id`.
+    pub async fn profile(&self, id: &str) -> Option<(Arc<LoadedPlugin>, ProfileInfo)> {
+        for plugin in self.plugins.iter().filter(|p| p.kind() == PluginKind::Profile) {
+            if let Ok(info) = plugin.profile_info().await
+                && info.id == id
+            {
+                return Some((plugin.clone(), info));
+            }
+        }
+        None
+    }
+
+    /// The first summarizer plugin.
+    pub fn summarizer(&self) -> Option<&Arc<LoadedPlugin>> {
+        self.plugins.iter().find(|p| p.kind() == PluginKind::Summarizer)
+    }
+
+    /// Settings shared by every plugin's sandbox.
+    pub fn sandbox_context(&self) -> &SandboxContext {
+        &self.ctx
+    }
+
+    /// Whether the pooling allocator is in use.
+    pub fn pooling(&self) -> bool {
+        self.engine.pooling()
+    }
+}
+
+/// The manifest, the wasm path (for messages) and the wasm bytes.
+fn read_source(
+    source: &PluginSource,
+    manifest_path: &Path,
+) -> Result<(Manifest, PathBuf, Vec<u8>), LoadError> {
+    match source {
+        PluginSource::Bundled(b) => {
+            let manifest = Manifest::parse(b.manifest, manifest_path)?;
+            let wasm_path = PathBuf::from(format!("builtin:{}/{}", b.name, manifest.wasm));
+            Ok((manifest, wasm_path, b.wasm.to_vec()))
+        }
+        PluginSource::Dir(dir) => {
+            let manifest = Manifest::read(dir)?;
+            let wasm_path = dir.join(&manifest.wasm);
+            let bytes = std::fs::read(&wasm_path).map_err(|source| LoadError::WasmUnreadable {
+                path: wasm_path.clone(),
+                manifest: manifest_path.to_path_buf(),
+                source,
+            })?;
+            Ok((manifest, wasm_path, bytes))
+        }
+    }
+}
+
+/// Reject core modules and non-wasm files with a message that says which.
+fn check_component_header(bytes: &[u8], path: &Path) -> Result<(), LoadError> {
+    const MAGIC: &[u8] = b"\0asm";
+    let not = |message: &str| LoadError::NotAComponent {
+        path: path.to_path_buf(),
+        message: message.to_string(),
+    };
+    if bytes.len() < 8 || &bytes[..4] != MAGIC {
+        return Err(not("the file is not WebAssembly (bad magic number)"));
+    }
+    match bytes[4..8] {
+        [0x0d, 0x00, 0x01, 0x00] => Ok(()),
+        [0x01, 0x00, 0x00, 0x00] => Err(not(
+            "this is a core WebAssembly module, not a component; build for the wasm32-wasip2 target",
+        )),
+        _ => Err(not("unknown WebAssembly version or layer")),
+    }
+}
+
+/// The parsed schema of a tool the plugin declared, or why it is unusable.
+fn validate_tool(name: &str, schema: &str, earlier: &[ToolSpec]) -> Result<serde_json::Value, String> {
+    let valid_name = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if !valid_name {
+        return Err(format!("tool name '{name}' must match [a-z0-9_]{{1,64}}"));
+    }
+    if earlier.iter().any(|t| t.name == name) {
+        return Err(format!("tool '{name}' is declared twice"));
+    }
+    let value: serde_json::Value = serde_json::from_str(schema)
+        .map_err(|e| format!("tool '{name}': parameters schema is not valid JSON: {e}"))?;
+    if value.get("type").and_then(|t| t.as_str()) != Some("object") {
+        return Err(format!("tool '{name}': parameters schema must be an object schema"));
+    }
+    jsonschema::meta::validate(&value)
+        .map_err(|e| format!("tool '{name}': parameters schema is not a valid JSON Schema: {e}"))?;
+    Ok(value)
+}

@@ -1,0 +1,10 @@
+//! The host side of the plugin imports (`process`, `log`). Each WIT version
+//! binds its own traits; all of them forward here.
+
+mod log;
+mod process;
+
+impl crate::plugin::wit::since_v0_1_0::tool::sandcrab::plugin::types::Host
+    for crate::plugin::state::HostState
+{
+}

@@ -1,0 +1,27 @@
+//! The plugin runtime: manifests and policy, the engine and its on-disk
+//! cache, per-call sandboxed stores, the host imports, and loading.
+
+mod cache;
+pub mod discovery;
+mod engine;
+mod error;
+mod host;
+mod imports;
+mod loaded;
+pub mod manifest;
+pub mod policy;
+mod sandbox;
+mod state;
+mod types;
+pub mod wit;
+
+pub use cache::{CacheOutcome, ComponentCache};
+pub use discovery::PluginSource;
+pub use engine::{EPOCH_TICK, EngineOptions, PluginEngine};
+pub use error::{CallError, EngineError, LoadError};
+pub use host::{Diagnostic, HostError, PluginHost, PluginHostConfig, Severity};
+pub use loaded::{LoadedPlugin, ToolCallError};
+pub use manifest::{Access, Manifest, PluginKind};
+pub use policy::{Origin, Policy, PolicyMode, SandboxMode};
+pub use sandbox::{GUEST_WORKSPACE, Mount, PluginSandbox, SandboxContext};
+pub use types::{ProfileInfo, SummaryMessage, ToolCallContext, ToolFailure, ToolSpec};

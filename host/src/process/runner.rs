@@ -1,0 +1,239 @@
+//! Spawn one program, feed its stdin, capture its output up to a cap, and
+//! stop its whole process group on timeout (SIGTERM, grace period,
+//! SIGKILL), on completion (stragglers) and when the caller goes away.
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+use super::confine::Confinement;
+use super::env::ChildEnv;
+
+/// A program to run.
+#[derive(Debug, Clone)]
+pub struct ProcessRequest {
+    /// Absolute path of the program.
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    /// Host working directory.
+    pub cwd: PathBuf,
+    pub env: ChildEnv,
+    pub stdin: Option<Vec<u8>>,
+    pub timeout: Duration,
+    /// Cap on captured stdout and on captured stderr (each), in bytes.
+    pub output_cap: usize,
+    /// Time between SIGTERM and SIGKILL.
+    pub kill_grace: Duration,
+}
+
+/// Which stream a chunk came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputStream {
+    Stdout,
+    Stderr,
+}
+
+/// Output as it arrives, for live display.
+#[derive(Debug, Clone)]
+pub struct OutputChunk {
+    pub stream: OutputStream,
+    pub bytes: Vec<u8>,
+}
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessOutput {
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    /// None when ended by a signal.
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub duration: Duration,
+    pub timed_out: bool,
+    /// Output went over the cap (a note was appended).
+    pub truncated: bool,
+}
+
+/// Why a program could not be run.
+#[derive(Debug, thiserror::Error)]
+pub enum ProcessError {
+    #[error("cannot start {program}: {source}")]
+    Spawn {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("error while waiting for {program}: {source}")]
+    Wait {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// How long to keep reading pipes after the program and its group are gone
+/// (a descendant that left the group may still hold them open).
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
+
+/// Run `request` under `confinement`. Output chunks are also sent to
+/// `live` as they arrive. Dropping the returned future kills the group.
+pub async fn run(
+    request: &ProcessRequest,
+    confinement: &Confinement,
+    live: Option<mpsc::UnboundedSender<OutputChunk>>,
+) -> Result<ProcessOutput, ProcessError> {
+    let program = request.program.display().to_string();
+    let mut cmd = tokio::process::Command::new(&request.program);
+    cmd.args(&request.args)
+        .current_dir(&request.cwd)
+        .env_clear()
+        .envs(request.env.vars())
+        .stdin(if request.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    confinement.apply(&mut cmd);
+
+    let started = Instant::now();
+    let mut child = cmd.spawn().map_err(|source| ProcessError::Spawn {
+        program: program.clone(),
+        source,
+    })?;
+    let mut group = GroupGuard(child.id().map(|pid| pid as i32));
+
+    if let (Some(bytes), Some(mut pipe)) = (request.stdin.clone(), child.stdin.take()) {
+        tokio::spawn(async move {
+            // A program that exits without reading its input is not an error.
+            let _ = pipe.write_all(&bytes).await;
+        });
+    }
+    let stdout = tokio::spawn(capture(
+        child.stdout.take().expect("stdout is piped"),
+        request.output_cap,
+        OutputStream::Stdout,
+        live.clone(),
+    ));
+    let stderr = tokio::spawn(capture(
+        child.stderr.take().expect("stderr is piped"),
+        request.output_cap,
+        OutputStream::Stderr,
+        live,
+    ));
+
+    let mut timed_out = false;
+    let status = tokio::select! {
+        status = child.wait() => status,
+        _ = tokio::time::sleep(request.timeout) => {
+            timed_out = true;
+            group.signal(libc::SIGTERM);
+            tokio::select! {
+                status = child.wait() => status,
+                _ = tokio::time::sleep(request.kill_grace) => {
+                    group.signal(libc::SIGKILL);
+                    child.wait().await
+                }
+            }
+        }
+    }
+    .map_err(|source| ProcessError::Wait {
+        program: program.clone(),
+        source,
+    })?;
+    let duration = started.elapsed();
+    // Nothing the program started outlives it.
+    group.signal(libc::SIGKILL);
+    group.disarm();
+
+    let (stdout, stdout_cut) = drain(stdout).await;
+    let (stderr, stderr_cut) = drain(stderr).await;
+    Ok(ProcessOutput {
+        stdout,
+        stderr,
+        exit_code: status.code(),
+        signal: status.signal(),
+        duration,
+        timed_out,
+        truncated: stdout_cut || stderr_cut,
+    })
+}
+
+async fn drain(task: tokio::task::JoinHandle<(Vec<u8>, bool)>) -> (Vec<u8>, bool) {
+    let abort = task.abort_handle();
+    match tokio::time::timeout(DRAIN_AFTER_EXIT, task).await {
+        Ok(Ok(result)) => result,
+        _ => {
+            abort.abort();
+            (Vec::new(), false)
+        }
+    }
+}
+
+/// Read `pipe` to the end, keeping the first `cap` bytes. Returns the bytes
+/// (with a note appended when some were dropped) and whether any were.
+async fn capture(
+    mut pipe: impl AsyncRead + Unpin,
+    cap: usize,
+    stream: OutputStream,
+    live: Option<mpsc::UnboundedSender<OutputChunk>>,
+) -> (Vec<u8>, bool) {
+    let mut kept = Vec::new();
+    let mut dropped: u64 = 0;
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match pipe.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let room = cap.saturating_sub(kept.len());
+        kept.extend_from_slice(&buf[..n.min(room)]);
+        dropped += n.saturating_sub(room) as u64;
+        if let Some(live) = &live {
+            let _ = live.send(OutputChunk {
+                stream,
+                bytes: buf[..n].to_vec(),
+            });
+        }
+    }
+    if dropped > 0 {
+        kept.extend_from_slice(
+            format!("\n[output capped at {cap} bytes; {dropped} more bytes were dropped]\n")
+                .as_bytes(),
+        );
+    }
+    (kept, dropped > 0)
+}
+
+/// Kills the process group when dropped (the caller went away) and sends
+/// signals to it on request.
+struct GroupGuard(Option<i32>);
+
+impl GroupGuard {
+    fn signal(&self, signal: i32) {
+        if let Some(pgid) = self.0 {
+            // SAFETY: kill(2) on our own child's group id; ESRCH is fine.
+            unsafe {
+                libc::kill(-pgid, signal);
+            }
+        }
+    }
+}
+
+impl GroupGuard {
+    /// The group is gone; do not signal its id again (it may be reused).
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.signal(libc::SIGKILL);
+    }
+}
