@@ -66,32 +66,57 @@ fn outer_target_dir(out_dir: &Path) -> PathBuf {
     if let Ok(dir) = env::var("CARGO_TARGET_DIR") {
         return PathBuf::from(dir);
     }
-    out_dir.ancestors().nth(4).expect("OUT_DIR is inside the target directory").to_path_buf()
+    out_dir
+        .ancestors()
+        .nth(4)
+        .expect("OUT_DIR is inside the target directory")
+        .to_path_buf()
 }
 
 fn build_plugins(plugins: &Path, target_dir: &Path) {
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(plugins)
-        .args(["build", "--release", "--workspace", "--target", TARGET, "--target-dir"])
+        .args([
+            "build",
+            "--release",
+            "--workspace",
+            "--target",
+            TARGET,
+            "--target-dir",
+        ])
         .arg(target_dir);
     for (key, _) in env::vars_os() {
         let key = key.to_string_lossy();
         let inherited = key.starts_with("CARGO_")
-            && !matches!(key.as_ref(), "CARGO_HOME" | "CARGO_NET_OFFLINE" | "CARGO_REGISTRIES_CRATES_IO_PROTOCOL");
-        if inherited || key.contains("RUSTFLAGS") || key == "RUSTC_WRAPPER" || key == "RUSTC_WORKSPACE_WRAPPER" {
+            && !matches!(
+                key.as_ref(),
+                "CARGO_HOME" | "CARGO_NET_OFFLINE" | "CARGO_REGISTRIES_CRATES_IO_PROTOCOL"
+            );
+        if inherited
+            || key.contains("RUSTFLAGS")
+            || key == "RUSTC_WRAPPER"
+            || key == "RUSTC_WORKSPACE_WRAPPER"
+        {
             cmd.env_remove(key.as_ref());
         }
     }
-    let output = cmd.output().expect("failed to run cargo for the plugin workspace");
+    let output = cmd
+        .output()
+        .expect("failed to run cargo for the plugin workspace");
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
-        let hint = if stderr.contains("may not be installed") || stderr.contains("can't find crate for `std`") {
+        let hint = if stderr.contains("may not be installed")
+            || stderr.contains("can't find crate for `std`")
+        {
             "\n\nThe wasm32-wasip2 target is missing: run `rustup target add wasm32-wasip2`.\n"
         } else {
             ""
         };
-        panic!("building the plugins in {} failed:\n{stderr}{hint}", plugins.display());
+        panic!(
+            "building the plugins in {} failed:\n{stderr}{hint}",
+            plugins.display()
+        );
     }
 }
 
@@ -100,7 +125,9 @@ fn build_plugins(plugins: &Path, target_dir: &Path) {
 fn plugin_dirs(plugins: &Path) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     for parent in [plugins.to_path_buf(), plugins.join("test-fixtures")] {
-        let Ok(entries) = fs::read_dir(&parent) else { continue };
+        let Ok(entries) = fs::read_dir(&parent) else {
+            continue;
+        };
         for entry in entries.flatten() {
             if entry.path().join("plugin.toml").is_file() {
                 dirs.push(entry.path());
@@ -114,7 +141,11 @@ fn plugin_dirs(plugins: &Path) -> Vec<PathBuf> {
 /// The value of the top-level `wasm = "..."` line of a manifest.
 fn wasm_field(manifest: &str) -> Option<String> {
     manifest.lines().find_map(|line| {
-        let rest = line.trim().strip_prefix("wasm")?.trim_start().strip_prefix('=')?;
+        let rest = line
+            .trim()
+            .strip_prefix("wasm")?
+            .trim_start()
+            .strip_prefix('=')?;
         Some(rest.trim().trim_matches('"').to_string())
     })
 }

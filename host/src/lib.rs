@@ -1,5 +1,7 @@
 //! sandcrab: a coding-agent host whose tools, provider profiles and
 //! summarization prompt are sandboxed WebAssembly components.
 
+pub mod cli;
+pub mod config;
 pub mod plugin;
 pub mod process;

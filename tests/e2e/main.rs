@@ -1,1 +1,11 @@
-//! e2e
+//! End-to-end tests of sandcrab: the plugin runtime with real built
+//! plugins, the sandbox, and the `sandcrab` binary. One test binary, one
+//! module per feature.
+
+mod support;
+
+mod cli_plugins_test;
+mod component_cache_test;
+mod manifest_policy_test;
+mod plugin_limits_test;
+mod sandbox_escape_test;

@@ -2,9 +2,9 @@
 //!
 //! Entries are keyed by the BLAKE3 hash of the component bytes and of the
 //! engine's compatibility settings, so a changed plugin or a changed engine
-//! never reuses stale code. Each entry carries a checksum of its payload: a
-//! truncated or corrupted file is detected, recompiled and rewritten, never
-//! handed to wasmtime.
+//! never reuses stale code. Each entry (`KEY.cwasm`, memory-mapped on load)
+//! has a checksum beside it (`KEY.b3`): a truncated or corrupted entry is
+//! detected, recompiled and rewritten, never handed to wasmtime.
 
 use std::hash::{Hash, Hasher};
 use std::io::Write;
@@ -12,9 +12,6 @@ use std::path::{Path, PathBuf};
 
 use wasmtime::Engine;
 use wasmtime::component::Component;
-
-const MAGIC: &[u8; 5] = b"SCWC\x01";
-const HEADER_LEN: usize = MAGIC.len() + 32;
 
 /// What happened when a component was loaded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,7 +60,11 @@ impl ComponentCache {
     }
 
     /// Load `wasm` compiled for `engine`, from the cache when possible.
-    pub fn load(&self, engine: &Engine, wasm: &[u8]) -> wasmtime::Result<(Component, CacheOutcome)> {
+    pub fn load(
+        &self,
+        engine: &Engine,
+        wasm: &[u8],
+    ) -> wasmtime::Result<(Component, CacheOutcome)> {
         let Some(path) = self.entry_path(wasm) else {
             return Ok((Component::new(engine, wasm)?, CacheOutcome::Disabled));
         };
@@ -84,24 +85,35 @@ impl ComponentCache {
     }
 }
 
+/// The checksum file of an entry.
+fn sum_path(entry: &Path) -> PathBuf {
+    entry.with_extension("b3")
+}
+
 /// A valid entry's component, or None (with a log line) if it is corrupt.
 fn read_entry(engine: &Engine, path: &Path) -> Option<Component> {
     let bytes = std::fs::read(path).ok()?;
-    let valid = bytes.len() > HEADER_LEN
-        && &bytes[..MAGIC.len()] == MAGIC
-        && bytes[MAGIC.len()..HEADER_LEN] == *blake3::hash(&bytes[HEADER_LEN..]).as_bytes();
-    if !valid {
-        tracing::warn!("component cache entry {} is corrupt; recompiling", path.display());
+    let expected = std::fs::read_to_string(sum_path(path)).unwrap_or_default();
+    if blake3::hash(&bytes).to_hex().as_str() != expected.trim() {
+        tracing::warn!(
+            "component cache entry {} is corrupt; recompiling",
+            path.display()
+        );
         return None;
     }
-    // SAFETY: the payload was produced by `Component::serialize` of this
-    // host (the key includes the engine's compatibility hash) and its
-    // checksum matches, so it is the bytes we wrote. wasmtime additionally
-    // rejects payloads built for another engine configuration.
-    match unsafe { Component::deserialize(engine, &bytes[HEADER_LEN..]) } {
+    drop(bytes);
+    // SAFETY: the file was produced by `Component::serialize` of this host
+    // (the key includes the engine's compatibility hash) and its checksum
+    // matches, so it holds the bytes we wrote; the cache directory belongs
+    // to the user running sandcrab. wasmtime additionally rejects files
+    // built for another engine configuration.
+    match unsafe { Component::deserialize_file(engine, path) } {
         Ok(component) => Some(component),
         Err(err) => {
-            tracing::warn!("component cache entry {} unusable ({err}); recompiling", path.display());
+            tracing::warn!(
+                "component cache entry {} unusable ({err}); recompiling",
+                path.display()
+            );
             None
         }
     }
@@ -110,16 +122,17 @@ fn read_entry(engine: &Engine, path: &Path) -> Option<Component> {
 /// Write atomically: a temp file in the same directory, then rename.
 fn write_entry(path: &Path, component: &Component) -> Result<(), String> {
     let payload = component.serialize().map_err(|e| format!("{e:#}"))?;
-    write_file(path, &payload).map_err(|e| e.to_string())
+    let sum = blake3::hash(&payload).to_hex();
+    write_file(path, &payload)
+        .and_then(|()| write_file(&sum_path(path), sum.as_bytes()))
+        .map_err(|e| e.to_string())
 }
 
-fn write_file(path: &Path, payload: &[u8]) -> std::io::Result<()> {
+fn write_file(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().expect("cache entries live in a directory");
     std::fs::create_dir_all(dir)?;
     let mut file = tempfile::NamedTempFile::new_in(dir)?;
-    file.write_all(MAGIC)?;
-    file.write_all(blake3::hash(payload).as_bytes())?;
-    file.write_all(payload)?;
+    file.write_all(contents)?;
     file.persist(path).map_err(|e| e.error)?;
     Ok(())
 }

@@ -31,6 +31,9 @@ pub struct PluginHostConfig {
     pub engine: EngineOptions,
     /// Cap on each program's captured stdout / stderr.
     pub output_cap: usize,
+    /// Environment that granted variables are taken from (None: the
+    /// process environment).
+    pub host_env: Option<std::collections::BTreeMap<String, String>>,
 }
 
 impl PluginHostConfig {
@@ -42,6 +45,7 @@ impl PluginHostConfig {
             cache_dir: ComponentCache::default_dir(),
             engine: EngineOptions::default(),
             output_cap: crate::process::DEFAULT_OUTPUT_CAP,
+            host_env: None,
         }
     }
 }
@@ -52,6 +56,7 @@ pub struct Diagnostic {
     pub severity: Severity,
     /// The file concerned.
     pub path: PathBuf,
+    /// What is wrong, starting with the file.
     pub message: String,
 }
 
@@ -115,15 +120,26 @@ impl PluginHost {
                 path: std::env::temp_dir(),
                 source,
             })?;
-        let temp_path = temp_dir.path().canonicalize().unwrap_or(temp_dir.path().to_path_buf());
+        let temp_path = temp_dir
+            .path()
+            .canonicalize()
+            .unwrap_or(temp_dir.path().to_path_buf());
         let cache = ComponentCache::new(config.cache_dir.clone(), engine.engine());
+        let host_env = config
+            .host_env
+            .unwrap_or_else(|| std::env::vars().collect());
+        let host_path = host_env
+            .get("PATH")
+            .cloned()
+            .unwrap_or_else(|| crate::process::DEFAULT_PATH.into());
         Ok(PluginHost {
             ctx: SandboxContext {
                 workspace,
                 temp_dir: temp_path,
                 policy: config.policy,
                 output_cap: config.output_cap,
-                host_path: std::env::var("PATH").unwrap_or_else(|_| crate::process::DEFAULT_PATH.into()),
+                host_path,
+                host_env,
             },
             engine,
             linker,
@@ -138,49 +154,43 @@ impl PluginHost {
     pub async fn load_all(&mut self, sources: &[PluginSource]) {
         for source in sources {
             if let Err(err) = self.load(source).await {
-                tracing::warn!("{err}");
-                self.diagnostics.push(Diagnostic {
-                    severity: Severity::Error,
-                    path: err.path().to_path_buf(),
-                    message: err.to_string(),
-                });
+                let path = err.path().to_path_buf();
+                self.note(Severity::Error, &path, err.to_string());
             }
         }
     }
 
+    /// Validate a plugin without running any of its code: manifest, wasm,
+    /// component format, world and imports. Returns the parsed manifest
+    /// and the ABI version it was built against.
+    pub fn check(&self, source: &PluginSource) -> Result<(Manifest, wit::WitVersion), LoadError> {
+        let prepared = self.prepare(source)?;
+        Ok((prepared.manifest, prepared.version))
+    }
+
     /// Load one plugin.
     pub async fn load(&mut self, source: &PluginSource) -> Result<Arc<LoadedPlugin>, LoadError> {
-        let manifest_path = source.manifest_path();
-        let (manifest, wasm_path, bytes) = read_source(source, &manifest_path)?;
+        let Prepared {
+            manifest,
+            manifest_path,
+            version,
+            cache,
+            pre,
+        } = self.prepare(source)?;
         if let Some(existing) = self.get(&manifest.name) {
             return Err(LoadError::DuplicatePlugin {
                 path: manifest_path,
                 name: existing.name().to_string(),
             });
         }
-        check_component_header(&bytes, &wasm_path)?;
-        let engine = self.engine.engine().clone();
-        let (component, cache) =
-            self.cache
-                .load(&engine, &bytes)
-                .map_err(|e| LoadError::NotAComponent {
-                    path: wasm_path.clone(),
-                    message: format!("{e:#}"),
-                })?;
-        let wrong_world = |message: String| LoadError::WrongWorld {
-            path: wasm_path.clone(),
-            message,
-        };
-        let version = wit::detect(&component, &engine, manifest.kind).map_err(wrong_world)?;
-        let instance_pre = self.linker.instantiate_pre(&component).map_err(|e| {
-            wrong_world(format!("it needs an import the host does not provide: {e:#}"))
-        })?;
-        let pre = Pre::new(version, manifest.kind, instance_pre)
-            .map_err(|e| wrong_world(format!("{e:#}")))?;
-
         let decision = self.ctx.policy.decide(&manifest, source.origin());
         for denied in &decision.denied {
-            self.warn(&manifest_path, format!("plugin '{}': not granted: {denied}", manifest.name));
+            let message = format!(
+                "{}: plugin '{}': not granted: {denied}",
+                manifest_path.display(),
+                manifest.name
+            );
+            self.note(Severity::Warning, &manifest_path, message);
         }
         let sandbox = PluginSandbox::new(&manifest.name, &decision.grants, &self.ctx);
         let mut plugin = LoadedPlugin::new(
@@ -192,7 +202,7 @@ impl PluginHost {
             cache,
             sandbox,
             pre,
-            engine,
+            self.engine.engine().clone(),
         );
         if plugin.kind() == PluginKind::Tool {
             plugin.tools = self.load_tools(&plugin, &manifest_path).await?;
@@ -202,12 +212,53 @@ impl PluginHost {
         Ok(plugin)
     }
 
-    /// Ask a tool plugin for its tools, keeping the valid ones.
-    async fn load_tools(&mut self, plugin: &LoadedPlugin, path: &Path) -> Result<Vec<ToolSpec>, LoadError> {
-        let raw = plugin.list_tools().await.map_err(|e| LoadError::Initialization {
-            path: path.to_path_buf(),
-            message: e.to_string(),
+    /// Everything up to (not including) running guest code.
+    fn prepare(&self, source: &PluginSource) -> Result<Prepared, LoadError> {
+        let manifest_path = source.manifest_path();
+        let (manifest, wasm_path, bytes) = read_source(source, &manifest_path)?;
+        check_component_header(&bytes, &wasm_path)?;
+        let engine = self.engine.engine();
+        let (component, cache) =
+            self.cache
+                .load(engine, &bytes)
+                .map_err(|e| LoadError::NotAComponent {
+                    path: wasm_path.clone(),
+                    message: format!("{e:#}"),
+                })?;
+        let wrong_world = |message: String| LoadError::WrongWorld {
+            path: wasm_path.clone(),
+            message,
+        };
+        let version = wit::detect(&component, engine, manifest.kind).map_err(wrong_world)?;
+        let instance_pre = self.linker.instantiate_pre(&component).map_err(|e| {
+            wrong_world(format!(
+                "it needs an import the host does not provide: {e:#}"
+            ))
         })?;
+        let pre = Pre::new(version, manifest.kind, instance_pre)
+            .map_err(|e| wrong_world(format!("{e:#}")))?;
+        Ok(Prepared {
+            manifest,
+            manifest_path,
+            version,
+            cache,
+            pre,
+        })
+    }
+
+    /// Ask a tool plugin for its tools, keeping the valid ones.
+    async fn load_tools(
+        &mut self,
+        plugin: &LoadedPlugin,
+        path: &Path,
+    ) -> Result<Vec<ToolSpec>, LoadError> {
+        let raw = plugin
+            .list_tools()
+            .await
+            .map_err(|e| LoadError::Initialization {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            })?;
         let mut tools: Vec<ToolSpec> = Vec::new();
         for (name, description, schema) in raw {
             if let Some(owner) = self.tool_owner(&name) {
@@ -223,7 +274,14 @@ impl PluginHost {
                     description,
                     parameters,
                 }),
-                Err(why) => self.error(path, format!("plugin '{}': tool skipped: {why}", plugin.name())),
+                Err(why) => {
+                    let message = format!(
+                        "{}: plugin '{}': tool skipped: {why}",
+                        path.display(),
+                        plugin.name()
+                    );
+                    self.note(Severity::Error, path, message);
+                }
             }
         }
         Ok(tools)
@@ -236,18 +294,11 @@ impl PluginHost {
             .map(|p| p.name())
     }
 
-    fn warn(&mut self, path: &Path, message: String) {
+    /// Record a diagnostic; `message` names the file.
+    fn note(&mut self, severity: Severity, path: &Path, message: String) {
+        tracing::debug!("{message}");
         self.diagnostics.push(Diagnostic {
-            severity: Severity::Warning,
-            path: path.to_path_buf(),
-            message,
-        });
-    }
-
-    fn error(&mut self, path: &Path, message: String) {
-        tracing::warn!("{}: {message}", path.display());
-        self.diagnostics.push(Diagnostic {
-            severity: Severity::Error,
+            severity,
             path: path.to_path_buf(),
             message,
         });
@@ -270,7 +321,11 @@ impl PluginHost {
 
     /// The profile plugin whose id is `id`.
     pub async fn profile(&self, id: &str) -> Option<(Arc<LoadedPlugin>, ProfileInfo)> {
-        for plugin in self.plugins.iter().filter(|p| p.kind() == PluginKind::Profile) {
+        for plugin in self
+            .plugins
+            .iter()
+            .filter(|p| p.kind() == PluginKind::Profile)
+        {
             if let Ok(info) = plugin.profile_info().await
                 && info.id == id
             {
@@ -282,7 +337,9 @@ impl PluginHost {
 
     /// The first summarizer plugin.
     pub fn summarizer(&self) -> Option<&Arc<LoadedPlugin>> {
-        self.plugins.iter().find(|p| p.kind() == PluginKind::Summarizer)
+        self.plugins
+            .iter()
+            .find(|p| p.kind() == PluginKind::Summarizer)
     }
 
     /// Settings shared by every plugin's sandbox.
@@ -294,6 +351,15 @@ impl PluginHost {
     pub fn pooling(&self) -> bool {
         self.engine.pooling()
     }
+}
+
+/// A plugin whose component is compiled and linked, not yet run.
+struct Prepared {
+    manifest: Manifest,
+    manifest_path: PathBuf,
+    version: wit::WitVersion,
+    cache: super::cache::CacheOutcome,
+    pre: Pre,
 }
 
 /// The manifest, the wasm path (for messages) and the wasm bytes.
@@ -340,7 +406,11 @@ fn check_component_header(bytes: &[u8], path: &Path) -> Result<(), LoadError> {
 }
 
 /// The parsed schema of a tool the plugin declared, or why it is unusable.
-fn validate_tool(name: &str, schema: &str, earlier: &[ToolSpec]) -> Result<serde_json::Value, String> {
+fn validate_tool(
+    name: &str,
+    schema: &str,
+    earlier: &[ToolSpec],
+) -> Result<serde_json::Value, String> {
     let valid_name = !name.is_empty()
         && name.len() <= 64
         && name
@@ -355,7 +425,9 @@ fn validate_tool(name: &str, schema: &str, earlier: &[ToolSpec]) -> Result<serde
     let value: serde_json::Value = serde_json::from_str(schema)
         .map_err(|e| format!("tool '{name}': parameters schema is not valid JSON: {e}"))?;
     if value.get("type").and_then(|t| t.as_str()) != Some("object") {
-        return Err(format!("tool '{name}': parameters schema must be an object schema"));
+        return Err(format!(
+            "tool '{name}': parameters schema must be an object schema"
+        ));
     }
     jsonschema::meta::validate(&value)
         .map_err(|e| format!("tool '{name}': parameters schema is not a valid JSON Schema: {e}"))?;

@@ -186,7 +186,10 @@ impl LoadedPlugin {
         let mut store = self.store(None)?;
         let result = async {
             let instance = pre.instantiate_async(&mut store).await?;
-            instance.sandcrab_plugin_profile().call_info(&mut store).await
+            instance
+                .sandcrab_plugin_profile()
+                .call_info(&mut store)
+                .await
         }
         .await;
         let info = result.map_err(|e| self.classify(e, &store))?;
@@ -262,8 +265,13 @@ impl LoadedPlugin {
         &self,
         live: Option<mpsc::UnboundedSender<OutputChunk>>,
     ) -> Result<Store<HostState>, CallError> {
-        new_store(&self.engine, &self.sandbox, &self.decision.grants.limits, live)
-            .map_err(|e| self.setup_error(format!("{e:#}")))
+        new_store(
+            &self.engine,
+            &self.sandbox,
+            &self.decision.grants.limits,
+            live,
+        )
+        .map_err(|e| self.setup_error(format!("{e:#}")))
     }
 
     fn setup_error(&self, message: String) -> CallError {
@@ -274,7 +282,10 @@ impl LoadedPlugin {
     }
 
     fn not_a(&self, kind: &str) -> CallError {
-        self.setup_error(format!("it is a {} plugin, not a {kind} plugin", self.kind()))
+        self.setup_error(format!(
+            "it is a {} plugin, not a {kind} plugin",
+            self.kind()
+        ))
     }
 
     /// Turn a wasmtime error into the reason the call failed.

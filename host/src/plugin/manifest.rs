@@ -178,12 +178,11 @@ impl Manifest {
     /// Read and parse `dir/plugin.toml`.
     pub fn read(dir: &Path) -> Result<Manifest, LoadError> {
         let path = dir.join("plugin.toml");
-        let text = std::fs::read_to_string(&path).map_err(|source| {
-            LoadError::ManifestUnreadable {
+        let text =
+            std::fs::read_to_string(&path).map_err(|source| LoadError::ManifestUnreadable {
                 path: path.clone(),
                 source,
-            }
-        })?;
+            })?;
         Manifest::parse(&text, &path)
     }
 
@@ -198,8 +197,7 @@ impl Manifest {
                 self.name
             )));
         }
-        if self.wasm.is_empty() || Path::new(&self.wasm).is_absolute() || self.wasm.contains("..")
-        {
+        if self.wasm.is_empty() || Path::new(&self.wasm).is_absolute() || self.wasm.contains("..") {
             return Err(invalid(format!(
                 "wasm '{}' must be a file name relative to the plugin directory",
                 self.wasm
@@ -271,15 +269,20 @@ mod tests {
     fn errors_name_the_file_and_the_field() {
         let err = parse("name = \"x\"\nversion = \"1\"\nkind = \"tool\"\n").unwrap_err();
         let msg = err.to_string();
-        assert!(msg.starts_with("/plugins/x/plugin.toml: invalid manifest"), "{msg}");
+        assert!(
+            msg.starts_with("/plugins/x/plugin.toml: invalid manifest"),
+            "{msg}"
+        );
         assert!(msg.contains("wasm"), "{msg}");
 
         let err = parse("name = \"x\"\nversion = \"1\"\nkind = \"widget\"\nwasm = \"a.wasm\"")
             .unwrap_err();
         assert!(err.to_string().contains("widget"), "{err}");
 
-        let err = parse("name = \"x\"\nversion = \"1\"\nkind = \"tool\"\nwasm = \"a.wasm\"\nsurprise = 1")
-            .unwrap_err();
+        let err = parse(
+            "name = \"x\"\nversion = \"1\"\nkind = \"tool\"\nwasm = \"a.wasm\"\nsurprise = 1",
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("surprise"), "{err}");
     }
 
@@ -298,7 +301,10 @@ mod tests {
                 "name = \"ok\"\nwasm = \"a.wasm\"\n[capabilities]\npaths = [{ path = \"rel\", access = \"read\" }]",
                 "'rel' must be an absolute path",
             ),
-            ("name = \"ok\"\nwasm = \"a.wasm\"\n[limits]\nmemory_mb = 0", "greater than zero"),
+            (
+                "name = \"ok\"\nwasm = \"a.wasm\"\n[limits]\nmemory_mb = 0",
+                "greater than zero",
+            ),
         ] {
             let err = parse(&format!("{base}{extra}")).unwrap_err().to_string();
             assert!(err.contains(needle), "expected '{needle}' in: {err}");

@@ -261,7 +261,9 @@ impl Policy {
             if by_name || by_default {
                 env.push(name.clone());
             } else if is_secret_env(name) {
-                denied.push(format!("env: {name} (a secret; grant it by name to pass it)"));
+                denied.push(format!(
+                    "env: {name} (a secret; grant it by name to pass it)"
+                ));
             } else {
                 denied.push(format!("env: {name}"));
             }
@@ -306,11 +308,7 @@ impl Policy {
 
 /// The best access any grant gives to `path` (a grant of a directory covers
 /// everything below it).
-fn granted_path_access(
-    path: &Path,
-    base: &[PathAccess],
-    explicit: Option<&PluginGrant>,
-) -> Access {
+fn granted_path_access(path: &Path, base: &[PathAccess], explicit: Option<&PluginGrant>) -> Access {
     base.iter()
         .chain(explicit.map(|g| g.paths.as_slice()).unwrap_or_default())
         .filter(|g| path.starts_with(&g.path))
@@ -382,7 +380,10 @@ mod tests {
         assert_eq!(d.grants.env, vec!["LANG"]);
         assert!(d.grants.network);
         assert_eq!(d.grants.paths.len(), 1);
-        assert_eq!(d.denied, vec!["env: GITHUB_TOKEN (a secret; grant it by name to pass it)"]);
+        assert_eq!(
+            d.denied,
+            vec!["env: GITHUB_TOKEN (a secret; grant it by name to pass it)"]
+        );
     }
 
     #[test]
@@ -393,7 +394,11 @@ mod tests {
         assert!(d.grants.env.is_empty());
         assert!(d.grants.paths.is_empty());
         assert!(!d.grants.network);
-        assert!(d.denied.iter().any(|l| l == "workspace: read-write requested, read granted"));
+        assert!(
+            d.denied
+                .iter()
+                .any(|l| l == "workspace: read-write requested, read granted")
+        );
         assert!(d.denied.iter().any(|l| l == "programs: git"));
         assert!(d.denied.iter().any(|l| l == "network"));
     }
@@ -420,8 +425,16 @@ mod tests {
         caps.workspace = Access::Read;
         let d = policy.decide(&manifest(caps), Origin::ThirdParty);
         assert_eq!(d.grants.workspace, Access::Read);
-        assert_eq!(d.grants.programs, vec!["git"], "sh not granted, curl not requested");
-        assert_eq!(d.grants.env, vec!["GITHUB_TOKEN"], "secret passes when named");
+        assert_eq!(
+            d.grants.programs,
+            vec!["git"],
+            "sh not granted, curl not requested"
+        );
+        assert_eq!(
+            d.grants.env,
+            vec!["GITHUB_TOKEN"],
+            "secret passes when named"
+        );
         assert_eq!(
             d.grants.paths,
             vec![PathAccess {
@@ -457,7 +470,10 @@ mod tests {
         assert_eq!(d.grants.workspace, Access::Read);
         assert_eq!(d.grants.programs, vec!["git"]);
         assert_eq!(d.grants.env, vec!["LANG"]);
-        assert!(!d.grants.network, "locked mode allows no network even when granted");
+        assert!(
+            !d.grants.network,
+            "locked mode allows no network even when granted"
+        );
         assert_eq!(policy.sandbox_mode(), SandboxMode::Locked);
     }
 
@@ -476,7 +492,14 @@ mod tests {
 
     #[test]
     fn secret_names_are_recognised() {
-        for name in ["OPENAI_API_KEY", "GITHUB_TOKEN", "AWS_SECRET", "DB_PASSWORD", "GCP_CREDENTIALS", "api_key"] {
+        for name in [
+            "OPENAI_API_KEY",
+            "GITHUB_TOKEN",
+            "AWS_SECRET",
+            "DB_PASSWORD",
+            "GCP_CREDENTIALS",
+            "api_key",
+        ] {
             assert!(is_secret_env(name), "{name}");
         }
         for name in ["PATH", "HOME", "TOKENIZER_PATH", "LANG"] {
@@ -496,10 +519,20 @@ mod tests {
         policy.plugins.insert(
             "probe".into(),
             PluginGrant {
-                limits: Limits { memory_mb: Some(4096), ..Limits::default() },
+                limits: Limits {
+                    memory_mb: Some(4096),
+                    ..Limits::default()
+                },
                 ..PluginGrant::default()
             },
         );
-        assert_eq!(policy.decide(&m, Origin::ThirdParty).grants.limits.memory_mb, 4096);
+        assert_eq!(
+            policy
+                .decide(&m, Origin::ThirdParty)
+                .grants
+                .limits
+                .memory_mb,
+            4096
+        );
     }
 }

@@ -4,7 +4,7 @@
 //! confinement).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -31,6 +31,9 @@ pub struct SandboxContext {
     pub output_cap: usize,
     /// The host's PATH when sandcrab started (programs are resolved on it).
     pub host_path: String,
+    /// The environment granted variables take their values from (the
+    /// host's environment when sandcrab started).
+    pub host_env: std::collections::BTreeMap<String, String>,
 }
 
 /// A directory visible to the guest.
@@ -76,7 +79,10 @@ pub struct PluginSandbox {
     pub env: Vec<(String, String)>,
     pub programs: Vec<String>,
     pub network: bool,
-    confinement: Result<Confinement, String>,
+    /// How programs are confined; prepared on first use (most plugins
+    /// never start a program).
+    confinement: OnceLock<Result<Confinement, String>>,
+    confinement_spec: ConfinementSpec,
     temp_dir: PathBuf,
     output_cap: usize,
     host_path: String,
@@ -110,7 +116,7 @@ impl PluginSandbox {
         let env = grants
             .env
             .iter()
-            .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
+            .filter_map(|name| ctx.host_env.get(name).map(|v| (name.clone(), v.clone())))
             .collect::<Vec<_>>();
         let locked = ctx.policy.sandbox_mode() == SandboxMode::Locked
             || ctx.policy.mode == PolicyMode::Locked;
@@ -119,18 +125,15 @@ impl PluginSandbox {
             .find(|(k, _)| k == "HOME")
             .filter(|_| !locked)
             .map(|(_, v)| v.clone());
-        let confinement = Confinement::prepare(&confinement_spec(&mounts, grants, ctx))
-            .map_err(|e| e.to_string());
-        if let Err(err) = &confinement {
-            tracing::warn!("plugin {plugin}: programs will be refused: {err}");
-        }
+        let confinement_spec = confinement_spec(&mounts, grants, ctx);
         Arc::new(PluginSandbox {
             plugin: plugin.to_string(),
             mounts,
             env,
             programs: grants.programs.clone(),
             network: grants.network && ctx.policy.mode != PolicyMode::Locked,
-            confinement,
+            confinement: OnceLock::new(),
+            confinement_spec,
             temp_dir: ctx.temp_dir.clone(),
             output_cap: ctx.output_cap,
             host_path: ctx.host_path.clone(),
@@ -140,7 +143,15 @@ impl PluginSandbox {
 
     /// How programs of this plugin are confined (or why they cannot run).
     pub fn confinement(&self) -> Result<&Confinement, &str> {
-        self.confinement.as_ref().map_err(String::as_str)
+        self.confinement
+            .get_or_init(|| {
+                Confinement::prepare(&self.confinement_spec).map_err(|e| {
+                    tracing::warn!("plugin {}: programs will be refused: {e}", self.plugin);
+                    e.to_string()
+                })
+            })
+            .as_ref()
+            .map_err(|e| e.as_str())
     }
 
     /// Run a program for the guest, after every check.
@@ -152,9 +163,8 @@ impl PluginSandbox {
         let program = self.resolve_program(&cmd.program)?;
         let cwd = self.resolve_cwd(cmd.cwd.as_deref())?;
         let confinement = self
-            .confinement
-            .as_ref()
-            .map_err(|e| ProcessDenied::SandboxUnavailable(e.clone()))?;
+            .confinement()
+            .map_err(|e| ProcessDenied::SandboxUnavailable(e.to_string()))?;
         let timeout = cmd
             .timeout_ms
             .map(Duration::from_millis)
@@ -293,7 +303,10 @@ mod tests {
     #[test]
     fn guest_paths_map_inside_mounts_only() {
         assert_eq!(guest_relative("/workspace", "/workspace"), Some(""));
-        assert_eq!(guest_relative("/workspace", "/workspace/src/a"), Some("src/a"));
+        assert_eq!(
+            guest_relative("/workspace", "/workspace/src/a"),
+            Some("src/a")
+        );
         assert_eq!(guest_relative("/workspace", "/workspaces"), None);
         assert_eq!(guest_relative("/workspace", "/workspace/../etc"), None);
         assert_eq!(guest_relative("/workspace", "/etc"), None);

@@ -73,9 +73,14 @@ pub fn new_store(
     wasi.stdout(GuestOutput::new(plugin.clone(), "stdout"));
     wasi.stderr(GuestOutput::new(plugin, "stderr"));
     if sandbox.network {
-        wasi.inherit_network().allow_ip_name_lookup(true);
+        wasi.inherit_network()
+            .allow_tcp(true)
+            .allow_udp(true)
+            .allow_ip_name_lookup(true);
     } else {
-        wasi.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
+        wasi.allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false);
     }
 
     let state = HostState {
@@ -194,7 +199,11 @@ impl LineLogger {
 }
 
 impl AsyncWrite for LineLogger {
-    fn poll_write(mut self: Pin<&mut Self>, _: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         for &byte in buf {
             if byte == b'\n' || self.line.len() >= MAX_LOG_LINE {
                 self.emit();

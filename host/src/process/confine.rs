@@ -302,9 +302,15 @@ fn build_ruleset(spec: &ConfinementSpec) -> Result<OwnedFd, ConfineError> {
         .add_rules(path_beneath_rules(existing(&write_paths), all))
         .map_err(err)?;
     let fd: Option<OwnedFd> = created.into();
-    fd.ok_or_else(|| ConfineError::Unavailable("the kernel refused to create a Landlock ruleset".into()))
+    fd.ok_or_else(|| {
+        ConfineError::Unavailable("the kernel refused to create a Landlock ruleset".into())
+    })
 }
 
 fn existing(paths: &[PathBuf]) -> Vec<&Path> {
-    paths.iter().map(PathBuf::as_path).filter(|p| p.exists()).collect()
+    paths
+        .iter()
+        .map(PathBuf::as_path)
+        .filter(|p| p.exists())
+        .collect()
 }

@@ -25,12 +25,19 @@ impl Tool for Hello {
     fn parameters() -> Schema {
         let name = Schema::string("Who to greet");
         let shout = Schema::boolean("Greet in capitals");
-        Schema::object().required("name", name).optional("shout", shout).into()
+        Schema::object()
+            .required("name", name)
+            .optional("shout", shout)
+            .into()
     }
 
     fn run(args: HelloArgs, _ctx: &CallContext) -> ToolResult {
         let greeting = format!("Hello, {}!", args.name);
-        Ok(if args.shout { greeting.to_uppercase() } else { greeting })
+        Ok(if args.shout {
+            greeting.to_uppercase()
+        } else {
+            greeting
+        })
     }
 }
 

@@ -49,7 +49,11 @@ pub fn export_names(component: &Component, engine: &Engine) -> Vec<String> {
 
 /// Which ABI version of `kind`'s world `component` implements, or a message
 /// saying what it exports instead.
-pub fn detect(component: &Component, engine: &Engine, kind: PluginKind) -> Result<WitVersion, String> {
+pub fn detect(
+    component: &Component,
+    engine: &Engine,
+    kind: PluginKind,
+) -> Result<WitVersion, String> {
     let exports = export_names(component, engine);
     let wanted = format!("sandcrab:plugin/{}@", kind.export_interface());
     for name in &exports {

@@ -1,0 +1,74 @@
+//! The `sandcrab` command line.
+
+mod plugins_cmd;
+mod setup;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+pub use setup::HostArgs;
+
+/// sandcrab: a coding-agent host whose tools run as sandboxed WebAssembly
+/// components.
+#[derive(Debug, Parser)]
+#[command(name = "sandcrab", version, about, long_about = None)]
+pub struct Cli {
+    /// More log output (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List, inspect and check plugins.
+    #[command(subcommand)]
+    Plugins(plugins_cmd::PluginsCommand),
+}
+
+/// Run the command line; the process exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("sandcrab: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Plugins(cmd) => plugins_cmd::run(cmd).await,
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("sandcrab: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info,sandcrab=info",
+        2 => "debug,cranelift_codegen=info,wasmtime=info",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}

@@ -1,0 +1,229 @@
+//! Test fixture: tools that try to escape the sandbox, exhaust resources or
+//! misbehave, so the host's tests can check each is refused or contained.
+
+use sandcrab_sdk::prelude::*;
+use sandcrab_sdk::process::Command;
+
+#[derive(Deserialize)]
+struct PathArgs {
+    path: String,
+}
+
+/// Read any path the guest names, as is.
+struct ReadPath;
+impl Tool for ReadPath {
+    const NAME: &'static str = "read_path";
+    const DESCRIPTION: &'static str = "Read a file by raw path";
+    type Args = PathArgs;
+    fn parameters() -> Schema {
+        Schema::object()
+            .required("path", Schema::string("path"))
+            .into()
+    }
+    fn run(args: PathArgs, _ctx: &CallContext) -> ToolResult {
+        std::fs::read_to_string(&args.path)
+            .map_err(|e| ToolError::failed(format!("{}: {e}", args.path)))
+    }
+}
+
+#[derive(Deserialize)]
+struct WriteArgs {
+    path: String,
+    content: String,
+}
+
+/// Write any path the guest names, as is.
+struct WritePath;
+impl Tool for WritePath {
+    const NAME: &'static str = "write_path";
+    const DESCRIPTION: &'static str = "Write a file by raw path";
+    type Args = WriteArgs;
+    fn parameters() -> Schema {
+        Schema::object()
+            .required("path", Schema::string("path"))
+            .required("content", Schema::string("content"))
+            .into()
+    }
+    fn run(args: WriteArgs, _ctx: &CallContext) -> ToolResult {
+        std::fs::write(&args.path, &args.content)
+            .map(|_| "written".to_string())
+            .map_err(|e| ToolError::failed(format!("{}: {e}", args.path)))
+    }
+}
+
+#[derive(Deserialize)]
+struct RunArgs {
+    program: String,
+    #[serde(default)]
+    args: Vec<String>,
+    cwd: Option<String>,
+    #[serde(default)]
+    env: Vec<(String, String)>,
+    timeout_ms: Option<u64>,
+}
+
+/// Run a program through the host `process` import.
+struct Run;
+impl Tool for Run {
+    const NAME: &'static str = "run";
+    const DESCRIPTION: &'static str = "Run a program";
+    type Args = RunArgs;
+    fn parameters() -> Schema {
+        Schema::object()
+            .required("program", Schema::string("program"))
+            .optional("args", Schema::array(Schema::string("arg"), "args"))
+            .optional("cwd", Schema::string("cwd"))
+            .optional("env", Schema::raw(json!({"type": "array"})))
+            .optional("timeout_ms", Schema::integer("timeout"))
+            .into()
+    }
+    fn run(args: RunArgs, _ctx: &CallContext) -> ToolResult {
+        let mut cmd = Command::new(&args.program).args(args.args);
+        if let Some(cwd) = args.cwd {
+            cmd = cmd.cwd(cwd);
+        }
+        for (k, v) in args.env {
+            cmd = cmd.env(k, v);
+        }
+        if let Some(ms) = args.timeout_ms {
+            cmd = cmd.timeout_ms(ms);
+        }
+        let out = cmd.run()?;
+        Ok(json!({
+            "stdout": out.stdout_text(),
+            "stderr": out.stderr_text(),
+            "exit_code": out.exit_code,
+            "timed_out": out.timed_out,
+            "duration_ms": out.duration_ms,
+        })
+        .to_string())
+    }
+}
+
+#[derive(Deserialize)]
+struct NoArgs {}
+
+/// Every environment variable the guest can see.
+struct Env;
+impl Tool for Env {
+    const NAME: &'static str = "env";
+    const DESCRIPTION: &'static str = "List the guest environment";
+    type Args = NoArgs;
+    fn parameters() -> Schema {
+        Schema::object().into()
+    }
+    fn run(_: NoArgs, _ctx: &CallContext) -> ToolResult {
+        let vars: Vec<String> = std::env::vars().map(|(k, v)| format!("{k}={v}")).collect();
+        Ok(vars.join("\n"))
+    }
+}
+
+/// Loop forever.
+struct Spin;
+impl Tool for Spin {
+    const NAME: &'static str = "spin";
+    const DESCRIPTION: &'static str = "Never return";
+    type Args = NoArgs;
+    fn parameters() -> Schema {
+        Schema::object().into()
+    }
+    fn run(_: NoArgs, _ctx: &CallContext) -> ToolResult {
+        let mut n: u64 = 0;
+        loop {
+            n = std::hint::black_box(n.wrapping_add(1));
+        }
+    }
+}
+
+/// Allocate until the host says no.
+struct MemoryBomb;
+impl Tool for MemoryBomb {
+    const NAME: &'static str = "memory_bomb";
+    const DESCRIPTION: &'static str = "Allocate without bound";
+    type Args = NoArgs;
+    fn parameters() -> Schema {
+        Schema::object().into()
+    }
+    fn run(_: NoArgs, _ctx: &CallContext) -> ToolResult {
+        let mut hoard: Vec<Vec<u8>> = Vec::new();
+        loop {
+            hoard.push(std::hint::black_box(vec![1u8; 8 << 20]));
+        }
+    }
+}
+
+/// Crash.
+struct Trap;
+impl Tool for Trap {
+    const NAME: &'static str = "trap";
+    const DESCRIPTION: &'static str = "Panic";
+    type Args = NoArgs;
+    fn parameters() -> Schema {
+        Schema::object().into()
+    }
+    fn run(_: NoArgs, _ctx: &CallContext) -> ToolResult {
+        panic!("hostile-tool panicked on purpose")
+    }
+}
+
+#[derive(Deserialize)]
+struct EchoArgs {
+    text: String,
+}
+
+/// Behave: proves the plugin still works after a bad call.
+struct Echo;
+impl Tool for Echo {
+    const NAME: &'static str = "echo";
+    const DESCRIPTION: &'static str = "Return the text";
+    type Args = EchoArgs;
+    fn parameters() -> Schema {
+        Schema::object()
+            .required("text", Schema::string("text"))
+            .into()
+    }
+    fn run(args: EchoArgs, _ctx: &CallContext) -> ToolResult {
+        Ok(args.text)
+    }
+}
+
+/// Declares a parameter schema that is not JSON.
+struct BadSchema;
+impl Tool for BadSchema {
+    const NAME: &'static str = "bad_schema";
+    const DESCRIPTION: &'static str = "Has a broken schema";
+    type Args = NoArgs;
+    fn parameters() -> Schema {
+        Schema::raw(Value::String("{not json".into()))
+    }
+    fn run(_: NoArgs, _ctx: &CallContext) -> ToolResult {
+        Ok(String::new())
+    }
+}
+
+#[derive(Deserialize)]
+struct ConnectArgs {
+    addr: String,
+}
+
+/// Open a TCP connection from inside the guest.
+struct Connect;
+impl Tool for Connect {
+    const NAME: &'static str = "connect";
+    const DESCRIPTION: &'static str = "Connect to a TCP address";
+    type Args = ConnectArgs;
+    fn parameters() -> Schema {
+        Schema::object()
+            .required("addr", Schema::string("host:port"))
+            .into()
+    }
+    fn run(args: ConnectArgs, _ctx: &CallContext) -> ToolResult {
+        std::net::TcpStream::connect(&args.addr)
+            .map(|_| "connected".to_string())
+            .map_err(|e| ToolError::failed(format!("connect {}: {e}", args.addr)))
+    }
+}
+
+export_tools!(
+    ReadPath, WritePath, Run, Env, Spin, MemoryBomb, Trap, Echo, Connect, BadSchema
+);

@@ -1,0 +1,111 @@
+//! Helpers shared by the end-to-end tests.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use sandcrab::plugin::policy::PluginGrant;
+use sandcrab::plugin::{
+    LoadedPlugin, PluginHost, PluginHostConfig, PluginSource, Policy, ToolCallContext,
+    ToolCallError,
+};
+use sandcrab_bundled_plugins::Artifact;
+use serde_json::Value;
+
+/// A built plugin, by its path under `plugins/`.
+pub fn artifact(name: &str) -> &'static Artifact {
+    sandcrab_bundled_plugins::artifact(name).unwrap_or_else(|| panic!("no built plugin {name}"))
+}
+
+/// A component cache shared by the tests (so each component compiles once).
+pub fn cache_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("component-cache")
+}
+
+/// Copy a built plugin into `parent/<dir_name>` as a user would install
+/// it: its `plugin.toml` (passed through `edit`) beside its `.wasm`.
+pub fn install_plugin(
+    parent: &Path,
+    artifact_name: &str,
+    dir_name: &str,
+    edit: impl FnOnce(String) -> String,
+) -> PathBuf {
+    let a = artifact(artifact_name);
+    let dir = parent.join(dir_name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let manifest = std::fs::read_to_string(Path::new(a.source_dir).join("plugin.toml")).unwrap();
+    std::fs::write(dir.join("plugin.toml"), edit(manifest)).unwrap();
+    let wasm = Path::new(a.wasm_path);
+    std::fs::copy(wasm, dir.join(wasm.file_name().unwrap())).unwrap();
+    dir
+}
+
+/// A temp workspace and a scratch area outside it.
+pub struct Scene {
+    pub root: tempfile::TempDir,
+}
+
+impl Scene {
+    pub fn new() -> Self {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("workspace")).unwrap();
+        std::fs::create_dir_all(root.path().join("outside")).unwrap();
+        std::fs::create_dir_all(root.path().join("plugins")).unwrap();
+        Scene { root }
+    }
+
+    pub fn workspace(&self) -> PathBuf {
+        self.root.path().join("workspace").canonicalize().unwrap()
+    }
+
+    pub fn outside(&self) -> PathBuf {
+        self.root.path().join("outside").canonicalize().unwrap()
+    }
+
+    pub fn plugins(&self) -> PathBuf {
+        self.root.path().join("plugins")
+    }
+
+    /// A plugin host for this workspace with `policy` (shared cache).
+    pub fn host(&self, policy: Policy) -> PluginHost {
+        let mut config = PluginHostConfig::new(self.workspace());
+        config.policy = policy;
+        config.cache_dir = Some(cache_dir());
+        PluginHost::new(config).unwrap()
+    }
+
+    /// Install the hostile fixture and load it under `policy`.
+    pub async fn hostile(&self, policy: Policy) -> (PluginHost, std::sync::Arc<LoadedPlugin>) {
+        let dir = install_plugin(
+            &self.plugins(),
+            "test-fixtures/hostile-tool",
+            "hostile",
+            |m| m,
+        );
+        let mut host = self.host(policy);
+        let plugin = host.load(&PluginSource::Dir(dir)).await.unwrap();
+        (host, plugin)
+    }
+}
+
+/// A policy granting `grant` to the plugin `name`.
+pub fn grant(name: &str, grant: PluginGrant) -> Policy {
+    let mut policy = Policy::default();
+    policy.plugins.insert(name.to_string(), grant);
+    policy
+}
+
+/// Call `tool` of `plugin` with JSON `args`.
+pub async fn call(plugin: &LoadedPlugin, tool: &str, args: Value) -> Result<String, ToolCallError> {
+    let ctx = ToolCallContext {
+        session_id: "test-session".into(),
+        call_id: "call-1".into(),
+    };
+    plugin.call_tool(tool, &args.to_string(), &ctx, None).await
+}
+
+/// The plugin still answers after whatever happened before.
+pub async fn assert_still_works(plugin: &LoadedPlugin) {
+    let out = call(plugin, "echo", serde_json::json!({"text": "still here"})).await;
+    assert_eq!(out.unwrap(), "still here");
+}
