@@ -25,11 +25,7 @@ async fn second_load_uses_the_cache_and_corruption_is_repaired() {
         .await
         .unwrap();
     assert_eq!(first.cache, CacheOutcome::Miss);
-    let entries: Vec<_> = std::fs::read_dir(cache.path())
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
+    let entries = cwasm_entries(cache.path());
     assert_eq!(entries.len(), 1, "{entries:?}");
 
     let second = host_with_cache(&scene, cache.path())
