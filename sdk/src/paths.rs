@@ -1,16 +1,29 @@
 //! Resolve the paths a model gives against the workspace, refusing any that
 //! lead outside it. This is a lexical check that gives the model a clear
-//! message; the WASI sandbox enforces the same boundary underneath (a symlink
-//! that leads out of a granted directory fails to open).
+//! message; the WASI sandbox enforces the same boundary underneath (a
+//! symlink that leads out of a granted directory fails to open).
 
-use crate::tool::ToolError;
+use crate::tool::{CallContext, ToolError};
 
-/// Resolve `path` (relative to `root`, or absolute) to a normalized absolute
-/// guest path inside `root`. `root` is the workspace root from the call
-/// context, e.g. `/workspace`.
-pub fn resolve(root: &str, path: &str) -> Result<String, ToolError> {
+/// Resolve `path` — relative to the workspace, absolute inside the guest's
+/// workspace root, or absolute under the host's workspace path (what the
+/// model sees) — to a normalized guest path inside the workspace.
+pub fn resolve(ctx: &CallContext, path: &str) -> Result<String, ToolError> {
+    let host_root = ctx.host_workspace_root.trim_end_matches('/');
+    let guest_root = ctx.workspace_root.trim_end_matches('/');
+    let mapped = match path.strip_prefix(host_root) {
+        Some(rest) if !host_root.is_empty() && (rest.is_empty() || rest.starts_with('/')) => {
+            format!("{guest_root}{rest}")
+        }
+        _ => path.to_string(),
+    };
+    resolve_in(guest_root, &mapped).map_err(|_| outside(path, host_root))
+}
+
+/// Resolve `path` against `root` (both guest paths); an error if the
+/// result is not inside `root`.
+pub fn resolve_in(root: &str, path: &str) -> Result<String, ToolError> {
     let root = root.trim_end_matches('/');
-    let root = if root.is_empty() { "/" } else { root };
     let joined = if path.starts_with('/') {
         path.to_string()
     } else {
@@ -36,18 +49,19 @@ pub fn resolve(root: &str, path: &str) -> Result<String, ToolError> {
     }
 }
 
-/// The path of `absolute` relative to `root` (`.` for the root itself).
-pub fn relative_to<'a>(root: &str, absolute: &'a str) -> &'a str {
-    let root = root.trim_end_matches('/');
-    match absolute.strip_prefix(root) {
+/// `path` (a guest path inside the workspace) relative to the workspace
+/// root, `.` for the root itself.
+pub fn relative<'a>(ctx: &CallContext, path: &'a str) -> &'a str {
+    let root = ctx.workspace_root.trim_end_matches('/');
+    match path.strip_prefix(root) {
         Some("") => ".",
-        Some(rest) => rest.trim_start_matches('/'),
-        None => absolute,
+        Some(rest) if rest.starts_with('/') => &rest[1..],
+        _ => path,
     }
 }
 
 fn is_within(root: &str, path: &str) -> bool {
-    root == "/"
+    root.is_empty()
         || path == root
         || (path.starts_with(root) && path.as_bytes().get(root.len()) == Some(&b'/'))
 }

@@ -5,6 +5,7 @@
 mod support;
 
 mod cli_plugins_test;
+mod coding_tools_test;
 mod component_cache_test;
 mod manifest_policy_test;
 mod plugin_limits_test;

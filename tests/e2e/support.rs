@@ -109,3 +109,37 @@ pub async fn assert_still_works(plugin: &LoadedPlugin) {
     let out = call(plugin, "echo", serde_json::json!({"text": "still here"})).await;
     assert_eq!(out.unwrap(), "still here");
 }
+
+/// The bundled coding-tools plugin on `scene`'s workspace, as a registry.
+pub async fn coding_tools(
+    scene: &Scene,
+    policy: Policy,
+) -> (PluginHost, sandcrab::tools::ToolRegistry) {
+    let mut host = scene.host(policy);
+    let source = sandcrab::plugin::discovery::bundled()
+        .into_iter()
+        .find(|s| matches!(s, PluginSource::Bundled(b) if b.name == "coding-tools"))
+        .expect("coding-tools is bundled");
+    host.load(&source).await.unwrap();
+    let registry = sandcrab::tools::ToolRegistry::from_plugins(host.plugins());
+    (host, registry)
+}
+
+/// Dispatch `tool` with `args` through `registry`.
+pub async fn run_tool(
+    registry: &sandcrab::tools::ToolRegistry,
+    tool: &str,
+    args: Value,
+) -> sandcrab::tools::ToolOutcome {
+    let call = sandcrab::tools::ToolCallRequest {
+        id: "call-1".into(),
+        name: tool.into(),
+        arguments: args,
+    };
+    let ctx = sandcrab::tools::ToolContext {
+        session_id: "test".into(),
+        call_id: "call-1".into(),
+        live_output: None,
+    };
+    sandcrab::tools::dispatch(registry, &call, &ctx).await
+}

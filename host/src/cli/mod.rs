@@ -2,6 +2,7 @@
 
 mod plugins_cmd;
 mod setup;
+mod tool_cmd;
 
 use std::process::ExitCode;
 
@@ -27,6 +28,9 @@ enum Command {
     /// List, inspect and check plugins.
     #[command(subcommand)]
     Plugins(plugins_cmd::PluginsCommand),
+    /// Call a tool directly.
+    #[command(subcommand)]
+    Tool(tool_cmd::ToolCommand),
 }
 
 /// Run the command line; the process exit code.
@@ -46,6 +50,7 @@ pub fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Plugins(cmd) => plugins_cmd::run(cmd).await,
+            Command::Tool(cmd) => tool_cmd::run(cmd).await,
         }
     });
     match result {

@@ -105,7 +105,7 @@ fn config(pooling: Option<&EngineOptions>) -> Config {
             // instead of unmapping them: most of a call's cost otherwise
             // is page faults re-touching fresh pages.
             .pagemap_scan(wasmtime::Enabled::Auto)
-            .linear_memory_keep_resident(4 << 20)
+            .linear_memory_keep_resident(64 << 20)
             .table_keep_resident(1 << 20);
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     }

@@ -136,6 +136,7 @@ impl LoadedPlugin {
         };
         let wit_ctx = v0_1_0::tool::sandcrab::plugin::types::CallContext {
             workspace_root: GUEST_WORKSPACE.to_string(),
+            host_workspace_root: self.sandbox.host_workspace.display().to_string(),
             session_id: ctx.session_id.clone(),
             call_id: ctx.call_id.clone(),
         };

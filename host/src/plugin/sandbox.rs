@@ -74,6 +74,8 @@ pub struct GuestCommand {
 #[derive(Debug)]
 pub struct PluginSandbox {
     pub plugin: String,
+    /// The workspace on the host (what the model calls it).
+    pub host_workspace: PathBuf,
     pub mounts: Vec<Mount>,
     /// Variables the guest and its programs see (granted names, host values).
     pub env: Vec<(String, String)>,
@@ -128,6 +130,7 @@ impl PluginSandbox {
         let confinement_spec = confinement_spec(&mounts, grants, ctx);
         Arc::new(PluginSandbox {
             plugin: plugin.to_string(),
+            host_workspace: ctx.workspace.clone(),
             mounts,
             env,
             programs: grants.programs.clone(),

@@ -1,0 +1,67 @@
+//! `sandcrab tool call NAME --args JSON`: one tool call from the command
+//! line — the plugin author's test loop.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Subcommand;
+
+use super::setup::HostArgs;
+use crate::tools::{ToolCallRequest, ToolContext, TruncationPolicy, dispatch};
+
+#[derive(Debug, Subcommand)]
+pub enum ToolCommand {
+    /// Call one tool and print its output (exit 1 if it reports an error).
+    Call {
+        /// Tool name.
+        name: String,
+        /// Arguments as a JSON object.
+        #[arg(long, default_value = "{}")]
+        args: String,
+        /// Print what the model would see (truncated) instead of the full output.
+        #[arg(long)]
+        truncated: bool,
+        #[command(flatten)]
+        host: HostArgs,
+    },
+}
+
+pub async fn run(cmd: ToolCommand) -> anyhow::Result<ExitCode> {
+    let ToolCommand::Call {
+        name,
+        args,
+        truncated,
+        host,
+    } = cmd;
+    let arguments: serde_json::Value =
+        serde_json::from_str(&args).with_context(|| format!("--args is not valid JSON: {args}"))?;
+    let setup = host.setup().await?;
+    let registry = crate::tools::ToolRegistry::from_plugins(setup.host.plugins());
+    let call = ToolCallRequest {
+        id: "cli".into(),
+        name: name.clone(),
+        arguments,
+    };
+    let ctx = ToolContext {
+        session_id: "cli".into(),
+        call_id: "cli".into(),
+        live_output: None,
+    };
+    let outcome = dispatch(&registry, &call, &ctx).await;
+    let text = if truncated {
+        TruncationPolicy::from_overrides(&setup.config.truncation)
+            .map_err(anyhow::Error::msg)?
+            .apply(&name, &outcome.content)
+    } else {
+        outcome.content
+    };
+    if outcome.is_error {
+        eprintln!("error: {text}");
+        return Ok(ExitCode::FAILURE);
+    }
+    print!("{text}");
+    if !text.ends_with('\n') {
+        println!();
+    }
+    Ok(ExitCode::SUCCESS)
+}

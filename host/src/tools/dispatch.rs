@@ -1,0 +1,221 @@
+//! Dispatch a tool call. It never fails and never panics: an unknown tool,
+//! arguments that are not JSON or do not fit the schema, an executor error
+//! or panic all become error results the model can read.
+
+use futures::FutureExt;
+
+use super::registry::{ToolContext, ToolRegistry};
+
+/// A tool call as the model made it.
+#[derive(Debug, Clone)]
+pub struct ToolCallRequest {
+    pub id: String,
+    pub name: String,
+    /// The arguments: a JSON object (or the raw text the model produced).
+    pub arguments: serde_json::Value,
+}
+
+/// What a call produced (full, untruncated).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutcome {
+    pub content: String,
+    pub is_error: bool,
+}
+
+impl ToolOutcome {
+    pub fn ok(content: String) -> Self {
+        ToolOutcome {
+            content,
+            is_error: false,
+        }
+    }
+
+    pub fn error(content: String) -> Self {
+        ToolOutcome {
+            content,
+            is_error: true,
+        }
+    }
+}
+
+/// Run one tool call.
+pub async fn dispatch(
+    registry: &ToolRegistry,
+    call: &ToolCallRequest,
+    ctx: &ToolContext,
+) -> ToolOutcome {
+    let Some(tool) = registry.get(&call.name) else {
+        let known = registry.names().join(", ");
+        return ToolOutcome::error(format!(
+            "Unknown tool: {} (available tools: {known})",
+            call.name
+        ));
+    };
+    let args = match &call.arguments {
+        serde_json::Value::String(raw) => match serde_json::from_str::<serde_json::Value>(raw) {
+            Ok(parsed) => parsed,
+            Err(e) => {
+                return ToolOutcome::error(format!(
+                    "Invalid arguments for {}: not valid JSON ({e})",
+                    call.name
+                ));
+            }
+        },
+        serde_json::Value::Null => serde_json::json!({}),
+        other => other.clone(),
+    };
+    match &tool.validator {
+        Ok(validator) => {
+            let problems: Vec<String> = validator
+                .iter_errors(&args)
+                .map(|e| {
+                    let at = e.instance_path().to_string();
+                    if at.is_empty() {
+                        e.to_string()
+                    } else {
+                        format!("{}: {e}", at.trim_start_matches('/'))
+                    }
+                })
+                .collect();
+            if !problems.is_empty() {
+                return ToolOutcome::error(format!(
+                    "Invalid arguments for {}: {}",
+                    call.name,
+                    problems.join("; ")
+                ));
+            }
+        }
+        Err(why) => return ToolOutcome::error(why.clone()),
+    }
+    let run = std::panic::AssertUnwindSafe(tool.executor.execute(args, ctx)).catch_unwind();
+    match run.await {
+        Ok(Ok(content)) => ToolOutcome::ok(content),
+        Ok(Err(message)) => ToolOutcome::error(message),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            ToolOutcome::error(format!("Tool {} failed: {what}", call.name))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::plugin::ToolSpec;
+    use crate::tools::FnTool;
+
+    fn spec(name: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            description: format!("{name} tool"),
+            parameters: json!({
+                "type": "object",
+                "properties": { "message": { "type": "string" } },
+                "required": ["message"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn registry() -> ToolRegistry {
+        let mut r = ToolRegistry::new();
+        r.register(
+            spec("my_tool"),
+            Arc::new(FnTool(|args: serde_json::Value, _| async move {
+                Ok(args["message"].as_str().unwrap_or_default().to_string())
+            })),
+        );
+        r.register(
+            spec("boom"),
+            Arc::new(FnTool(|_, _| async { Err("boom".to_string()) })),
+        );
+        r.register(
+            spec("panics"),
+            Arc::new(FnTool(|_, _| async { panic!("executor exploded") })),
+        );
+        r
+    }
+
+    async fn call(r: &ToolRegistry, name: &str, args: serde_json::Value) -> ToolOutcome {
+        let call = ToolCallRequest {
+            id: "c1".into(),
+            name: name.into(),
+            arguments: args,
+        };
+        dispatch(r, &call, &ToolContext::default()).await
+    }
+
+    #[tokio::test]
+    async fn custom_tool_returns_its_output() {
+        let out = call(&registry(), "my_tool", json!({"message": "hello"})).await;
+        assert_eq!(out, ToolOutcome::ok("hello".into()));
+    }
+
+    #[tokio::test]
+    async fn unknown_tool_is_an_error_result() {
+        let out = call(&registry(), "nonexistent_tool", json!({})).await;
+        assert!(out.is_error);
+        assert!(
+            out.content.starts_with("Unknown tool: nonexistent_tool"),
+            "{}",
+            out.content
+        );
+    }
+
+    #[tokio::test]
+    async fn executor_failure_and_panic_are_error_results() {
+        let out = call(&registry(), "boom", json!({"message": "x"})).await;
+        assert!(out.is_error && out.content.contains("boom"));
+        let out = call(&registry(), "panics", json!({"message": "x"})).await;
+        assert!(
+            out.is_error && out.content.contains("executor exploded"),
+            "{}",
+            out.content
+        );
+    }
+
+    #[tokio::test]
+    async fn invalid_arguments_name_the_field() {
+        let r = registry();
+        let out = call(&r, "my_tool", json!({"message": 5})).await;
+        assert!(out.is_error);
+        assert!(
+            out.content
+                .starts_with("Invalid arguments for my_tool: message:"),
+            "{}",
+            out.content
+        );
+        let out = call(&r, "my_tool", json!({})).await;
+        assert!(
+            out.content.contains("\"message\" is a required property"),
+            "{}",
+            out.content
+        );
+        let out = call(&r, "my_tool", json!({"message": "x", "extra": 1})).await;
+        assert!(out.content.contains("extra"), "{}", out.content);
+        let out = call(&r, "my_tool", json!("{not json")).await;
+        assert!(out.content.contains("not valid JSON"), "{}", out.content);
+        let out = call(&r, "my_tool", json!("{\"message\": \"from text\"}")).await;
+        assert_eq!(out, ToolOutcome::ok("from text".into()));
+    }
+
+    #[tokio::test]
+    async fn latest_registration_wins() {
+        let mut r = registry();
+        r.register(
+            spec("my_tool"),
+            Arc::new(FnTool(|_, _| async { Ok("replacement".to_string()) })),
+        );
+        assert_eq!(r.len(), 3);
+        let out = call(&r, "my_tool", json!({"message": "hello"})).await;
+        assert_eq!(out.content, "replacement");
+    }
+}

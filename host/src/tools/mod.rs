@@ -1,0 +1,11 @@
+//! Tools the model can call: the registry (plugin tools and host-native
+//! tools side by side), dispatch (which never fails: every problem becomes
+//! an error result the model can read) and output truncation.
+
+mod dispatch;
+mod registry;
+mod truncate;
+
+pub use dispatch::{ToolCallRequest, ToolOutcome, dispatch};
+pub use registry::{FnTool, PluginTool, RegisteredTool, ToolContext, ToolExecutor, ToolRegistry};
+pub use truncate::{TruncateMode, TruncationLimits, TruncationPolicy, truncate};

@@ -1,0 +1,169 @@
+//! The tool registry: register (the latest registration of a name wins),
+//! look up, list definitions.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use tokio::sync::mpsc;
+
+use crate::plugin::{LoadedPlugin, ToolCallContext, ToolSpec};
+use crate::process::OutputChunk;
+
+/// What a tool call runs with.
+#[derive(Debug, Clone, Default)]
+pub struct ToolContext {
+    /// The session (thread) id.
+    pub session_id: String,
+    /// The model's id for this call.
+    pub call_id: String,
+    /// Where live output (of programs the tool runs) goes.
+    pub live_output: Option<mpsc::UnboundedSender<OutputChunk>>,
+}
+
+/// Something that runs a tool. `Err` is an error message for the model.
+#[async_trait]
+pub trait ToolExecutor: Send + Sync {
+    async fn execute(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, String>;
+}
+
+/// A tool of a loaded plugin.
+pub struct PluginTool {
+    plugin: Arc<LoadedPlugin>,
+    name: String,
+}
+
+impl PluginTool {
+    pub fn new(plugin: Arc<LoadedPlugin>, name: &str) -> Self {
+        PluginTool {
+            plugin,
+            name: name.to_string(),
+        }
+    }
+}
+
+#[async_trait]
+impl ToolExecutor for PluginTool {
+    async fn execute(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, String> {
+        let call_ctx = ToolCallContext {
+            session_id: ctx.session_id.clone(),
+            call_id: ctx.call_id.clone(),
+        };
+        self.plugin
+            .call_tool(
+                &self.name,
+                &args.to_string(),
+                &call_ctx,
+                ctx.live_output.clone(),
+            )
+            .await
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// A host-native tool from an async closure.
+pub struct FnTool<F>(pub F);
+
+#[async_trait]
+impl<F, Fut> ToolExecutor for FnTool<F>
+where
+    F: Fn(serde_json::Value, ToolContext) -> Fut + Send + Sync,
+    Fut: std::future::Future<Output = Result<String, String>> + Send,
+{
+    async fn execute(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, String> {
+        (self.0)(args, ctx.clone()).await
+    }
+}
+
+/// A registered tool: its definition, its compiled argument validator and
+/// its executor.
+pub struct RegisteredTool {
+    pub spec: ToolSpec,
+    pub(super) validator: Result<jsonschema::Validator, String>,
+    pub executor: Arc<dyn ToolExecutor>,
+}
+
+/// Tools by name.
+#[derive(Default, Clone)]
+pub struct ToolRegistry {
+    tools: BTreeMap<String, Arc<RegisteredTool>>,
+}
+
+impl ToolRegistry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Register a tool; one with the same name is replaced.
+    pub fn register(&mut self, spec: ToolSpec, executor: Arc<dyn ToolExecutor>) {
+        let validator = jsonschema::validator_for(&spec.parameters)
+            .map_err(|e| format!("the schema of tool '{}' is invalid: {e}", spec.name));
+        self.tools.insert(
+            spec.name.clone(),
+            Arc::new(RegisteredTool {
+                spec,
+                validator,
+                executor,
+            }),
+        );
+    }
+
+    /// Register every tool of a tool plugin.
+    pub fn register_plugin(&mut self, plugin: &Arc<LoadedPlugin>) {
+        for spec in &plugin.tools {
+            self.register(
+                spec.clone(),
+                Arc::new(PluginTool::new(plugin.clone(), &spec.name)),
+            );
+        }
+    }
+
+    /// A registry of every tool of every tool plugin in `plugins`.
+    pub fn from_plugins(plugins: &[Arc<LoadedPlugin>]) -> Self {
+        let mut registry = ToolRegistry::new();
+        for plugin in plugins {
+            registry.register_plugin(plugin);
+        }
+        registry
+    }
+
+    /// The tool named `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<RegisteredTool>> {
+        self.tools.get(name)
+    }
+
+    /// Remove a tool.
+    pub fn remove(&mut self, name: &str) -> bool {
+        self.tools.remove(name).is_some()
+    }
+
+    /// Every definition, sorted by name.
+    pub fn definitions(&self) -> Vec<ToolSpec> {
+        self.tools.values().map(|t| t.spec.clone()).collect()
+    }
+
+    /// Tool names, sorted.
+    pub fn names(&self) -> Vec<String> {
+        self.tools.keys().cloned().collect()
+    }
+
+    /// A registry with only the tools named in `names` (those present).
+    pub fn subset(&self, names: &[String]) -> ToolRegistry {
+        ToolRegistry {
+            tools: self
+                .tools
+                .iter()
+                .filter(|(name, _)| names.contains(name))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+}

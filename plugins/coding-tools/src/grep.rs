@@ -1,0 +1,131 @@
+//! `grep(pattern, path?, glob_filter?, case_insensitive?, max_results? = 100)`:
+//! regex search inside the plugin (no program needed).
+
+use regex::RegexBuilder;
+use sandcrab_sdk::prelude::*;
+
+use crate::fs;
+use crate::walk::{GlobFilter, files};
+
+const MAX_LINE: usize = 500;
+
+pub struct Grep;
+
+#[derive(Deserialize)]
+pub struct Args {
+    pattern: String,
+    path: Option<String>,
+    glob_filter: Option<String>,
+    #[serde(default)]
+    case_insensitive: bool,
+    max_results: Option<usize>,
+}
+
+impl Tool for Grep {
+    const NAME: &'static str = "grep";
+    const DESCRIPTION: &'static str = "Search file contents with a regular expression (Rust regex syntax). Returns matches as `path:line:text`, paths relative to the workspace. Searches the workspace (or `path`, a directory or a file), skipping .git, files ignored by .gitignore and binary files. glob_filter limits the files searched (e.g. `*.rs`, or `src/**/*.ts` to match paths).";
+    type Args = Args;
+
+    fn parameters() -> Schema {
+        Schema::object()
+            .required(
+                "pattern",
+                Schema::string("Regular expression to search for"),
+            )
+            .optional(
+                "path",
+                Schema::string("Directory or file to search (default: the workspace)"),
+            )
+            .optional(
+                "glob_filter",
+                Schema::string("Only search files matching this glob"),
+            )
+            .optional(
+                "case_insensitive",
+                Schema::boolean("Ignore case (default false)"),
+            )
+            .optional(
+                "max_results",
+                Schema::integer("Maximum matches to return (default 100)").minimum(1),
+            )
+            .into()
+    }
+
+    fn run(args: Args, ctx: &CallContext) -> ToolResult {
+        let regex = RegexBuilder::new(&args.pattern)
+            .case_insensitive(args.case_insensitive)
+            .build()
+            .map_err(|e| ToolError::invalid(format!("invalid regex: {e}")))?;
+        let filter = args
+            .glob_filter
+            .as_deref()
+            .map(GlobFilter::new)
+            .transpose()
+            .map_err(ToolError::invalid)?;
+        let root = fs::resolve(ctx, args.path.as_deref().unwrap_or("."))?;
+        let meta =
+            std::fs::metadata(&root).map_err(|e| fs::io_error(fs::display(ctx, &root), e))?;
+        let max = args.max_results.unwrap_or(100);
+
+        let candidates: Box<dyn Iterator<Item = std::path::PathBuf>> = if meta.is_file() {
+            Box::new(std::iter::once(root.clone().into()))
+        } else {
+            Box::new(files(&root))
+        };
+        let mut out = String::new();
+        let mut found = 0;
+        let mut capped = false;
+        'files: for file in candidates {
+            let relative_to_root = file.strip_prefix(&root).unwrap_or(&file);
+            if let Some(filter) = &filter
+                && meta.is_dir()
+                && !filter.matches(relative_to_root)
+            {
+                continue;
+            }
+            let Ok(bytes) = std::fs::read(&file) else {
+                continue;
+            };
+            if fs::looks_binary(&bytes) {
+                continue;
+            }
+            let text = String::from_utf8_lossy(&bytes);
+            let shown = fs::display(ctx, file.to_str().unwrap_or_default()).to_string();
+            for (index, line) in text.lines().enumerate() {
+                if regex.is_match(line) {
+                    if found == max {
+                        capped = true;
+                        break 'files;
+                    }
+                    found += 1;
+                    push_match(&mut out, &shown, index + 1, line);
+                }
+            }
+        }
+        if found == 0 {
+            return Ok(format!(
+                "No matches for /{}/ in {}",
+                args.pattern,
+                fs::display(ctx, &root)
+            ));
+        }
+        if capped {
+            out.push_str(&format!("[results capped at {max} matches; narrow the pattern, path or glob_filter, or raise max_results]\n"));
+        }
+        Ok(out)
+    }
+}
+
+fn push_match(out: &mut String, path: &str, number: usize, line: &str) {
+    let line = line.trim_end_matches('\r');
+    let shown = if line.len() > MAX_LINE {
+        let mut cut = MAX_LINE;
+        while !line.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        format!("{}…", &line[..cut])
+    } else {
+        line.to_string()
+    };
+    out.push_str(&format!("{path}:{number}:{shown}\n"));
+}

@@ -1,0 +1,30 @@
+//! coding-tools: the agent's everyday tools as one WASM component.
+//!
+//! Every path goes through [`fs::resolve`]: relative paths resolve against
+//! the workspace, absolute ones must lie inside it (host paths of the
+//! workspace are mapped), and the WASI sandbox refuses anything that still
+//! tries to leave it (a symlink out, say).
+
+mod edit_file;
+mod fs;
+mod glob;
+mod grep;
+mod list_dir;
+mod patch;
+mod read_file;
+mod shell;
+mod walk;
+mod write_file;
+
+use sandcrab_sdk::export_tools;
+
+export_tools!(
+    read_file::ReadFile,
+    write_file::WriteFile,
+    edit_file::EditFile,
+    patch::ApplyPatch,
+    shell::Shell,
+    grep::Grep,
+    glob::Glob,
+    list_dir::ListDir,
+);

@@ -1,0 +1,44 @@
+//! `write_file(file_path, content)`: create or overwrite a file.
+
+use sandcrab_sdk::prelude::*;
+
+use crate::fs;
+
+pub struct WriteFile;
+
+#[derive(Deserialize)]
+pub struct Args {
+    file_path: String,
+    content: String,
+}
+
+impl Tool for WriteFile {
+    const NAME: &'static str = "write_file";
+    const DESCRIPTION: &'static str = "Create a file, or overwrite it, with the given content. Parent directories are created as needed. Prefer edit_file or apply_patch to change part of an existing file.";
+    type Args = Args;
+
+    fn parameters() -> Schema {
+        Schema::object()
+            .required(
+                "file_path",
+                Schema::string("Path of the file, relative to the workspace or absolute inside it"),
+            )
+            .required(
+                "content",
+                Schema::string("The complete new content of the file"),
+            )
+            .into()
+    }
+
+    fn run(args: Args, ctx: &CallContext) -> ToolResult {
+        let guest = fs::resolve(ctx, &args.file_path)?;
+        let shown = fs::display(ctx, &guest).to_string();
+        if std::fs::metadata(&guest).is_ok_and(|m| m.is_dir()) {
+            return Err(ToolError::failed(format!("{shown} is a directory")));
+        }
+        let existed = std::fs::metadata(&guest).is_ok();
+        fs::write(&guest, &shown, args.content.as_bytes())?;
+        let verb = if existed { "Overwrote" } else { "Created" };
+        Ok(format!("{verb} {shown} ({} bytes)", args.content.len()))
+    }
+}

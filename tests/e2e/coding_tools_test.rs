@@ -1,0 +1,395 @@
+//! Every coding tool through the real WASM plugin and runtime on a temp
+//! workspace, including every escape attempt.
+
+use std::time::{Duration, Instant};
+
+use sandcrab::plugin::Policy;
+use sandcrab::tools::ToolOutcome;
+use serde_json::json;
+
+use crate::support::{Scene, coding_tools, run_tool};
+
+fn ok(outcome: ToolOutcome) -> String {
+    assert!(!outcome.is_error, "unexpected error: {}", outcome.content);
+    outcome.content
+}
+
+fn err(outcome: ToolOutcome) -> String {
+    assert!(
+        outcome.is_error,
+        "expected an error, got: {}",
+        outcome.content
+    );
+    outcome.content
+}
+
+#[tokio::test]
+async fn read_file_numbers_lines_from_offset_with_limit() {
+    let scene = Scene::new();
+    let ten: String = (1..=10).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(scene.workspace().join("ten.txt"), ten).unwrap();
+    let (_h, tools) = coding_tools(&scene, Policy::default()).await;
+    let out = ok(run_tool(
+        &tools,
+        "read_file",
+        json!({"file_path": "ten.txt", "offset": 3, "limit": 2}),
+    )
+    .await);
+    assert!(out.starts_with("     3\tline 3\n     4\tline 4\n"), "{out}");
+    assert!(
+        out.contains("6 more lines") && out.contains("offset=5"),
+        "{out}"
+    );
+    let all = ok(run_tool(&tools, "read_file", json!({"file_path": "ten.txt"})).await);
+    assert_eq!(all.lines().count(), 10);
+    assert!(all.ends_with("    10\tline 10\n"));
+    // The host's path of the workspace works as an absolute path.
+    let abs = scene.workspace().join("ten.txt").display().to_string();
+    assert_eq!(
+        ok(run_tool(&tools, "read_file", json!({"file_path": abs})).await),
+        all
+    );
+}
+
+#[tokio::test]
+async fn read_file_refuses_missing_directories_and_binaries() {
+    let scene = Scene::new();
+    std::fs::create_dir(scene.workspace().join("dir")).unwrap();
+    std::fs::write(scene.workspace().join("blob.bin"), [0u8, 1, 2, 0, 255]).unwrap();
+    let (_h, tools) = coding_tools(&scene, Policy::default()).await;
+    assert!(
+        err(run_tool(&tools, "read_file", json!({"file_path": "nope.txt"})).await)
+            .contains("file not found: nope.txt")
+    );
+    assert!(
+        err(run_tool(&tools, "read_file", json!({"file_path": "dir"})).await)
+            .contains("dir is a directory")
+    );
+    assert!(
+        err(run_tool(&tools, "read_file", json!({"file_path": "blob.bin"})).await)
+            .contains("binary")
+    );
+}
+
+#[tokio::test]
+async fn write_file_creates_parent_directories() {
+    let scene = Scene::new();
+    let (_h, tools) = coding_tools(&scene, Policy::default()).await;
+    let out = ok(run_tool(
+        &tools,
+        "write_file",
+        json!({"file_path": "a/b/c/file.txt", "content": "deep"}),
+    )
+    .await);
+    assert!(
+        out.contains("a/b/c/file.txt") && out.contains("4 bytes"),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(scene.workspace().join("a/b/c/file.txt")).unwrap(),
+        "deep"
+    );
+}
+
+#[tokio::test]
+async fn edit_file_replaces_and_reports_missing_or_ambiguous() {
+    let scene = Scene::new();
+    let file = scene.workspace().join("code.rs");
+    std::fs::write(&file, "let x = 1;\nlet y = 1;\n").unwrap();
+    let (_h, tools) = coding_tools(&scene, Policy::default()).await;
+    let e = err(run_tool(
+        &tools,
+        "edit_file",
+        json!({"file_path": "code.rs", "old_string": "z = 1", "new_string": "z = 2"}),
+    )
+    .await);
+    assert!(e.contains("old_string not found in code.rs"), "{e}");
+    let e = err(run_tool(
+        &tools,
+        "edit_file",
+        json!({"file_path": "code.rs", "old_string": "= 1;", "new_string": "= 2;"}),
+    )
+    .await);
+    assert!(e.contains("old_string is not unique (2 matches)"), "{e}");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "let x = 1;\nlet y = 1;\n",
+        "failed edits change nothing"
+    );
+    ok(run_tool(
+        &tools,
+        "edit_file",
+        json!({"file_path": "code.rs", "old_string": "let y = 1;", "new_string": "let y = 2;"}),
+    )
+    .await);
+    ok(run_tool(&tools, "edit_file", json!({"file_path": "code.rs", "old_string": "let", "new_string": "const", "replace_all": true})).await);
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "const x = 1;\nconst y = 2;\n"
+    );
+}
+
+#[tokio::test]
+async fn apply_patch_adds_updates_deletes_and_moves() {
+    let scene = Scene::new();
+    let ws = scene.workspace();
+    std::fs::write(
+        ws.join("main.py"),
+        "def a():\n    return 1\n\ndef b():\n    return 2\n",
+    )
+    .unwrap();
+    std::fs::write(ws.join("old.txt"), "bye\n").unwrap();
+    std::fs::write(ws.join("mv.txt"), "one\ntwo\n").unwrap();
+    let (_h, tools) = coding_tools(&scene, Policy::default()).await;
+    let patch = "*** Begin Patch\n*** Add File: docs/new.md\n+# New\n*** Update File: main.py\n@@ def a():\n-    return 1\n+    return 10\n@@ def b():\n-    return 2\n+    return 20\n*** Delete File: old.txt\n*** Update File: mv.txt\n*** Move to: moved/mv.txt\n@@\n one\n-two\n+TWO\n*** End Patch";
+    let out = ok(run_tool(&tools, "apply_patch", json!({ "patch": patch })).await);
+    assert!(
+        out.contains("A docs/new.md")
+            && out.contains("M main.py")
+            && out.contains("D old.txt")
+            && out.contains("R mv.txt -> moved/mv.txt"),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("docs/new.md")).unwrap(),
+        "# New\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("main.py")).unwrap(),
+        "def a():\n    return 10\n\ndef b():\n    return 20\n"
+    );
+    assert!(!ws.join("old.txt").exists() && !ws.join("mv.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(ws.join("moved/mv.txt")).unwrap(),
+        "one\nTWO\n"
+    );
+}
+
+#[tokio::test]
+async fn apply_patch_is_all_or_nothing() {
+    let scene = Scene::new();
+    let ws = scene.workspace();
+    let original = "a\nb\nc\n";
+    std::fs::write(ws.join("f.txt"), original).unwrap();
+    let (_h, tools) = coding_tools(&scene, Policy::default()).await;
+    let patch = "*** Begin Patch\n*** Add File: created.txt\n+x\n*** Update File: f.txt\n@@\n a\n-b\n+B\n@@\n-zzz\n+q\n*** End Patch";
+    let e = err(run_tool(&tools, "apply_patch", json!({ "patch": patch })).await);
+    assert!(
+        e.contains("f.txt: hunk 2 of 2 did not match") && e.contains("No files were changed"),
+        "{e}"
+    );
+    assert_eq!(std::fs::read_to_string(ws.join("f.txt")).unwrap(), original);
+    assert!(!ws.join("created.txt").exists());
+    let e = err(run_tool(&tools, "apply_patch", json!({ "patch": "not a patch" })).await);
+    assert!(
+        e.contains("invalid patch") && e.contains("Begin Patch"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn shell_reports_stdout_stderr_exit_code_and_duration() {
+    let scene = Scene::new();
+    let (_h, tools) = coding_tools(&scene, Policy::default()).await;
+    let out = ok(run_tool(&tools, "shell", json!({"command": "echo hello"})).await);
+    assert!(out.starts_with("hello\n"), "{out}");
+    let status = out.lines().last().unwrap();
+    assert!(status.starts_with("[exit code 0, "), "{status}");
+    let ms: u64 = status
+        .trim_start_matches("[exit code 0, ")
+        .trim_end_matches(" ms]")
+        .parse()
+        .unwrap();
+    assert!(ms > 0);
+    let out = ok(run_tool(
+        &tools,
+        "shell",
+        json!({"command": "echo out; echo oops >&2; exit 7"}),
+    )
+    .await);
+    assert!(out.contains("out\n[stderr]\noops\n[exit code 7,"), "{out}");
+    let pwd = ok(run_tool(&tools, "shell", json!({"command": "pwd"})).await);
+    assert!(
+        pwd.starts_with(&scene.workspace().display().to_string()),
+        "{pwd}"
+    );
+}
+
+#[tokio::test]
+async fn shell_timeout_stops_the_command_promptly_and_leaves_nothing_behind() {
+    let scene = Scene::new();
+    let (_h, tools) = coding_tools(&scene, Policy::default()).await;
+    let marker = format!("{}.{}", 30, std::process::id());
+    let started = Instant::now();
+    let out = ok(run_tool(&tools, "shell", json!({"command": format!("echo before; sleep {marker}; echo finished"), "timeout_ms": 100})).await);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(out.starts_with("before\n"), "partial output kept: {out}");
+    assert!(!out.contains("finished"));
+    assert!(
+        out.contains("[ERROR: Command timed out after 100ms"),
+        "{out}"
+    );
+    assert!(
+        !process_running(&format!("sleep {marker}")),
+        "the sleep was left running"
+    );
+}
+
+fn process_running(cmdline: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+        std::fs::read(entry.path().join("cmdline"))
+            .map(|raw| String::from_utf8_lossy(&raw).replace('\0', " ").trim() == cmdline)
+            .unwrap_or(false)
+    })
+}
+
+#[tokio::test]
+async fn grep_and_glob_search_a_small_tree() {
+    let scene = Scene::new();
+    let ws = scene.workspace();
+    std::fs::create_dir_all(ws.join("src/nested")).unwrap();
+    std::fs::create_dir_all(ws.join(".git")).unwrap();
+    std::fs::write(ws.join("src/lib.rs"), "fn alpha() {}\nfn Beta() {}\n").unwrap();
+    std::fs::write(ws.join("src/nested/deep.rs"), "// alpha here\n").unwrap();
+    std::fs::write(ws.join("notes.md"), "alpha in prose\n").unwrap();
+    std::fs::write(ws.join(".git/config"), "alpha in git\n").unwrap();
+    std::fs::write(ws.join("bin.dat"), b"alpha\0binary").unwrap();
+    std::fs::write(ws.join(".gitignore"), "ignored.txt\n").unwrap();
+    std::fs::write(ws.join("ignored.txt"), "alpha ignored\n").unwrap();
+    let (_h, tools) = coding_tools(&scene, Policy::default()).await;
+
+    let out = ok(run_tool(&tools, "grep", json!({"pattern": "alpha"})).await);
+    let mut lines: Vec<&str> = out.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        vec![
+            "notes.md:1:alpha in prose",
+            "src/lib.rs:1:fn alpha() {}",
+            "src/nested/deep.rs:1:// alpha here"
+        ]
+    );
+    let out = ok(run_tool(
+        &tools,
+        "grep",
+        json!({"pattern": "beta", "case_insensitive": true, "glob_filter": "*.rs"}),
+    )
+    .await);
+    assert_eq!(out, "src/lib.rs:2:fn Beta() {}\n");
+    let out = ok(run_tool(
+        &tools,
+        "grep",
+        json!({"pattern": "alpha", "path": "src", "max_results": 1}),
+    )
+    .await);
+    assert!(out.contains("results capped at 1"), "{out}");
+    assert!(err(run_tool(&tools, "grep", json!({"pattern": "("})).await).contains("invalid regex"));
+
+    let out = ok(run_tool(&tools, "glob", json!({"pattern": "**/*.rs"})).await);
+    let mut files: Vec<&str> = out.lines().collect();
+    files.sort();
+    assert_eq!(files, vec!["src/lib.rs", "src/nested/deep.rs"]);
+    let out = ok(run_tool(&tools, "glob", json!({"pattern": "*.md"})).await);
+    assert_eq!(out, "notes.md\n");
+
+    let out = ok(run_tool(&tools, "list_dir", json!({"path": ".", "depth": 2})).await);
+    assert!(out.contains("  src/\n    lib.rs\n    nested/\n"), "{out}");
+    assert!(
+        out.contains("  .git/\n") && !out.contains("config"),
+        "{out}"
+    );
+}
+
+#[tokio::test]
+async fn glob_lists_newest_first() {
+    let scene = Scene::new();
+    let ws = scene.workspace();
+    for (name, age) in [("old.txt", 300), ("new.txt", 0), ("mid.txt", 100)] {
+        let path = ws.join(name);
+        std::fs::write(&path, name).unwrap();
+        let when = std::time::SystemTime::now() - Duration::from_secs(age);
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(when)
+            .unwrap();
+    }
+    let (_h, tools) = coding_tools(&scene, Policy::default()).await;
+    assert_eq!(
+        ok(run_tool(&tools, "glob", json!({"pattern": "*.txt"})).await),
+        "new.txt\nmid.txt\nold.txt\n"
+    );
+}
+
+#[tokio::test]
+async fn every_escape_attempt_is_refused() {
+    let scene = Scene::new();
+    std::fs::write(scene.outside().join("x"), "outside").unwrap();
+    std::os::unix::fs::symlink("/etc", scene.workspace().join("etc")).unwrap();
+    let (_h, tools) = coding_tools(&scene, Policy::default()).await;
+    for path in [
+        "../outside/x",
+        "/etc/passwd",
+        "etc/passwd",
+        "a/../../outside/x",
+    ] {
+        let e = err(run_tool(&tools, "read_file", json!({ "file_path": path })).await);
+        assert!(
+            !e.contains("root:") && !e.contains("outside\n"),
+            "{path}: {e}"
+        );
+        assert!(
+            e.contains("outside the workspace") || e.contains("denied by the sandbox"),
+            "{path}: {e}"
+        );
+    }
+    let e = err(run_tool(
+        &tools,
+        "write_file",
+        json!({"file_path": "../outside/y", "content": "x"}),
+    )
+    .await);
+    assert!(e.contains("outside the workspace"), "{e}");
+    assert!(!scene.outside().join("y").exists());
+    let e = err(run_tool(&tools, "grep", json!({"pattern": "root", "path": "/etc"})).await);
+    assert!(e.contains("outside the workspace"), "{e}");
+    let e = err(run_tool(&tools, "list_dir", json!({"path": "etc"})).await);
+    assert!(!e.contains("passwd"), "{e}");
+}
+
+#[tokio::test]
+async fn dispatch_reports_unknown_tools_and_bad_arguments() {
+    let scene = Scene::new();
+    let (_h, tools) = coding_tools(&scene, Policy::default()).await;
+    assert_eq!(
+        tools.names(),
+        vec![
+            "apply_patch",
+            "edit_file",
+            "glob",
+            "grep",
+            "list_dir",
+            "read_file",
+            "shell",
+            "write_file"
+        ]
+    );
+    assert!(err(run_tool(&tools, "nope", json!({})).await).starts_with("Unknown tool: nope"));
+    let e = err(run_tool(&tools, "read_file", json!({"file_path": 5})).await);
+    assert!(
+        e.starts_with("Invalid arguments for read_file: file_path:"),
+        "{e}"
+    );
+    let e = err(run_tool(
+        &tools,
+        "shell",
+        json!({"command": "true", "timeout_ms": 700000}),
+    )
+    .await);
+    assert!(e.contains("timeout_ms"), "{e}");
+}
