@@ -9,4 +9,5 @@ mod coding_tools_test;
 mod component_cache_test;
 mod manifest_policy_test;
 mod plugin_limits_test;
+mod process_sandbox_test;
 mod sandbox_escape_test;

@@ -104,6 +104,11 @@ impl PluginHost {
                 path: config.workspace.clone(),
                 source,
             })?;
+        if config.policy.sandbox_mode() != super::policy::SandboxMode::Off {
+            // Probe once, at start, so a kernel that cannot confine is
+            // reported before anything runs.
+            crate::process::support();
+        }
         let engine = PluginEngine::new(&config.engine)?;
         let mut linker = Linker::new(engine.engine());
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)

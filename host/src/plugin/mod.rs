@@ -23,5 +23,5 @@ pub use host::{Diagnostic, HostError, PluginHost, PluginHostConfig, Severity};
 pub use loaded::{LoadedPlugin, ToolCallError};
 pub use manifest::{Access, Manifest, PluginKind};
 pub use policy::{Origin, Policy, PolicyMode, SandboxMode};
-pub use sandbox::{GUEST_WORKSPACE, Mount, PluginSandbox, SandboxContext};
+pub use sandbox::{GUEST_WORKSPACE, Mount, PluginSandbox, SandboxContext, find_on_path};
 pub use types::{ProfileInfo, SummaryMessage, ToolCallContext, ToolFailure, ToolSpec};

@@ -79,6 +79,8 @@ pub struct PluginSandbox {
     pub mounts: Vec<Mount>,
     /// Variables the guest and its programs see (granted names, host values).
     pub env: Vec<(String, String)>,
+    /// How programs are confined (told to the guest as SANDCRAB_SANDBOX).
+    pub sandbox_mode: SandboxMode,
     pub programs: Vec<String>,
     pub network: bool,
     /// How programs are confined; prepared on first use (most plugins
@@ -133,6 +135,7 @@ impl PluginSandbox {
             host_workspace: ctx.workspace.clone(),
             mounts,
             env,
+            sandbox_mode: ctx.policy.sandbox_mode(),
             programs: grants.programs.clone(),
             network: grants.network && ctx.policy.mode != PolicyMode::Locked,
             confinement: OnceLock::new(),

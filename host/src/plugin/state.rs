@@ -69,6 +69,7 @@ pub fn new_store(
     for (name, value) in &sandbox.env {
         wasi.env(name, value);
     }
+    wasi.env("SANDCRAB_SANDBOX", sandbox.sandbox_mode.to_string());
     let plugin: Arc<str> = Arc::from(sandbox.plugin.as_str());
     wasi.stdout(GuestOutput::new(plugin.clone(), "stdout"));
     wasi.stderr(GuestOutput::new(plugin, "stderr"));

@@ -1,0 +1,64 @@
+//! What confinement costs per program: starting `true` unconfined (a new
+//! session only), under Landlock (workspace-write), and under Landlock plus
+//! a fresh user+network namespace (no network / locked).
+//!
+//! Run: `cargo bench -p sandcrab --bench process_sandbox`.
+
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use sandcrab::plugin::SandboxMode;
+use sandcrab::process::{self, ChildEnv, Confinement, ConfinementSpec, ProcessRequest};
+
+fn start_true(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    let temp = tempfile::tempdir().unwrap();
+    let request = ProcessRequest {
+        program: sandcrab::plugin::find_on_path("true", process::DEFAULT_PATH)
+            .expect("true is installed"),
+        args: Vec::new(),
+        cwd: workspace.path().to_path_buf(),
+        env: ChildEnv::base(temp.path(), None, None),
+        stdin: None,
+        timeout: Duration::from_secs(10),
+        output_cap: 1 << 20,
+        kill_grace: process::KILL_GRACE,
+    };
+    let spec = |mode, network| ConfinementSpec {
+        mode,
+        read: Vec::new(),
+        write: vec![workspace.path().to_path_buf(), temp.path().to_path_buf()],
+        network,
+    };
+    let cases: Vec<(&str, Confinement)> = vec![
+        ("unconfined", Confinement::none()),
+        (
+            "landlock_workspace_write",
+            Confinement::prepare(&spec(SandboxMode::WorkspaceWrite, true)).unwrap(),
+        ),
+        (
+            "landlock_plus_netns",
+            Confinement::prepare(&spec(SandboxMode::WorkspaceWrite, false)).unwrap(),
+        ),
+        (
+            "locked",
+            Confinement::prepare(&spec(SandboxMode::Locked, false)).unwrap(),
+        ),
+    ];
+    let mut group = c.benchmark_group("start_true");
+    for (name, confinement) in &cases {
+        let out = rt
+            .block_on(process::run(&request, confinement, None))
+            .unwrap();
+        assert_eq!(out.exit_code, Some(0), "{name}: {out:?}");
+        group.bench_function(*name, |b| {
+            b.to_async(&rt)
+                .iter(|| async { process::run(&request, confinement, None).await.unwrap() })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, start_true);
+criterion_main!(benches);
