@@ -3,6 +3,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod llm;
 pub mod plugin;
 pub mod process;
 pub mod tools;

@@ -1,0 +1,329 @@
+//! Anthropic Messages API: `POST {base}/v1/messages`.
+
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+
+use super::{
+    Adapter, StreamDecoder, Summary, arguments_object, merge_options, parse_data, str_at,
+    stream_error, u64_at,
+};
+use crate::llm::error::{ErrorKind, LlmError};
+use crate::llm::sse::SseEvent;
+use crate::llm::types::{
+    FinishReason, Message, Reasoning, Request, Response, StreamEvent, ToolCall, ToolChoice, Usage,
+    parse_arguments,
+};
+
+const PROVIDER: &str = "anthropic";
+/// The API version header value.
+pub const API_VERSION: &str = "2023-06-01";
+const DEFAULT_MAX_TOKENS: u32 = 8192;
+
+/// The Anthropic adapter.
+pub struct Anthropic;
+
+fn thinking_budget(effort: &str) -> u32 {
+    match effort {
+        "low" => 2048,
+        "high" => 24_576,
+        _ => 8192,
+    }
+}
+
+impl Adapter for Anthropic {
+    fn endpoint(&self, root: &str, _model: &str, _stream: bool) -> String {
+        format!("{root}/v1/messages")
+    }
+
+    fn headers(&self, api_key: Option<&str>) -> Vec<(&'static str, String)> {
+        let mut headers = vec![("anthropic-version", API_VERSION.to_string())];
+        if let Some(key) = api_key {
+            headers.push(("x-api-key", key.to_string()));
+        }
+        headers
+    }
+
+    fn build_body(&self, request: &Request, stream: bool) -> Value {
+        let mut max_tokens = request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+        let mut body = json!({
+            "model": request.model,
+            "messages": messages(&request.messages),
+            "stream": stream,
+        });
+        if let Some(system) = request.system_text() {
+            body["system"] = json!(system);
+        }
+        if !request.tools.is_empty() {
+            body["tools"] = request
+                .tools
+                .iter()
+                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
+                .collect();
+            body["tool_choice"] = match &request.tool_choice {
+                ToolChoice::Auto => json!({"type": "auto"}),
+                ToolChoice::None => json!({"type": "none"}),
+                ToolChoice::Required => json!({"type": "any"}),
+                ToolChoice::Named(name) => json!({"type": "tool", "name": name}),
+            };
+        }
+        if let Some(effort) = &request.reasoning_effort {
+            let budget = thinking_budget(effort);
+            max_tokens = max_tokens.max(budget + 4096);
+            body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
+        } else if let Some(t) = request.temperature {
+            body["temperature"] = json!(t);
+        }
+        body["max_tokens"] = json!(max_tokens);
+        merge_options(&mut body, request);
+        body
+    }
+
+    fn parse_response(&self, body: &Value) -> Result<Response, LlmError> {
+        if body.get("type").and_then(Value::as_str) == Some("error") {
+            return Err(stream_error(PROVIDER, &body["error"]));
+        }
+        let mut response = Response {
+            id: str_at(body, "/id").to_string(),
+            model: str_at(body, "/model").to_string(),
+            usage: usage(&body["usage"]),
+            finish_reason: finish_reason(str_at(body, "/stop_reason")),
+            ..Response::default()
+        };
+        for block in body["content"].as_array().into_iter().flatten() {
+            match str_at(block, "/type") {
+                "text" => response.text.push_str(str_at(block, "/text")),
+                "tool_use" => response.tool_calls.push(ToolCall {
+                    id: str_at(block, "/id").to_string(),
+                    name: str_at(block, "/name").to_string(),
+                    arguments: block.get("input").cloned().unwrap_or(json!({})),
+                }),
+                "thinking" => {
+                    let r = response.reasoning.get_or_insert_with(Reasoning::default);
+                    r.text.push_str(str_at(block, "/thinking"));
+                    r.signature = block
+                        .get("signature")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                }
+                _ => {}
+            }
+        }
+        Ok(response)
+    }
+
+    fn decoder(&self) -> Box<dyn StreamDecoder> {
+        Box::new(Decoder::default())
+    }
+}
+
+/// Unified messages as Anthropic `messages` (system excluded; tool results
+/// as user `tool_result` blocks; consecutive same-role turns merged).
+fn messages(input: &[Message]) -> Vec<Value> {
+    let mut out: Vec<(String, Vec<Value>)> = Vec::new();
+    for message in input {
+        let (role, blocks) = match message {
+            Message::System { .. } => continue,
+            Message::User { text } => ("user", vec![json!({"type": "text", "text": text})]),
+            Message::Assistant {
+                text,
+                tool_calls,
+                reasoning,
+            } => {
+                let mut blocks = Vec::new();
+                if let Some(r) = reasoning
+                    && let Some(signature) = &r.signature
+                {
+                    blocks.push(
+                        json!({"type": "thinking", "thinking": r.text, "signature": signature}),
+                    );
+                }
+                if !text.is_empty() {
+                    blocks.push(json!({"type": "text", "text": text}));
+                }
+                for call in tool_calls {
+                    blocks.push(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": arguments_object(&call.arguments)}));
+                }
+                ("assistant", blocks)
+            }
+            Message::ToolResult {
+                call_id,
+                content,
+                is_error,
+                ..
+            } => (
+                "user",
+                vec![
+                    json!({"type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": is_error}),
+                ],
+            ),
+        };
+        if blocks.is_empty() {
+            continue;
+        }
+        match out.last_mut() {
+            Some((last, existing)) if last == role => existing.extend(blocks),
+            _ => out.push((role.to_string(), blocks)),
+        }
+    }
+    out.into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect()
+}
+
+fn usage(u: &Value) -> Usage {
+    Usage {
+        input_tokens: u64_at(u, "/input_tokens")
+            + u64_at(u, "/cache_read_input_tokens")
+            + u64_at(u, "/cache_creation_input_tokens"),
+        output_tokens: u64_at(u, "/output_tokens"),
+        cached_tokens: u64_at(u, "/cache_read_input_tokens"),
+        reasoning_tokens: 0,
+    }
+}
+
+fn finish_reason(reason: &str) -> FinishReason {
+    match reason {
+        "end_turn" | "stop_sequence" | "" => FinishReason::Stop,
+        "max_tokens" => FinishReason::Length,
+        "tool_use" => FinishReason::ToolCalls,
+        "refusal" => FinishReason::ContentFilter,
+        other => FinishReason::Other(other.to_string()),
+    }
+}
+
+/// A content block being streamed.
+enum Block {
+    Text,
+    Tool {
+        id: String,
+        name: String,
+        json: String,
+    },
+    Thinking,
+    Other,
+}
+
+#[derive(Default)]
+struct Decoder {
+    summary: Summary,
+    blocks: HashMap<u64, Block>,
+    stopped: bool,
+    done: bool,
+}
+
+impl StreamDecoder for Decoder {
+    fn event(&mut self, event: &SseEvent) -> Result<Vec<StreamEvent>, LlmError> {
+        let data = parse_data(PROVIDER, &event.data)?;
+        let kind = data
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or(&event.event);
+        let index = u64_at(&data, "/index");
+        let mut out = Vec::new();
+        match kind {
+            "message_start" => {
+                let m = &data["message"];
+                self.summary.id = str_at(m, "/id").to_string();
+                self.summary.model = str_at(m, "/model").to_string();
+                self.summary.usage = usage(&m["usage"]);
+            }
+            "content_block_start" => {
+                let block = &data["content_block"];
+                let b = match str_at(block, "/type") {
+                    "text" => {
+                        let text = str_at(block, "/text");
+                        if !text.is_empty() {
+                            out.push(StreamEvent::TextDelta(text.to_string()));
+                        }
+                        Block::Text
+                    }
+                    "tool_use" => {
+                        let (id, name) = (
+                            str_at(block, "/id").to_string(),
+                            str_at(block, "/name").to_string(),
+                        );
+                        out.push(StreamEvent::ToolCallStart {
+                            id: id.clone(),
+                            name: name.clone(),
+                        });
+                        Block::Tool {
+                            id,
+                            name,
+                            json: String::new(),
+                        }
+                    }
+                    "thinking" => Block::Thinking,
+                    _ => Block::Other,
+                };
+                self.blocks.insert(index, b);
+            }
+            "content_block_delta" => {
+                let delta = &data["delta"];
+                match (str_at(delta, "/type"), self.blocks.get_mut(&index)) {
+                    ("text_delta", _) => {
+                        out.push(StreamEvent::TextDelta(str_at(delta, "/text").to_string()))
+                    }
+                    ("thinking_delta", _) => out.push(StreamEvent::ReasoningDelta(
+                        str_at(delta, "/thinking").to_string(),
+                    )),
+                    ("signature_delta", _) => {
+                        self.summary.signature = Some(str_at(delta, "/signature").to_string())
+                    }
+                    ("input_json_delta", Some(Block::Tool { id, json, .. })) => {
+                        let part = str_at(delta, "/partial_json");
+                        json.push_str(part);
+                        out.push(StreamEvent::ToolCallDelta {
+                            id: id.clone(),
+                            arguments: part.to_string(),
+                        });
+                    }
+                    ("input_json_delta", _) => {
+                        return Err(LlmError::new(
+                            ErrorKind::Stream,
+                            PROVIDER,
+                            format!(
+                                "input_json_delta for block {index}, which is not a tool_use block"
+                            ),
+                        ));
+                    }
+                    _ => {}
+                }
+            }
+            "content_block_stop" => {
+                if let Some(Block::Tool { id, name, json }) = self.blocks.remove(&index) {
+                    out.push(StreamEvent::ToolCallEnd(ToolCall {
+                        id,
+                        name,
+                        arguments: parse_arguments(&json),
+                    }));
+                }
+            }
+            "message_delta" => {
+                if let Some(reason) = data.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.summary.finish_reason = finish_reason(reason);
+                    self.stopped = true;
+                }
+                if let Some(n) = data.pointer("/usage/output_tokens").and_then(Value::as_u64) {
+                    self.summary.usage.output_tokens = n;
+                }
+            }
+            "message_stop" => self.done = true,
+            "error" => return Err(stream_error(PROVIDER, &data["error"])),
+            _ => {} // ping and future event types
+        }
+        Ok(out)
+    }
+
+    fn done(&self) -> bool {
+        self.done
+    }
+
+    fn complete_at_eof(&self) -> bool {
+        self.stopped
+    }
+
+    fn summary(&mut self) -> Summary {
+        std::mem::take(&mut self.summary)
+    }
+}

@@ -1,0 +1,164 @@
+//! Which provider to talk to, where, and with which key.
+
+use std::time::Duration;
+
+use super::retry::RetryPolicy;
+
+/// The wire format spoken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProviderKind {
+    /// Anthropic Messages API.
+    Anthropic,
+    /// OpenAI Responses API.
+    OpenAi,
+    /// OpenAI-compatible Chat Completions (Ollama, llama.cpp, vLLM, OpenRouter).
+    OpenAiCompatible,
+    /// Google Gemini generateContent.
+    Gemini,
+}
+
+impl ProviderKind {
+    /// Every kind.
+    pub const ALL: [ProviderKind; 4] = [
+        ProviderKind::Anthropic,
+        ProviderKind::OpenAi,
+        ProviderKind::OpenAiCompatible,
+        ProviderKind::Gemini,
+    ];
+
+    /// The id used in config files and on the command line.
+    pub fn id(self) -> &'static str {
+        match self {
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::OpenAi => "openai",
+            ProviderKind::OpenAiCompatible => "openai-compatible",
+            ProviderKind::Gemini => "gemini",
+        }
+    }
+
+    /// Environment variables holding the API key, in order of preference.
+    pub fn key_vars(self) -> &'static [&'static str] {
+        match self {
+            ProviderKind::Anthropic => &["ANTHROPIC_API_KEY"],
+            ProviderKind::OpenAi | ProviderKind::OpenAiCompatible => &["OPENAI_API_KEY"],
+            ProviderKind::Gemini => &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+        }
+    }
+
+    /// Environment variable overriding the base URL.
+    pub fn base_url_var(self) -> &'static str {
+        match self {
+            ProviderKind::Anthropic => "ANTHROPIC_BASE_URL",
+            ProviderKind::OpenAi | ProviderKind::OpenAiCompatible => "OPENAI_BASE_URL",
+            ProviderKind::Gemini => "GEMINI_BASE_URL",
+        }
+    }
+
+    /// The public endpoint (a local Ollama for openai-compatible).
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            ProviderKind::Anthropic => "https://api.anthropic.com",
+            ProviderKind::OpenAi => "https://api.openai.com",
+            ProviderKind::OpenAiCompatible => "http://127.0.0.1:11434",
+            ProviderKind::Gemini => "https://generativelanguage.googleapis.com",
+        }
+    }
+
+    /// Whether calls need a key (local OpenAI-compatible servers do not).
+    pub fn requires_key(self) -> bool {
+        !matches!(self, ProviderKind::OpenAiCompatible)
+    }
+}
+
+impl std::str::FromStr for ProviderKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        ProviderKind::ALL
+            .into_iter()
+            .find(|k| k.id() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown provider '{s}' (expected anthropic, openai, gemini or openai-compatible)"
+                )
+            })
+    }
+}
+
+impl std::fmt::Display for ProviderKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+/// Everything needed to reach a provider.
+#[derive(Clone, PartialEq)]
+pub struct ProviderConfig {
+    pub kind: ProviderKind,
+    pub api_key: Option<String>,
+    /// Without the API version path (`/v1`, `/v1beta` are added).
+    pub base_url: String,
+    pub retry: RetryPolicy,
+    pub connect_timeout: Duration,
+    /// Longest wait for the next bytes of a response.
+    pub read_timeout: Duration,
+}
+
+impl std::fmt::Debug for ProviderConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print the key.
+        f.debug_struct("ProviderConfig")
+            .field("kind", &self.kind)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
+            .field("base_url", &self.base_url)
+            .field("retry", &self.retry)
+            .finish()
+    }
+}
+
+impl ProviderConfig {
+    /// `kind` with defaults: no key, the default base URL, standard
+    /// retries, 10 s connect and 30 s read timeouts.
+    pub fn new(kind: ProviderKind) -> Self {
+        ProviderConfig {
+            kind,
+            api_key: None,
+            base_url: kind.default_base_url().to_string(),
+            retry: RetryPolicy::default(),
+            connect_timeout: Duration::from_secs(10),
+            read_timeout: Duration::from_secs(30),
+        }
+    }
+
+    /// Key and base URL from the environment (`lookup` reads a variable);
+    /// `base_url` (flag or config) wins over the environment.
+    pub fn from_env(
+        kind: ProviderKind,
+        base_url: Option<&str>,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Self {
+        let mut config = ProviderConfig::new(kind);
+        config.api_key = kind
+            .key_vars()
+            .iter()
+            .find_map(|var| lookup(var).filter(|v| !v.trim().is_empty()));
+        if let Some(url) = base_url
+            .map(str::to_string)
+            .or_else(|| lookup(kind.base_url_var()).filter(|v| !v.is_empty()))
+        {
+            config.base_url = url;
+        }
+        config
+    }
+
+    /// The base URL without a trailing slash or API version segment.
+    pub fn root(&self) -> String {
+        let mut url = self.base_url.trim_end_matches('/').to_string();
+        for suffix in ["/v1beta", "/v1"] {
+            if let Some(stripped) = url.strip_suffix(suffix) {
+                url = stripped.to_string();
+                break;
+            }
+        }
+        url
+    }
+}

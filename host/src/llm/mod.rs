@@ -1,0 +1,21 @@
+//! The LLM client: one request/response/stream model and four wire
+//! adapters (Anthropic Messages, OpenAI Responses, OpenAI-compatible Chat
+//! Completions, Gemini), over real HTTP with retries and streaming.
+
+pub mod adapters;
+mod client;
+mod config;
+mod error;
+pub mod retry;
+pub mod sse;
+mod transport;
+mod types;
+
+pub use client::{EventStream, HttpClient, LlmClient, StubClient, client_for};
+pub use config::{ProviderConfig, ProviderKind};
+pub use error::{ErrorKind, LlmError};
+pub use retry::RetryPolicy;
+pub use types::{
+    FinishReason, Message, Reasoning, Request, Response, StreamEvent, ToolCall, ToolChoice,
+    ToolDefinition, Usage, parse_arguments,
+};

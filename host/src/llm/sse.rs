@@ -1,0 +1,155 @@
+//! An incremental Server-Sent Events parser that is correct on real
+//! networks: bytes may arrive split anywhere (inside a line, inside a UTF-8
+//! character, between `\r` and `\n`); lines end with LF, CRLF or CR;
+//! `data:` may span lines; comments are skipped.
+
+/// One dispatched event.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SseEvent {
+    /// The `event:` field (empty when absent).
+    pub event: String,
+    /// The `data:` lines joined with `\n`.
+    pub data: String,
+}
+
+/// Feed bytes in, get complete events out.
+#[derive(Debug, Default)]
+pub struct SseParser {
+    line: Vec<u8>,
+    /// The last byte seen was `\r`: a following `\n` belongs to it.
+    after_cr: bool,
+    event: String,
+    data: String,
+    has_data: bool,
+}
+
+impl SseParser {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Consume `bytes`; return the events they complete.
+    pub fn feed(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
+        let mut events = Vec::new();
+        for &b in bytes {
+            if self.after_cr {
+                self.after_cr = false;
+                if b == b'\n' {
+                    continue;
+                }
+            }
+            match b {
+                b'\n' => self.end_line(&mut events),
+                b'\r' => {
+                    self.after_cr = true;
+                    self.end_line(&mut events);
+                }
+                _ => self.line.push(b),
+            }
+        }
+        events
+    }
+
+    /// Whether an event was started but not finished by a blank line.
+    pub fn has_partial(&self) -> bool {
+        self.has_data || !self.line.is_empty()
+    }
+
+    fn end_line(&mut self, events: &mut Vec<SseEvent>) {
+        let line = std::mem::take(&mut self.line);
+        if line.is_empty() {
+            if self.has_data {
+                events.push(SseEvent {
+                    event: std::mem::take(&mut self.event),
+                    data: std::mem::take(&mut self.data),
+                });
+            }
+            self.event.clear();
+            self.has_data = false;
+            return;
+        }
+        if line[0] == b':' {
+            return; // comment
+        }
+        let text = String::from_utf8_lossy(&line);
+        let (field, value) = match text.find(':') {
+            Some(i) => {
+                let value = &text[i + 1..];
+                (&text[..i], value.strip_prefix(' ').unwrap_or(value))
+            }
+            None => (text.as_ref(), ""),
+        };
+        match field {
+            "event" => self.event = value.to_string(),
+            "data" => {
+                if self.has_data {
+                    self.data.push('\n');
+                }
+                self.data.push_str(value);
+                self.has_data = true;
+            }
+            _ => {} // id, retry and unknown fields are ignored
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_all(chunks: &[&[u8]]) -> Vec<SseEvent> {
+        let mut p = SseParser::new();
+        chunks.iter().flat_map(|c| p.feed(c)).collect()
+    }
+
+    fn ev(event: &str, data: &str) -> SseEvent {
+        SseEvent {
+            event: event.into(),
+            data: data.into(),
+        }
+    }
+
+    #[test]
+    fn parses_events_data_and_comments() {
+        let text = b": keep-alive\nevent: ping\ndata: {}\n\ndata: a\ndata: b\n\nid: 7\nretry: 10\ndata:no-space\n\n";
+        assert_eq!(
+            parse_all(&[text]),
+            vec![ev("ping", "{}"), ev("", "a\nb"), ev("", "no-space")]
+        );
+    }
+
+    #[test]
+    fn any_split_point_gives_the_same_events() {
+        let text =
+            "event: delta\r\ndata: {\"t\":\"héllo → 世界\"}\r\n\r\nevent: done\rdata: [DONE]\r\r"
+                .as_bytes();
+        let whole = parse_all(&[text]);
+        assert_eq!(
+            whole,
+            vec![
+                ev("delta", "{\"t\":\"héllo → 世界\"}"),
+                ev("done", "[DONE]")
+            ]
+        );
+        // One byte at a time.
+        let mut p = SseParser::new();
+        let bytewise: Vec<SseEvent> = text.iter().flat_map(|b| p.feed(&[*b])).collect();
+        assert_eq!(bytewise, whole);
+        // Every two-piece split, including inside multi-byte characters and
+        // between \r and \n.
+        for i in 0..text.len() {
+            assert_eq!(parse_all(&[&text[..i], &text[i..]]), whole, "split at {i}");
+        }
+    }
+
+    #[test]
+    fn an_unfinished_event_is_not_dispatched() {
+        let mut p = SseParser::new();
+        assert!(p.feed(b"data: partial").is_empty());
+        assert!(p.has_partial());
+        assert!(p.feed(b"\n").is_empty());
+        assert!(p.has_partial());
+        assert_eq!(p.feed(b"\n"), vec![ev("", "partial")]);
+        assert!(!p.has_partial());
+    }
+}

@@ -1,0 +1,209 @@
+//! The unified request, response and stream-event model every adapter
+//! speaks.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Message {
+    /// Instructions; adapters move these to the provider's system field.
+    System {
+        text: String,
+    },
+    User {
+        text: String,
+    },
+    Assistant {
+        #[serde(default)]
+        text: String,
+        #[serde(default)]
+        tool_calls: Vec<ToolCall>,
+        #[serde(default)]
+        reasoning: Option<Reasoning>,
+    },
+    /// The result of a tool call, answering the call with `call_id`.
+    ToolResult {
+        call_id: String,
+        /// The tool's name (Gemini matches results by name).
+        name: String,
+        content: String,
+        #[serde(default)]
+        is_error: bool,
+    },
+}
+
+impl Message {
+    pub fn system(text: impl Into<String>) -> Self {
+        Message::System { text: text.into() }
+    }
+
+    pub fn user(text: impl Into<String>) -> Self {
+        Message::User { text: text.into() }
+    }
+
+    pub fn assistant(text: impl Into<String>) -> Self {
+        Message::Assistant {
+            text: text.into(),
+            tool_calls: Vec::new(),
+            reasoning: None,
+        }
+    }
+
+    /// Rough size in characters (for token estimates: chars / 4).
+    pub fn char_len(&self) -> usize {
+        match self {
+            Message::System { text } | Message::User { text } => text.len(),
+            Message::Assistant {
+                text,
+                tool_calls,
+                reasoning,
+            } => {
+                text.len()
+                    + tool_calls
+                        .iter()
+                        .map(|c| c.name.len() + c.arguments.to_string().len())
+                        .sum::<usize>()
+                    + reasoning.as_ref().map_or(0, |r| r.text.len())
+            }
+            Message::ToolResult { content, .. } => content.len(),
+        }
+    }
+}
+
+/// A tool call the model made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    /// Parsed arguments; the raw text as a JSON string if it did not parse.
+    pub arguments: Value,
+}
+
+/// Reasoning ("thinking") the model returned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Reasoning {
+    pub text: String,
+    /// Opaque provider token that must be sent back with the reasoning
+    /// (Anthropic's thinking signature).
+    #[serde(default)]
+    pub signature: Option<String>,
+}
+
+/// A tool the model may call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDefinition {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub parameters: Value,
+}
+
+/// Whether and which tool the model must call.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    #[default]
+    Auto,
+    None,
+    Required,
+    Named(String),
+}
+
+/// A request to a model.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Request {
+    pub model: String,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolDefinition>,
+    pub tool_choice: ToolChoice,
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f32>,
+    /// `low`, `medium` or `high`; mapped to each provider's knob.
+    pub reasoning_effort: Option<String>,
+    /// Extra top-level fields merged into the provider request body.
+    pub provider_options: serde_json::Map<String, Value>,
+}
+
+impl Request {
+    /// The system text (all system messages joined).
+    pub fn system_text(&self) -> Option<String> {
+        let parts: Vec<&str> = self
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::System { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        (!parts.is_empty()).then(|| parts.join("\n\n"))
+    }
+}
+
+/// Token counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Input tokens served from the provider's prompt cache.
+    pub cached_tokens: u64,
+    /// Output tokens spent on reasoning, where reported.
+    pub reasoning_tokens: u64,
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    #[default]
+    Stop,
+    Length,
+    ToolCalls,
+    ContentFilter,
+    Other(String),
+}
+
+/// A complete answer.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Response {
+    pub id: String,
+    pub model: String,
+    pub text: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub reasoning: Option<Reasoning>,
+    pub usage: Usage,
+    pub finish_reason: FinishReason,
+}
+
+impl Response {
+    /// The assistant message this response adds to a conversation.
+    pub fn to_message(&self) -> Message {
+        Message::Assistant {
+            text: self.text.clone(),
+            tool_calls: self.tool_calls.clone(),
+            reasoning: self.reasoning.clone(),
+        }
+    }
+}
+
+/// What a stream yields, in order. A stream ends with `Finish` or an error.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEvent {
+    TextStart,
+    TextDelta(String),
+    TextEnd,
+    ReasoningDelta(String),
+    ToolCallStart { id: String, name: String },
+    ToolCallDelta { id: String, arguments: String },
+    ToolCallEnd(ToolCall),
+    Finish(Response),
+}
+
+/// Parse tool-call argument text; keep it as a string if it is not JSON.
+pub fn parse_arguments(raw: &str) -> Value {
+    if raw.trim().is_empty() {
+        return Value::Object(Default::default());
+    }
+    serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_string()))
+}

@@ -1,0 +1,218 @@
+//! A real HTTP server on 127.0.0.1 that replays scripted provider replies
+//! (JSON bodies or SSE streams, split and timed as asked) and records every
+//! request it receives.
+
+#![allow(dead_code)]
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::Response;
+use bytes::Bytes;
+use serde_json::Value;
+
+/// One scripted reply.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub chunks: Vec<Bytes>,
+    pub chunk_delay: Duration,
+    /// Break the connection after the chunks instead of ending cleanly.
+    pub abort: bool,
+}
+
+impl Reply {
+    /// A JSON body with `status`.
+    pub fn json(status: u16, body: Value) -> Self {
+        Reply {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            chunks: vec![Bytes::from(body.to_string())],
+            chunk_delay: Duration::ZERO,
+            abort: false,
+        }
+    }
+
+    /// An SSE body from raw text (events already framed).
+    pub fn sse(text: impl Into<String>) -> Self {
+        Reply {
+            status: 200,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+            chunks: vec![Bytes::from(text.into())],
+            chunk_delay: Duration::ZERO,
+            abort: false,
+        }
+    }
+
+    /// Add a header.
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Send the body one byte per chunk.
+    pub fn bytewise(mut self) -> Self {
+        let all: Vec<u8> = self.chunks.iter().flat_map(|c| c.to_vec()).collect();
+        self.chunks = all.into_iter().map(|b| Bytes::from(vec![b])).collect();
+        self
+    }
+
+    /// Wait between chunks.
+    pub fn delayed(mut self, delay: Duration) -> Self {
+        self.chunk_delay = delay;
+        self
+    }
+
+    /// Keep only the first `n` bytes of the body and end there.
+    pub fn truncated(mut self, n: usize) -> Self {
+        let all: Vec<u8> = self.chunks.iter().flat_map(|c| c.to_vec()).collect();
+        self.chunks = vec![Bytes::from(all[..n.min(all.len())].to_vec())];
+        self
+    }
+
+    /// Break the connection after sending the chunks.
+    pub fn aborted(mut self) -> Self {
+        self.abort = true;
+        self
+    }
+}
+
+/// A request the server received.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub path_and_query: String,
+    pub headers: HeaderMap,
+    pub body: Value,
+    pub at: std::time::Instant,
+}
+
+#[derive(Default)]
+struct Inner {
+    replies: VecDeque<Reply>,
+    requests: Vec<Recorded>,
+}
+
+/// The server; it stops when dropped.
+pub struct MockLlm {
+    addr: SocketAddr,
+    inner: Arc<Mutex<Inner>>,
+    _task: tokio::task::JoinHandle<()>,
+}
+
+impl MockLlm {
+    /// Start on a free loopback port.
+    pub async fn start() -> Self {
+        let inner = Arc::new(Mutex::new(Inner::default()));
+        let app = axum::Router::new()
+            .fallback(handle)
+            .with_state(inner.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        MockLlm {
+            addr,
+            inner,
+            _task: task,
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Queue a reply (served in order).
+    pub fn push(&self, reply: Reply) {
+        self.inner.lock().unwrap().replies.push_back(reply);
+    }
+
+    /// Every request so far.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.inner.lock().unwrap().requests.clone()
+    }
+
+    /// Replies not yet served.
+    pub fn pending(&self) -> usize {
+        self.inner.lock().unwrap().replies.len()
+    }
+}
+
+async fn handle(
+    State(inner): State<Arc<Mutex<Inner>>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let reply = {
+        let mut inner = inner.lock().unwrap();
+        inner.requests.push(Recorded {
+            path_and_query: uri
+                .path_and_query()
+                .map(|p| p.to_string())
+                .unwrap_or_default(),
+            headers,
+            body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+            at: std::time::Instant::now(),
+        });
+        inner.replies.pop_front()
+    };
+    let Some(reply) = reply else {
+        return Response::builder()
+            .status(500)
+            .body(Body::from(
+                r#"{"error":{"message":"the mock server has no scripted reply left"}}"#,
+            ))
+            .unwrap();
+    };
+    let Reply {
+        status,
+        headers,
+        chunks,
+        chunk_delay,
+        abort,
+    } = reply;
+    let stream = async_stream(chunks, chunk_delay, abort);
+    let mut builder = Response::builder().status(StatusCode::from_u16(status).unwrap());
+    for (k, v) in headers {
+        builder = builder.header(k, v);
+    }
+    builder.body(Body::from_stream(stream)).unwrap()
+}
+
+fn async_stream(
+    chunks: Vec<Bytes>,
+    delay: Duration,
+    abort: bool,
+) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> {
+    let items: Vec<Result<Bytes, std::io::Error>> = chunks
+        .into_iter()
+        .map(Ok)
+        .chain(abort.then(|| Err(std::io::Error::other("connection cut by the mock server"))))
+        .collect();
+    futures::StreamExt::then(futures::stream::iter(items), move |item| async move {
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        item
+    })
+}
+
+/// Frame SSE events: `(event name or "", data)`.
+pub fn sse(events: &[(&str, Value)]) -> String {
+    let mut out = String::new();
+    for (name, data) in events {
+        if !name.is_empty() {
+            out.push_str(&format!("event: {name}\n"));
+        }
+        out.push_str(&format!("data: {data}\n\n"));
+    }
+    out
+}
