@@ -1,9 +1,11 @@
 //! sandcrab: a coding-agent host whose tools, provider profiles and
 //! summarization prompt are sandboxed WebAssembly components.
 
+pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod llm;
 pub mod plugin;
 pub mod process;
+pub mod time;
 pub mod tools;

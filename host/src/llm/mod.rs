@@ -7,6 +7,7 @@ mod client;
 mod config;
 mod error;
 pub mod retry;
+pub mod scripted;
 pub mod sse;
 mod transport;
 mod types;

@@ -1,0 +1,98 @@
+//! Session settings (the config file's `[agent]` table and CLI flags).
+
+use serde::Deserialize;
+
+use crate::tools::TruncationPolicy;
+
+/// How a session behaves.
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    /// The model to call.
+    pub model: String,
+    /// Model turns (LLM round trips) across the session; 0 = unlimited.
+    pub max_turns: u32,
+    /// Tool rounds for one input; 0 = unlimited.
+    pub max_tool_rounds_per_input: u32,
+    /// Calls looked at by loop detection.
+    pub loop_detection_window: usize,
+    /// How deep subagents may nest (a top-level session is depth 0).
+    pub max_subagent_depth: usize,
+    /// Fraction of the context window that triggers CONTEXT_WARNING.
+    pub context_warning_threshold: f64,
+    /// The user's instructions, the last prompt layer.
+    pub user_instructions: Option<String>,
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f32>,
+    pub reasoning_effort: Option<String>,
+    /// Truncation of tool output before the model sees it.
+    pub truncation: TruncationPolicy,
+    /// Run tool calls of one answer concurrently when the profile allows.
+    pub parallel_tool_calls: bool,
+}
+
+impl SessionConfig {
+    /// Defaults for `model`.
+    pub fn new(model: impl Into<String>) -> Self {
+        SessionConfig {
+            model: model.into(),
+            max_turns: 0,
+            max_tool_rounds_per_input: 200,
+            loop_detection_window: 5,
+            max_subagent_depth: 1,
+            context_warning_threshold: 0.8,
+            user_instructions: None,
+            max_tokens: None,
+            temperature: None,
+            reasoning_effort: None,
+            truncation: TruncationPolicy::default(),
+            parallel_tool_calls: true,
+        }
+    }
+
+    /// Apply the config file's `[agent]` table.
+    pub fn apply(&mut self, table: &toml::Table) -> Result<(), String> {
+        let overrides: AgentTable = table
+            .clone()
+            .try_into()
+            .map_err(|e| format!("[agent]: {e}"))?;
+        if let Some(v) = overrides.max_turns {
+            self.max_turns = v;
+        }
+        if let Some(v) = overrides.max_tool_rounds {
+            self.max_tool_rounds_per_input = v;
+        }
+        if let Some(v) = overrides.loop_detection_window {
+            self.loop_detection_window = v;
+        }
+        if let Some(v) = overrides.max_subagent_depth {
+            self.max_subagent_depth = v;
+        }
+        if let Some(v) = overrides.instructions {
+            self.user_instructions = Some(v);
+        }
+        if let Some(v) = overrides.max_tokens {
+            self.max_tokens = Some(v);
+        }
+        if let Some(v) = overrides.temperature {
+            self.temperature = Some(v);
+        }
+        if let Some(v) = overrides.reasoning_effort {
+            self.reasoning_effort = Some(v);
+        }
+        Ok(())
+    }
+}
+
+/// The `[agent]` table.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentTable {
+    max_turns: Option<u32>,
+    max_tool_rounds: Option<u32>,
+    loop_detection_window: Option<usize>,
+    max_subagent_depth: Option<usize>,
+    instructions: Option<String>,
+    max_tokens: Option<u32>,
+    temperature: Option<f32>,
+    reasoning_effort: Option<String>,
+}

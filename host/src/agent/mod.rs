@@ -1,0 +1,23 @@
+//! The agent: sessions, the agentic loop, events, provider profiles, the
+//! system prompt, loop detection and subagents.
+
+mod config;
+mod events;
+mod loop_detection;
+mod profile;
+pub mod prompt;
+mod run_loop;
+mod session;
+mod subagents;
+mod tool_round;
+mod turns;
+
+pub use config::SessionConfig;
+pub use events::{Event, EventBus, EventKind, EventStream};
+pub use loop_detection::{LoopDetector, LoopFound, signature};
+pub use profile::{Profile, ProfileError};
+pub use session::{Session, SessionError, SessionParts, SessionState, TurnInjector};
+pub use turns::{ToolResult, Turn, TurnKind, to_messages};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,315 @@
+//! [`Session`]: one conversation with a model in a workspace. States IDLE →
+//! PROCESSING → IDLE, and CLOSED after abort or an unrecoverable error.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::config::SessionConfig;
+use super::events::{EventBus, EventKind, EventStream};
+use super::loop_detection::LoopDetector;
+use super::profile::Profile;
+use super::prompt::{self, PromptInputs};
+use super::subagents::Subagents;
+use super::turns::{Turn, TurnKind};
+use crate::llm::{LlmClient, LlmError};
+use crate::plugin::ToolSpec;
+use crate::tools::{ToolExecutor, ToolRegistry};
+
+/// Where a session is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum SessionState {
+    Idle,
+    Processing,
+    Closed,
+}
+
+/// Why a submit failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SessionError {
+    #[error("the session is closed")]
+    Closed,
+    #[error(transparent)]
+    Llm(#[from] LlmError),
+}
+
+/// Something that adds synthetic assistant messages at turn boundaries
+/// (background jobs that finished).
+pub trait TurnInjector: Send + Sync {
+    /// Messages to add now, oldest first; each is returned only once.
+    fn drain(&self, session_id: &str) -> Vec<String>;
+}
+
+/// What a session is made of.
+pub struct SessionParts {
+    pub client: Arc<dyn LlmClient>,
+    pub profile: Arc<Profile>,
+    /// The tools the model gets (subagent tools are added by the session).
+    pub tools: ToolRegistry,
+    pub config: SessionConfig,
+    /// The workspace (shared with subagents).
+    pub workspace: PathBuf,
+    /// Where the agent works inside the workspace (default: the workspace).
+    pub working_dir: Option<PathBuf>,
+    /// Subagent nesting depth (0 for a top-level session).
+    pub depth: usize,
+    /// Adds finished background jobs at turn boundaries.
+    pub injector: Option<Arc<dyn TurnInjector>>,
+}
+
+pub(super) struct Inner {
+    pub state: SessionState,
+    pub history: Vec<Turn>,
+    pub steering: VecDeque<String>,
+    pub follow_ups: VecDeque<String>,
+    pub model_turns: u32,
+    pub loops: LoopDetector,
+    /// Cancels the input being processed (interrupt).
+    pub current: Option<CancellationToken>,
+}
+
+/// A conversation.
+pub struct Session {
+    pub(super) id: String,
+    pub(super) depth: usize,
+    pub(super) client: Arc<dyn LlmClient>,
+    pub(super) profile: Arc<Profile>,
+    pub(super) base_tools: ToolRegistry,
+    pub(super) tools: Mutex<ToolRegistry>,
+    pub(super) config: SessionConfig,
+    pub(super) workspace: PathBuf,
+    pub(super) working_dir: PathBuf,
+    pub(super) system_prompt: String,
+    pub(super) bus: EventBus,
+    primary_events: Mutex<Option<EventStream>>,
+    pub(super) inner: Mutex<Inner>,
+    pub(super) cancel: CancellationToken,
+    run_lock: tokio::sync::Mutex<()>,
+    pub(super) subagents: Subagents,
+    pub(super) injector: Option<Arc<dyn TurnInjector>>,
+}
+
+impl Session {
+    /// Start a session: builds the system prompt and emits SESSION_START.
+    pub fn new(parts: SessionParts) -> Arc<Session> {
+        let id = uuid::Uuid::new_v4().to_string();
+        let working_dir = parts
+            .working_dir
+            .clone()
+            .unwrap_or_else(|| parts.workspace.clone());
+        Arc::new_cyclic(|weak| {
+            let mut tools = parts.tools.clone();
+            if parts.depth < parts.config.max_subagent_depth {
+                Subagents::register_tools(&mut tools, weak.clone());
+            }
+            let specs: Vec<ToolSpec> = tools.definitions();
+            let system_prompt = prompt::build(&PromptInputs {
+                profile: &parts.profile,
+                tools: &specs,
+                working_dir: &working_dir,
+                model: &parts.config.model,
+                user_instructions: parts.config.user_instructions.as_deref(),
+            });
+            let bus = EventBus::new(&id);
+            let primary = bus.subscribe();
+            bus.emit(
+                EventKind::SessionStart,
+                json!({
+                    "session_id": id,
+                    "profile": parts.profile.info.id,
+                    "model": parts.config.model,
+                    "depth": parts.depth,
+                    "working_dir": working_dir,
+                }),
+            );
+            Session {
+                id,
+                depth: parts.depth,
+                client: parts.client,
+                profile: parts.profile,
+                base_tools: parts.tools,
+                tools: Mutex::new(tools),
+                inner: Mutex::new(Inner {
+                    state: SessionState::Idle,
+                    history: Vec::new(),
+                    steering: VecDeque::new(),
+                    follow_ups: VecDeque::new(),
+                    model_turns: 0,
+                    loops: LoopDetector::new(parts.config.loop_detection_window),
+                    current: None,
+                }),
+                config: parts.config,
+                workspace: parts.workspace,
+                working_dir,
+                system_prompt,
+                bus,
+                primary_events: Mutex::new(Some(primary)),
+                cancel: CancellationToken::new(),
+                run_lock: tokio::sync::Mutex::new(()),
+                subagents: Subagents::default(),
+                injector: parts.injector,
+            }
+        })
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Subagent depth (0 at the top).
+    pub fn depth(&self) -> usize {
+        self.depth
+    }
+
+    pub fn state(&self) -> SessionState {
+        self.lock().state
+    }
+
+    /// A copy of the history.
+    pub fn history(&self) -> Vec<Turn> {
+        self.lock().history.clone()
+    }
+
+    /// The events: the first call gets every event since SESSION_START,
+    /// later calls get events from then on.
+    pub fn events(&self) -> EventStream {
+        let primary = self.primary_events.lock().expect("events lock").take();
+        primary.unwrap_or_else(|| self.bus.subscribe())
+    }
+
+    /// A new subscription from now on.
+    pub fn subscribe(&self) -> EventStream {
+        self.bus.subscribe()
+    }
+
+    /// The system prompt in use.
+    pub fn system_prompt(&self) -> &str {
+        &self.system_prompt
+    }
+
+    /// The profile in use.
+    pub fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    /// The session's settings.
+    pub fn config(&self) -> &SessionConfig {
+        &self.config
+    }
+
+    /// The tools the model gets.
+    pub fn tools(&self) -> ToolRegistry {
+        self.tools.lock().expect("tools lock").clone()
+    }
+
+    /// Add or replace a tool (latest registration wins).
+    pub fn register_tool(&self, spec: ToolSpec, executor: Arc<dyn ToolExecutor>) {
+        self.tools
+            .lock()
+            .expect("tools lock")
+            .register(spec, executor);
+    }
+
+    /// Model turns taken so far.
+    pub fn model_turns(&self) -> u32 {
+        self.lock().model_turns
+    }
+
+    /// The text of the last assistant turn.
+    pub fn last_assistant_text(&self) -> Option<String> {
+        self.lock()
+            .history
+            .iter()
+            .rev()
+            .find_map(|t| match &t.kind {
+                TurnKind::Assistant { text, .. } if !text.is_empty() => Some(text.clone()),
+                _ => None,
+            })
+    }
+
+    /// A subagent of this session, by id.
+    pub async fn subagent(&self, agent_id: &str) -> Option<Arc<Session>> {
+        self.subagents.get(agent_id).await
+    }
+
+    /// Queue a message to inject before the next model call.
+    pub fn steer(&self, message: &str) {
+        self.lock().steering.push_back(message.to_string());
+    }
+
+    /// Queue an input to process after the current one completes.
+    pub fn follow_up(&self, message: &str) {
+        self.lock().follow_ups.push_back(message.to_string());
+    }
+
+    /// Process `input` (and any queued follow-ups) to completion.
+    pub async fn submit(self: &Arc<Self>, input: &str) -> Result<(), SessionError> {
+        if self.state() == SessionState::Closed {
+            return Err(SessionError::Closed);
+        }
+        let _running = self.run_lock.lock().await;
+        let mut next = Some(input.to_string());
+        while let Some(input) = next {
+            if self.state() == SessionState::Closed {
+                return Err(SessionError::Closed);
+            }
+            self.process_input(&input).await?;
+            next = self.lock().follow_ups.pop_front();
+        }
+        Ok(())
+    }
+
+    /// Stop the input being processed; the session stays usable.
+    pub fn interrupt(&self) {
+        if let Some(token) = &self.lock().current {
+            token.cancel();
+        }
+    }
+
+    /// End the session: cancel the stream and running tools (their
+    /// processes are killed), close subagents, emit SESSION_END. Safe to
+    /// call more than once.
+    pub async fn abort(&self) {
+        {
+            let mut inner = self.lock();
+            if inner.state == SessionState::Closed {
+                return;
+            }
+            inner.state = SessionState::Closed;
+        }
+        self.cancel.cancel();
+        self.subagents.close_all().await;
+        // Wait for the loop to notice, so nothing follows SESSION_END.
+        let _running = self.run_lock.lock().await;
+        self.bus
+            .close_with(EventKind::SessionEnd, json!({"reason": "aborted"}));
+    }
+
+    /// Close after an unrecoverable error.
+    pub(super) fn close_on_error(&self) {
+        self.lock().state = SessionState::Closed;
+        self.cancel.cancel();
+        self.bus
+            .close_with(EventKind::SessionEnd, json!({"reason": "error"}));
+    }
+
+    /// Emit an event from this session.
+    pub(super) fn emit(&self, kind: EventKind, data: serde_json::Value) {
+        self.bus.emit(kind, data);
+    }
+
+    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().expect("session lock")
+    }
+
+    /// Append a turn.
+    pub(super) fn push(&self, kind: TurnKind) {
+        self.lock().history.push(Turn::new(kind));
+    }
+}

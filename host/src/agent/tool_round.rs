@@ -1,0 +1,91 @@
+//! Running the tool calls of one answer: events around each call, live
+//! output, truncation for the model (the event keeps the full output), in
+//! parallel when the profile allows.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use super::events::EventKind;
+use super::session::Session;
+use super::turns::ToolResult;
+use crate::llm::ToolCall;
+use crate::process::{OutputChunk, OutputStream};
+use crate::tools::{ToolCallRequest, ToolContext, dispatch};
+
+impl Session {
+    /// Run `calls`; results in call order.
+    pub(super) async fn run_tool_round(self: &Arc<Self>, calls: &[ToolCall]) -> Vec<ToolResult> {
+        let parallel = self.config.parallel_tool_calls
+            && self.profile.info.parallel_tool_calls
+            && calls.len() > 1;
+        if parallel {
+            futures::future::join_all(calls.iter().map(|c| self.run_tool(c))).await
+        } else {
+            let mut results = Vec::with_capacity(calls.len());
+            for call in calls {
+                results.push(self.run_tool(call).await);
+            }
+            results
+        }
+    }
+
+    async fn run_tool(self: &Arc<Self>, call: &ToolCall) -> ToolResult {
+        self.emit(
+            EventKind::ToolCallStart,
+            json!({ "call_id": call.id, "name": call.name, "arguments": call.arguments }),
+        );
+        let registry = self.tools();
+        let (tx, mut rx) = mpsc::unbounded_channel::<OutputChunk>();
+        let ctx = ToolContext {
+            session_id: self.id.clone(),
+            call_id: call.id.clone(),
+            live_output: Some(tx),
+        };
+        let request = ToolCallRequest {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+        };
+        let run = dispatch(&registry, &request, &ctx);
+        tokio::pin!(run);
+        let outcome = loop {
+            tokio::select! {
+                outcome = &mut run => break outcome,
+                Some(chunk) = rx.recv() => self.output_delta(&call.id, chunk),
+            }
+        };
+        while let Ok(chunk) = rx.try_recv() {
+            self.output_delta(&call.id, chunk);
+        }
+        let truncated = self.config.truncation.apply(&call.name, &outcome.content);
+        self.emit(
+            EventKind::ToolCallEnd,
+            json!({
+                "call_id": call.id,
+                "name": call.name,
+                "output": outcome.content,
+                "is_error": outcome.is_error,
+                "truncated": truncated.len() != outcome.content.len(),
+            }),
+        );
+        ToolResult {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: truncated,
+            is_error: outcome.is_error,
+        }
+    }
+
+    fn output_delta(&self, call_id: &str, chunk: OutputChunk) {
+        let stream = match chunk.stream {
+            OutputStream::Stdout => "stdout",
+            OutputStream::Stderr => "stderr",
+        };
+        self.emit(
+            EventKind::ToolCallOutputDelta,
+            json!({ "call_id": call_id, "stream": stream, "text": String::from_utf8_lossy(&chunk.bytes) }),
+        );
+    }
+}
