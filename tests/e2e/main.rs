@@ -4,6 +4,7 @@
 
 mod support;
 
+mod agent_cli_test;
 mod cli_plugins_test;
 mod coding_tools_test;
 mod component_cache_test;
@@ -14,4 +15,5 @@ mod manifest_policy_test;
 mod mock_llm;
 mod plugin_limits_test;
 mod process_sandbox_test;
+mod profiles_test;
 mod sandbox_escape_test;

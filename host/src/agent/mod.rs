@@ -1,6 +1,7 @@
 //! The agent: sessions, the agentic loop, events, provider profiles, the
 //! system prompt, loop detection and subagents.
 
+mod builder;
 mod config;
 mod events;
 mod loop_detection;
@@ -12,6 +13,7 @@ mod subagents;
 mod tool_round;
 mod turns;
 
+pub use builder::{AgentKit, AgentOptions, BuildError};
 pub use config::SessionConfig;
 pub use events::{Event, EventBus, EventKind, EventStream};
 pub use loop_detection::{LoopDetector, LoopFound, signature};

@@ -1,6 +1,8 @@
 //! The `sandcrab` command line.
 
+mod agent_cmd;
 mod plugins_cmd;
+mod render;
 mod setup;
 mod tool_cmd;
 
@@ -25,6 +27,19 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run one input to completion: assistant text on stdout, tool activity
+    /// on stderr (or every event as JSON lines with --json).
+    Run {
+        #[command(flatten)]
+        agent: agent_cmd::AgentArgs,
+        /// What to ask the agent.
+        prompt: String,
+    },
+    /// An interactive session (Ctrl-C interrupts the current turn, /exit quits).
+    Chat {
+        #[command(flatten)]
+        agent: agent_cmd::AgentArgs,
+    },
     /// List, inspect and check plugins.
     #[command(subcommand)]
     Plugins(plugins_cmd::PluginsCommand),
@@ -49,6 +64,8 @@ pub fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
+            Command::Run { agent, prompt } => agent_cmd::run(agent, prompt).await,
+            Command::Chat { agent } => agent_cmd::chat(agent).await,
             Command::Plugins(cmd) => plugins_cmd::run(cmd).await,
             Command::Tool(cmd) => tool_cmd::run(cmd).await,
         }

@@ -1,0 +1,140 @@
+//! Putting an agent together from the loaded plugins, the configuration and
+//! command-line choices: provider, profile, model, client, tools, limits.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::config::SessionConfig;
+use super::profile::{Profile, ProfileError};
+use super::session::{Session, SessionParts, TurnInjector};
+use crate::config::Config;
+use crate::llm::{LlmClient, ProviderConfig, ProviderKind, client_for};
+use crate::plugin::PluginHost;
+use crate::tools::{ToolRegistry, TruncationPolicy};
+
+/// Choices that override the configuration file.
+#[derive(Debug, Clone, Default)]
+pub struct AgentOptions {
+    pub provider: Option<ProviderKind>,
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+    pub profile: Option<String>,
+    pub max_turns: Option<u32>,
+    pub max_tool_rounds: Option<u32>,
+}
+
+/// Why an agent could not be put together.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error(transparent)]
+    Profile(#[from] ProfileError),
+    #[error("configuration: {0}")]
+    Config(String),
+}
+
+/// Everything needed to start sessions.
+pub struct AgentKit {
+    pub provider: ProviderKind,
+    pub client: Arc<dyn LlmClient>,
+    /// False when no key is set and every call will fail with a
+    /// configuration error.
+    pub configured: bool,
+    /// The message to show when not configured.
+    pub unconfigured_reason: String,
+    pub profile: Arc<Profile>,
+    pub tools: ToolRegistry,
+    pub config: SessionConfig,
+    pub workspace: PathBuf,
+}
+
+impl AgentKit {
+    /// Resolve provider (flag, config, the first key set, anthropic),
+    /// profile (flag, provider), model (flag, config, profile default).
+    pub async fn build(
+        host: &PluginHost,
+        config: &Config,
+        options: &AgentOptions,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<AgentKit, BuildError> {
+        let provider = match options.provider {
+            Some(p) => p,
+            None => match &config.provider {
+                Some(id) => id.parse().map_err(BuildError::Config)?,
+                None => detect_provider(&env),
+            },
+        };
+        let profile_id = options.profile.clone().unwrap_or_else(|| match provider {
+            ProviderKind::OpenAiCompatible => "openai".to_string(),
+            other => other.id().to_string(),
+        });
+        let profile = Arc::new(Profile::load(host, &profile_id).await?);
+        let base_url = options.base_url.clone().or_else(|| config.base_url.clone());
+        let provider_config = ProviderConfig::from_env(provider, base_url.as_deref(), &env);
+        let configured = !provider.requires_key() || provider_config.api_key.is_some();
+        let unconfigured_reason = format!(
+            "LLM provider not configured: set {} (or choose another provider with --provider)",
+            provider.key_vars().join(" or ")
+        );
+        let client = client_for(provider_config);
+        let all_tools = ToolRegistry::from_plugins(host.plugins());
+        let tools = profile.tools(&all_tools);
+        let model = options
+            .model
+            .clone()
+            .or_else(|| config.model.clone())
+            .unwrap_or_else(|| profile.info.default_model.clone());
+        let mut session_config = SessionConfig::new(model);
+        session_config
+            .apply(&config.agent)
+            .map_err(BuildError::Config)?;
+        session_config.truncation =
+            TruncationPolicy::from_overrides(&config.truncation).map_err(BuildError::Config)?;
+        if let Some(n) = options.max_turns {
+            session_config.max_turns = n;
+        }
+        if let Some(n) = options.max_tool_rounds {
+            session_config.max_tool_rounds_per_input = n;
+        }
+        Ok(AgentKit {
+            provider,
+            client,
+            configured,
+            unconfigured_reason,
+            profile,
+            tools,
+            config: session_config,
+            workspace: host.sandbox_context().workspace.clone(),
+        })
+    }
+
+    /// A new top-level session.
+    pub fn session(&self, injector: Option<Arc<dyn TurnInjector>>) -> Arc<Session> {
+        Session::new(SessionParts {
+            client: self.client.clone(),
+            profile: self.profile.clone(),
+            tools: self.tools.clone(),
+            config: self.config.clone(),
+            workspace: self.workspace.clone(),
+            working_dir: None,
+            depth: 0,
+            injector,
+        })
+    }
+}
+
+/// The provider whose key is set (Anthropic, OpenAI, Gemini in that order),
+/// else Anthropic.
+fn detect_provider(env: &impl Fn(&str) -> Option<String>) -> ProviderKind {
+    [
+        ProviderKind::Anthropic,
+        ProviderKind::OpenAi,
+        ProviderKind::Gemini,
+    ]
+    .into_iter()
+    .find(|kind| {
+        kind.key_vars()
+            .iter()
+            .any(|v| env(v).is_some_and(|k| !k.is_empty()))
+    })
+    .unwrap_or(ProviderKind::Anthropic)
+}

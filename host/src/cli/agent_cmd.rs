@@ -1,0 +1,149 @@
+//! `sandcrab run PROMPT` and `sandcrab chat`.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use tokio::io::AsyncBufReadExt;
+
+use super::render::render;
+use super::setup::HostArgs;
+use crate::agent::{AgentKit, AgentOptions, Session, SessionError, SessionState};
+use crate::llm::ProviderKind;
+
+/// Options shared by `run` and `chat`.
+#[derive(Debug, Clone, Args)]
+pub struct AgentArgs {
+    #[command(flatten)]
+    pub host: HostArgs,
+    /// LLM provider: anthropic, openai, gemini or openai-compatible.
+    #[arg(long)]
+    pub provider: Option<ProviderKind>,
+    /// Model name (default: the profile's).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The provider's base URL.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Provider profile (default: the provider's).
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// Most model turns for the session (0 = unlimited).
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
+    /// Most tool rounds per input (0 = unlimited).
+    #[arg(long, value_name = "N")]
+    pub max_tool_rounds: Option<u32>,
+    /// Print every event as one JSON object per line on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl AgentArgs {
+    async fn kit(&self) -> anyhow::Result<(super::setup::Setup, AgentKit)> {
+        let setup = self.host.setup().await?;
+        for d in setup.host.diagnostics() {
+            if d.severity == crate::plugin::Severity::Error {
+                eprintln!("warning: {}", d.message);
+            }
+        }
+        let options = AgentOptions {
+            provider: self.provider,
+            model: self.model.clone(),
+            base_url: self.base_url.clone(),
+            profile: self.profile.clone(),
+            max_turns: self.max_turns,
+            max_tool_rounds: self.max_tool_rounds,
+        };
+        let kit = AgentKit::build(&setup.host, &setup.config, &options, |k| {
+            std::env::var(k).ok()
+        })
+        .await?;
+        if !kit.configured {
+            anyhow::bail!("{}", kit.unconfigured_reason);
+        }
+        Ok((setup, kit))
+    }
+}
+
+/// Run one input to completion.
+pub async fn run(args: AgentArgs, prompt: String) -> anyhow::Result<ExitCode> {
+    let (_setup, kit) = args.kit().await?;
+    let session = kit.session(None);
+    let printer = tokio::spawn(render(session.events(), args.json));
+    let result = session.submit(&prompt).await;
+    session.abort().await;
+    let _ = printer.await;
+    match result {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(err) => {
+            eprintln!("sandcrab: {err}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// An interactive session.
+pub async fn chat(args: AgentArgs) -> anyhow::Result<ExitCode> {
+    let (setup, kit) = args.kit().await?;
+    let session = kit.session(None);
+    eprintln!(
+        "sandcrab chat — {} / {} in {}\nType a message; /exit quits, Ctrl-C interrupts the current turn.",
+        kit.provider,
+        kit.config.model,
+        setup.workspace.display()
+    );
+    let printer = tokio::spawn(render(session.events(), args.json));
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    loop {
+        eprint!("> ");
+        let line = tokio::select! {
+            line = lines.next_line() => line?,
+            _ = tokio::signal::ctrl_c() => {
+                eprintln!("\n(type /exit to quit)");
+                continue;
+            }
+        };
+        let Some(line) = line else { break };
+        let input = line.trim();
+        match input {
+            "" => continue,
+            "/exit" | "/quit" => break,
+            _ => {}
+        }
+        if let Some(reason) = turn(&session, input).await {
+            eprintln!("sandcrab: {reason}");
+            if session.state() == SessionState::Closed {
+                break;
+            }
+        }
+    }
+    let closed_by_error = session.state() == SessionState::Closed;
+    session.abort().await;
+    let _ = printer.await;
+    Ok(if closed_by_error {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Process one chat input; Ctrl-C interrupts it. Returns an error reason.
+async fn turn(session: &std::sync::Arc<Session>, input: &str) -> Option<String> {
+    let submit = session.submit(input);
+    tokio::pin!(submit);
+    loop {
+        tokio::select! {
+            result = &mut submit => {
+                return match result {
+                    Ok(()) => None,
+                    Err(SessionError::Closed) => Some("the session is closed".into()),
+                    Err(err) => Some(err.to_string()),
+                };
+            }
+            _ = tokio::signal::ctrl_c() => {
+                eprintln!("\n(interrupted)");
+                session.interrupt();
+            }
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! Showing session events on a terminal: assistant text on stdout, tool
+//! activity and notes on stderr; or every event as one JSON line.
+
+use std::io::Write;
+
+use futures::StreamExt;
+
+use crate::agent::{Event, EventKind, EventStream};
+
+/// Print `events` until the stream ends.
+pub async fn render(mut events: EventStream, json: bool) {
+    let mut at_line_start = true;
+    while let Some(event) = events.next().await {
+        if json {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{}", serde_json::to_string(&event).unwrap_or_default());
+            let _ = out.flush();
+            continue;
+        }
+        human(&event, &mut at_line_start);
+    }
+}
+
+fn human(event: &Event, at_line_start: &mut bool) {
+    let d = &event.data;
+    let str_of = |key: &str| d[key].as_str().unwrap_or_default().to_string();
+    match event.kind {
+        EventKind::AssistantTextDelta => {
+            let delta = str_of("delta");
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(delta.as_bytes());
+            let _ = out.flush();
+            if !delta.is_empty() {
+                *at_line_start = delta.ends_with('\n');
+            }
+        }
+        EventKind::AssistantTextEnd if !*at_line_start => {
+            println!();
+            *at_line_start = true;
+        }
+        EventKind::ToolCallStart => {
+            eprintln!(
+                "● {}({})",
+                str_of("name"),
+                short(&d["arguments"].to_string(), 120)
+            );
+        }
+        EventKind::ToolCallEnd => {
+            let output = str_of("output");
+            let first = output.lines().next().unwrap_or("");
+            let lines = output.lines().count();
+            let more = if lines > 1 {
+                format!(" (+{} lines)", lines - 1)
+            } else {
+                String::new()
+            };
+            let mark = if d["is_error"].as_bool() == Some(true) {
+                "✗"
+            } else {
+                "⎿"
+            };
+            eprintln!("  {mark} {}{more}", short(first, 160));
+        }
+        EventKind::TurnLimit => eprintln!(
+            "note: turn limit reached ({} = {})",
+            str_of("limit"),
+            d["value"]
+        ),
+        EventKind::LoopDetection => {
+            eprintln!("note: the agent is repeating itself; it was asked to change approach")
+        }
+        EventKind::ContextWarning => {
+            let pct = d["usage_percent"].as_f64().unwrap_or(0.0) * 100.0;
+            eprintln!("note: the conversation uses about {pct:.0}% of the model's context window");
+        }
+        EventKind::Warning => eprintln!("warning: {}", str_of("message")),
+        EventKind::Error => eprintln!("error: {}", str_of("error")),
+        EventKind::JobStarted => eprintln!(
+            "● background job {} started ({})",
+            str_of("job_id"),
+            str_of("tool")
+        ),
+        EventKind::JobFinished => {
+            eprintln!("● background job {} {}", str_of("job_id"), str_of("status"))
+        }
+        _ => {}
+    }
+}
+
+fn short(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(max).collect();
+    format!("{cut}…")
+}

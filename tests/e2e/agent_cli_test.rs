@@ -1,0 +1,365 @@
+//! `sandcrab run` and `sandcrab chat` end to end: the real binary, the real
+//! WASM tools on a temp workspace, and a loopback server speaking each
+//! provider's wire format.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use sandcrab::llm::ProviderKind;
+use serde_json::{Value, json};
+
+use crate::llm_transcripts::{Answer, error_body, stream, tool};
+use crate::mock_llm::{MockLlm, Recorded, Reply};
+use crate::support::Scene;
+
+/// `sandcrab SUBCOMMAND` with the provider options for `server`.
+fn sandcrab(scene: &Scene, kind: ProviderKind, server: &MockLlm, subcommand: &str) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sandcrab"));
+    cmd.env(
+        "XDG_CACHE_HOME",
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("xdg-cache"),
+    )
+    .env("XDG_CONFIG_HOME", scene.root.path().join("config"))
+    .env_remove("RUST_LOG");
+    for k in ProviderKind::ALL {
+        for var in k.key_vars() {
+            cmd.env_remove(var);
+        }
+        cmd.env_remove(k.base_url_var());
+    }
+    cmd.env(kind.key_vars()[0], "sk-test-secret-4242")
+        .arg(subcommand)
+        .args([
+            "--provider",
+            kind.id(),
+            "--model",
+            "test-model",
+            "--base-url",
+        ])
+        .arg(server.base_url())
+        .arg("-w")
+        .arg(scene.workspace());
+    cmd
+}
+
+fn events(stdout: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|l| {
+            serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON event line ({e}): {l}"))
+        })
+        .collect()
+}
+
+fn kinds(events: &[Value]) -> Vec<&str> {
+    events.iter().map(|e| e["kind"].as_str().unwrap()).collect()
+}
+
+fn chat(scene: &Scene, kind: ProviderKind, server: &MockLlm, lines: &[&str]) -> Output {
+    let mut cmd = sandcrab(scene, kind, server, "chat");
+    let mut child = cmd
+        .args(["--json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for line in lines {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}
+
+/// The tool result (content) for `call_id`/`name` in a recorded request, in
+/// the provider's own shape.
+fn tool_result(kind: ProviderKind, request: &Recorded, call_id: &str, name: &str) -> String {
+    let b = &request.body;
+    let found = match kind {
+        ProviderKind::Anthropic => b["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+            .find(|c| c["type"] == "tool_result" && c["tool_use_id"] == call_id)
+            .map(|c| c["content"].clone()),
+        ProviderKind::OpenAi => b["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["type"] == "function_call_output" && i["call_id"] == call_id)
+            .map(|i| i["output"].clone()),
+        ProviderKind::OpenAiCompatible => b["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
+            .map(|m| m["content"].clone()),
+        ProviderKind::Gemini => b["contents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|c| c["parts"].as_array().cloned().unwrap_or_default())
+            .filter(|p| p["functionResponse"]["name"] == name)
+            .last()
+            .map(|p| p["functionResponse"]["response"]["output"].clone()),
+    };
+    found
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| panic!("{kind}: no tool result for {call_id} in {b:#}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_three_step_conversation_works_with_every_provider() {
+    for kind in ProviderKind::ALL {
+        let scene = Scene::new();
+        let server = MockLlm::start().await;
+        // The openai profile edits with apply_patch but also has write_file.
+        server.push(stream(
+            kind,
+            &Answer::Tools(vec![tool(
+                "call_w",
+                "write_file",
+                json!({"file_path": "hello.txt", "content": "Hello World"}),
+            )]),
+        ));
+        server.push(stream(kind, &Answer::Text(vec!["Created ", "hello.txt."])));
+        server.push(stream(
+            kind,
+            &Answer::Tools(vec![tool(
+                "call_r",
+                "read_file",
+                json!({"file_path": "hello.txt"}),
+            )]),
+        ));
+        server.push(stream(kind, &Answer::Text(vec!["It says Hello World."])));
+        server.push(stream(
+            kind,
+            &Answer::Tools(vec![tool("call_s", "shell", json!({"command": "ls -la"}))]),
+        ));
+        server.push(stream(kind, &Answer::Text(vec!["Listed the directory."])));
+
+        let out = chat(
+            &scene,
+            kind,
+            &server,
+            &[
+                "Create a file called hello.txt with the content 'Hello World'",
+                "Read hello.txt and tell me what it says",
+                "Run the command 'ls -la' in the current directory",
+                "/exit",
+            ],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{kind}: {stderr}");
+        assert_eq!(
+            std::fs::read_to_string(scene.workspace().join("hello.txt")).unwrap(),
+            "Hello World",
+            "{kind}"
+        );
+
+        let reqs = server.requests();
+        assert_eq!(reqs.len(), 6, "{kind}: {stderr}");
+        assert!(
+            tool_result(kind, &reqs[1], "call_w", "write_file").contains("hello.txt (11 bytes)"),
+            "{kind}"
+        );
+        assert!(
+            tool_result(kind, &reqs[3], "call_r", "read_file").contains("     1\tHello World"),
+            "{kind}"
+        );
+        assert!(
+            tool_result(kind, &reqs[5], "call_s", "shell").contains("hello.txt"),
+            "{kind}"
+        );
+
+        let events = events(&out.stdout);
+        let k = kinds(&events);
+        assert_eq!(k.first(), Some(&"SESSION_START"), "{kind}");
+        assert_eq!(k.last(), Some(&"SESSION_END"), "{kind}");
+        let first_input: Vec<&str> = k
+            .iter()
+            .copied()
+            .skip_while(|x| *x != "USER_INPUT")
+            .take_while(|x| *x != "PROCESSING_END")
+            .collect();
+        assert_eq!(
+            first_input,
+            vec![
+                "USER_INPUT",
+                "TOOL_CALL_START",
+                "TOOL_CALL_END",
+                "ASSISTANT_TEXT_START",
+                "ASSISTANT_TEXT_DELTA",
+                "ASSISTANT_TEXT_DELTA",
+                "ASSISTANT_TEXT_END"
+            ],
+            "{kind}"
+        );
+        let starts: Vec<&str> = events
+            .iter()
+            .filter(|e| e["kind"] == "TOOL_CALL_START")
+            .map(|e| e["data"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(starts, vec!["write_file", "read_file", "shell"], "{kind}");
+        assert_eq!(
+            k.iter().filter(|x| **x == "PROCESSING_END").count(),
+            3,
+            "{kind}"
+        );
+        let session_id = events[0]["session_id"].as_str().unwrap();
+        assert!(
+            events
+                .iter()
+                .all(|e| e["session_id"] == session_id && e["timestamp"].is_string()),
+            "{kind}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_prints_text_on_stdout_and_tool_activity_on_stderr() {
+    let scene = Scene::new();
+    let server = MockLlm::start().await;
+    let kind = ProviderKind::Anthropic;
+    server.push(stream(
+        kind,
+        &Answer::Tools(vec![tool(
+            "c1",
+            "shell",
+            json!({"command": "echo from-the-tool"}),
+        )]),
+    ));
+    server.push(stream(kind, &Answer::Text(vec!["The tool said hi."])));
+    let out = sandcrab(&scene, kind, &server, "run")
+        .args(["say hi"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "The tool said hi.\n");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("● shell(") && stderr.contains("from-the-tool"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn truncation_under_load_keeps_the_full_output_in_events_only() {
+    let scene = Scene::new();
+    let server = MockLlm::start().await;
+    let kind = ProviderKind::OpenAiCompatible;
+    server.push(stream(
+        kind,
+        &Answer::Tools(vec![tool(
+            "c1",
+            "shell",
+            json!({"command": "seq 1 100000"}),
+        )]),
+    ));
+    server.push(stream(kind, &Answer::Text(vec!["done"])));
+    let out = sandcrab(&scene, kind, &server, "run")
+        .args(["--json", "count"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = events(&out.stdout);
+    let end = events
+        .iter()
+        .find(|e| e["kind"] == "TOOL_CALL_END")
+        .unwrap();
+    let full = end["data"]["output"].as_str().unwrap();
+    assert!(
+        full.len() > 50_000 && full.starts_with("1\n2\n3\n") && full.contains("\n100000\n"),
+        "{}",
+        full.len()
+    );
+    assert_eq!(end["data"]["truncated"], true);
+    let sent = tool_result(kind, &server.requests()[1], "c1", "shell");
+    assert!(sent.chars().count() <= 31_000, "{}", sent.len());
+    assert!(sent.lines().count() <= 257, "{}", sent.lines().count());
+    assert!(
+        sent.contains("[WARNING: Tool output was truncated."),
+        "{sent}"
+    );
+    assert!(
+        sent.starts_with("1\n2\n") && sent.contains("[exit code 0"),
+        "head and tail kept"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failures_exit_non_zero_with_a_one_line_reason() {
+    let scene = Scene::new();
+    let server = MockLlm::start().await;
+    // No key at all.
+    let out = sandcrab(&scene, ProviderKind::Anthropic, &server, "run")
+        .env_remove("ANTHROPIC_API_KEY")
+        .args(["hi"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.trim(),
+        "sandcrab: LLM provider not configured: set ANTHROPIC_API_KEY (or choose another provider with --provider)"
+    );
+    assert!(server.requests().is_empty());
+    // Authentication failure.
+    server.push(Reply::json(
+        401,
+        error_body(ProviderKind::Anthropic, 401, "invalid x-api-key"),
+    ));
+    let out = sandcrab(&scene, ProviderKind::Anthropic, &server, "run")
+        .args(["hi"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let last = stderr.trim().lines().last().unwrap();
+    assert_eq!(
+        last,
+        "sandcrab: anthropic: authentication failed (HTTP 401): invalid x-api-key"
+    );
+    // A bad flag.
+    let out = sandcrab(&scene, ProviderKind::Anthropic, &server, "run")
+        .args(["--max-turns", "lots", "hi"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--max-turns"));
+    let out = Command::new(env!("CARGO_BIN_EXE_sandcrab"))
+        .args(["run", "--provider", "bogus", "hi"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown provider 'bogus'"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_key_is_never_printed() {
+    let scene = Scene::new();
+    let server = MockLlm::start().await;
+    server.push(stream(ProviderKind::Gemini, &Answer::Text(vec!["ok"])));
+    let out = sandcrab(&scene, ProviderKind::Gemini, &server, "run")
+        .args(["-vvv", "--json", "hi"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!all.contains("sk-test-secret-4242"));
+    assert_eq!(
+        server.requests()[0].headers["x-goog-api-key"],
+        "sk-test-secret-4242",
+        "but it is sent to the provider"
+    );
+}
