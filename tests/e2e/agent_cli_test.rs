@@ -101,8 +101,7 @@ fn tool_result(kind: ProviderKind, request: &Recorded, call_id: &str, name: &str
             .unwrap()
             .iter()
             .flat_map(|c| c["parts"].as_array().cloned().unwrap_or_default())
-            .filter(|p| p["functionResponse"]["name"] == name)
-            .last()
+            .rfind(|p| p["functionResponse"]["name"] == name)
             .map(|p| p["functionResponse"]["response"]["output"].clone()),
     };
     found
