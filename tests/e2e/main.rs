@@ -4,6 +4,7 @@
 
 mod support;
 
+mod agent_abort_test;
 mod agent_cli_test;
 mod cli_plugins_test;
 mod coding_tools_test;

@@ -1,0 +1,70 @@
+//! Aborting a session stops what it is doing: the model stream, and the
+//! programs its tools started (their process groups are killed).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use sandcrab::agent::{EventKind, Profile, Session, SessionConfig, SessionParts, SessionState};
+use sandcrab::llm::scripted::{ScriptedClient, text, tool_calls};
+use sandcrab::plugin::{Policy, discovery};
+use sandcrab::tools::ToolRegistry;
+use serde_json::json;
+
+use crate::support::Scene;
+
+fn running(cmdline: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline"))
+            .map(|raw| String::from_utf8_lossy(&raw).replace('\0', " ").trim() == cmdline)
+            .unwrap_or(false)
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abort_kills_the_running_command_and_ends_the_session() {
+    let scene = Scene::new();
+    let mut host = scene.host(Policy::default());
+    host.load_all(&discovery::bundled()).await;
+    let tools = ToolRegistry::from_plugins(host.plugins());
+    let profile = Arc::new(Profile::load(&host, "anthropic").await.unwrap());
+    let marker = format!("sleep 45.{}", std::process::id());
+    let client = Arc::new(ScriptedClient::new(vec![
+        tool_calls(&[("c1", "shell", json!({"command": marker, "timeout_ms": 60000}))]),
+        text("never reached"),
+    ]));
+    let session = Session::new(SessionParts {
+        client,
+        tools: profile.tools(&tools),
+        profile,
+        config: SessionConfig::new("m"),
+        workspace: scene.workspace(),
+        working_dir: None,
+        depth: 0,
+        injector: None,
+    });
+    let mut events = session.events();
+    let task = {
+        let session = session.clone();
+        tokio::spawn(async move { session.submit("sleep").await })
+    };
+    let started = Instant::now();
+    while !running(&marker) {
+        assert!(started.elapsed() < Duration::from_secs(20), "the command never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    session.abort().await;
+    let _ = task.await;
+    assert_eq!(session.state(), SessionState::Closed);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while running(&marker) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!running(&marker), "the command's process was killed");
+    let mut kinds = Vec::new();
+    while let Some(e) = events.next().await {
+        kinds.push(e.kind);
+    }
+    assert_eq!(kinds.last(), Some(&EventKind::SessionEnd));
+    assert!(!kinds.contains(&EventKind::ToolCallEnd), "the aborted call reports nothing");
+}
