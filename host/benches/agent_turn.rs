@@ -38,12 +38,15 @@ fn turn(c: &mut Criterion) {
             workspace: ws.path().to_path_buf(),
             working_dir: None,
             depth: 0,
-            injector: None,
+            jobs: None,
         })
     };
     let check = new_session();
     rt.block_on(check.submit("read a.txt")).unwrap();
-    assert_eq!(check.last_assistant_text().as_deref(), Some("It says alpha and beta."));
+    assert_eq!(
+        check.last_assistant_text().as_deref(),
+        Some("It says alpha and beta.")
+    );
 
     c.bench_function("agent_turn_with_one_wasm_tool_call", |b| {
         b.iter_batched(

@@ -4,6 +4,7 @@
 pub mod agent;
 pub mod cli;
 pub mod config;
+pub mod jobs;
 pub mod llm;
 pub mod plugin;
 pub mod process;

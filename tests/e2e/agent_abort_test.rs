@@ -30,7 +30,11 @@ async fn abort_kills_the_running_command_and_ends_the_session() {
     let profile = Arc::new(Profile::load(&host, "anthropic").await.unwrap());
     let marker = format!("sleep 45.{}", std::process::id());
     let client = Arc::new(ScriptedClient::new(vec![
-        tool_calls(&[("c1", "shell", json!({"command": marker, "timeout_ms": 60000}))]),
+        tool_calls(&[(
+            "c1",
+            "shell",
+            json!({"command": marker, "timeout_ms": 60000}),
+        )]),
         text("never reached"),
     ]));
     let session = Session::new(SessionParts {
@@ -41,7 +45,7 @@ async fn abort_kills_the_running_command_and_ends_the_session() {
         workspace: scene.workspace(),
         working_dir: None,
         depth: 0,
-        injector: None,
+        jobs: None,
     });
     let mut events = session.events();
     let task = {
@@ -50,7 +54,10 @@ async fn abort_kills_the_running_command_and_ends_the_session() {
     };
     let started = Instant::now();
     while !running(&marker) {
-        assert!(started.elapsed() < Duration::from_secs(20), "the command never started");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the command never started"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     session.abort().await;
@@ -66,5 +73,8 @@ async fn abort_kills_the_running_command_and_ends_the_session() {
         kinds.push(e.kind);
     }
     assert_eq!(kinds.last(), Some(&EventKind::SessionEnd));
-    assert!(!kinds.contains(&EventKind::ToolCallEnd), "the aborted call reports nothing");
+    assert!(
+        !kinds.contains(&EventKind::ToolCallEnd),
+        "the aborted call reports nothing"
+    );
 }

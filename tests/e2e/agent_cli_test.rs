@@ -362,3 +362,66 @@ async fn the_key_is_never_printed() {
         "but it is sent to the provider"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_command_reports_back_in_a_later_turn() {
+    let scene = Scene::new();
+    let server = MockLlm::start().await;
+    let kind = ProviderKind::Anthropic;
+    server.push(stream(
+        kind,
+        &Answer::Tools(vec![tool(
+            "c1",
+            "shell",
+            json!({"command": "sleep 2 && echo done", "run_in_background": true}),
+        )]),
+    ));
+    server.push(stream(
+        kind,
+        &Answer::Text(vec!["Started it; I'll keep going."]),
+    ));
+    server.push(stream(kind, &Answer::Text(vec!["The job printed done."])));
+    let out = sandcrab(&scene, kind, &server, "run")
+        .args(["--json", "start the slow command"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 3);
+    let started: Value = serde_json::from_str(&tool_result(kind, &reqs[1], "c1", "shell")).unwrap();
+    assert_eq!(
+        (started["mode"].as_str(), started["status"].as_str()),
+        (Some("background"), Some("running"))
+    );
+    let job_id = started["job_id"].as_str().unwrap();
+    assert!(
+        reqs[1].at - reqs[0].at < std::time::Duration::from_millis(1500),
+        "the job id came back at once"
+    );
+    let third = reqs[2].body.to_string();
+    assert!(
+        third.contains(&format!("[job {job_id} shell completed]")),
+        "{third}"
+    );
+    assert!(third.contains("done\\n[exit code 0"), "{third}");
+
+    let events = events(&out.stdout);
+    let k = kinds(&events);
+    let started_at = k
+        .iter()
+        .position(|x| *x == "JOB_STARTED")
+        .expect("JOB_STARTED");
+    let finished_at = k
+        .iter()
+        .position(|x| *x == "JOB_FINISHED")
+        .expect("JOB_FINISHED");
+    assert!(started_at < finished_at);
+    assert_eq!(events[finished_at]["data"]["job_id"], job_id);
+    assert_eq!(events[finished_at]["data"]["status"], "completed");
+    assert_eq!(k.last(), Some(&"SESSION_END"));
+}

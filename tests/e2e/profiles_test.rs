@@ -101,7 +101,7 @@ async fn the_anthropic_prompt_has_the_claude_code_identity_and_five_layers() {
         workspace: scene.workspace(),
         working_dir: None,
         depth: 0,
-        injector: None,
+        jobs: None,
     });
     let prompt = session.system_prompt();
     let pos = |needle: &str| {
@@ -169,7 +169,7 @@ async fn every_profile_completes_a_tool_round_trip() {
             workspace: scene.workspace(),
             working_dir: None,
             depth: 0,
-            injector: None,
+            jobs: None,
         });
         session.submit("read a.txt").await.unwrap();
         assert_eq!(

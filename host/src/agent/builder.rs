@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use super::config::SessionConfig;
 use super::profile::{Profile, ProfileError};
-use super::session::{Session, SessionParts, TurnInjector};
+use super::session::{Session, SessionJobs, SessionParts};
 use crate::config::Config;
+use crate::jobs::{BackgroundSettings, JobRegistry};
 use crate::llm::{LlmClient, ProviderConfig, ProviderKind, client_for};
 use crate::plugin::PluginHost;
 use crate::tools::{ToolRegistry, TruncationPolicy};
@@ -45,6 +46,8 @@ pub struct AgentKit {
     pub tools: ToolRegistry,
     pub config: SessionConfig,
     pub workspace: PathBuf,
+    /// Background jobs of every session this kit starts.
+    pub jobs: SessionJobs,
 }
 
 impl AgentKit {
@@ -95,7 +98,12 @@ impl AgentKit {
         if let Some(n) = options.max_tool_rounds {
             session_config.max_tool_rounds_per_input = n;
         }
+        let jobs = SessionJobs {
+            registry: JobRegistry::new(session_config.truncation.clone()),
+            settings: job_settings(&config.jobs).map_err(BuildError::Config)?,
+        };
         Ok(AgentKit {
+            jobs,
             provider,
             client,
             configured,
@@ -108,7 +116,7 @@ impl AgentKit {
     }
 
     /// A new top-level session.
-    pub fn session(&self, injector: Option<Arc<dyn TurnInjector>>) -> Arc<Session> {
+    pub fn session(&self) -> Arc<Session> {
         Session::new(SessionParts {
             client: self.client.clone(),
             profile: self.profile.clone(),
@@ -117,9 +125,32 @@ impl AgentKit {
             workspace: self.workspace.clone(),
             working_dir: None,
             depth: 0,
-            injector,
+            jobs: Some(self.jobs.clone()),
         })
     }
+}
+
+/// `[jobs]`: `background_after_ms` (default 10,000), `max_duration_ms`
+/// (default one hour).
+fn job_settings(table: &toml::Table) -> Result<BackgroundSettings, String> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Jobs {
+        background_after_ms: Option<u64>,
+        max_duration_ms: Option<u64>,
+    }
+    let jobs: Jobs = table
+        .clone()
+        .try_into()
+        .map_err(|e| format!("[jobs]: {e}"))?;
+    let mut settings = BackgroundSettings::default();
+    if let Some(ms) = jobs.background_after_ms {
+        settings.after = std::time::Duration::from_millis(ms);
+    }
+    if let Some(ms) = jobs.max_duration_ms {
+        settings.max_duration = std::time::Duration::from_millis(ms);
+    }
+    Ok(settings)
 }
 
 /// The provider whose key is set (Anthropic, OpenAI, Gemini in that order),

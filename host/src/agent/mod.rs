@@ -18,7 +18,7 @@ pub use config::SessionConfig;
 pub use events::{Event, EventBus, EventKind, EventStream};
 pub use loop_detection::{LoopDetector, LoopFound, signature};
 pub use profile::{Profile, ProfileError};
-pub use session::{Session, SessionError, SessionParts, SessionState, TurnInjector};
+pub use session::{Session, SessionError, SessionJobs, SessionParts, SessionState};
 pub use turns::{ToolResult, Turn, TurnKind, to_messages};
 
 #[cfg(test)]

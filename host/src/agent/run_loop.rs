@@ -14,22 +14,30 @@ use super::session::{Session, SessionError, SessionState};
 use super::turns::{TurnKind, to_messages};
 use crate::llm::{ErrorKind, LlmError, Message, Request, Response, StreamEvent, ToolDefinition};
 
+/// Follows injected job messages so the model replies to them.
+const JOBS_NUDGE: &str = "(The messages above report background jobs that finished. Continue with the task, taking their results into account.)";
+
 /// The steering text injected when a loop is detected.
 const LOOP_WARNING: &str = "You appear to be repeating the same tool calls without making progress. Stop and reconsider: try a different approach, or explain to the user what is blocking you.";
 
 impl Session {
-    /// Run the loop for one input.
-    pub(super) async fn process_input(self: &Arc<Self>, input: &str) -> Result<(), SessionError> {
+    /// Run the loop for one input (None: a turn to react to finished jobs).
+    pub(super) async fn process_input(
+        self: &Arc<Self>,
+        input: Option<&str>,
+    ) -> Result<(), SessionError> {
         let cancel = self.cancel.child_token();
         {
             let mut inner = self.lock();
             inner.state = SessionState::Processing;
             inner.current = Some(cancel.clone());
         }
-        self.push(TurnKind::User {
-            text: input.to_string(),
-        });
-        self.emit(EventKind::UserInput, json!({ "text": input }));
+        if let Some(input) = input {
+            self.push(TurnKind::User {
+                text: input.to_string(),
+            });
+            self.emit(EventKind::UserInput, json!({ "text": input }));
+        }
         self.drain_steering();
         let result = self.run_rounds(&cancel).await;
         let interrupted = cancel.is_cancelled() && !self.cancel.is_cancelled();
@@ -196,11 +204,16 @@ impl Session {
         }
     }
 
+    /// Add one synthetic assistant message per finished job, oldest first.
     fn inject_from_jobs(&self) {
-        let Some(injector) = &self.injector else {
+        let Some(jobs) = &self.jobs else {
             return;
         };
-        for text in injector.drain(&self.id) {
+        let messages = jobs.registry.drain_messages(&self.id);
+        if messages.is_empty() {
+            return;
+        }
+        for text in messages {
             self.push(TurnKind::Assistant {
                 text,
                 tool_calls: Vec::new(),
@@ -208,6 +221,10 @@ impl Session {
                 usage: Default::default(),
             });
         }
+        // Providers expect the conversation to end with a user turn.
+        self.push(TurnKind::Steering {
+            text: JOBS_NUDGE.to_string(),
+        });
     }
 
     fn check_loops(&self, calls: &[crate::llm::ToolCall]) {

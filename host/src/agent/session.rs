@@ -16,6 +16,7 @@ use super::profile::Profile;
 use super::prompt::{self, PromptInputs};
 use super::subagents::Subagents;
 use super::turns::{Turn, TurnKind};
+use crate::jobs::{BackgroundSettings, JobRegistry};
 use crate::llm::{LlmClient, LlmError};
 use crate::plugin::ToolSpec;
 use crate::tools::{ToolExecutor, ToolRegistry};
@@ -38,11 +39,12 @@ pub enum SessionError {
     Llm(#[from] LlmError),
 }
 
-/// Something that adds synthetic assistant messages at turn boundaries
-/// (background jobs that finished).
-pub trait TurnInjector: Send + Sync {
-    /// Messages to add now, oldest first; each is returned only once.
-    fn drain(&self, session_id: &str) -> Vec<String>;
+/// Background jobs for a session: the shared registry and when calls move
+/// to the background.
+#[derive(Clone)]
+pub struct SessionJobs {
+    pub registry: Arc<JobRegistry>,
+    pub settings: BackgroundSettings,
 }
 
 /// What a session is made of.
@@ -58,8 +60,8 @@ pub struct SessionParts {
     pub working_dir: Option<PathBuf>,
     /// Subagent nesting depth (0 for a top-level session).
     pub depth: usize,
-    /// Adds finished background jobs at turn boundaries.
-    pub injector: Option<Arc<dyn TurnInjector>>,
+    /// Background jobs (None: every call runs inline).
+    pub jobs: Option<SessionJobs>,
 }
 
 pub(super) struct Inner {
@@ -91,7 +93,7 @@ pub struct Session {
     pub(super) cancel: CancellationToken,
     run_lock: tokio::sync::Mutex<()>,
     pub(super) subagents: Subagents,
-    pub(super) injector: Option<Arc<dyn TurnInjector>>,
+    pub(super) jobs: Option<SessionJobs>,
 }
 
 impl Session {
@@ -106,6 +108,10 @@ impl Session {
             let mut tools = parts.tools.clone();
             if parts.depth < parts.config.max_subagent_depth {
                 Subagents::register_tools(&mut tools, weak.clone());
+            }
+            if let Some(jobs) = &parts.jobs {
+                crate::jobs::register_tools(&mut tools, &jobs.registry);
+                spawn_wake_listener(&jobs.registry, weak.clone());
             }
             let specs: Vec<ToolSpec> = tools.definitions();
             let system_prompt = prompt::build(&PromptInputs {
@@ -152,7 +158,7 @@ impl Session {
                 cancel: CancellationToken::new(),
                 run_lock: tokio::sync::Mutex::new(()),
                 subagents: Subagents::default(),
-                injector: parts.injector,
+                jobs: parts.jobs,
             }
         })
     }
@@ -254,15 +260,48 @@ impl Session {
             return Err(SessionError::Closed);
         }
         let _running = self.run_lock.lock().await;
-        let mut next = Some(input.to_string());
-        while let Some(input) = next {
+        self.process_input(Some(input)).await?;
+        loop {
             if self.state() == SessionState::Closed {
                 return Err(SessionError::Closed);
             }
-            self.process_input(&input).await?;
-            next = self.lock().follow_ups.pop_front();
+            let follow_up = self.lock().follow_ups.pop_front();
+            match follow_up {
+                Some(next) => self.process_input(Some(&next)).await?,
+                // A job finished during the last turn: give it a turn now.
+                None if self.jobs_pending() => self.process_input(None).await?,
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// Take a turn without new input if finished jobs are waiting (the
+    /// thread was idle when they finished). Waits for a running input.
+    pub async fn wake(self: &Arc<Self>) -> Result<(), SessionError> {
+        let _running = self.run_lock.lock().await;
+        if self.state() == SessionState::Idle && self.jobs_pending() {
+            self.process_input(None).await?;
         }
         Ok(())
+    }
+
+    /// Finished jobs of this thread whose messages wait for a turn.
+    pub fn jobs_pending(&self) -> bool {
+        self.jobs
+            .as_ref()
+            .is_some_and(|j| j.registry.has_pending(&self.id))
+    }
+
+    /// Running or pending-cancel jobs of this thread.
+    pub fn jobs_active(&self) -> bool {
+        self.jobs
+            .as_ref()
+            .is_some_and(|j| j.registry.has_active(&self.id))
+    }
+
+    /// The job registry, if jobs are enabled.
+    pub fn job_registry(&self) -> Option<&Arc<JobRegistry>> {
+        self.jobs.as_ref().map(|j| &j.registry)
     }
 
     /// Stop the input being processed; the session stays usable.
@@ -312,4 +351,35 @@ impl Session {
     pub(super) fn push(&self, kind: TurnKind) {
         self.lock().history.push(Turn::new(kind));
     }
+}
+
+/// When a job of this session finishes while it is idle, take a turn so the
+/// model sees the result (a job finishing mid-turn is picked up at the next
+/// boundary instead).
+fn spawn_wake_listener(registry: &Arc<JobRegistry>, session: std::sync::Weak<Session>) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let mut notices = registry.subscribe();
+    runtime.spawn(async move {
+        while let Some(notice) = notices.recv().await {
+            let Some(session) = session.upgrade() else {
+                return;
+            };
+            if notice.thread_id != session.id {
+                continue;
+            }
+            session.emit(
+                EventKind::JobFinished,
+                json!({"job_id": notice.job_id, "status": notice.status}),
+            );
+            if session.state() == SessionState::Closed {
+                return;
+            }
+            let woken = session.clone();
+            tokio::spawn(async move {
+                let _ = woken.wake().await;
+            });
+        }
+    });
 }

@@ -159,7 +159,7 @@ async fn spawn(parent: Weak<Session>, args: Value) -> Result<String, String> {
         workspace: parent.workspace.clone(),
         working_dir,
         depth: parent.depth + 1,
-        injector: parent.injector.clone(),
+        jobs: parent.jobs.clone(),
     });
     let agent_id = child.id().to_string();
     let task = start(&child, args.task);

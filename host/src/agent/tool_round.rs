@@ -10,9 +10,10 @@ use tokio::sync::mpsc;
 use super::events::EventKind;
 use super::session::Session;
 use super::turns::ToolResult;
+use crate::jobs::{CallMode, run_call};
 use crate::llm::ToolCall;
 use crate::process::{OutputChunk, OutputStream};
-use crate::tools::{ToolCallRequest, ToolContext, dispatch};
+use crate::tools::{ToolCallRequest, ToolContext, ToolOutcome, ToolRegistry, dispatch};
 
 impl Session {
     /// Run `calls`; results in call order.
@@ -48,7 +49,7 @@ impl Session {
             name: call.name.clone(),
             arguments: call.arguments.clone(),
         };
-        let run = dispatch(&registry, &request, &ctx);
+        let run = self.dispatch_call(registry, request, ctx);
         tokio::pin!(run);
         let outcome = loop {
             tokio::select! {
@@ -75,6 +76,30 @@ impl Session {
             name: call.name.clone(),
             content: truncated,
             is_error: outcome.is_error,
+        }
+    }
+
+    /// Run the call inline, or (with jobs enabled) in dual mode.
+    async fn dispatch_call(
+        &self,
+        registry: ToolRegistry,
+        request: ToolCallRequest,
+        ctx: ToolContext,
+    ) -> ToolOutcome {
+        let Some(jobs) = &self.jobs else {
+            return dispatch(&registry, &request, &ctx).await;
+        };
+        let call_id = request.id.clone();
+        match run_call(&jobs.registry, registry, request, ctx, jobs.settings).await {
+            Ok(CallMode::Inline(outcome)) => outcome,
+            Ok(CallMode::Background(record)) => {
+                self.emit(
+                    EventKind::JobStarted,
+                    json!({"job_id": record.job_id, "tool": record.tool_name, "call_id": call_id}),
+                );
+                ToolOutcome::ok(CallMode::background_result(&record))
+            }
+            Err(err) => ToolOutcome::error(err.to_string()),
         }
     }
 

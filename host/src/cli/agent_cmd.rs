@@ -68,9 +68,18 @@ impl AgentArgs {
 /// Run one input to completion.
 pub async fn run(args: AgentArgs, prompt: String) -> anyhow::Result<ExitCode> {
     let (_setup, kit) = args.kit().await?;
-    let session = kit.session(None);
+    let session = kit.session();
+    let mut notices = kit.jobs.registry.subscribe();
     let printer = tokio::spawn(render(session.events(), args.json));
-    let result = session.submit(&prompt).await;
+    let mut result = session.submit(&prompt).await;
+    // Background jobs still running: wait for them; each one that finishes
+    // gives the agent a turn to react.
+    while result.is_ok() && (session.jobs_active() || session.jobs_pending()) {
+        if !session.jobs_pending() {
+            let _ = notices.recv().await;
+        }
+        result = session.wake().await;
+    }
     session.abort().await;
     let _ = printer.await;
     match result {
@@ -85,7 +94,7 @@ pub async fn run(args: AgentArgs, prompt: String) -> anyhow::Result<ExitCode> {
 /// An interactive session.
 pub async fn chat(args: AgentArgs) -> anyhow::Result<ExitCode> {
     let (setup, kit) = args.kit().await?;
-    let session = kit.session(None);
+    let session = kit.session();
     eprintln!(
         "sandcrab chat — {} / {} in {}\nType a message; /exit quits, Ctrl-C interrupts the current turn.",
         kit.provider,
@@ -108,6 +117,14 @@ pub async fn chat(args: AgentArgs) -> anyhow::Result<ExitCode> {
         match input {
             "" => continue,
             "/exit" | "/quit" => break,
+            "/jobs" | "/jobs all" => {
+                list_jobs(&kit, &session, input == "/jobs all");
+                continue;
+            }
+            _ if input.starts_with("/cancel") => {
+                cancel_job(&kit, &session, input.trim_start_matches("/cancel").trim());
+                continue;
+            }
             _ => {}
         }
         if let Some(reason) = turn(&session, input).await {
@@ -145,5 +162,44 @@ async fn turn(session: &std::sync::Arc<Session>, input: &str) -> Option<String> 
                 session.interrupt();
             }
         }
+    }
+}
+
+fn list_jobs(kit: &AgentKit, session: &Session, all: bool) {
+    use crate::jobs::JobStatus::*;
+    let every = [
+        Running,
+        PendingCancel,
+        Completed,
+        Failed,
+        Cancelled,
+        TimedOut,
+    ];
+    let jobs = kit
+        .jobs
+        .registry
+        .list(session.id(), all.then_some(&every[..]));
+    if jobs.is_empty() {
+        eprintln!("no {}background jobs", if all { "" } else { "running " });
+    }
+    for job in jobs {
+        eprintln!(
+            "{}  {:<14} {:<12} started {}",
+            job.job_id,
+            job.status.as_str(),
+            job.tool_name,
+            job.started_at
+        );
+    }
+}
+
+fn cancel_job(kit: &AgentKit, session: &Session, job_id: &str) {
+    match kit
+        .jobs
+        .registry
+        .cancel(session.id(), job_id, crate::jobs::Actor::User)
+    {
+        Ok(record) => eprintln!("job {} is now {}", record.job_id, record.status.as_str()),
+        Err(err) => eprintln!("cannot cancel: {err}"),
     }
 }

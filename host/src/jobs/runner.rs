@@ -1,0 +1,139 @@
+//! Dual-mode tool calls: a call returns inline, or becomes exactly one
+//! background job — at once when asked (`run_in_background`), or when it is
+//! still running after `background_after`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::record::{JobError, JobRecord};
+use super::registry::{JobOutcome, JobRegistry};
+use crate::tools::{ToolCallRequest, ToolContext, ToolOutcome, ToolRegistry, dispatch};
+
+/// Marker the shell tool puts on output of a command it had to stop.
+const SHELL_TIMEOUT_MARKER: &str = "[ERROR: Command timed out after";
+
+/// Background settings.
+#[derive(Debug, Clone, Copy)]
+pub struct BackgroundSettings {
+    /// Move a call still running after this long to the background.
+    pub after: Duration,
+    /// A background job running longer than this is stopped (timed_out).
+    pub max_duration: Duration,
+}
+
+impl Default for BackgroundSettings {
+    fn default() -> Self {
+        BackgroundSettings {
+            after: Duration::from_millis(10_000),
+            max_duration: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// How a call was answered: never both.
+#[derive(Debug, Clone)]
+pub enum CallMode {
+    Inline(ToolOutcome),
+    Background(Box<JobRecord>),
+}
+
+impl CallMode {
+    /// What the model sees for a background start.
+    pub fn background_result(record: &JobRecord) -> String {
+        json!({"mode": "background", "job_id": record.job_id, "status": "running"}).to_string()
+    }
+}
+
+/// Whether the model asked for this call to run in the background.
+pub fn wants_background(request: &ToolCallRequest) -> bool {
+    request.name == "shell"
+        && request
+            .arguments
+            .get("run_in_background")
+            .and_then(|v| v.as_bool())
+            == Some(true)
+}
+
+/// Run one tool call in dual mode. When a background job finishes, the
+/// registry records it and notifies its subscribers.
+pub async fn run_call(
+    jobs: &Arc<JobRegistry>,
+    tools: ToolRegistry,
+    mut request: ToolCallRequest,
+    ctx: ToolContext,
+    settings: BackgroundSettings,
+) -> Result<CallMode, JobError> {
+    let force = wants_background(&request);
+    if force && request.arguments.get("timeout_ms").is_none() {
+        // A background command gets the longest timeout, not the default.
+        request.arguments["timeout_ms"] = json!(600_000);
+    }
+    let thread = ctx.session_id.clone();
+    let call_id = request.id.clone();
+    let name = request.name.clone();
+    let mut work = Box::pin(async move {
+        let outcome = dispatch(&tools, &request, &ctx).await;
+        classify(&request.name, outcome)
+    });
+    if !force {
+        tokio::select! {
+            biased;
+            outcome = &mut work => return Ok(CallMode::Inline(outcome.into_tool_outcome())),
+            _ = tokio::time::sleep(settings.after) => {}
+        }
+    }
+    let started = jobs.start(&thread, &call_id, &name)?;
+    let job_id = started.record.job_id.clone();
+    let cancel = started.cancel.clone();
+    let registry = jobs.clone();
+    tokio::spawn(async move {
+        let outcome = tokio::select! {
+            biased;
+            outcome = &mut work => outcome.into_job_outcome(),
+            _ = cancel.cancelled() => JobOutcome::Cancelled,
+            _ = tokio::time::sleep(settings.max_duration) => JobOutcome::TimedOut(format!(
+                "the job ran longer than {} s and was stopped", settings.max_duration.as_secs()
+            )),
+        };
+        // Dropping `work` here stops the tool (its processes are killed).
+        drop(work);
+        registry.finish(&job_id, outcome);
+    });
+    Ok(CallMode::Background(Box::new(started.record)))
+}
+
+/// A finished call, classified.
+enum Finished {
+    Ok(String),
+    Error(String),
+    TimedOut(String),
+}
+
+fn classify(tool: &str, outcome: ToolOutcome) -> Finished {
+    if outcome.is_error {
+        Finished::Error(outcome.content)
+    } else if tool == "shell" && outcome.content.contains(SHELL_TIMEOUT_MARKER) {
+        Finished::TimedOut(outcome.content)
+    } else {
+        Finished::Ok(outcome.content)
+    }
+}
+
+impl Finished {
+    fn into_tool_outcome(self) -> ToolOutcome {
+        match self {
+            Finished::Ok(c) | Finished::TimedOut(c) => ToolOutcome::ok(c),
+            Finished::Error(c) => ToolOutcome::error(c),
+        }
+    }
+
+    fn into_job_outcome(self) -> JobOutcome {
+        match self {
+            Finished::Ok(c) => JobOutcome::Succeeded(c),
+            Finished::Error(c) => JobOutcome::Failed(c),
+            Finished::TimedOut(c) => JobOutcome::TimedOut(c),
+        }
+    }
+}
