@@ -32,6 +32,9 @@ pub struct Config {
     pub plugin_dirs: Vec<PathBuf>,
     /// Directory for compiled plugins (default: the user cache dir).
     pub cache_dir: Option<PathBuf>,
+    /// Cap on the captured stdout and on the stderr of each program a plugin
+    /// runs, in MiB (default 10).
+    pub process_output_cap_mb: Option<u64>,
     /// Operator policy for plugins and programs.
     #[serde(default)]
     pub policy: Policy,

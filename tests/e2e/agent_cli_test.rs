@@ -425,3 +425,63 @@ async fn a_background_command_reports_back_in_a_later_turn() {
     assert_eq!(events[finished_at]["data"]["status"], "completed");
     assert_eq!(k.last(), Some(&"SESSION_END"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_in_chat_interrupts_the_turn_not_the_program() {
+    let scene = Scene::new();
+    let server = MockLlm::start().await;
+    let kind = ProviderKind::OpenAi;
+    // A slow answer: one SSE line every 200 ms.
+    let slow = stream(kind, &Answer::Text(vec!["a", "b", "c"]));
+    let chunks: Vec<bytes::Bytes> = slow.chunks[0]
+        .split_inclusive(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(bytes::Bytes::copy_from_slice)
+        .collect();
+    server.push(Reply { chunks, ..slow }.delayed(std::time::Duration::from_millis(200)));
+    server.push(stream(kind, &Answer::Text(vec!["second answer"])));
+    let mut child = sandcrab(&scene, kind, &server, "chat")
+        .arg("--json")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "take your time").unwrap();
+    let started = std::time::Instant::now();
+    while server.requests().is_empty() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "no request arrived"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    writeln!(stdin, "are you still there?").unwrap();
+    writeln!(stdin, "/exit").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the program survived Ctrl-C: {stderr}"
+    );
+    assert!(stderr.contains("(interrupted)"), "{stderr}");
+    let events = events(&out.stdout);
+    let ends: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "PROCESSING_END")
+        .collect();
+    assert_eq!(ends.len(), 2, "both inputs were processed");
+    assert_eq!(ends[0]["data"]["interrupted"], true);
+    assert_eq!(ends[1]["data"]["interrupted"], false);
+    assert!(
+        events
+            .iter()
+            .any(|e| e["kind"] == "ASSISTANT_TEXT_END" && e["data"]["text"] == "second answer")
+    );
+}

@@ -66,6 +66,9 @@ impl HostArgs {
         if let Some(dir) = &config.cache_dir {
             host_config.cache_dir = Some(dir.clone());
         }
+        if let Some(mb) = config.process_output_cap_mb {
+            host_config.output_cap = (mb as usize) << 20;
+        }
         if self.no_cache {
             host_config.cache_dir = None;
         }
