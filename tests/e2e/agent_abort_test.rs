@@ -5,29 +5,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use sandcrab::agent::{EventKind, Profile, Session, SessionConfig, SessionParts, SessionState};
+use sandcrab::agent::{EventKind, SessionState};
 use sandcrab::llm::scripted::{ScriptedClient, text, tool_calls};
-use sandcrab::plugin::{Policy, discovery};
-use sandcrab::tools::ToolRegistry;
 use serde_json::json;
 
-use crate::support::Scene;
-
-fn running(cmdline: &str) -> bool {
-    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
-        std::fs::read(e.path().join("cmdline"))
-            .map(|raw| String::from_utf8_lossy(&raw).replace('\0', " ").trim() == cmdline)
-            .unwrap_or(false)
-    })
-}
+use crate::support::{Scene, plugin_session, process_running};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abort_kills_the_running_command_and_ends_the_session() {
     let scene = Scene::new();
-    let mut host = scene.host(Policy::default());
-    host.load_all(&discovery::bundled()).await;
-    let tools = ToolRegistry::from_plugins(host.plugins());
-    let profile = Arc::new(Profile::load(&host, "anthropic").await.unwrap());
     let marker = format!("sleep 45.{}", std::process::id());
     let client = Arc::new(ScriptedClient::new(vec![
         tool_calls(&[(
@@ -37,23 +23,14 @@ async fn abort_kills_the_running_command_and_ends_the_session() {
         )]),
         text("never reached"),
     ]));
-    let session = Session::new(SessionParts {
-        client,
-        tools: profile.tools(&tools),
-        profile,
-        config: SessionConfig::new("m"),
-        workspace: scene.workspace(),
-        working_dir: None,
-        depth: 0,
-        jobs: None,
-    });
+    let (_host, session) = plugin_session(&scene, "anthropic", client).await;
     let mut events = session.events();
     let task = {
         let session = session.clone();
         tokio::spawn(async move { session.submit("sleep").await })
     };
     let started = Instant::now();
-    while !running(&marker) {
+    while !process_running(&marker) {
         assert!(
             started.elapsed() < Duration::from_secs(20),
             "the command never started"
@@ -64,10 +41,13 @@ async fn abort_kills_the_running_command_and_ends_the_session() {
     let _ = task.await;
     assert_eq!(session.state(), SessionState::Closed);
     let deadline = Instant::now() + Duration::from_secs(5);
-    while running(&marker) && Instant::now() < deadline {
+    while process_running(&marker) && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(!running(&marker), "the command's process was killed");
+    assert!(
+        !process_running(&marker),
+        "the command's process was killed"
+    );
     let mut kinds = Vec::new();
     while let Some(e) = events.next().await {
         kinds.push(e.kind);

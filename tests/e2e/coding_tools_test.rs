@@ -7,7 +7,7 @@ use sandcrab::plugin::Policy;
 use sandcrab::tools::ToolOutcome;
 use serde_json::json;
 
-use crate::support::{Scene, coding_tools, run_tool};
+use crate::support::{Scene, coding_tools, process_running, run_tool};
 
 fn ok(outcome: ToolOutcome) -> String {
     assert!(!outcome.is_error, "unexpected error: {}", outcome.content);
@@ -237,14 +237,6 @@ async fn shell_timeout_stops_the_command_promptly_and_leaves_nothing_behind() {
         !process_running(&format!("sleep {marker}")),
         "the sleep was left running"
     );
-}
-
-fn process_running(cmdline: &str) -> bool {
-    std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
-        std::fs::read(entry.path().join("cmdline"))
-            .map(|raw| String::from_utf8_lossy(&raw).replace('\0', " ").trim() == cmdline)
-            .unwrap_or(false)
-    })
 }
 
 #[tokio::test]

@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use sandcrab::agent::{Profile, Session, SessionConfig, SessionParts};
 use sandcrab::llm::scripted::{ScriptedClient, text, tool_calls};
-use sandcrab::plugin::{PluginSource, Policy, ToolSpec, discovery};
+use sandcrab::plugin::{Policy, ToolSpec, discovery};
 use sandcrab::tools::{FnTool, ToolRegistry};
 use serde_json::json;
 
-use crate::support::Scene;
+use crate::support::{Scene, plugin_session};
 
 async fn all_tools(scene: &Scene) -> (sandcrab::plugin::PluginHost, ToolRegistry) {
     let mut host = scene.host(Policy::default());
@@ -154,23 +154,12 @@ async fn custom_tools_extend_a_profile_and_override_built_ins() {
 async fn every_profile_completes_a_tool_round_trip() {
     let scene = Scene::new();
     std::fs::write(scene.workspace().join("a.txt"), "alpha\n").unwrap();
-    let (host, tools) = all_tools(&scene).await;
     for id in ["openai", "anthropic", "gemini"] {
-        let profile = Arc::new(Profile::load(&host, id).await.unwrap());
         let client = Arc::new(ScriptedClient::new(vec![
             tool_calls(&[("c1", "read_file", json!({"file_path": "a.txt"}))]),
             text("It says alpha."),
         ]));
-        let session = Session::new(SessionParts {
-            client: client.clone(),
-            tools: profile.tools(&tools),
-            profile,
-            config: SessionConfig::new("m"),
-            workspace: scene.workspace(),
-            working_dir: None,
-            depth: 0,
-            jobs: None,
-        });
+        let (_host, session) = plugin_session(&scene, id, client.clone()).await;
         session.submit("read a.txt").await.unwrap();
         assert_eq!(
             session.last_assistant_text().as_deref(),
@@ -184,5 +173,4 @@ async fn every_profile_completes_a_tool_round_trip() {
         });
         assert_eq!(sent.as_deref(), Some("     1\talpha\n"), "{id}");
     }
-    let _ = PluginSource::Dir(scene.plugins());
 }

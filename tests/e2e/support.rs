@@ -143,3 +143,37 @@ pub async fn run_tool(
     };
     sandcrab::tools::dispatch(registry, &call, &ctx).await
 }
+
+/// A top-level session on `scene`'s workspace with the bundled plugins,
+/// the profile `profile_id` and its tools, answering with `client`.
+pub async fn plugin_session(
+    scene: &Scene,
+    profile_id: &str,
+    client: std::sync::Arc<dyn sandcrab::llm::LlmClient>,
+) -> (PluginHost, std::sync::Arc<sandcrab::agent::Session>) {
+    use sandcrab::agent::{Profile, Session, SessionConfig, SessionParts};
+    let mut host = scene.host(Policy::default());
+    host.load_all(&sandcrab::plugin::discovery::bundled()).await;
+    let tools = sandcrab::tools::ToolRegistry::from_plugins(host.plugins());
+    let profile = std::sync::Arc::new(Profile::load(&host, profile_id).await.unwrap());
+    let session = Session::new(SessionParts {
+        client,
+        tools: profile.tools(&tools),
+        profile,
+        config: SessionConfig::new("m"),
+        workspace: scene.workspace(),
+        working_dir: None,
+        depth: 0,
+        jobs: None,
+    });
+    (host, session)
+}
+
+/// Whether a process with exactly this command line is running.
+pub fn process_running(cmdline: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+        std::fs::read(entry.path().join("cmdline"))
+            .map(|raw| String::from_utf8_lossy(&raw).replace('\0', " ").trim() == cmdline)
+            .unwrap_or(false)
+    })
+}

@@ -166,19 +166,10 @@ async fn turn(session: &std::sync::Arc<Session>, input: &str) -> Option<String> 
 }
 
 fn list_jobs(kit: &AgentKit, session: &Session, all: bool) {
-    use crate::jobs::JobStatus::*;
-    let every = [
-        Running,
-        PendingCancel,
-        Completed,
-        Failed,
-        Cancelled,
-        TimedOut,
-    ];
-    let jobs = kit
-        .jobs
-        .registry
-        .list(session.id(), all.then_some(&every[..]));
+    let jobs = kit.jobs.registry.list(
+        session.id(),
+        all.then_some(&crate::jobs::JobStatus::ALL[..]),
+    );
     if jobs.is_empty() {
         eprintln!("no {}background jobs", if all { "" } else { "running " });
     }

@@ -16,6 +16,16 @@ pub enum JobStatus {
 }
 
 impl JobStatus {
+    /// Every status.
+    pub const ALL: [JobStatus; 6] = [
+        JobStatus::Running,
+        JobStatus::PendingCancel,
+        JobStatus::Completed,
+        JobStatus::Failed,
+        JobStatus::Cancelled,
+        JobStatus::TimedOut,
+    ];
+
     /// Completed, failed, cancelled or timed out.
     pub fn is_terminal(self) -> bool {
         !matches!(self, JobStatus::Running | JobStatus::PendingCancel)
@@ -36,17 +46,10 @@ impl JobStatus {
 impl std::str::FromStr for JobStatus {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        [
-            JobStatus::Running,
-            JobStatus::PendingCancel,
-            JobStatus::Completed,
-            JobStatus::Failed,
-            JobStatus::Cancelled,
-            JobStatus::TimedOut,
-        ]
-        .into_iter()
-        .find(|st| st.as_str() == s)
-        .ok_or_else(|| format!("unknown job status '{s}'"))
+        JobStatus::ALL
+            .into_iter()
+            .find(|st| st.as_str() == s)
+            .ok_or_else(|| format!("unknown job status '{s}'"))
     }
 }
 

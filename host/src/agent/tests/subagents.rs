@@ -124,8 +124,8 @@ async fn send_input_then_wait_returns_output_success_and_turns() {
     assert_eq!(waited["turns_used"], 2);
 }
 
-#[tokio::test]
-async fn close_agent_aborts_the_child() {
+/// A parent with one subagent whose model takes 30 s to answer.
+async fn slow_child() -> (Harness, String, Arc<Session>) {
     let client = ScriptedClient::new(vec![
         Step::Delay(std::time::Duration::from_secs(30)),
         text("never"),
@@ -137,6 +137,12 @@ async fn close_agent_aborts_the_child() {
         .unwrap()
         .to_string();
     let child = h.session.subagent(&id).await.unwrap();
+    (h, id, child)
+}
+
+#[tokio::test]
+async fn close_agent_aborts_the_child() {
+    let (h, id, child) = slow_child().await;
     let closed = call(&h.session, "close_agent", json!({"agent_id": id})).await;
     assert!(!closed.is_error, "{}", closed.content);
     assert_eq!(child.state(), SessionState::Closed);
@@ -150,17 +156,7 @@ async fn close_agent_aborts_the_child() {
 
 #[tokio::test]
 async fn aborting_the_parent_closes_its_children() {
-    let client = ScriptedClient::new(vec![
-        Step::Delay(std::time::Duration::from_secs(30)),
-        text("never"),
-    ]);
-    let h = harness_with(client, |_| {}, 200_000);
-    let out = call(&h.session, "spawn_agent", json!({"task": "slow"})).await;
-    let id = serde_json::from_str::<Value>(&out.content).unwrap()["agent_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let child = h.session.subagent(&id).await.unwrap();
+    let (h, _id, child) = slow_child().await;
     h.session.abort().await;
     assert_eq!(child.state(), SessionState::Closed);
 }

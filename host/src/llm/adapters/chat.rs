@@ -27,9 +27,7 @@ impl Adapter for ChatCompletions {
     }
 
     fn headers(&self, api_key: Option<&str>) -> Vec<(&'static str, String)> {
-        api_key
-            .map(|k| vec![("authorization", format!("Bearer {k}"))])
-            .unwrap_or_default()
+        super::bearer(api_key)
     }
 
     fn build_body(&self, request: &Request, stream: bool) -> Value {

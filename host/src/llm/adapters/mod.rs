@@ -66,6 +66,13 @@ pub fn for_kind(kind: ProviderKind) -> Box<dyn Adapter> {
     }
 }
 
+/// `Authorization: Bearer KEY`, when there is a key.
+fn bearer(api_key: Option<&str>) -> Vec<(&'static str, String)> {
+    api_key
+        .map(|k| vec![("authorization", format!("Bearer {k}"))])
+        .unwrap_or_default()
+}
+
 /// Parse an event's data as JSON, or a stream error naming the provider.
 fn parse_data(provider: &str, data: &str) -> Result<Value, LlmError> {
     serde_json::from_str(data).map_err(|e| {
