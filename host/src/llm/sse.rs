@@ -12,6 +12,15 @@ pub struct SseEvent {
     pub data: String,
 }
 
+/// Largest event (all its lines together) accepted; a provider sending more
+/// is broken or hostile, and the stream fails instead of growing memory.
+pub const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+
+/// The stream broke the SSE limits.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("an event is larger than {} MiB", MAX_EVENT_BYTES >> 20)]
+pub struct EventTooLarge;
+
 /// Feed bytes in, get complete events out.
 #[derive(Debug, Default)]
 pub struct SseParser {
@@ -29,7 +38,7 @@ impl SseParser {
     }
 
     /// Consume `bytes`; return the events they complete.
-    pub fn feed(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
+    pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<SseEvent>, EventTooLarge> {
         let mut events = Vec::new();
         for &b in bytes {
             if self.after_cr {
@@ -44,10 +53,15 @@ impl SseParser {
                     self.after_cr = true;
                     self.end_line(&mut events);
                 }
-                _ => self.line.push(b),
+                _ => {
+                    if self.line.len() + self.data.len() >= MAX_EVENT_BYTES {
+                        return Err(EventTooLarge);
+                    }
+                    self.line.push(b);
+                }
             }
         }
-        events
+        Ok(events)
     }
 
     /// Whether an event was started but not finished by a blank line.
@@ -99,7 +113,7 @@ mod tests {
 
     fn parse_all(chunks: &[&[u8]]) -> Vec<SseEvent> {
         let mut p = SseParser::new();
-        chunks.iter().flat_map(|c| p.feed(c)).collect()
+        chunks.iter().flat_map(|c| p.feed(c).unwrap()).collect()
     }
 
     fn ev(event: &str, data: &str) -> SseEvent {
@@ -133,7 +147,7 @@ mod tests {
         );
         // One byte at a time.
         let mut p = SseParser::new();
-        let bytewise: Vec<SseEvent> = text.iter().flat_map(|b| p.feed(&[*b])).collect();
+        let bytewise: Vec<SseEvent> = text.iter().flat_map(|b| p.feed(&[*b]).unwrap()).collect();
         assert_eq!(bytewise, whole);
         // Every two-piece split, including inside multi-byte characters and
         // between \r and \n.
@@ -145,11 +159,25 @@ mod tests {
     #[test]
     fn an_unfinished_event_is_not_dispatched() {
         let mut p = SseParser::new();
-        assert!(p.feed(b"data: partial").is_empty());
+        assert!(p.feed(b"data: partial").unwrap().is_empty());
         assert!(p.has_partial());
-        assert!(p.feed(b"\n").is_empty());
+        assert!(p.feed(b"\n").unwrap().is_empty());
         assert!(p.has_partial());
-        assert_eq!(p.feed(b"\n"), vec![ev("", "partial")]);
+        assert_eq!(p.feed(b"\n").unwrap(), vec![ev("", "partial")]);
         assert!(!p.has_partial());
+    }
+
+    #[test]
+    fn an_endless_event_is_refused() {
+        let mut p = SseParser::new();
+        let chunk = vec![b'x'; 1 << 20];
+        let mut result = p.feed(b"data: ");
+        for _ in 0..(MAX_EVENT_BYTES >> 20) {
+            result = p.feed(&chunk);
+            if result.is_err() {
+                break;
+            }
+        }
+        assert_eq!(result, Err(EventTooLarge));
     }
 }

@@ -244,7 +244,11 @@ impl Decoding {
             Ok(Some(Ok(bytes))) => bytes,
             Ok(None) => return self.end_of_body(),
         };
-        for event in self.sse.feed(&chunk) {
+        let events = match self.sse.feed(&chunk) {
+            Ok(events) => events,
+            Err(too_large) => return self.fail(ErrorKind::Stream, too_large.to_string()),
+        };
+        for event in events {
             match self.decoder.event(&event) {
                 Ok(events) => {
                     for e in events {

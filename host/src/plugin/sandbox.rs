@@ -289,11 +289,12 @@ fn guest_relative<'a>(mount: &str, guest: &'a str) -> Option<&'a str> {
     Some(rest)
 }
 
-/// The first executable named `program` on `path`.
+/// The first executable named `program` on `path`. Relative entries (`.`,
+/// `bin`) are skipped: they would resolve against wherever sandcrab runs.
 pub fn find_on_path(program: &str, path: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     path.split(':')
-        .filter(|dir| !dir.is_empty())
+        .filter(|dir| dir.starts_with('/'))
         .map(|dir| Path::new(dir).join(program))
         .find(|candidate| {
             candidate
@@ -322,5 +323,27 @@ mod tests {
     fn programs_are_found_on_the_given_path_only() {
         assert!(find_on_path("sh", "/usr/bin:/bin").is_some());
         assert!(find_on_path("sh", "/nonexistent").is_none());
+        // A relative entry that leads (from the current directory) to a
+        // directory holding an executable `sh` is not used.
+        let dir = tempfile::tempdir().unwrap();
+        let fake = dir.path().join("sh");
+        std::fs::write(&fake, "#!/bin/true\n").unwrap();
+        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let cwd = std::env::current_dir().unwrap();
+        let up = "../".repeat(cwd.components().count() - 1);
+        let relative = format!(
+            "{up}{}",
+            dir.path().display().to_string().trim_start_matches('/')
+        );
+        assert!(
+            Path::new(&relative).join("sh").exists(),
+            "the relative entry reaches the fake"
+        );
+        assert_eq!(find_on_path("sh", &relative), None);
+        assert_eq!(
+            find_on_path("sh", &dir.path().display().to_string()),
+            Some(fake)
+        );
     }
 }
