@@ -17,7 +17,7 @@ use super::manifest::{Manifest, PluginKind};
 use super::policy::Policy;
 use super::sandbox::{PluginSandbox, SandboxContext};
 use super::state::HostState;
-use super::types::{ProfileInfo, ToolSpec};
+use super::types::ToolSpec;
 use super::wit;
 
 /// Settings of a plugin host.
@@ -322,22 +322,6 @@ impl PluginHost {
     /// Problems found while loading.
     pub fn diagnostics(&self) -> &[Diagnostic] {
         &self.diagnostics
-    }
-
-    /// The profile plugin whose id is `id`.
-    pub async fn profile(&self, id: &str) -> Option<(Arc<LoadedPlugin>, ProfileInfo)> {
-        for plugin in self
-            .plugins
-            .iter()
-            .filter(|p| p.kind() == PluginKind::Profile)
-        {
-            if let Ok(info) = plugin.profile_info().await
-                && info.id == id
-            {
-                return Some((plugin.clone(), info));
-            }
-        }
-        None
     }
 
     /// The first summarizer plugin.
