@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::llm_transcripts::{Answer, error_body, stream, tool};
 use crate::mock_llm::{MockLlm, Recorded, Reply};
-use crate::support::Scene;
+use crate::support::{Scene, process_running};
 
 /// `sandcrab SUBCOMMAND` with the provider options for `server`.
 fn sandcrab(scene: &Scene, kind: ProviderKind, server: &MockLlm, subcommand: &str) -> Command {
@@ -483,5 +483,90 @@ async fn ctrl_c_in_chat_interrupts_the_turn_not_the_program() {
         events
             .iter()
             .any(|e| e["kind"] == "ASSISTANT_TEXT_END" && e["data"]["text"] == "second answer")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_lists_and_cancels_background_jobs() {
+    use std::io::BufRead;
+    let scene = Scene::new();
+    let server = MockLlm::start().await;
+    let kind = ProviderKind::Anthropic;
+    let marker = format!("sleep 30.{}", std::process::id());
+    server.push(stream(
+        kind,
+        &Answer::Tools(vec![tool(
+            "c1",
+            "shell",
+            json!({"command": marker, "run_in_background": true}),
+        )]),
+    ));
+    server.push(stream(kind, &Answer::Text(vec!["Started."])));
+    server.push(stream(
+        kind,
+        &Answer::Text(vec!["Noted: it was cancelled."]),
+    ));
+    let mut child = sandcrab(&scene, kind, &server, "chat")
+        .arg("--json")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "start a long job").unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut seen = Vec::new();
+    let job_id = loop {
+        let mut line = String::new();
+        assert!(
+            stdout.read_line(&mut line).unwrap() > 0,
+            "chat ended early: {seen:?}"
+        );
+        let event: Value = serde_json::from_str(&line).unwrap();
+        seen.push(event["kind"].as_str().unwrap().to_string());
+        if event["kind"] == "JOB_STARTED" {
+            break event["data"]["job_id"].as_str().unwrap().to_string();
+        }
+    };
+    // Wait for the turn to end before typing commands.
+    loop {
+        let mut line = String::new();
+        assert!(stdout.read_line(&mut line).unwrap() > 0);
+        if serde_json::from_str::<Value>(&line).unwrap()["kind"] == "PROCESSING_END" {
+            break;
+        }
+    }
+    writeln!(stdin, "/jobs").unwrap();
+    writeln!(stdin, "/cancel {job_id}").unwrap();
+    let finished = loop {
+        let mut line = String::new();
+        assert!(stdout.read_line(&mut line).unwrap() > 0);
+        let event: Value = serde_json::from_str(&line).unwrap();
+        if event["kind"] == "JOB_FINISHED" {
+            break event;
+        }
+    };
+    assert_eq!(finished["data"]["status"], "cancelled");
+    assert!(!process_running(&marker), "cancelling killed the command");
+    writeln!(stdin, "/jobs all").unwrap();
+    writeln!(stdin, "/exit").unwrap();
+    drop(stdin);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{job_id}  running")),
+        "/jobs lists it: {stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("job {job_id} is now pending_cancel")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("{job_id}  cancelled")),
+        "/jobs all shows the end: {stderr}"
     );
 }

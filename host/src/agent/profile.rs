@@ -54,9 +54,68 @@ impl Profile {
     }
 }
 
+/// A profile the host can use: a known adapter, a context window, tool
+/// names that could exist.
+fn validate(info: &ProfileInfo) -> Result<(), String> {
+    const ADAPTERS: [&str; 4] = ["anthropic", "openai", "openai-compatible", "gemini"];
+    if !ADAPTERS.contains(&info.adapter.as_str()) {
+        return Err(format!(
+            "adapter '{}' is not one of {}",
+            info.adapter,
+            ADAPTERS.join(", ")
+        ));
+    }
+    if info.context_window == 0 {
+        return Err("context window is 0".into());
+    }
+    if info.default_model.trim().is_empty() {
+        return Err("default model is empty".into());
+    }
+    if let Some(bad) = info.tool_names.iter().find(|n| {
+        n.is_empty()
+            || !n
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    }) {
+        return Err(format!("tool name '{bad}' is not valid"));
+    }
+    Ok(())
+}
+
 fn plugin_error(plugin: &Arc<LoadedPlugin>, e: impl std::fmt::Display) -> ProfileError {
     ProfileError::Plugin {
         plugin: plugin.name().to_string(),
         message: e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info() -> ProfileInfo {
+        ProfileInfo {
+            id: "p".into(),
+            adapter: "anthropic".into(),
+            default_model: "m".into(),
+            context_window: 1000,
+            parallel_tool_calls: true,
+            tool_names: vec!["read_file".into()],
+            project_doc_files: vec![],
+        }
+    }
+
+    #[test]
+    fn garbage_profiles_are_refused_with_the_reason() {
+        assert!(validate(&info()).is_ok());
+        let mut bad = info();
+        bad.adapter = "telepathy".into();
+        assert!(validate(&bad).unwrap_err().contains("adapter 'telepathy'"));
+        let mut bad = info();
+        bad.context_window = 0;
+        assert!(validate(&bad).unwrap_err().contains("context window"));
+        let mut bad = info();
+        bad.tool_names.push("Read File".into());
+        assert!(validate(&bad).unwrap_err().contains("'Read File'"));
     }
 }
