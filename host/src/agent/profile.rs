@@ -35,6 +35,9 @@ impl Profile {
                 .await
                 .map_err(|e| plugin_error(plugin, e))?;
             if info.id == id {
+                validate(&info).map_err(|why| {
+                    plugin_error(plugin, format!("it returned an invalid profile: {why}"))
+                })?;
                 let base_instructions = plugin
                     .base_instructions()
                     .await
