@@ -47,9 +47,37 @@ pub struct Config {
     /// Background job settings.
     #[serde(default)]
     pub jobs: toml::Table,
+    /// HTTP settings for model calls.
+    #[serde(default)]
+    pub llm: LlmSettings,
+    /// Per-provider settings, by provider id (`[providers.anthropic]`).
+    #[serde(default)]
+    pub providers: std::collections::BTreeMap<String, ProviderSettings>,
     /// Context compaction settings.
     #[serde(default)]
     pub summarization: toml::Table,
+}
+
+/// `[llm]`: timeouts and retries of model calls.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LlmSettings {
+    /// Connect timeout (default 10,000).
+    pub connect_timeout_ms: Option<u64>,
+    /// Longest wait for the next bytes of a response (default 30,000).
+    pub read_timeout_ms: Option<u64>,
+    /// Retries of a failed request or stream connection (default 2).
+    pub max_retries: Option<u32>,
+}
+
+/// `[providers.ID]`: settings for one provider.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderSettings {
+    /// Base URL of this provider's API.
+    pub base_url: Option<String>,
+    /// Model used with this provider (overrides the profile default).
+    pub model: Option<String>,
 }
 
 /// Why the configuration could not be read.

@@ -570,3 +570,41 @@ async fn chat_lists_and_cancels_background_jobs() {
         "/jobs all shows the end: {stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_config_file_sets_provider_base_url_model_and_retries() {
+    let scene = Scene::new();
+    let server = MockLlm::start().await;
+    std::fs::write(
+        scene.workspace().join("sandcrab.toml"),
+        format!(
+            "provider = \"openai-compatible\"\n[providers.openai-compatible]\nbase_url = \"{}/v1\"\nmodel = \"local-model\"\n[llm]\nmax_retries = 0\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    server.push(Reply::json(
+        500,
+        error_body(ProviderKind::OpenAiCompatible, 500, "down"),
+    ));
+    let out = Command::new(env!("CARGO_BIN_EXE_sandcrab"))
+        .env(
+            "XDG_CACHE_HOME",
+            std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("xdg-cache"),
+        )
+        .env("XDG_CONFIG_HOME", scene.root.path().join("config"))
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .args(["run", "-w"])
+        .arg(scene.workspace())
+        .arg("hi")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("server error (HTTP 500): down"), "{stderr}");
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 1, "max_retries = 0 means no retry");
+    assert_eq!(reqs[0].path_and_query, "/v1/chat/completions");
+    assert_eq!(reqs[0].body["model"], "local-model");
+}

@@ -71,8 +71,27 @@ impl AgentKit {
             other => other.id().to_string(),
         });
         let profile = Arc::new(Profile::load(host, &profile_id).await?);
-        let base_url = options.base_url.clone().or_else(|| config.base_url.clone());
-        let provider_config = ProviderConfig::from_env(provider, base_url.as_deref(), &env);
+        let per_provider = config
+            .providers
+            .get(provider.id())
+            .cloned()
+            .unwrap_or_default();
+        let base_url = options
+            .base_url
+            .clone()
+            .or(per_provider.base_url)
+            .or_else(|| config.base_url.clone());
+        let mut provider_config = ProviderConfig::from_env(provider, base_url.as_deref(), &env);
+        let llm = &config.llm;
+        if let Some(ms) = llm.connect_timeout_ms {
+            provider_config.connect_timeout = std::time::Duration::from_millis(ms);
+        }
+        if let Some(ms) = llm.read_timeout_ms {
+            provider_config.read_timeout = std::time::Duration::from_millis(ms);
+        }
+        if let Some(n) = llm.max_retries {
+            provider_config.retry.max_retries = n;
+        }
         let configured = !provider.requires_key() || provider_config.api_key.is_some();
         let unconfigured_reason = format!(
             "LLM provider not configured: set {} (or choose another provider with --provider)",
@@ -84,6 +103,7 @@ impl AgentKit {
         let model = options
             .model
             .clone()
+            .or(per_provider.model)
             .or_else(|| config.model.clone())
             .unwrap_or_else(|| profile.info.default_model.clone());
         let mut session_config = SessionConfig::new(model);
