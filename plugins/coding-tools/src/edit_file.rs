@@ -24,10 +24,7 @@ impl Tool for EditFile {
 
     fn parameters() -> Schema {
         Schema::object()
-            .required(
-                "file_path",
-                Schema::string("Path of the file, relative to the workspace or absolute inside it"),
-            )
+            .required("file_path", fs::file_path_schema())
             .required("old_string", Schema::string("The exact text to replace"))
             .required("new_string", Schema::string("The text to put in its place"))
             .optional(

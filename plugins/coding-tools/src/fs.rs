@@ -5,6 +5,13 @@ use std::io::ErrorKind;
 use sandcrab_sdk::paths;
 use sandcrab_sdk::{CallContext, ToolError};
 
+/// The `file_path` parameter every file tool takes.
+pub fn file_path_schema() -> sandcrab_sdk::Schema {
+    sandcrab_sdk::Schema::string(
+        "Path of the file, relative to the workspace or absolute inside it",
+    )
+}
+
 /// Resolve a path the model gave to a guest path inside the workspace.
 pub fn resolve(ctx: &CallContext, path: &str) -> Result<String, ToolError> {
     if path.trim().is_empty() {

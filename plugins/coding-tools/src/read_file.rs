@@ -24,10 +24,7 @@ impl Tool for ReadFile {
 
     fn parameters() -> Schema {
         Schema::object()
-            .required(
-                "file_path",
-                Schema::string("Path of the file, relative to the workspace or absolute inside it"),
-            )
+            .required("file_path", fs::file_path_schema())
             .optional(
                 "offset",
                 Schema::integer("1-based line number to start at").minimum(1),

@@ -19,10 +19,7 @@ impl Tool for WriteFile {
 
     fn parameters() -> Schema {
         Schema::object()
-            .required(
-                "file_path",
-                Schema::string("Path of the file, relative to the workspace or absolute inside it"),
-            )
+            .required("file_path", fs::file_path_schema())
             .required(
                 "content",
                 Schema::string("The complete new content of the file"),
