@@ -530,3 +530,35 @@ fn keys_and_base_urls_come_from_the_environment_and_flags() {
     );
     assert_eq!(c.root(), "http://localhost:8080");
 }
+
+#[tokio::test]
+async fn garbage_from_a_provider_is_a_clear_error() {
+    for kind in ALL {
+        // An SSE stream whose data is not JSON.
+        let server = MockLlm::start().await;
+        server.push(Reply::sse("data: {this is not json\n\n"));
+        let (_, result) = collect(&client(kind, &server)).await;
+        let err = result.unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Stream, "{kind}: {err}");
+        assert!(
+            err.message.contains("malformed event data"),
+            "{kind}: {err}"
+        );
+        // A 200 answer that is HTML, not a stream.
+        let server = MockLlm::start().await;
+        server.push(Reply::sse("<html><body>Welcome to nginx!</body></html>"));
+        let (_, result) = collect(&client(kind, &server)).await;
+        assert_eq!(result.unwrap_err().kind, ErrorKind::Stream, "{kind}");
+        // A complete answer that is not JSON.
+        let server = MockLlm::start().await;
+        server.push(Reply::sse("Service Unavailable"));
+        let err = client(kind, &server)
+            .complete(&request())
+            .await
+            .unwrap_err();
+        assert!(
+            err.message.contains("not JSON") && err.message.contains("Service Unavailable"),
+            "{kind}: {err}"
+        );
+    }
+}
