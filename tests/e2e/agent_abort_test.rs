@@ -9,7 +9,7 @@ use sandcrab::agent::{EventKind, SessionState};
 use sandcrab::llm::scripted::{ScriptedClient, text, tool_calls};
 use serde_json::json;
 
-use crate::support::{Scene, plugin_session, process_running};
+use crate::support::{Scene, gone_soon, plugin_session, process_running};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abort_kills_the_running_command_and_ends_the_session() {
@@ -40,14 +40,7 @@ async fn abort_kills_the_running_command_and_ends_the_session() {
     session.abort().await;
     let _ = task.await;
     assert_eq!(session.state(), SessionState::Closed);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while process_running(&marker) && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(
-        !process_running(&marker),
-        "the command's process was killed"
-    );
+    assert!(gone_soon(&marker), "the command's process was killed");
     let mut kinds = Vec::new();
     while let Some(e) = events.next().await {
         kinds.push(e.kind);

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::llm_transcripts::{Answer, error_body, stream, tool};
 use crate::mock_llm::{MockLlm, Recorded, Reply};
-use crate::support::{Scene, process_running};
+use crate::support::{Scene, gone_soon};
 
 /// `sandcrab SUBCOMMAND` with the provider options for `server`.
 fn sandcrab(scene: &Scene, kind: ProviderKind, server: &MockLlm, subcommand: &str) -> Command {
@@ -548,7 +548,7 @@ async fn chat_lists_and_cancels_background_jobs() {
         }
     };
     assert_eq!(finished["data"]["status"], "cancelled");
-    assert!(!process_running(&marker), "cancelling killed the command");
+    assert!(gone_soon(&marker), "cancelling killed the command");
     writeln!(stdin, "/jobs all").unwrap();
     writeln!(stdin, "/exit").unwrap();
     drop(stdin);

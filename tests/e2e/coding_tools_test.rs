@@ -7,7 +7,7 @@ use sandcrab::plugin::Policy;
 use sandcrab::tools::ToolOutcome;
 use serde_json::json;
 
-use crate::support::{Scene, coding_tools, process_running, run_tool};
+use crate::support::{Scene, coding_tools, gone_soon, run_tool};
 
 fn ok(outcome: ToolOutcome) -> String {
     assert!(!outcome.is_error, "unexpected error: {}", outcome.content);
@@ -234,7 +234,7 @@ async fn shell_timeout_stops_the_command_promptly_and_leaves_nothing_behind() {
         "{out}"
     );
     assert!(
-        !process_running(&format!("sleep {marker}")),
+        gone_soon(&format!("sleep {marker}")),
         "the sleep was left running"
     );
 }

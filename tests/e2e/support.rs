@@ -177,3 +177,16 @@ pub fn process_running(cmdline: &str) -> bool {
             .unwrap_or(false)
     })
 }
+
+/// Wait (up to 3 s) until no process has this command line; false if one
+/// still does. A killed process takes a moment to disappear from /proc.
+pub fn gone_soon(cmdline: &str) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    while process_running(cmdline) {
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    true
+}
