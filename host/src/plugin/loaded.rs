@@ -48,6 +48,23 @@ impl Pre {
     }
 }
 
+/// Run `$call` on a fresh instance of `$pre` in a fresh store, under the
+/// plugin's instance limit; a failure is classified (timeout, out of
+/// memory, trap, invalid result). Every call into a plugin goes through
+/// here, so every call gets the same limits.
+macro_rules! in_fresh_instance {
+    ($self:ident, $live:expr, $pre:expr, |$instance:ident, $store:ident| $call:expr) => {{
+        let _permit = $self.permit().await?;
+        let mut $store = $self.store($live)?;
+        let result = async {
+            let $instance = $pre.instantiate_async(&mut $store).await?;
+            $call
+        }
+        .await;
+        result.map_err(|e| $self.classify(e, &$store))
+    }};
+}
+
 /// A plugin ready to be called.
 pub struct LoadedPlugin {
     pub manifest: Manifest,
@@ -140,18 +157,14 @@ impl LoadedPlugin {
             session_id: ctx.session_id.clone(),
             call_id: ctx.call_id.clone(),
         };
-        let _permit = self.permit().await?;
-        let mut store = self.store(live)?;
-        let result = async {
-            let instance = pre.instantiate_async(&mut store).await?;
+        let outcome = in_fresh_instance!(self, live, pre, |instance, store| {
             instance
                 .sandcrab_plugin_tool()
                 .call_call(&mut store, name, args_json, &wit_ctx)
                 .await
-        }
-        .await;
+        });
         use v0_1_0::tool::sandcrab::plugin::types::ToolError as E;
-        match result.map_err(|e| self.classify(e, &store))? {
+        match outcome? {
             Ok(output) => Ok(output),
             Err(E::InvalidArguments(m)) => Err(ToolFailure::InvalidArguments(m).into()),
             Err(E::Denied(m)) => Err(ToolFailure::Denied(m).into()),
@@ -164,14 +177,9 @@ impl LoadedPlugin {
         let Pre::ToolV0_1_0(pre) = &self.pre else {
             return Err(self.not_a("tool"));
         };
-        let _permit = self.permit().await?;
-        let mut store = self.store(None)?;
-        let result = async {
-            let instance = pre.instantiate_async(&mut store).await?;
+        let specs = in_fresh_instance!(self, None, pre, |instance, store| {
             instance.sandcrab_plugin_tool().call_tools(&mut store).await
-        }
-        .await;
-        let specs = result.map_err(|e| self.classify(e, &store))?;
+        })?;
         Ok(specs
             .into_iter()
             .map(|s| (s.name, s.description, s.parameters_schema))
@@ -183,17 +191,12 @@ impl LoadedPlugin {
         let Pre::ProfileV0_1_0(pre) = &self.pre else {
             return Err(self.not_a("profile"));
         };
-        let _permit = self.permit().await?;
-        let mut store = self.store(None)?;
-        let result = async {
-            let instance = pre.instantiate_async(&mut store).await?;
+        let info = in_fresh_instance!(self, None, pre, |instance, store| {
             instance
                 .sandcrab_plugin_profile()
                 .call_info(&mut store)
                 .await
-        }
-        .await;
-        let info = result.map_err(|e| self.classify(e, &store))?;
+        })?;
         Ok(ProfileInfo {
             id: info.id,
             adapter: info.adapter,
@@ -210,17 +213,12 @@ impl LoadedPlugin {
         let Pre::ProfileV0_1_0(pre) = &self.pre else {
             return Err(self.not_a("profile"));
         };
-        let _permit = self.permit().await?;
-        let mut store = self.store(None)?;
-        let result = async {
-            let instance = pre.instantiate_async(&mut store).await?;
+        in_fresh_instance!(self, None, pre, |instance, store| {
             instance
                 .sandcrab_plugin_profile()
                 .call_base_instructions(&mut store)
                 .await
-        }
-        .await;
-        result.map_err(|e| self.classify(e, &store))
+        })
     }
 
     /// Render the summarization prompt with a summarizer plugin.
@@ -241,17 +239,12 @@ impl LoadedPlugin {
                 content: m.content.clone(),
             })
             .collect();
-        let _permit = self.permit().await?;
-        let mut store = self.store(None)?;
-        let result = async {
-            let instance = pre.instantiate_async(&mut store).await?;
+        in_fresh_instance!(self, None, pre, |instance, store| {
             instance
                 .sandcrab_plugin_summarizer()
                 .call_render(&mut store, persona, existing_summary, &messages)
                 .await
-        }
-        .await;
-        result.map_err(|e| self.classify(e, &store))
+        })
     }
 
     async fn permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, CallError> {
