@@ -8,5 +8,6 @@ pub mod jobs;
 pub mod llm;
 pub mod plugin;
 pub mod process;
+pub mod safe_fs;
 pub mod time;
 pub mod tools;

@@ -575,14 +575,10 @@ async fn chat_lists_and_cancels_background_jobs() {
 async fn the_config_file_sets_provider_base_url_model_and_retries() {
     let scene = Scene::new();
     let server = MockLlm::start().await;
-    std::fs::write(
-        scene.workspace().join("sandcrab.toml"),
-        format!(
-            "provider = \"openai-compatible\"\n[providers.openai-compatible]\nbase_url = \"{}/v1\"\nmodel = \"local-model\"\n[llm]\nmax_retries = 0\n",
-            server.base_url()
-        ),
-    )
-    .unwrap();
+    scene.write_user_config(&format!(
+        "provider = \"openai-compatible\"\n[providers.openai-compatible]\nbase_url = \"{}/v1\"\nmodel = \"local-model\"\n[llm]\nmax_retries = 0\n",
+        server.base_url()
+    ));
     server.push(Reply::json(
         500,
         error_body(ProviderKind::OpenAiCompatible, 500, "down"),

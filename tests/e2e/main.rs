@@ -19,3 +19,4 @@ mod plugin_limits_test;
 mod process_sandbox_test;
 mod profiles_test;
 mod sandbox_escape_test;
+mod trust_config_test;

@@ -190,3 +190,38 @@ pub fn gone_soon(cmdline: &str) -> bool {
     }
     true
 }
+
+/// The `sandcrab` binary with this scene's own user directories (config,
+/// cache, data), no provider keys or base URLs from the caller's
+/// environment, and default log output.
+pub fn sandcrab_cmd(scene: &Scene) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_sandcrab"));
+    cmd.env(
+        "XDG_CACHE_HOME",
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("xdg-cache"),
+    )
+    .env("XDG_CONFIG_HOME", scene.root.path().join("config"))
+    .env("XDG_DATA_HOME", scene.root.path().join("data"))
+    .env_remove("RUST_LOG");
+    for kind in sandcrab::llm::ProviderKind::ALL {
+        for var in kind.key_vars() {
+            cmd.env_remove(var);
+        }
+        cmd.env_remove(kind.base_url_var());
+    }
+    cmd
+}
+
+impl Scene {
+    /// The user's (trusted) configuration file for binary runs.
+    pub fn user_config(&self) -> PathBuf {
+        self.root.path().join("config/sandcrab/config.toml")
+    }
+
+    /// Write the user's configuration file.
+    pub fn write_user_config(&self, text: &str) {
+        let path = self.user_config();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+}

@@ -92,6 +92,9 @@ impl AgentKit {
         if let Some(n) = llm.max_retries {
             provider_config.retry.max_retries = n;
         }
+        provider_config
+            .check_key_transport()
+            .map_err(BuildError::Config)?;
         let configured = !provider.requires_key() || provider_config.api_key.is_some();
         let unconfigured_reason = format!(
             "LLM provider not configured: set {} (or choose another provider with --provider)",

@@ -338,6 +338,13 @@ impl Session {
             .close_with(EventKind::SessionEnd, json!({"reason": "error"}));
     }
 
+    /// Tell whoever watches this session about something that is not an
+    /// error but matters (an ignored setting, an unconfined sandbox): a
+    /// WARNING event.
+    pub fn warn(&self, message: &str) {
+        self.emit(EventKind::Warning, json!({ "message": message }));
+    }
+
     /// Emit an event from this session.
     pub(super) fn emit(&self, kind: EventKind, data: serde_json::Value) {
         self.bus.emit(kind, data);

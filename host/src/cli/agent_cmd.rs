@@ -41,11 +41,6 @@ pub struct AgentArgs {
 impl AgentArgs {
     async fn kit(&self) -> anyhow::Result<(super::setup::Setup, AgentKit)> {
         let setup = self.host.setup().await?;
-        for d in setup.host.diagnostics() {
-            if d.severity == crate::plugin::Severity::Error {
-                eprintln!("warning: {}", d.message);
-            }
-        }
         let options = AgentOptions {
             provider: self.provider,
             model: self.model.clone(),
@@ -57,18 +52,27 @@ impl AgentArgs {
         let kit = AgentKit::build(&setup.host, &setup.config, &options, |k| {
             std::env::var(k).ok()
         })
-        .await?;
-        if !kit.configured {
-            anyhow::bail!("{}", kit.unconfigured_reason);
-        }
+        .await;
+        let kit = match kit {
+            Ok(kit) if kit.configured => kit,
+            Ok(kit) => {
+                setup.print_warnings();
+                anyhow::bail!("{}", kit.unconfigured_reason);
+            }
+            Err(err) => {
+                setup.print_warnings();
+                return Err(err.into());
+            }
+        };
         Ok((setup, kit))
     }
 }
 
 /// Run one input to completion.
 pub async fn run(args: AgentArgs, prompt: String) -> anyhow::Result<ExitCode> {
-    let (_setup, kit) = args.kit().await?;
+    let (setup, kit) = args.kit().await?;
     let session = kit.session();
+    warn_session(&setup, &session);
     let mut notices = kit.jobs.registry.subscribe();
     let printer = tokio::spawn(render(session.events(), args.json));
     let mut result = session.submit(&prompt).await;
@@ -95,6 +99,7 @@ pub async fn run(args: AgentArgs, prompt: String) -> anyhow::Result<ExitCode> {
 pub async fn chat(args: AgentArgs) -> anyhow::Result<ExitCode> {
     let (setup, kit) = args.kit().await?;
     let session = kit.session();
+    warn_session(&setup, &session);
     eprintln!(
         "sandcrab chat — {} / {} in {}\nType a message; /exit quits, Ctrl-C interrupts the current turn.",
         kit.provider,
@@ -142,6 +147,17 @@ pub async fn chat(args: AgentArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Repeat what setup warned about (already on stderr) as WARNING events,
+/// so `--json` consumers see it too.
+fn warn_session(setup: &super::setup::Setup, session: &Session) {
+    for warning in &setup.warnings {
+        session.warn(warning);
+    }
+    for d in setup.host.diagnostics() {
+        session.warn(&d.message);
+    }
 }
 
 /// Process one chat input; Ctrl-C interrupts it. Returns an error reason.

@@ -5,6 +5,7 @@ mod plugins_cmd;
 mod render;
 mod setup;
 mod tool_cmd;
+mod trust_cmd;
 
 use std::process::ExitCode;
 
@@ -46,6 +47,10 @@ enum Command {
     /// Call a tool directly.
     #[command(subcommand)]
     Tool(tool_cmd::ToolCommand),
+    /// Trust a workspace's own configuration (sandcrab.toml, .sandcrab/):
+    /// until then it may set project settings only, and its plugins are
+    /// not loaded.
+    Trust(trust_cmd::TrustArgs),
 }
 
 /// Run the command line; the process exit code.
@@ -68,6 +73,7 @@ pub fn main() -> ExitCode {
             Command::Chat { agent } => agent_cmd::chat(agent).await,
             Command::Plugins(cmd) => plugins_cmd::run(cmd).await,
             Command::Tool(cmd) => tool_cmd::run(cmd).await,
+            Command::Trust(args) => trust_cmd::run(args),
         }
     });
     match result {

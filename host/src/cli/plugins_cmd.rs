@@ -8,9 +8,7 @@ use clap::Subcommand;
 
 use super::setup::HostArgs;
 use crate::plugin::policy::Grants;
-use crate::plugin::{
-    Access, LoadedPlugin, Manifest, PluginHost, PluginHostConfig, PluginSource, Severity,
-};
+use crate::plugin::{Access, LoadedPlugin, Manifest, PluginHost, PluginHostConfig, PluginSource};
 
 #[derive(Debug, Subcommand)]
 pub enum PluginsCommand {
@@ -46,6 +44,7 @@ pub async fn run(cmd: PluginsCommand) -> anyhow::Result<ExitCode> {
 
 async fn list(args: HostArgs, json: bool) -> anyhow::Result<ExitCode> {
     let setup = args.setup().await?;
+    setup.print_warnings();
     let host = &setup.host;
     if json {
         let plugins: Vec<serde_json::Value> =
@@ -74,14 +73,13 @@ async fn list(args: HostArgs, json: bool) -> anyhow::Result<ExitCode> {
             capabilities(&p.decision.grants)
         );
     }
-    print_diagnostics(host);
     Ok(ExitCode::SUCCESS)
 }
 
 async fn inspect(args: HostArgs, name: &str) -> anyhow::Result<ExitCode> {
     let setup = args.setup().await?;
     let Some(p) = setup.host.get(name) else {
-        print_diagnostics(&setup.host);
+        setup.print_warnings();
         bail!("no plugin named '{name}' was loaded (see `sandcrab plugins list`)");
     };
     let grants = &p.decision.grants;
@@ -164,16 +162,6 @@ fn print_check_ok(dir: &std::path::Path, manifest: &Manifest, version: &str) {
         "requests: {}",
         serde_json::to_string(&manifest.capabilities).unwrap_or_default()
     );
-}
-
-fn print_diagnostics(host: &PluginHost) {
-    for d in host.diagnostics() {
-        let label = match d.severity {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-        };
-        eprintln!("{label}: {}", d.message);
-    }
 }
 
 fn origin(p: &LoadedPlugin) -> &'static str {

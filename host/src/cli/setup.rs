@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 
-use crate::config::Config;
+use crate::config::{Config, LoadedConfig};
 use crate::plugin::discovery::{self, PluginSource};
 use crate::plugin::{PluginHost, PluginHostConfig, SandboxMode};
 
@@ -19,8 +19,8 @@ pub struct HostArgs {
     /// A plugin directory, or a folder of them (repeatable).
     #[arg(long = "plugins", value_name = "DIR")]
     pub plugins: Vec<PathBuf>,
-    /// Configuration file (default: <workspace>/sandcrab.toml, then
-    /// ~/.config/sandcrab/config.toml).
+    /// Trusted configuration file (default: ~/.config/sandcrab/config.toml);
+    /// the workspace's sandcrab.toml is laid over it as far as it is trusted.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Confinement of programs plugins start: workspace-write, locked or off.
@@ -35,8 +35,29 @@ pub struct HostArgs {
 pub struct Setup {
     pub workspace: PathBuf,
     pub config: Config,
-    pub config_path: Option<PathBuf>,
+    /// Where the configuration came from, and what was ignored.
+    pub loaded: LoadedConfig,
     pub host: PluginHost,
+    /// Things the operator should know (ignored settings, sandbox off):
+    /// commands print them ([`Setup::print_warnings`]) or emit them as
+    /// WARNING events.
+    pub warnings: Vec<String>,
+}
+
+impl Setup {
+    /// Print the setup warnings and the loader's diagnostics on stderr.
+    pub fn print_warnings(&self) {
+        for warning in &self.warnings {
+            eprintln!("warning: {warning}");
+        }
+        for d in self.host.diagnostics() {
+            let label = match d.severity {
+                crate::plugin::Severity::Error => "error",
+                crate::plugin::Severity::Warning => "warning",
+            };
+            eprintln!("{label}: {}", d.message);
+        }
+    }
 }
 
 impl HostArgs {
@@ -54,13 +75,26 @@ impl HostArgs {
     /// every plugin (bundled, configured, flagged, workspace).
     pub async fn setup(&self) -> anyhow::Result<Setup> {
         let workspace = self.workspace_dir()?;
-        let (mut config, config_path) = Config::load(&workspace, self.config.as_deref())?;
+        let loaded = Config::load(&workspace, self.config.as_deref())?;
+        let mut warnings = loaded.warnings.clone();
+        let mut config = loaded.config.clone();
         if let Some(mode) = self.sandbox {
-            if mode == SandboxMode::Off {
-                tracing::warn!("--sandbox off: programs started by plugins run unconfined");
-            }
             config.policy.sandbox = Some(mode);
         }
+        if config.policy.sandbox_mode() == SandboxMode::Off {
+            warnings.push(
+                "sandbox mode is off: programs started by plugins run unconfined".to_string(),
+            );
+        }
+        let ws_plugins = discovery::workspace_plugin_dir(&workspace);
+        if ws_plugins.exists() && !loaded.workspace_plugins_allowed() {
+            warnings.push(format!(
+                "{}: not loaded: plugins of an untrusted project are never loaded (review them, then run `sandcrab trust {}`)",
+                ws_plugins.display(),
+                workspace.display()
+            ));
+        }
+
         let mut host_config = PluginHostConfig::new(&workspace);
         host_config.policy = config.policy.clone();
         if let Some(dir) = &config.cache_dir {
@@ -73,20 +107,30 @@ impl HostArgs {
             host_config.cache_dir = None;
         }
         let mut host = PluginHost::new(host_config)?;
-        host.load_all(&self.sources(&workspace, &config)).await;
+        let sources = self.sources(&workspace, &config, loaded.workspace_plugins_allowed());
+        host.load_all(&sources).await;
         Ok(Setup {
             workspace,
             config,
-            config_path,
+            loaded,
             host,
+            warnings,
         })
     }
 
-    /// Every plugin source, first-party first.
-    pub fn sources(&self, workspace: &std::path::Path, config: &Config) -> Vec<PluginSource> {
+    /// Every plugin source, first-party first; the workspace's own plugins
+    /// only when the project is trusted.
+    pub fn sources(
+        &self,
+        workspace: &std::path::Path,
+        config: &Config,
+        workspace_plugins: bool,
+    ) -> Vec<PluginSource> {
         let mut roots = config.plugin_dirs.clone();
         roots.extend(self.plugins.iter().cloned());
-        roots.push(discovery::workspace_plugin_dir(workspace));
+        if workspace_plugins {
+            roots.push(discovery::workspace_plugin_dir(workspace));
+        }
         let mut sources = discovery::bundled();
         sources.extend(discovery::scan(&roots));
         sources

@@ -36,6 +36,7 @@ pub async fn run(cmd: ToolCommand) -> anyhow::Result<ExitCode> {
     let arguments: serde_json::Value =
         serde_json::from_str(&args).with_context(|| format!("--args is not valid JSON: {args}"))?;
     let setup = host.setup().await?;
+    setup.print_warnings();
     let registry = crate::tools::ToolRegistry::from_plugins(setup.host.plugins());
     let call = ToolCallRequest {
         id: "cli".into(),

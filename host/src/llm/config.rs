@@ -150,6 +150,29 @@ impl ProviderConfig {
         config
     }
 
+    /// Refuse to send a key in the clear: with a key, the base URL must be
+    /// `https://`, or `http://` to a loopback address.
+    pub fn check_key_transport(&self) -> Result<(), String> {
+        if self.api_key.is_none() {
+            return Ok(());
+        }
+        let url = reqwest::Url::parse(&self.base_url)
+            .map_err(|e| format!("base URL '{}' is not a URL: {e}", self.base_url))?;
+        match url.scheme() {
+            "https" => Ok(()),
+            "http" if is_loopback(url.host()) => Ok(()),
+            "http" => Err(format!(
+                "refusing to send the {} API key over plain http to {}: use https, or a loopback address for a local server",
+                self.kind,
+                url.host_str().unwrap_or("?")
+            )),
+            other => Err(format!(
+                "base URL '{}' has scheme '{other}'; use https",
+                self.base_url
+            )),
+        }
+    }
+
     /// The base URL without a trailing slash or API version segment.
     pub fn root(&self) -> String {
         let mut url = self.base_url.trim_end_matches('/').to_string();
@@ -160,5 +183,46 @@ impl ProviderConfig {
             }
         }
         url
+    }
+}
+
+fn is_loopback(host: Option<url::Host<&str>>) -> bool {
+    match host {
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_go_only_over_https_or_to_loopback() {
+        let with = |url: &str| {
+            let mut c = ProviderConfig::new(ProviderKind::Anthropic);
+            c.api_key = Some("k".into());
+            c.base_url = url.into();
+            c.check_key_transport()
+        };
+        assert!(with("https://api.anthropic.com").is_ok());
+        assert!(with("http://127.0.0.1:8080").is_ok());
+        assert!(with("http://localhost:8080").is_ok());
+        assert!(with("http://[::1]:8080").is_ok());
+        let err = with("http://10.0.0.2:8080").unwrap_err();
+        assert!(
+            err.contains("plain http") && err.contains("10.0.0.2"),
+            "{err}"
+        );
+        assert!(with("http://localhost.evil.example").is_err());
+        assert!(with("ftp://x").is_err());
+        let mut keyless = ProviderConfig::new(ProviderKind::OpenAiCompatible);
+        keyless.base_url = "http://10.0.0.2:11434".into();
+        assert!(
+            keyless.check_key_transport().is_ok(),
+            "no key, nothing to leak"
+        );
     }
 }

@@ -26,6 +26,9 @@ pub struct Transport {
 
 impl Transport {
     pub fn new(config: ProviderConfig) -> Result<Self, LlmError> {
+        config
+            .check_key_transport()
+            .map_err(|m| LlmError::new(ErrorKind::Configuration, config.kind.id(), m))?;
         let http = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .read_timeout(config.read_timeout)

@@ -1,23 +1,36 @@
-//! Configuration: `sandcrab.toml` in the workspace, else
-//! `~/.config/sandcrab/config.toml`; command-line flags override it.
+//! Configuration, decided by where each setting comes from.
+//!
+//! - **Trusted**: `--config FILE`, else `~/.config/sandcrab/config.toml`
+//!   (plus flags and the environment). It may set everything.
+//! - **Project**: `<workspace>/sandcrab.toml` is repository content. Until
+//!   the operator runs `sandcrab trust`, it may set project settings only
+//!   (see [`layers::PROJECT_KEYS`]); any other key is ignored with a
+//!   warning naming the key and the file.
 //!
 //! ```toml
 //! provider = "anthropic"        # anthropic | openai | gemini | openai-compatible
 //! model = "claude-sonnet-4-5"
-//! base_url = "http://127.0.0.1:11434"
 //! plugin_dirs = ["~/sandcrab-plugins"]
 //!
 //! [policy]                      # see plugin::policy
 //! mode = "default"
 //! ```
 
+mod layers;
+mod read;
+pub mod trust;
+
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
 use crate::plugin::policy::Policy;
 
-/// The whole configuration file. Every section is optional.
+pub use layers::{LoadedConfig, PROJECT_FILE, ProjectLayer};
+pub use trust::TrustRecord;
+
+/// The whole configuration. Every section is optional.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -52,10 +65,14 @@ pub struct Config {
     pub llm: LlmSettings,
     /// Per-provider settings, by provider id (`[providers.anthropic]`).
     #[serde(default)]
-    pub providers: std::collections::BTreeMap<String, ProviderSettings>,
+    pub providers: BTreeMap<String, ProviderSettings>,
     /// Context compaction settings.
     #[serde(default)]
     pub summarization: toml::Table,
+    /// Projects the operator trusts, by workspace path (written by
+    /// `sandcrab trust`).
+    #[serde(default)]
+    pub trust: BTreeMap<String, TrustRecord>,
 }
 
 /// `[llm]`: timeouts and retries of model calls.
@@ -97,58 +114,34 @@ impl Config {
     /// Parse configuration text; `path` is used in messages and to resolve
     /// relative plugin directories.
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
-        let mut config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
-            path: path.to_path_buf(),
-            message: e.to_string().trim_end().replace('\n', " "),
-        })?;
-        let base = path.parent().unwrap_or(Path::new("."));
-        config.plugin_dirs = config
-            .plugin_dirs
-            .iter()
-            .map(|dir| resolve_dir(base, dir))
-            .collect();
-        Ok(config)
+        let table = layers::parse_table(text, path)?;
+        layers::into_config(table, path)
     }
 
-    /// Read `path`.
+    /// Read `path` (a trusted file).
     pub fn read(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text = read::trusted_file(path)?;
         Config::parse(&text, path)
     }
 
-    /// The configuration file that applies to `workspace`, if any:
-    /// `<workspace>/sandcrab.toml`, else the user's config file.
-    pub fn locate(workspace: &Path) -> Option<PathBuf> {
-        let local = workspace.join("sandcrab.toml");
-        if local.is_file() {
-            return Some(local);
-        }
-        let user = user_config_dir()?.join("sandcrab").join("config.toml");
-        user.is_file().then_some(user)
+    /// The user's configuration file, `$XDG_CONFIG_HOME/sandcrab/config.toml`
+    /// or `~/.config/sandcrab/config.toml`.
+    pub fn user_file() -> Option<PathBuf> {
+        Some(user_config_dir()?.join("sandcrab").join("config.toml"))
     }
 
-    /// Load the configuration for `workspace` (explicit `path` first);
-    /// no file means defaults.
-    pub fn load(
-        workspace: &Path,
-        path: Option<&Path>,
-    ) -> Result<(Config, Option<PathBuf>), ConfigError> {
-        let found = path
-            .map(Path::to_path_buf)
-            .or_else(|| Config::locate(workspace));
-        match found {
-            Some(path) => Ok((Config::read(&path)?, Some(path))),
-            None => Ok((Config::default(), None)),
-        }
+    /// Load the configuration for `workspace`: the trusted file (`explicit`,
+    /// else the user's) with the project file layered over it as far as the
+    /// project is trusted.
+    pub fn load(workspace: &Path, explicit: Option<&Path>) -> Result<LoadedConfig, ConfigError> {
+        layers::load(workspace, explicit)
     }
 }
 
 fn user_config_dir() -> Option<PathBuf> {
     std::env::var_os("XDG_CONFIG_HOME")
         .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
 }
 

@@ -1,0 +1,98 @@
+//! `sandcrab trust [DIR]`: the operator's explicit decision to let a
+//! project's own configuration (`sandcrab.toml`, `.sandcrab/`) act with
+//! their authority. Recorded in the user's configuration with a
+//! fingerprint; any later change to those files needs trust again.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+
+use crate::config::{Config, PROJECT_FILE, trust};
+
+/// Options of `sandcrab trust`.
+#[derive(Debug, Args)]
+pub struct TrustArgs {
+    /// The workspace to trust (default: the current directory).
+    dir: Option<PathBuf>,
+    /// Remove the trust instead.
+    #[arg(long)]
+    revoke: bool,
+    /// The configuration file to record it in (default:
+    /// ~/.config/sandcrab/config.toml).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+pub fn run(args: TrustArgs) -> anyhow::Result<ExitCode> {
+    let dir = match args.dir {
+        Some(dir) => dir,
+        None => std::env::current_dir().context("cannot determine the current directory")?,
+    };
+    let workspace = dir
+        .canonicalize()
+        .with_context(|| format!("workspace {} is not usable", dir.display()))?;
+    let file = match args.config {
+        Some(file) => file,
+        None => Config::user_file().ok_or(trust::TrustError::NoUserConfig)?,
+    };
+    if args.revoke {
+        let found = trust::revoke(&file, &workspace)?;
+        println!(
+            "{} {}",
+            if found {
+                "no longer trusted:"
+            } else {
+                "was not trusted:"
+            },
+            workspace.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    describe(&workspace);
+    let sha = trust::trust(&file, &workspace)?;
+    println!(
+        "trusted: {} (fingerprint {}, recorded in {})",
+        workspace.display(),
+        &sha[..16],
+        file.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Say what trusting gives the project: its settings and its plugins.
+fn describe(workspace: &std::path::Path) {
+    let project = workspace.join(PROJECT_FILE);
+    match std::fs::read_to_string(&project) {
+        Ok(text) => {
+            let keys: Vec<String> = text
+                .parse::<toml::Table>()
+                .map(|t| t.keys().cloned().collect())
+                .unwrap_or_default();
+            println!(
+                "{} sets: {}",
+                project.display(),
+                if keys.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    keys.join(", ")
+                }
+            );
+        }
+        Err(_) => println!("{}: none", project.display()),
+    }
+    let plugins = crate::plugin::discovery::workspace_plugin_dir(workspace);
+    if let Ok(entries) = std::fs::read_dir(&plugins) {
+        let mut names: Vec<String> = entries
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        println!(
+            "{} holds plugins that will be loaded: {}",
+            plugins.display(),
+            names.join(", ")
+        );
+    }
+}

@@ -1,0 +1,332 @@
+//! The trusted layer and the project layer, and how they combine: the
+//! project file is laid over the trusted file key by key, keeping only
+//! project settings unless the operator trusts the project.
+
+use std::path::{Path, PathBuf};
+
+use super::read::{project_file, trusted_file};
+use super::trust::{self, TrustState};
+use super::{Config, ConfigError, resolve_dir};
+
+/// The project configuration file inside a workspace.
+pub const PROJECT_FILE: &str = "sandcrab.toml";
+
+/// Keys an untrusted project file may set (dotted paths; `*` matches any
+/// one name). Everything else decides where keys go, what runs and how it
+/// is confined, so only the operator may set it.
+pub const PROJECT_KEYS: &[&str] = &[
+    "model",
+    "agent",
+    "truncation",
+    "jobs",
+    "providers.*.model",
+    "summarization.chunk_size",
+    "summarization.keep_recent",
+    "summarization.max_summary_tokens",
+    "summarization.clip_first",
+    "summarization.clip_last",
+    "summarization.buffer",
+    "summarization.context_budget",
+    "summarization.prompt",
+    "summarization.name",
+];
+
+/// The configuration in force and where it came from.
+#[derive(Debug, Clone, Default)]
+pub struct LoadedConfig {
+    pub config: Config,
+    /// The trusted file read (explicit or the user's), if any.
+    pub trusted_path: Option<PathBuf>,
+    /// The workspace's own configuration, if it has any.
+    pub project: Option<ProjectLayer>,
+    /// Settings that were ignored and why, one line each, naming the file.
+    pub warnings: Vec<String>,
+}
+
+/// The workspace's `sandcrab.toml` and `.sandcrab/`.
+#[derive(Debug, Clone)]
+pub struct ProjectLayer {
+    /// `<workspace>/sandcrab.toml` (it may not exist).
+    pub path: PathBuf,
+    /// The operator trusts the project as it is now.
+    pub trusted: bool,
+}
+
+impl LoadedConfig {
+    /// Whether `<workspace>/.sandcrab/plugins` may be loaded.
+    pub fn workspace_plugins_allowed(&self) -> bool {
+        self.project.as_ref().is_some_and(|p| p.trusted)
+    }
+}
+
+pub fn parse_table(text: &str, path: &Path) -> Result<toml::Table, ConfigError> {
+    toml::from_str(text).map_err(|e: toml::de::Error| ConfigError::Parse {
+        path: path.to_path_buf(),
+        message: e.to_string().trim_end().replace('\n', " "),
+    })
+}
+
+/// Deserialize a table, resolving `plugin_dirs` against the file's folder.
+pub fn into_config(table: toml::Table, path: &Path) -> Result<Config, ConfigError> {
+    let mut config: Config = table
+        .try_into()
+        .map_err(|e: toml::de::Error| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string().trim_end().replace('\n', " "),
+        })?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    config.plugin_dirs = config
+        .plugin_dirs
+        .iter()
+        .map(|dir| resolve_dir(base, dir))
+        .collect();
+    Ok(config)
+}
+
+/// Read the trusted file and the project file of `workspace`; combine them.
+pub fn load(workspace: &Path, explicit: Option<&Path>) -> Result<LoadedConfig, ConfigError> {
+    let trusted_path = match explicit {
+        Some(path) => Some(path.to_path_buf()),
+        None => Config::user_file().filter(|p| p.exists()),
+    };
+    let mut table = match &trusted_path {
+        Some(path) => {
+            let table = parse_table(&trusted_file(path)?, path)?;
+            // Validate (and name this file in errors) before merging.
+            into_config(table.clone(), path)?;
+            absolutize_plugin_dirs(table, path)
+        }
+        None => toml::Table::new(),
+    };
+    let trust_records = into_config(table.clone(), Path::new("-"))
+        .map(|c| c.trust)
+        .unwrap_or_default();
+
+    let mut warnings = Vec::new();
+    let project_path = workspace.join(PROJECT_FILE);
+    let project_text = project_file(&project_path)?;
+    let has_dot_dir = std::fs::symlink_metadata(workspace.join(trust::PROJECT_DIR)).is_ok();
+    let project = if project_text.is_some() || has_dot_dir {
+        let state = trust::state(workspace, &trust_records);
+        if let TrustState::Changed = state {
+            warnings.push(format!(
+                "{}: the project's configuration ({PROJECT_FILE}, {}/) changed since you trusted it; it is untrusted until you review it and run `sandcrab trust {}` again",
+                workspace.display(),
+                trust::PROJECT_DIR,
+                workspace.display()
+            ));
+        }
+        Some(ProjectLayer {
+            path: project_path.clone(),
+            trusted: state == TrustState::Trusted,
+        })
+    } else {
+        None
+    };
+
+    if let (Some(text), Some(layer)) = (&project_text, &project) {
+        let mut over = parse_table(text, &project_path)?;
+        into_config(over.clone(), &project_path)?;
+        if over.remove("trust").is_some() {
+            warnings.push(ignored(&project_path, "trust", workspace));
+        }
+        if !layer.trusted {
+            for key in keep_project_keys(&mut over) {
+                warnings.push(ignored(&project_path, &key, workspace));
+            }
+        }
+        let over = absolutize_plugin_dirs(over, &project_path);
+        merge(&mut table, over);
+    }
+    let config = into_config(table, trusted_path.as_deref().unwrap_or(&project_path))?;
+    Ok(LoadedConfig {
+        config,
+        trusted_path,
+        project,
+        warnings,
+    })
+}
+
+fn ignored(file: &Path, key: &str, workspace: &Path) -> String {
+    format!(
+        "{}: ignored `{key}`: only the operator may set it, and this project is not trusted (review the file, then run `sandcrab trust {}`, or set it in ~/.config/sandcrab/config.toml)",
+        file.display(),
+        workspace.display()
+    )
+}
+
+/// Remove every key of `table` that is not a project setting; returns
+/// their dotted paths.
+fn keep_project_keys(table: &mut toml::Table) -> Vec<String> {
+    let mut removed = Vec::new();
+    filter(table, "", &mut removed);
+    removed
+}
+
+fn filter(table: &mut toml::Table, prefix: &str, removed: &mut Vec<String>) {
+    let keys: Vec<String> = table.keys().cloned().collect();
+    for key in keys {
+        let path = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix}.{key}")
+        };
+        match allowance(&path) {
+            Allowance::Whole => {}
+            Allowance::Inside => match table.get_mut(&key) {
+                Some(toml::Value::Table(inner)) => {
+                    filter(inner, &path, removed);
+                    if inner.is_empty() {
+                        table.remove(&key);
+                    }
+                }
+                _ => {
+                    table.remove(&key);
+                    removed.push(path);
+                }
+            },
+            Allowance::None => {
+                table.remove(&key);
+                removed.push(path);
+            }
+        }
+    }
+}
+
+enum Allowance {
+    /// The key and everything under it.
+    Whole,
+    /// Some keys below it.
+    Inside,
+    None,
+}
+
+fn allowance(path: &str) -> Allowance {
+    let parts: Vec<&str> = path.split('.').collect();
+    let mut inside = false;
+    for pattern in PROJECT_KEYS {
+        let want: Vec<&str> = pattern.split('.').collect();
+        let matches = |n: usize| {
+            parts
+                .iter()
+                .zip(&want)
+                .take(n)
+                .all(|(p, w)| *w == "*" || p == w)
+        };
+        if parts.len() >= want.len() && matches(want.len()) {
+            return Allowance::Whole;
+        }
+        if parts.len() < want.len() && matches(parts.len()) {
+            inside = true;
+        }
+    }
+    if inside {
+        Allowance::Inside
+    } else {
+        Allowance::None
+    }
+}
+
+/// `plugin_dirs` as absolute paths, so merging keeps each file's base.
+fn absolutize_plugin_dirs(mut table: toml::Table, path: &Path) -> toml::Table {
+    let base = path.parent().unwrap_or(Path::new("."));
+    if let Some(toml::Value::Array(dirs)) = table.get_mut("plugin_dirs") {
+        for dir in dirs.iter_mut() {
+            if let toml::Value::String(s) = dir {
+                *s = resolve_dir(base, Path::new(s.as_str()))
+                    .display()
+                    .to_string();
+            }
+        }
+    }
+    table
+}
+
+/// Lay `over` onto `base`: tables merge key by key, `plugin_dirs` lists
+/// concatenate, anything else is replaced.
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (key, value) in over {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (Some(toml::Value::Array(b)), toml::Value::Array(o)) if key == "plugin_dirs" => {
+                b.extend(o)
+            }
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filtered(text: &str) -> (toml::Table, Vec<String>) {
+        let mut t: toml::Table = toml::from_str(text).unwrap();
+        let removed = keep_project_keys(&mut t);
+        (t, removed)
+    }
+
+    #[test]
+    fn untrusted_projects_keep_only_project_settings() {
+        let (kept, removed) = filtered(
+            r#"
+            provider = "openai"
+            model = "m"
+            base_url = "http://evil"
+            [agent]
+            instructions = "x"
+            [providers.openai]
+            base_url = "http://evil"
+            model = "gpt"
+            [summarization]
+            chunk_size = 5
+            api_key = "k"
+            [policy]
+            sandbox = "off"
+            "#,
+        );
+        assert_eq!(kept["model"].as_str(), Some("m"));
+        assert_eq!(kept["agent"]["instructions"].as_str(), Some("x"));
+        assert_eq!(kept["providers"]["openai"]["model"].as_str(), Some("gpt"));
+        assert!(kept["providers"]["openai"].get("base_url").is_none());
+        assert_eq!(kept["summarization"]["chunk_size"].as_integer(), Some(5));
+        let mut removed = removed;
+        removed.sort();
+        assert_eq!(
+            removed,
+            [
+                "base_url",
+                "policy",
+                "provider",
+                "providers.openai.base_url",
+                "summarization.api_key"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_privileged_key_spelled_as_a_value_is_removed_too() {
+        // `providers = "x"` is not a table: nothing inside is a project key.
+        let (kept, removed) = filtered("providers = \"x\"\nsummarization = 3\n");
+        assert!(kept.is_empty());
+        assert_eq!(removed.len(), 2);
+    }
+
+    #[test]
+    fn merging_replaces_values_and_merges_tables() {
+        let mut base: toml::Table =
+            toml::from_str("model = \"a\"\nplugin_dirs = [\"/p\"]\n[agent]\nmax_turns = 3\n")
+                .unwrap();
+        let over: toml::Table = toml::from_str(
+            "model = \"b\"\nplugin_dirs = [\"/q\"]\n[agent]\ninstructions = \"i\"\n",
+        )
+        .unwrap();
+        merge(&mut base, over);
+        assert_eq!(base["model"].as_str(), Some("b"));
+        assert_eq!(base["plugin_dirs"].as_array().unwrap().len(), 2);
+        assert_eq!(base["agent"]["max_turns"].as_integer(), Some(3));
+        assert_eq!(base["agent"]["instructions"].as_str(), Some("i"));
+    }
+}

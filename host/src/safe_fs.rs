@@ -1,0 +1,191 @@
+//! Reading files that an attacker may have placed: regular files only
+//! (never a FIFO, device or directory, so a read cannot hang or stream
+//! forever), size-capped while reading, and optionally without following
+//! symbolic links, either in the last component or in any component below
+//! a root directory.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Component, Path};
+
+/// Whether a symbolic link in the last path component may be followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Links {
+    Follow,
+    Refuse,
+}
+
+/// Read the regular file at `path`, at most `limit` bytes; a bigger file,
+/// or anything that is not a regular file, is an error that says so.
+pub fn read_regular(path: &Path, limit: u64, links: Links) -> io::Result<Vec<u8>> {
+    let mut flags = libc::O_NONBLOCK | libc::O_CLOEXEC;
+    if links == Links::Refuse {
+        flags |= libc::O_NOFOLLOW;
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(flags)
+        .open(path)
+        .map_err(|e| refuse_link(e, path))?;
+    read_file_capped(file, limit)
+}
+
+/// Open `relative` (components without `..`) beneath the directory `root`,
+/// following no symbolic link at any level, and read it as a regular file
+/// of at most `limit` bytes.
+pub fn read_beneath(root: &Path, relative: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    let parts = plain_components(relative)?;
+    let (last, dirs) = parts.split_last().ok_or_else(|| invalid("an empty path"))?;
+    let mut dir = open_dir(root)?;
+    for part in dirs {
+        dir = openat(&dir, part, libc::O_DIRECTORY | libc::O_NOFOLLOW)?;
+    }
+    let fd = openat(&dir, last, libc::O_NOFOLLOW | libc::O_NONBLOCK)?;
+    read_file_capped(File::from(fd), limit)
+}
+
+/// The names of `relative`, refusing absolute paths, `..` and empty names.
+fn plain_components(relative: &Path) -> io::Result<Vec<std::ffi::CString>> {
+    let mut out = Vec::new();
+    for c in relative.components() {
+        match c {
+            Component::Normal(name) => out.push(
+                std::ffi::CString::new(name.as_bytes())
+                    .map_err(|_| invalid("a name with a NUL byte"))?,
+            ),
+            Component::CurDir => {}
+            _ => {
+                return Err(invalid(&format!(
+                    "'{}' is not a plain relative path",
+                    relative.display()
+                )));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn open_dir(path: &Path) -> io::Result<OwnedFd> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(path)?;
+    Ok(OwnedFd::from(file))
+}
+
+fn openat(dir: &OwnedFd, name: &std::ffi::CStr, flags: libc::c_int) -> io::Result<OwnedFd> {
+    // SAFETY: a NUL-terminated name relative to a directory fd we own.
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), flags | libc::O_CLOEXEC) };
+    if fd < 0 {
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() == Some(libc::ELOOP) || err.raw_os_error() == Some(libc::ENOTDIR) {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} is a symbolic link or not a directory; links are not followed",
+                    name.to_string_lossy()
+                ),
+            ));
+        }
+        return Err(err);
+    }
+    // SAFETY: a fresh descriptor we now own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn read_file_capped(file: File, limit: u64) -> io::Result<Vec<u8>> {
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(invalid("not a regular file"));
+    }
+    if meta.len() > limit {
+        return Err(too_big(limit));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_big(limit));
+    }
+    Ok(bytes)
+}
+
+fn refuse_link(err: io::Error, path: &Path) -> io::Error {
+    if err.raw_os_error() == Some(libc::ELOOP) {
+        return io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} is a symbolic link, which is not followed",
+                path.display()
+            ),
+        );
+    }
+    err
+}
+
+fn too_big(limit: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("larger than the {limit}-byte limit"),
+    )
+}
+
+fn invalid(what: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, what.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_fifos_links_and_oversize_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("ok"), "fine").unwrap();
+        std::fs::write(d.join("big"), vec![b'x'; 100]).unwrap();
+        std::os::unix::fs::symlink(d.join("ok"), d.join("link")).unwrap();
+        let fifo = std::ffi::CString::new(d.join("fifo").as_os_str().as_bytes()).unwrap();
+        // SAFETY: plain mkfifo on a temp path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+
+        assert_eq!(
+            read_regular(&d.join("ok"), 10, Links::Refuse).unwrap(),
+            b"fine"
+        );
+        assert!(read_regular(&d.join("big"), 10, Links::Follow).is_err());
+        assert!(read_regular(&d.join("link"), 10, Links::Refuse).is_err());
+        assert_eq!(
+            read_regular(&d.join("link"), 10, Links::Follow).unwrap(),
+            b"fine"
+        );
+        // A FIFO with no writer would block a plain open forever.
+        let err = read_regular(&d.join("fifo"), 10, Links::Follow).unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        assert!(read_regular(Path::new("/dev/zero"), 10, Links::Follow).is_err());
+    }
+
+    #[test]
+    fn beneath_follows_no_link_at_any_level() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(root.join("sub/doc.md"), "inside").unwrap();
+        std::fs::write(outside.join("doc.md"), "secret").unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("linkdir")).unwrap();
+        std::os::unix::fs::symlink(outside.join("doc.md"), root.join("link.md")).unwrap();
+
+        assert_eq!(
+            read_beneath(&root, Path::new("sub/doc.md"), 100).unwrap(),
+            b"inside"
+        );
+        assert!(read_beneath(&root, Path::new("linkdir/doc.md"), 100).is_err());
+        assert!(read_beneath(&root, Path::new("link.md"), 100).is_err());
+        assert!(read_beneath(&root, Path::new("../outside/doc.md"), 100).is_err());
+        assert!(read_beneath(&root, Path::new("/etc/passwd"), 100).is_err());
+    }
+}
