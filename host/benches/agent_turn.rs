@@ -38,6 +38,7 @@ fn turn(c: &mut Criterion) {
             workspace: ws.path().to_path_buf(),
             working_dir: None,
             depth: 0,
+            repo: None,
             jobs: None,
         })
     };

@@ -1,6 +1,8 @@
 //! What confinement costs per program: starting `true` unconfined (a new
-//! session only), under Landlock (workspace-write), and under Landlock plus
-//! a fresh user+network namespace (no network / locked).
+//! session only), and confined — user, PID and mount namespaces, a
+//! read-only protected path, rlimits, dropped capabilities, Landlock and
+//! seccomp — with the network (workspace-write), without it (a network
+//! namespace too), and locked.
 //!
 //! Run: `cargo bench -p sandcrab --bench process_sandbox`.
 
@@ -15,8 +17,7 @@ fn start_true(c: &mut Criterion) {
     let workspace = tempfile::tempdir().unwrap();
     let temp = tempfile::tempdir().unwrap();
     let request = ProcessRequest {
-        program: sandcrab::plugin::find_on_path("true", process::DEFAULT_PATH)
-            .expect("true is installed"),
+        program: process::find_on_path("true", process::DEFAULT_PATH).expect("true is installed"),
         args: Vec::new(),
         cwd: workspace.path().to_path_buf(),
         env: ChildEnv::base(temp.path(), None, None),
@@ -25,20 +26,23 @@ fn start_true(c: &mut Criterion) {
         output_cap: 1 << 20,
         kill_grace: process::KILL_GRACE,
     };
+    std::fs::create_dir_all(workspace.path().join(".git/hooks")).unwrap();
     let spec = |mode, network| ConfinementSpec {
         mode,
+        read_everywhere: mode == SandboxMode::WorkspaceWrite,
         read: Vec::new(),
         write: vec![workspace.path().to_path_buf(), temp.path().to_path_buf()],
         network,
+        protected: vec![workspace.path().join(".git/hooks")],
     };
     let cases: Vec<(&str, Confinement)> = vec![
         ("unconfined", Confinement::none()),
         (
-            "landlock_workspace_write",
+            "workspace_write",
             Confinement::prepare(&spec(SandboxMode::WorkspaceWrite, true)).unwrap(),
         ),
         (
-            "landlock_plus_netns",
+            "workspace_write_no_network",
             Confinement::prepare(&spec(SandboxMode::WorkspaceWrite, false)).unwrap(),
         ),
         (

@@ -233,6 +233,7 @@ fn job_session(
         workspace: std::env::temp_dir(),
         working_dir: None,
         depth: 0,
+        repo: None,
         jobs: Some(SessionJobs {
             registry: jobs.clone(),
             settings: settings(after_ms),

@@ -199,7 +199,8 @@ async fn ungranted_requests_are_reported_as_warnings() {
     for needle in [
         "workspace: read-write requested, read granted",
         "programs: sh",
-        "env: SANDCRAB_TEST_API_KEY (a secret",
+        "env: SANDCRAB_TEST_API_KEY is a secret",
+        "grant it with [policy.plugins.hostile-tool] programs = [\"sh\"] in ~/.config/sandcrab/config.toml",
         "network",
     ] {
         assert!(

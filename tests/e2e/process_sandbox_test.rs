@@ -51,8 +51,7 @@ fn exit_code(output: &str) -> i32 {
 /// The kernel features these tests need; without them the host must
 /// refuse (checked in `locked_mode_fails_closed_without_kernel_support`).
 fn confinable() -> bool {
-    let s = support();
-    s.landlock() && s.user_netns
+    support().missing(SandboxMode::Locked, false).is_empty()
 }
 
 #[tokio::test]
@@ -224,8 +223,9 @@ fn this_machine_can_confine() {
     // confinement tests above only checked that locked mode fails closed.
     let s = support();
     assert!(s.landlock(), "Landlock is not available on this kernel");
-    assert!(
-        s.user_netns,
-        "unprivileged user+network namespaces are unavailable"
+    assert_eq!(
+        s.missing(SandboxMode::Locked, false),
+        Vec::<&str>::new(),
+        "this kernel cannot enforce locked mode: {s:?}"
     );
 }

@@ -101,6 +101,7 @@ async fn the_anthropic_prompt_has_the_claude_code_identity_and_five_layers() {
         workspace: scene.workspace(),
         working_dir: None,
         depth: 0,
+        repo: None,
         jobs: None,
     });
     let prompt = session.system_prompt();

@@ -164,6 +164,7 @@ pub async fn plugin_session(
         workspace: scene.workspace(),
         working_dir: None,
         depth: 0,
+        repo: None,
         jobs: None,
     });
     (host, session)

@@ -138,8 +138,10 @@ impl AgentKit {
         })
     }
 
-    /// A new top-level session.
-    pub fn session(&self) -> Arc<Session> {
+    /// A new top-level session (reads the repository facts for its
+    /// prompt, confined).
+    pub async fn session(&self) -> Arc<Session> {
+        let repo = super::repo_facts::read(&self.workspace, &self.workspace).await;
         Session::new(SessionParts {
             client: self.client.clone(),
             profile: self.profile.clone(),
@@ -148,6 +150,7 @@ impl AgentKit {
             workspace: self.workspace.clone(),
             working_dir: None,
             depth: 0,
+            repo,
             jobs: Some(self.jobs.clone()),
         })
     }

@@ -7,6 +7,7 @@ mod events;
 mod loop_detection;
 mod profile;
 pub mod prompt;
+pub mod repo_facts;
 mod run_loop;
 mod session;
 mod subagents;

@@ -60,6 +60,8 @@ pub struct SessionParts {
     pub working_dir: Option<PathBuf>,
     /// Subagent nesting depth (0 for a top-level session).
     pub depth: usize,
+    /// Repository facts for the prompt ([`super::repo_facts::read`]).
+    pub repo: Option<super::repo_facts::RepoFacts>,
     /// Background jobs (None: every call runs inline).
     pub jobs: Option<SessionJobs>,
 }
@@ -117,8 +119,10 @@ impl Session {
             let system_prompt = prompt::build(&PromptInputs {
                 profile: &parts.profile,
                 tools: &specs,
+                workspace: &parts.workspace,
                 working_dir: &working_dir,
                 model: &parts.config.model,
+                repo: parts.repo.as_ref(),
                 user_instructions: parts.config.user_instructions.as_deref(),
             });
             let bus = EventBus::new(&id);

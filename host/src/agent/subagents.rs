@@ -151,6 +151,10 @@ async fn spawn(parent: Weak<Session>, args: Value) -> Result<String, String> {
     if let Some(max_turns) = args.max_turns {
         config.max_turns = max_turns;
     }
+    let repo = match &working_dir {
+        Some(dir) => super::repo_facts::read(&parent.workspace, dir).await,
+        None => None,
+    };
     let child = Session::new(SessionParts {
         client: parent.client.clone(),
         profile: parent.profile.clone(),
@@ -159,6 +163,7 @@ async fn spawn(parent: Weak<Session>, args: Value) -> Result<String, String> {
         workspace: parent.workspace.clone(),
         working_dir,
         depth: parent.depth + 1,
+        repo,
         jobs: parent.jobs.clone(),
     });
     let agent_id = child.id().to_string();

@@ -38,7 +38,7 @@ impl Session {
             json!({ "call_id": call.id, "name": call.name, "arguments": call.arguments }),
         );
         let registry = self.tools();
-        let (tx, mut rx) = mpsc::unbounded_channel::<OutputChunk>();
+        let (tx, mut rx) = mpsc::channel::<OutputChunk>(crate::process::LIVE_CHUNKS);
         let ctx = ToolContext {
             session_id: self.id.clone(),
             call_id: call.id.clone(),

@@ -71,7 +71,7 @@ impl AgentArgs {
 /// Run one input to completion.
 pub async fn run(args: AgentArgs, prompt: String) -> anyhow::Result<ExitCode> {
     let (setup, kit) = args.kit().await?;
-    let session = kit.session();
+    let session = kit.session().await;
     warn_session(&setup, &session);
     let mut notices = kit.jobs.registry.subscribe();
     let printer = tokio::spawn(render(session.events(), args.json));
@@ -98,7 +98,7 @@ pub async fn run(args: AgentArgs, prompt: String) -> anyhow::Result<ExitCode> {
 /// An interactive session.
 pub async fn chat(args: AgentArgs) -> anyhow::Result<ExitCode> {
     let (setup, kit) = args.kit().await?;
-    let session = kit.session();
+    let session = kit.session().await;
     warn_session(&setup, &session);
     eprintln!(
         "sandcrab chat — {} / {} in {}\nType a message; /exit quits, Ctrl-C interrupts the current turn.",

@@ -137,10 +137,17 @@ impl PluginHost {
             .get("PATH")
             .cloned()
             .unwrap_or_else(|| crate::process::DEFAULT_PATH.into());
+        let protected = config
+            .policy
+            .protected_paths()
+            .iter()
+            .map(|rel| workspace.join(rel))
+            .collect();
         Ok(PluginHost {
             ctx: SandboxContext {
                 workspace,
                 temp_dir: temp_path,
+                protected,
                 policy: config.policy,
                 output_cap: config.output_cap,
                 host_path,
@@ -197,7 +204,8 @@ impl PluginHost {
             );
             self.note(Severity::Warning, &manifest_path, message);
         }
-        let sandbox = PluginSandbox::new(&manifest.name, &decision.grants, &self.ctx);
+        let sandbox =
+            PluginSandbox::new(&manifest.name, source.origin(), &decision.grants, &self.ctx);
         let mut plugin = LoadedPlugin::new(
             manifest,
             source.origin(),

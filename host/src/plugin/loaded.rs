@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::Semaphore;
 use wasmtime::component::InstancePre;
 use wasmtime::{Store, Trap};
 
@@ -19,7 +19,6 @@ use super::state::{HostState, new_store};
 use super::types::{ProfileInfo, SummaryMessage, ToolCallContext, ToolFailure, ToolSpec};
 use super::wit::WitVersion;
 use super::wit::since_v0_1_0 as v0_1_0;
-use crate::process::OutputChunk;
 
 /// The pre-instantiated component, by ABI version and world.
 pub(crate) enum Pre {
@@ -146,7 +145,7 @@ impl LoadedPlugin {
         name: &str,
         args_json: &str,
         ctx: &ToolCallContext,
-        live: Option<mpsc::UnboundedSender<OutputChunk>>,
+        live: Option<crate::process::LiveOutput>,
     ) -> Result<String, ToolCallError> {
         let Pre::ToolV0_1_0(pre) = &self.pre else {
             return Err(self.not_a("tool").into());
@@ -257,7 +256,7 @@ impl LoadedPlugin {
 
     fn store(
         &self,
-        live: Option<mpsc::UnboundedSender<OutputChunk>>,
+        live: Option<crate::process::LiveOutput>,
     ) -> Result<Store<HostState>, CallError> {
         new_store(
             &self.engine,

@@ -15,6 +15,7 @@ mod state;
 mod types;
 pub mod wit;
 
+pub use crate::process::find_on_path;
 pub use cache::{CacheOutcome, ComponentCache};
 pub use discovery::PluginSource;
 pub use engine::{EPOCH_TICK, EngineOptions, PluginEngine};
@@ -23,5 +24,5 @@ pub use host::{Diagnostic, HostError, PluginHost, PluginHostConfig, Severity};
 pub use loaded::{LoadedPlugin, ToolCallError};
 pub use manifest::{Access, Manifest, PluginKind};
 pub use policy::{Origin, Policy, PolicyMode, SandboxMode};
-pub use sandbox::{GUEST_WORKSPACE, Mount, PluginSandbox, SandboxContext, find_on_path};
+pub use sandbox::{GUEST_WORKSPACE, Mount, PluginSandbox, SandboxContext};
 pub use types::{ProfileInfo, SummaryMessage, ToolCallContext, ToolFailure, ToolSpec};

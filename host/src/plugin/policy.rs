@@ -5,7 +5,8 @@
 //! [policy]
 //! mode = "default"              # default | locked
 //! sandbox = "workspace-write"   # process confinement: workspace-write | locked | off
-//! network = true                # may confined programs reach the network (workspace-write)
+//! network = false               # no plugin and no program gets the network
+//! protected_paths = [".git/config", ".git/hooks", ".sandcrab", "sandcrab.toml"]
 //!
 //! [policy.plugins.my-linter]    # grants for one plugin, by name
 //! workspace = "read-write"
@@ -20,6 +21,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::manifest::{Access, Capabilities, Limits, Manifest, PathAccess};
+pub use crate::process::SandboxMode;
 
 /// How strict the policy is.
 #[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
@@ -33,43 +35,6 @@ pub enum PolicyMode {
     /// no program gets network; every program runs under `locked`
     /// confinement.
     Locked,
-}
-
-/// How programs started by plugins are confined.
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum SandboxMode {
-    /// Read anywhere, write only the workspace and a private temp dir.
-    WorkspaceWrite,
-    /// Read only the workspace, the temp dir and system runtime paths; write
-    /// only the workspace and temp dir; no network unless granted.
-    Locked,
-    /// No confinement (explicit operator choice; logged as a warning).
-    Off,
-}
-
-impl std::fmt::Display for SandboxMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            SandboxMode::WorkspaceWrite => "workspace-write",
-            SandboxMode::Locked => "locked",
-            SandboxMode::Off => "off",
-        })
-    }
-}
-
-impl std::str::FromStr for SandboxMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "workspace-write" => Ok(SandboxMode::WorkspaceWrite),
-            "locked" => Ok(SandboxMode::Locked),
-            "off" => Ok(SandboxMode::Off),
-            other => Err(format!(
-                "unknown sandbox mode '{other}' (expected workspace-write, locked or off)"
-            )),
-        }
-    }
 }
 
 /// What the operator grants one plugin: the capability fields of a
@@ -98,15 +63,23 @@ pub struct PluginGrant {
 pub struct Policy {
     #[serde(default)]
     pub mode: PolicyMode,
-    /// Process confinement; unset means `workspace-write`, or `locked` in
-    /// locked mode.
+    /// Process confinement; unset means `workspace-write`. Locked mode
+    /// always confines as `locked` (a different setting is ignored with a
+    /// warning).
     #[serde(default)]
     pub sandbox: Option<SandboxMode>,
-    /// Whether confined programs may use the network in `workspace-write`
-    /// mode (unset: yes). Ignored in locked mode, where only a plugin's
-    /// explicit network grant opens it.
+    /// `false` takes the network from every plugin and program, whatever
+    /// they are granted. Unset or `true`: as granted (a plugin's programs
+    /// have the network exactly when the plugin does). Locked mode allows
+    /// no network at all.
     #[serde(default)]
     pub network: Option<bool>,
+    /// Workspace paths that every confined program and the file tools may
+    /// read but never write, even in a writable workspace: files that make
+    /// other programs run code later. Unset: [`DEFAULT_PROTECTED`]; `[]`
+    /// lifts the protection.
+    #[serde(default)]
+    pub protected_paths: Option<Vec<String>>,
     /// Grants by plugin name.
     #[serde(default)]
     pub plugins: BTreeMap<String, PluginGrant>,
@@ -131,11 +104,11 @@ pub mod limits {
     pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
     /// Default concurrent instances per plugin.
     pub const DEFAULT_MAX_INSTANCES: u32 = 8;
-    /// Largest memory a manifest alone can ask for.
+    /// Largest memory any plugin can get (the engine's pool slot size).
     pub const MAX_MEMORY_MB: u64 = 2048;
-    /// Longest guest time a manifest alone can ask for.
+    /// Longest guest time any plugin can get.
     pub const MAX_TIMEOUT_MS: u64 = 600_000;
-    /// Most instances a manifest alone can ask for.
+    /// Most instances any plugin can get.
     pub const MAX_INSTANCES: u32 = 32;
 }
 
@@ -184,29 +157,47 @@ pub fn is_secret_env(name: &str) -> bool {
         .any(|s| upper == *s || upper.ends_with(&format!("_{s}")))
 }
 
+/// Workspace paths protected by default: git's configuration and hooks
+/// (git runs what they say) and sandcrab's own project configuration.
+pub const DEFAULT_PROTECTED: &[&str] = &[".git/config", ".git/hooks", ".sandcrab", "sandcrab.toml"];
+
+/// Where operator grants are written (named in refusal hints).
+const GRANT_FILE: &str = "~/.config/sandcrab/config.toml";
+
 impl Policy {
-    /// The process confinement in force.
+    /// The process confinement in force: locked mode pins `locked`.
     pub fn sandbox_mode(&self) -> SandboxMode {
-        self.sandbox.unwrap_or(match self.mode {
-            PolicyMode::Default => SandboxMode::WorkspaceWrite,
+        match self.mode {
             PolicyMode::Locked => SandboxMode::Locked,
-        })
+            PolicyMode::Default => self.sandbox.unwrap_or(SandboxMode::WorkspaceWrite),
+        }
     }
 
-    /// Whether confined programs of a plugin with `grants` may use the network.
-    pub fn process_network(&self, grants: &Grants) -> bool {
-        match self.mode {
-            PolicyMode::Locked => false,
-            PolicyMode::Default => match self.sandbox_mode() {
-                SandboxMode::Locked => grants.network,
-                _ => self.network.unwrap_or(true) || grants.network,
-            },
+    /// Settings the policy overrides, one warning each.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.mode == PolicyMode::Locked
+            && let Some(mode) = self.sandbox.filter(|m| *m != SandboxMode::Locked)
+        {
+            out.push(format!(
+                "[policy] mode = \"locked\" pins the sandbox to locked; sandbox = \"{mode}\" is ignored"
+            ));
+        }
+        out
+    }
+
+    /// The protected paths, relative to the workspace.
+    pub fn protected_paths(&self) -> Vec<String> {
+        match &self.protected_paths {
+            Some(paths) => paths.clone(),
+            None => DEFAULT_PROTECTED.iter().map(|p| p.to_string()).collect(),
         }
     }
 
     /// Apply the two-yes rule to `manifest`.
     pub fn decide(&self, manifest: &Manifest, origin: Origin) -> Decision {
-        let explicit = self.plugins.get(&manifest.name);
+        let name = manifest.name.as_str();
+        let explicit = self.plugins.get(name);
         let base = self.base_grant(&manifest.capabilities, origin);
         let request = &manifest.capabilities;
         let mut denied = Vec::new();
@@ -217,28 +208,44 @@ impl Policy {
         let workspace = request.workspace.min(granted_ws);
         if workspace < request.workspace {
             denied.push(format!(
-                "workspace: {} requested, {} granted",
-                request.workspace, workspace
+                "workspace: {} requested, {} granted{}",
+                request.workspace,
+                workspace,
+                hint(name, &format!("workspace = \"{}\"", request.workspace))
             ));
         }
 
         let mut paths = Vec::new();
         for want in &request.paths {
-            let granted = granted_path_access(&want.path, &base.paths, explicit);
+            // Compare real paths: `..` and symbolic links in a request
+            // must not lead out of a granted directory.
+            let Ok(real) = want.path.canonicalize() else {
+                denied.push(format!(
+                    "paths: {} does not exist or cannot be resolved",
+                    want.path.display()
+                ));
+                continue;
+            };
+            let granted = granted_path_access(&real, &base.paths, explicit);
             let access = want.access.min(granted);
             if access < want.access {
                 denied.push(format!(
-                    "paths: {} {} requested, {} granted",
+                    "paths: {} {} requested, {} granted{}",
                     want.path.display(),
                     want.access,
-                    access
+                    access,
+                    hint(
+                        name,
+                        &format!(
+                            "paths = [{{ path = \"{}\", access = \"{}\" }}]",
+                            real.display(),
+                            want.access
+                        )
+                    )
                 ));
             }
             if access > Access::None {
-                paths.push(PathAccess {
-                    path: want.path.clone(),
-                    access,
-                });
+                paths.push(PathAccess { path: real, access });
             }
         }
 
@@ -250,36 +257,54 @@ impl Policy {
             if base.programs.contains(program) || granted_by_name(&|g| &g.programs, program) {
                 programs.push(program.clone());
             } else {
-                denied.push(format!("programs: {program}"));
+                denied.push(format!(
+                    "programs: {program}{}",
+                    hint(name, &format!("programs = [\"{program}\"]"))
+                ));
             }
         }
 
         let mut env = Vec::new();
-        for name in &request.env {
-            let by_name = granted_by_name(&|g| &g.env, name);
-            let by_default = base.env.contains(name) && !is_secret_env(name);
+        for var in &request.env {
+            let by_name = granted_by_name(&|g| &g.env, var);
+            let by_default = base.env.contains(var) && !is_secret_env(var);
             if by_name || by_default {
-                env.push(name.clone());
-            } else if is_secret_env(name) {
+                env.push(var.clone());
+            } else if is_secret_env(var) {
                 denied.push(format!(
-                    "env: {name} (a secret; grant it by name to pass it)"
+                    "env: {var} is a secret, passed only when granted by name{}",
+                    hint(name, &format!("env = [\"{var}\"]"))
                 ));
             } else {
-                denied.push(format!("env: {name}"));
+                denied.push(format!(
+                    "env: {var}{}",
+                    hint(name, &format!("env = [\"{var}\"]"))
+                ));
             }
         }
 
         let network_granted = base.network || explicit.is_some_and(|g| g.network);
-        let network = request.network && network_granted && self.mode != PolicyMode::Locked;
+        let network = request.network
+            && network_granted
+            && self.mode != PolicyMode::Locked
+            && self.network != Some(false);
         if request.network && !network {
             denied.push(if self.mode == PolicyMode::Locked {
                 "network (locked mode allows no network)".to_string()
+            } else if self.network == Some(false) {
+                "network ([policy] network = false)".to_string()
             } else {
-                "network".to_string()
+                format!("network{}", hint(name, "network = true"))
             });
         }
 
-        let limits = effective_limits(&manifest.limits, explicit.map(|g| &g.limits));
+        let limits = effective_limits(
+            &manifest.limits,
+            explicit.map(|g| &g.limits),
+            origin,
+            name,
+            &mut denied,
+        );
         Decision {
             grants: Grants {
                 workspace,
@@ -296,7 +321,12 @@ impl Policy {
     /// What a plugin gets without being named in the policy.
     fn base_grant(&self, request: &Capabilities, origin: Origin) -> Capabilities {
         match (origin, self.mode) {
-            (Origin::Builtin, _) => request.clone(),
+            (Origin::Builtin, PolicyMode::Default) => request.clone(),
+            // Locked mode passes no environment variable unless named.
+            (Origin::Builtin, PolicyMode::Locked) => Capabilities {
+                env: Vec::new(),
+                ..request.clone()
+            },
             (Origin::ThirdParty, PolicyMode::Default) => Capabilities {
                 workspace: Access::Read,
                 ..Capabilities::default()
@@ -306,38 +336,74 @@ impl Policy {
     }
 }
 
-/// The best access any grant gives to `path` (a grant of a directory covers
-/// everything below it).
+/// How to grant what was refused, for a refusal message.
+fn hint(plugin: &str, setting: &str) -> String {
+    format!(" (grant it with [policy.plugins.{plugin}] {setting} in {GRANT_FILE})")
+}
+
+/// The best access any grant gives to the real path `path` (a grant of a
+/// directory covers everything below it; grants are compared by their real
+/// paths too).
 fn granted_path_access(path: &Path, base: &[PathAccess], explicit: Option<&PluginGrant>) -> Access {
     base.iter()
         .chain(explicit.map(|g| g.paths.as_slice()).unwrap_or_default())
-        .filter(|g| path.starts_with(&g.path))
+        .filter(|g| {
+            g.path
+                .canonicalize()
+                .is_ok_and(|granted| path.starts_with(granted))
+        })
         .map(|g| g.access)
         .max()
         .unwrap_or_default()
 }
 
-fn effective_limits(requested: &Limits, operator: Option<&Limits>) -> EffectiveLimits {
+/// Limits: the operator's override, else the request. A third-party
+/// plugin's request above the host default needs the operator's grant;
+/// nothing above the engine's ceiling is possible.
+fn effective_limits(
+    requested: &Limits,
+    operator: Option<&Limits>,
+    origin: Origin,
+    plugin: &str,
+    denied: &mut Vec<String>,
+) -> EffectiveLimits {
     let op = operator.copied().unwrap_or_default();
+    let mut pick = |key: &str, asked: Option<u64>, granted: Option<u64>, default: u64, max: u64| {
+        if let Some(granted) = granted {
+            return granted.min(max);
+        }
+        let asked = asked.unwrap_or(default).min(max);
+        if origin == Origin::ThirdParty && asked > default {
+            denied.push(format!(
+                "limits: {key} {asked} requested, {default} granted{}",
+                hint(plugin, &format!("limits = {{ {key} = {asked} }}"))
+            ));
+            return default;
+        }
+        asked
+    };
     EffectiveLimits {
-        memory_mb: op.memory_mb.unwrap_or(
-            requested
-                .memory_mb
-                .unwrap_or(limits::DEFAULT_MEMORY_MB)
-                .min(limits::MAX_MEMORY_MB),
+        memory_mb: pick(
+            "memory_mb",
+            requested.memory_mb,
+            op.memory_mb,
+            limits::DEFAULT_MEMORY_MB,
+            limits::MAX_MEMORY_MB,
         ),
-        timeout_ms: op.timeout_ms.unwrap_or(
-            requested
-                .timeout_ms
-                .unwrap_or(limits::DEFAULT_TIMEOUT_MS)
-                .min(limits::MAX_TIMEOUT_MS),
+        timeout_ms: pick(
+            "timeout_ms",
+            requested.timeout_ms,
+            op.timeout_ms,
+            limits::DEFAULT_TIMEOUT_MS,
+            limits::MAX_TIMEOUT_MS,
         ),
-        max_instances: op.max_instances.unwrap_or(
-            requested
-                .max_instances
-                .unwrap_or(limits::DEFAULT_MAX_INSTANCES)
-                .min(limits::MAX_INSTANCES),
-        ),
+        max_instances: pick(
+            "max_instances",
+            requested.max_instances.map(u64::from),
+            op.max_instances.map(u64::from),
+            u64::from(limits::DEFAULT_MAX_INSTANCES),
+            u64::from(limits::MAX_INSTANCES),
+        ) as u32,
     }
 }
 
@@ -359,11 +425,19 @@ mod tests {
         }
     }
 
-    fn greedy() -> Capabilities {
+    /// A real directory tree for path grants: `<tmp>/data/sub`.
+    fn data_dir() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().canonicalize().unwrap().join("data");
+        std::fs::create_dir_all(data.join("sub")).unwrap();
+        (dir, data)
+    }
+
+    fn greedy(data: &Path) -> Capabilities {
         Capabilities {
             workspace: Access::ReadWrite,
             paths: vec![PathAccess {
-                path: PathBuf::from("/opt/data/sub"),
+                path: data.join("sub"),
                 access: Access::ReadWrite,
             }],
             programs: vec!["sh".into(), "git".into()],
@@ -374,44 +448,53 @@ mod tests {
 
     #[test]
     fn builtin_gets_what_it_requests_except_secrets() {
-        let d = Policy::default().decide(&manifest(greedy()), Origin::Builtin);
+        let (_t, data) = data_dir();
+        let d = Policy::default().decide(&manifest(greedy(&data)), Origin::Builtin);
         assert_eq!(d.grants.workspace, Access::ReadWrite);
         assert_eq!(d.grants.programs, vec!["sh", "git"]);
         assert_eq!(d.grants.env, vec!["LANG"]);
         assert!(d.grants.network);
         assert_eq!(d.grants.paths.len(), 1);
-        assert_eq!(
-            d.denied,
-            vec!["env: GITHUB_TOKEN (a secret; grant it by name to pass it)"]
+        assert_eq!(d.denied.len(), 1);
+        assert!(
+            d.denied[0].starts_with("env: GITHUB_TOKEN is a secret")
+                && d.denied[0].contains("[policy.plugins.probe] env = [\"GITHUB_TOKEN\"]"),
+            "{}",
+            d.denied[0]
         );
     }
 
     #[test]
     fn third_party_without_grants_reads_workspace_only() {
-        let d = Policy::default().decide(&manifest(greedy()), Origin::ThirdParty);
+        let (_t, data) = data_dir();
+        let d = Policy::default().decide(&manifest(greedy(&data)), Origin::ThirdParty);
         assert_eq!(d.grants.workspace, Access::Read);
         assert!(d.grants.programs.is_empty());
         assert!(d.grants.env.is_empty());
         assert!(d.grants.paths.is_empty());
         assert!(!d.grants.network);
-        assert!(
-            d.denied
-                .iter()
-                .any(|l| l == "workspace: read-write requested, read granted")
-        );
-        assert!(d.denied.iter().any(|l| l == "programs: git"));
-        assert!(d.denied.iter().any(|l| l == "network"));
+        let has = |prefix: &str| d.denied.iter().any(|l| l.starts_with(prefix));
+        assert!(has(
+            "workspace: read-write requested, read granted (grant it with [policy.plugins.probe] workspace = \"read-write\" in ~/.config/sandcrab/config.toml)"
+        ));
+        assert!(has(
+            "programs: git (grant it with [policy.plugins.probe] programs = [\"git\"]"
+        ));
+        assert!(has(
+            "network (grant it with [policy.plugins.probe] network = true"
+        ));
     }
 
     #[test]
     fn effective_is_request_intersect_grant() {
+        let (_t, data) = data_dir();
         let mut policy = Policy::default();
         policy.plugins.insert(
             "probe".into(),
             PluginGrant {
                 workspace: Access::ReadWrite,
                 paths: vec![PathAccess {
-                    path: PathBuf::from("/opt/data"),
+                    path: data.clone(),
                     access: Access::Read,
                 }],
                 programs: vec!["git".into(), "curl".into()],
@@ -421,7 +504,7 @@ mod tests {
             },
         );
         // Request less than granted: get only the request.
-        let mut caps = greedy();
+        let mut caps = greedy(&data);
         caps.workspace = Access::Read;
         let d = policy.decide(&manifest(caps), Origin::ThirdParty);
         assert_eq!(d.grants.workspace, Access::Read);
@@ -438,7 +521,7 @@ mod tests {
         assert_eq!(
             d.grants.paths,
             vec![PathAccess {
-                path: PathBuf::from("/opt/data/sub"),
+                path: data.join("sub"),
                 access: Access::Read
             }],
             "a grant of a parent directory covers the child, at the granted access"
@@ -448,11 +531,12 @@ mod tests {
 
     #[test]
     fn locked_mode_grants_third_party_only_what_is_named() {
+        let (_t, data) = data_dir();
         let mut policy = Policy {
             mode: PolicyMode::Locked,
             ..Policy::default()
         };
-        let d = policy.decide(&manifest(greedy()), Origin::ThirdParty);
+        let d = policy.decide(&manifest(greedy(&data)), Origin::ThirdParty);
         assert_eq!(d.grants.workspace, Access::None);
         assert!(d.grants.programs.is_empty() && d.grants.env.is_empty());
 
@@ -466,7 +550,7 @@ mod tests {
                 ..PluginGrant::default()
             },
         );
-        let d = policy.decide(&manifest(greedy()), Origin::ThirdParty);
+        let d = policy.decide(&manifest(greedy(&data)), Origin::ThirdParty);
         assert_eq!(d.grants.workspace, Access::Read);
         assert_eq!(d.grants.programs, vec!["git"]);
         assert_eq!(d.grants.env, vec!["LANG"]);
@@ -478,16 +562,97 @@ mod tests {
     }
 
     #[test]
-    fn locked_mode_keeps_builtin_defaults_but_not_network() {
+    fn locked_mode_keeps_builtin_defaults_but_not_network_or_unnamed_env() {
+        let (_t, data) = data_dir();
         let policy = Policy {
             mode: PolicyMode::Locked,
+            sandbox: Some(SandboxMode::Off),
             ..Policy::default()
         };
-        let d = policy.decide(&manifest(greedy()), Origin::Builtin);
+        let d = policy.decide(&manifest(greedy(&data)), Origin::Builtin);
         assert_eq!(d.grants.workspace, Access::ReadWrite);
         assert_eq!(d.grants.programs, vec!["sh", "git"]);
         assert!(!d.grants.network);
-        assert!(!policy.process_network(&d.grants));
+        assert!(
+            d.grants.env.is_empty(),
+            "LANG was not named: {:?}",
+            d.grants.env
+        );
+        assert_eq!(
+            policy.sandbox_mode(),
+            SandboxMode::Locked,
+            "locked mode pins locked confinement"
+        );
+        assert!(policy.warnings()[0].contains("sandbox = \"off\" is ignored"));
+    }
+
+    #[test]
+    fn path_requests_are_compared_by_real_path() {
+        let (_t, data) = data_dir();
+        let secret = data.parent().unwrap().join("home-ssh");
+        std::fs::create_dir_all(&secret).unwrap();
+        std::os::unix::fs::symlink(&secret, data.join("link")).unwrap();
+        let policy = grant_paths(&data, Access::ReadWrite);
+        for sneaky in [
+            data.join("../home-ssh"),
+            data.join("link"),
+            data.join("sub/../../home-ssh"),
+        ] {
+            let mut caps = Capabilities::default();
+            caps.paths.push(PathAccess {
+                path: sneaky.clone(),
+                access: Access::Read,
+            });
+            let d = policy.decide(&manifest(caps), Origin::ThirdParty);
+            assert!(
+                d.grants.paths.is_empty(),
+                "{} was mounted",
+                sneaky.display()
+            );
+            assert!(d.denied[0].starts_with("paths: "), "{:?}", d.denied);
+        }
+        let mut caps = Capabilities::default();
+        caps.paths.push(PathAccess {
+            path: data.join("sub/."),
+            access: Access::Read,
+        });
+        let d = policy.decide(&manifest(caps), Origin::ThirdParty);
+        assert_eq!(
+            d.grants.paths[0].path,
+            data.join("sub"),
+            "granted, as its real path"
+        );
+    }
+
+    fn grant_paths(path: &Path, access: Access) -> Policy {
+        let mut policy = Policy::default();
+        policy.plugins.insert(
+            "probe".into(),
+            PluginGrant {
+                paths: vec![PathAccess {
+                    path: path.to_path_buf(),
+                    access,
+                }],
+                ..PluginGrant::default()
+            },
+        );
+        policy
+    }
+
+    #[test]
+    fn network_false_takes_the_network_from_everyone() {
+        let (_t, data) = data_dir();
+        let policy = Policy {
+            network: Some(false),
+            ..Policy::default()
+        };
+        let d = policy.decide(&manifest(greedy(&data)), Origin::Builtin);
+        assert!(!d.grants.network);
+        assert!(
+            d.denied
+                .iter()
+                .any(|l| l == "network ([policy] network = false)")
+        );
     }
 
     #[test]
@@ -508,12 +673,28 @@ mod tests {
     }
 
     #[test]
-    fn limits_default_cap_and_override() {
+    fn limits_above_the_defaults_need_the_operator() {
         let mut m = manifest(Capabilities::default());
         m.limits.memory_mb = Some(100_000);
+        m.limits.max_instances = Some(2);
         let d = Policy::default().decide(&m, Origin::ThirdParty);
-        assert_eq!(d.grants.limits.memory_mb, limits::MAX_MEMORY_MB);
+        assert_eq!(d.grants.limits.memory_mb, limits::DEFAULT_MEMORY_MB);
         assert_eq!(d.grants.limits.timeout_ms, limits::DEFAULT_TIMEOUT_MS);
+        assert_eq!(
+            d.grants.limits.max_instances, 2,
+            "less than the default is fine"
+        );
+        assert!(
+            d.denied.iter().any(|l| l.starts_with("limits: memory_mb 2048 requested, 256 granted (grant it with [policy.plugins.probe] limits = { memory_mb = 2048 }")),
+            "{:?}",
+            d.denied
+        );
+        let d = Policy::default().decide(&m, Origin::Builtin);
+        assert_eq!(
+            d.grants.limits.memory_mb,
+            limits::MAX_MEMORY_MB,
+            "first-party: as asked, capped"
+        );
 
         let mut policy = Policy::default();
         policy.plugins.insert(
@@ -532,7 +713,8 @@ mod tests {
                 .grants
                 .limits
                 .memory_mb,
-            4096
+            limits::MAX_MEMORY_MB,
+            "even the operator cannot pass the engine's ceiling"
         );
     }
 }

@@ -7,12 +7,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use tokio::sync::mpsc;
-
 use super::manifest::Access;
-use super::policy::{Grants, Policy, PolicyMode, SandboxMode};
+use super::policy::{Grants, Origin, Policy, SandboxMode};
 use crate::process::{
-    self, ChildEnv, Confinement, ConfinementSpec, OutputChunk, ProcessOutput, ProcessRequest,
+    self, ChildEnv, Confinement, ConfinementSpec, LiveOutput, ProcessOutput, ProcessRequest,
+    find_on_path,
 };
 
 /// Where the workspace appears inside every plugin.
@@ -23,8 +22,11 @@ pub const GUEST_WORKSPACE: &str = "/workspace";
 pub struct SandboxContext {
     /// The workspace root on the host (canonical).
     pub workspace: PathBuf,
-    /// The private temp dir programs get as TMPDIR (canonical).
+    /// The host's private temp dir (canonical); each plugin gets its own
+    /// directory inside it as TMPDIR (and HOME unless granted the real one).
     pub temp_dir: PathBuf,
+    /// Workspace paths kept read-only for programs (absolute).
+    pub protected: Vec<PathBuf>,
     /// The operator's policy.
     pub policy: Policy,
     /// Cap on captured stdout / stderr of each program.
@@ -82,7 +84,11 @@ pub struct PluginSandbox {
     /// How programs are confined (told to the guest as SANDCRAB_SANDBOX).
     pub sandbox_mode: SandboxMode,
     pub programs: Vec<String>,
+    /// The plugin (and so its programs) may use the network.
     pub network: bool,
+    /// Protected paths, relative to the workspace (told to the guest as
+    /// SANDCRAB_PROTECTED so the file tools refuse them too).
+    pub protected: Vec<String>,
     /// How programs are confined; prepared on first use (most plugins
     /// never start a program).
     confinement: OnceLock<Result<Confinement, String>>,
@@ -95,7 +101,7 @@ pub struct PluginSandbox {
 
 impl PluginSandbox {
     /// Build the sandbox for a plugin with `grants`.
-    pub fn new(plugin: &str, grants: &Grants, ctx: &SandboxContext) -> Arc<Self> {
+    pub fn new(plugin: &str, origin: Origin, grants: &Grants, ctx: &SandboxContext) -> Arc<Self> {
         let mut mounts = Vec::new();
         if grants.workspace > Access::None {
             mounts.push(Mount {
@@ -104,32 +110,33 @@ impl PluginSandbox {
                 access: grants.workspace,
             });
         }
+        // Granted paths are real paths already (the policy resolved them).
         for p in &grants.paths {
-            match p.path.canonicalize() {
-                Ok(host) => mounts.push(Mount {
-                    guest: p.path.display().to_string(),
-                    host,
-                    access: p.access,
-                }),
-                Err(err) => tracing::warn!(
-                    "plugin {plugin}: granted path {} is unusable: {err}",
-                    p.path.display()
-                ),
-            }
+            mounts.push(Mount {
+                guest: p.path.display().to_string(),
+                host: p.path.clone(),
+                access: p.access,
+            });
         }
         let env = grants
             .env
             .iter()
             .filter_map(|name| ctx.host_env.get(name).map(|v| (name.clone(), v.clone())))
             .collect::<Vec<_>>();
-        let locked = ctx.policy.sandbox_mode() == SandboxMode::Locked
-            || ctx.policy.mode == PolicyMode::Locked;
+        let locked = ctx.policy.sandbox_mode() == SandboxMode::Locked;
         let home = env
             .iter()
             .find(|(k, _)| k == "HOME")
             .filter(|_| !locked)
             .map(|(_, v)| v.clone());
-        let confinement_spec = confinement_spec(&mounts, grants, ctx);
+        let temp_dir = ctx.temp_dir.join(plugin);
+        let confinement_spec = confinement_spec(&mounts, origin, grants, ctx, &temp_dir);
+        let protected = ctx
+            .protected
+            .iter()
+            .filter_map(|p| p.strip_prefix(&ctx.workspace).ok())
+            .map(|p| p.display().to_string())
+            .collect();
         Arc::new(PluginSandbox {
             plugin: plugin.to_string(),
             host_workspace: ctx.workspace.clone(),
@@ -137,10 +144,11 @@ impl PluginSandbox {
             env,
             sandbox_mode: ctx.policy.sandbox_mode(),
             programs: grants.programs.clone(),
-            network: grants.network && ctx.policy.mode != PolicyMode::Locked,
+            network: grants.network,
+            protected,
             confinement: OnceLock::new(),
             confinement_spec,
-            temp_dir: ctx.temp_dir.clone(),
+            temp_dir,
             output_cap: ctx.output_cap,
             host_path: ctx.host_path.clone(),
             home,
@@ -160,14 +168,32 @@ impl PluginSandbox {
             .map_err(|e| e.as_str())
     }
 
+    /// The plugin's private temp dir (its programs' TMPDIR), created on
+    /// first use, readable by the user only.
+    fn private_temp(&self) -> Result<&Path, ProcessDenied> {
+        use std::os::unix::fs::DirBuilderExt;
+        match std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&self.temp_dir)
+        {
+            Ok(()) => Ok(&self.temp_dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(&self.temp_dir),
+            Err(e) => Err(ProcessDenied::SpawnFailed(format!(
+                "cannot create the private temp dir {}: {e}",
+                self.temp_dir.display()
+            ))),
+        }
+    }
+
     /// Run a program for the guest, after every check.
     pub async fn run(
         &self,
         cmd: GuestCommand,
-        live: Option<mpsc::UnboundedSender<OutputChunk>>,
+        live: Option<LiveOutput>,
     ) -> Result<ProcessOutput, ProcessDenied> {
         let program = self.resolve_program(&cmd.program)?;
         let cwd = self.resolve_cwd(cmd.cwd.as_deref())?;
+        self.private_temp()?;
         let confinement = self
             .confinement()
             .map_err(|e| ProcessDenied::SandboxUnavailable(e.to_string()))?;
@@ -188,7 +214,12 @@ impl PluginSandbox {
         };
         process::run(&request, confinement, live)
             .await
-            .map_err(|e| ProcessDenied::SpawnFailed(e.to_string()))
+            .map_err(|e| match e {
+                process::ProcessError::Confine(e) => {
+                    ProcessDenied::SandboxUnavailable(e.to_string())
+                }
+                other => ProcessDenied::SpawnFailed(other.to_string()),
+            })
     }
 
     fn resolve_program(&self, program: &str) -> Result<PathBuf, ProcessDenied> {
@@ -258,9 +289,21 @@ impl PluginSandbox {
     }
 }
 
-fn confinement_spec(mounts: &[Mount], grants: &Grants, ctx: &SandboxContext) -> ConfinementSpec {
+/// What the plugin's programs may touch: exactly what the plugin may.
+/// They read what the plugin reads (first-party plugins in
+/// `workspace-write`: everything), write what it writes plus its private
+/// temp dir, and have the network only when it does; the workspace's
+/// protected paths stay read-only.
+fn confinement_spec(
+    mounts: &[Mount],
+    origin: Origin,
+    grants: &Grants,
+    ctx: &SandboxContext,
+    temp_dir: &Path,
+) -> ConfinementSpec {
+    let mode = ctx.policy.sandbox_mode();
     let mut read = Vec::new();
-    let mut write = vec![ctx.temp_dir.clone()];
+    let mut write = vec![temp_dir.to_path_buf()];
     for m in mounts {
         match m.access {
             Access::ReadWrite => write.push(m.host.clone()),
@@ -269,10 +312,16 @@ fn confinement_spec(mounts: &[Mount], grants: &Grants, ctx: &SandboxContext) -> 
         }
     }
     ConfinementSpec {
-        mode: ctx.policy.sandbox_mode(),
+        mode,
+        read_everywhere: origin == Origin::Builtin && mode == SandboxMode::WorkspaceWrite,
         read,
         write,
-        network: ctx.policy.process_network(grants),
+        network: grants.network,
+        protected: if grants.workspace == Access::ReadWrite {
+            ctx.protected.clone()
+        } else {
+            Vec::new()
+        },
     }
 }
 
@@ -287,20 +336,6 @@ fn guest_relative<'a>(mount: &str, guest: &'a str) -> Option<&'a str> {
         return None;
     }
     Some(rest)
-}
-
-/// The first executable named `program` on `path`. Relative entries (`.`,
-/// `bin`) are skipped: they would resolve against wherever sandcrab runs.
-pub fn find_on_path(program: &str, path: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    path.split(':')
-        .filter(|dir| dir.starts_with('/'))
-        .map(|dir| Path::new(dir).join(program))
-        .find(|candidate| {
-            candidate
-                .metadata()
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
 }
 
 #[cfg(test)]
@@ -321,6 +356,7 @@ mod tests {
 
     #[test]
     fn programs_are_found_on_the_given_path_only() {
+        use crate::process::find_on_path;
         assert!(find_on_path("sh", "/usr/bin:/bin").is_some());
         assert!(find_on_path("sh", "/nonexistent").is_none());
         // A relative entry that leads (from the current directory) to a

@@ -9,7 +9,6 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use tokio::io::AsyncWrite;
-use tokio::sync::mpsc;
 use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, Store, StoreLimits, StoreLimitsBuilder, UpdateDeadline};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
@@ -18,7 +17,6 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use super::manifest::Access;
 use super::policy::EffectiveLimits;
 use super::sandbox::PluginSandbox;
-use crate::process::OutputChunk;
 
 /// Everything a store of one plugin call holds.
 pub struct HostState {
@@ -31,7 +29,7 @@ pub struct HostState {
     /// imports (waiting on a program is not guest time).
     pub(super) deadline: Instant,
     /// Where program output goes as it arrives (for live tool output).
-    pub(super) live_output: Option<mpsc::UnboundedSender<OutputChunk>>,
+    pub(super) live_output: Option<crate::process::LiveOutput>,
 }
 
 impl WasiView for HostState {
@@ -55,7 +53,7 @@ pub fn new_store(
     engine: &wasmtime::Engine,
     sandbox: &Arc<PluginSandbox>,
     limits: &EffectiveLimits,
-    live_output: Option<mpsc::UnboundedSender<OutputChunk>>,
+    live_output: Option<crate::process::LiveOutput>,
 ) -> wasmtime::Result<Store<HostState>> {
     let mut wasi = WasiCtxBuilder::new();
     wasi.allow_blocking_current_thread(true);
@@ -70,6 +68,7 @@ pub fn new_store(
         wasi.env(name, value);
     }
     wasi.env("SANDCRAB_SANDBOX", sandbox.sandbox_mode.to_string());
+    wasi.env("SANDCRAB_PROTECTED", sandbox.protected.join("\n"));
     let plugin: Arc<str> = Arc::from(sandbox.plugin.as_str());
     wasi.stdout(GuestOutput::new(plugin.clone(), "stdout"));
     wasi.stderr(GuestOutput::new(plugin, "stderr"));

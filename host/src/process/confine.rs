@@ -1,31 +1,25 @@
-//! Confinement of child programs, applied in the child between fork and
-//! exec:
-//!
-//! - a new session (own process group, no controlling terminal);
-//! - when network is not allowed, a fresh user + network namespace (only a
-//!   loopback interface, down, so nothing is reachable);
-//! - `no_new_privs` and a Landlock ruleset: in `workspace-write` read
-//!   anywhere and write only the workspace, the private temp dir and a few
-//!   device files; in `locked` read only the workspace, the temp dir and the
-//!   system paths programs need to run. Signals to processes outside the
-//!   sandbox are refused (Landlock scopes, where the kernel has them).
-//!
-//! The ruleset is built once in the parent; the child only makes
-//! async-signal-safe system calls.
+//! Confinement of child programs: what a [`ConfinementSpec`] asks for,
+//! turned into a prepared [`Confinement`] (Landlock ruleset, seccomp
+//! program, namespaces, rlimits) that is installed on each command and
+//! applied in the child before it executes the program (see
+//! [`super::child`]).
 
-use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use landlock::{
     ABI, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr,
     Scope, path_beneath_rules,
 };
 
-use crate::plugin::policy::SandboxMode;
+use super::child::{BindPlan, ChildPlan, IdMaps};
+use super::filter::{self, FilterSpec};
+use super::mode::SandboxMode;
+use super::support::{LANDLOCK_ABI_TRUNCATE, support};
 
-/// Paths a program needs to start and run in `locked` mode (read-only).
+/// Paths every confined program may read: what programs need to start
+/// and run (loader, libraries, locale, certificates).
 const SYSTEM_READ_PATHS: &[&str] = &[
     "/usr",
     "/bin",
@@ -45,92 +39,40 @@ const SYSTEM_READ_PATHS: &[&str] = &[
     "/dev/random",
 ];
 
+/// What name resolution reads, for programs that have the network.
+const NETWORK_READ_PATHS: &[&str] = &[
+    "/etc/hosts",
+    "/etc/resolv.conf",
+    "/etc/nsswitch.conf",
+    "/etc/gai.conf",
+    "/etc/services",
+];
+
 /// Device files every confined program may read and write.
 const DEVICE_PATHS: &[&str] = &["/dev/null", "/dev/zero", "/dev/full"];
 
-/// What the kernel can do, probed once per process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SandboxSupport {
-    /// The kernel's Landlock ABI version (0: none).
-    pub landlock_abi: i32,
-    /// Unprivileged user + network namespaces work.
-    pub user_netns: bool,
-}
-
-impl SandboxSupport {
-    /// Landlock is available.
-    pub fn landlock(&self) -> bool {
-        self.landlock_abi > 0
-    }
-}
-
-/// Probe the kernel (once) and log what is missing.
-pub fn support() -> SandboxSupport {
-    static SUPPORT: OnceLock<SandboxSupport> = OnceLock::new();
-    *SUPPORT.get_or_init(|| {
-        let found = SandboxSupport {
-            landlock_abi: landlock_abi(),
-            user_netns: probe_user_netns(),
-        };
-        if !found.landlock() {
-            tracing::warn!(
-                "this kernel has no Landlock: programs cannot be confined; `locked` mode will refuse to run them"
-            );
-        }
-        if !found.user_netns {
-            tracing::warn!(
-                "unprivileged user+network namespaces are unavailable: programs cannot be cut off from the network; modes without network will refuse to run them"
-            );
-        }
-        found
-    })
-}
-
-fn landlock_abi() -> i32 {
-    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
-    // SAFETY: the documented version query: null attr, size 0, version flag.
-    let v = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_create_ruleset,
-            std::ptr::null::<libc::c_void>(),
-            0usize,
-            LANDLOCK_CREATE_RULESET_VERSION,
-        )
-    };
-    v.max(0) as i32
-}
-
-fn probe_user_netns() -> bool {
-    let mut cmd = std::process::Command::new("true");
-    cmd.stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .env_clear()
-        .env("PATH", super::DEFAULT_PATH);
-    // SAFETY: unshare is async-signal-safe.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
-            if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    matches!(cmd.status(), Ok(status) if status.success())
-}
+/// Largest file a confined program may write (SIGXFSZ beyond).
+pub const MAX_FILE_SIZE: u64 = 16 << 30;
+/// Most processes of the user while a confined program runs (effective
+/// for unprivileged users; the PID namespace bounds their lifetime).
+pub const MAX_PROCESSES: u64 = 8192;
 
 /// What to confine a program to.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfinementSpec {
     pub mode: SandboxMode,
-    /// Directories the program may read (in `locked` mode, besides the
-    /// system paths; in `workspace-write` everything is readable).
+    /// Read anywhere; otherwise only `read`, `write` and the system
+    /// runtime paths.
+    pub read_everywhere: bool,
+    /// Directories the program may read.
     pub read: Vec<PathBuf>,
-    /// Directories the program may write (the workspace when granted, the
-    /// private temp dir).
+    /// Directories the program may write (and read).
     pub write: Vec<PathBuf>,
     /// Whether the program may use the network.
     pub network: bool,
+    /// Paths kept read-only even inside a writable directory, when they
+    /// exist as the program starts (`.git/config`, `.git/hooks`, …).
+    pub protected: Vec<PathBuf>,
 }
 
 /// Why a program cannot be confined.
@@ -139,23 +81,24 @@ pub enum ConfineError {
     /// The kernel lacks a feature the mode requires; the host fails closed.
     #[error("{0}")]
     Unavailable(String),
-    /// Building the Landlock ruleset failed.
-    #[error("cannot build the Landlock ruleset: {0}")]
-    Ruleset(String),
+    /// Building the Landlock ruleset or the seccomp filter failed.
+    #[error("cannot build the sandbox: {0}")]
+    Build(String),
+    /// A protected path cannot be protected (it is a symbolic link).
+    #[error("{0}")]
+    Protected(String),
 }
 
 /// A prepared confinement, reusable for any number of programs.
 #[derive(Debug, Clone)]
 pub struct Confinement {
     mode: SandboxMode,
+    network: bool,
+    namespaces: libc::c_int,
+    private_proc: bool,
     ruleset: Option<Arc<OwnedFd>>,
-    id_maps: Option<Arc<IdMaps>>,
-}
-
-#[derive(Debug)]
-struct IdMaps {
-    uid_map: Vec<u8>,
-    gid_map: Vec<u8>,
+    seccomp: Option<Arc<seccompiler::BpfProgram>>,
+    protected: Vec<PathBuf>,
 }
 
 impl Confinement {
@@ -163,8 +106,12 @@ impl Confinement {
     pub fn none() -> Self {
         Confinement {
             mode: SandboxMode::Off,
+            network: true,
+            namespaces: 0,
+            private_proc: false,
             ruleset: None,
-            id_maps: None,
+            seccomp: None,
+            protected: Vec::new(),
         }
     }
 
@@ -175,28 +122,31 @@ impl Confinement {
             return Ok(Confinement::none());
         }
         let support = support();
-        let id_maps = if spec.network {
-            None
-        } else if support.user_netns {
-            Some(Arc::new(id_maps()))
-        } else {
-            return Err(ConfineError::Unavailable(
-                "network must be blocked but this kernel does not allow unprivileged network namespaces".into(),
-            ));
-        };
-        let ruleset = if support.landlock() {
-            Some(Arc::new(build_ruleset(spec)?))
-        } else if spec.mode == SandboxMode::Locked {
-            return Err(ConfineError::Unavailable(
-                "locked mode needs Landlock, which this kernel does not provide".into(),
-            ));
-        } else {
-            None
-        };
+        let missing = support.missing(spec.mode, spec.network);
+        if !missing.is_empty() {
+            return Err(ConfineError::Unavailable(format!(
+                "the {} sandbox cannot be enforced on this host (missing: {}); see `sandcrab sandbox status`",
+                spec.mode,
+                missing.join(", ")
+            )));
+        }
+        let mut namespaces = libc::CLONE_NEWUSER | libc::CLONE_NEWPID | libc::CLONE_NEWNS;
+        if !spec.network {
+            namespaces |= libc::CLONE_NEWNET;
+        }
+        let bpf = filter::build(FilterSpec {
+            unix_sockets: spec.mode != SandboxMode::Locked,
+            guard_truncate: support.landlock_abi < LANDLOCK_ABI_TRUNCATE,
+        })
+        .map_err(ConfineError::Build)?;
         Ok(Confinement {
             mode: spec.mode,
-            ruleset,
-            id_maps,
+            network: spec.network,
+            namespaces,
+            private_proc: support.private_proc,
+            ruleset: Some(Arc::new(build_ruleset(spec, support.private_proc)?)),
+            seccomp: Some(Arc::new(bpf)),
+            protected: spec.protected.clone(),
         })
     }
 
@@ -212,75 +162,88 @@ impl Confinement {
 
     /// Whether programs get a fresh network namespace.
     pub fn network_isolated(&self) -> bool {
-        self.id_maps.is_some()
+        self.namespaces & libc::CLONE_NEWNET != 0
     }
 
-    /// Install the confinement on `cmd` (runs in the child before exec).
-    pub fn apply(&self, cmd: &mut tokio::process::Command) {
-        let ruleset = self.ruleset.clone();
-        let id_maps = self.id_maps.clone();
-        // SAFETY: the closure only makes async-signal-safe system calls on
-        // data prepared in the parent; it does not allocate.
+    /// Whether programs may use the network.
+    pub fn network(&self) -> bool {
+        self.network
+    }
+
+    /// Install the confinement on `cmd` (it runs in the child before
+    /// exec). The protected paths that exist now are bound read-only.
+    pub fn apply(&self, cmd: &mut tokio::process::Command) -> Result<(), ConfineError> {
+        let binds = if self.namespaces & libc::CLONE_NEWNS != 0 {
+            BindPlan::read_only(&existing_protected(&self.protected)?)
+                .map_err(|e| ConfineError::Build(format!("protected paths: {e}")))?
+        } else {
+            BindPlan::default()
+        };
+        let plan = ChildPlan {
+            namespaces: self.namespaces,
+            maps: (self.namespaces != 0).then(IdMaps::current),
+            binds,
+            private_proc: self.private_proc,
+            rlimits: if self.namespaces != 0 {
+                vec![
+                    (libc::RLIMIT_CORE, 0),
+                    (libc::RLIMIT_FSIZE, MAX_FILE_SIZE),
+                    (libc::RLIMIT_NPROC, MAX_PROCESSES),
+                ]
+            } else {
+                Vec::new()
+            },
+            ruleset: self.ruleset.clone(),
+            seccomp: self.seccomp.clone(),
+            // SAFETY: getpid cannot fail.
+            parent_pid: unsafe { libc::getpid() },
+        };
+        // SAFETY: `enter` only makes async-signal-safe system calls on the
+        // plan prepared above.
         unsafe {
-            cmd.pre_exec(move || {
-                if libc::setsid() < 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                if let Some(maps) = &id_maps {
-                    if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) != 0 {
-                        return Err(io::Error::last_os_error());
-                    }
-                    // Keep our ids inside the namespace; failure only
-                    // changes how ids are displayed, not what is allowed.
-                    write_proc(c"/proc/self/setgroups", b"deny");
-                    write_proc(c"/proc/self/uid_map", &maps.uid_map);
-                    write_proc(c"/proc/self/gid_map", &maps.gid_map);
-                }
-                if let Some(fd) = &ruleset {
-                    if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-                        return Err(io::Error::last_os_error());
-                    }
-                    if libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0) != 0 {
-                        return Err(io::Error::last_os_error());
-                    }
-                }
-                Ok(())
-            });
+            cmd.pre_exec(move || super::child::enter(&plan));
+        }
+        Ok(())
+    }
+}
+
+/// The protected paths that exist; one that is a symbolic link cannot be
+/// protected (the link itself could be replaced), so nothing runs.
+fn existing_protected(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ConfineError> {
+    let mut found = Vec::new();
+    for path in paths {
+        match std::fs::symlink_metadata(path) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Err(ConfineError::Protected(format!(
+                    "the protected path {} is a symbolic link, so it cannot be kept read-only; no program runs until it is removed (or the operator lifts the protection with [policy] protected_paths)",
+                    path.display()
+                )));
+            }
+            Ok(_) => found.push(path.clone()),
+            Err(_) => {}
         }
     }
+    Ok(found)
 }
 
-fn id_maps() -> IdMaps {
-    // SAFETY: getuid/getgid cannot fail.
-    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-    IdMaps {
-        uid_map: format!("{uid} {uid} 1\n").into_bytes(),
-        gid_map: format!("{gid} {gid} 1\n").into_bytes(),
-    }
-}
-
-/// Write `data` to a /proc file; async-signal-safe, errors ignored.
-unsafe fn write_proc(path: &std::ffi::CStr, data: &[u8]) {
-    // SAFETY: plain open/write/close on a NUL-terminated path.
-    unsafe {
-        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-        if fd >= 0 {
-            libc::write(fd, data.as_ptr().cast(), data.len());
-            libc::close(fd);
-        }
-    }
-}
-
-fn build_ruleset(spec: &ConfinementSpec) -> Result<OwnedFd, ConfineError> {
+fn build_ruleset(spec: &ConfinementSpec, private_proc: bool) -> Result<OwnedFd, ConfineError> {
     let abi = ABI::V6;
-    let err = |e: landlock::RulesetError| ConfineError::Ruleset(e.to_string());
+    let err = |e: landlock::RulesetError| ConfineError::Build(e.to_string());
     let all = AccessFs::from_all(abi);
     let read = AccessFs::from_read(abi);
 
     let mut read_paths: Vec<PathBuf> = spec.read.clone();
-    match spec.mode {
-        SandboxMode::Locked => read_paths.extend(SYSTEM_READ_PATHS.iter().map(PathBuf::from)),
-        _ => read_paths.push(PathBuf::from("/")),
+    if spec.read_everywhere {
+        read_paths.push(PathBuf::from("/"));
+    } else {
+        read_paths.extend(SYSTEM_READ_PATHS.iter().map(PathBuf::from));
+        if spec.network {
+            read_paths.extend(NETWORK_READ_PATHS.iter().map(PathBuf::from));
+        }
+        if private_proc {
+            // Only the sandbox's own processes are visible there.
+            read_paths.push(PathBuf::from("/proc"));
+        }
     }
     let mut write_paths = spec.write.clone();
     write_paths.extend(DEVICE_PATHS.iter().map(PathBuf::from));

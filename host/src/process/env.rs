@@ -4,7 +4,7 @@
 //! named them (the policy already enforces that; this is the last check).
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// PATH given to children when the plugin was not granted the host's.
 pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -41,4 +41,18 @@ impl ChildEnv {
     pub fn get(&self, name: &str) -> Option<&str> {
         self.vars.get(name).map(String::as_str)
     }
+}
+
+/// The first executable named `program` on `path`. Relative entries (`.`,
+/// `bin`) are skipped: they would resolve against wherever sandcrab runs.
+pub fn find_on_path(program: &str, path: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    path.split(':')
+        .filter(|dir| dir.starts_with('/'))
+        .map(|dir| Path::new(dir).join(program))
+        .find(|candidate| {
+            candidate
+                .metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
 }

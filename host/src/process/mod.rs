@@ -1,15 +1,31 @@
-//! Running programs for plugins: a fresh process group per program, a
-//! cleared environment, capped output, timeouts that end the whole group,
-//! and confinement (Landlock filesystem rules, a network namespace) applied
-//! in the child before it executes the program.
+//! Running and confining programs: a fresh process group, user, PID and
+//! mount namespace per program (every descendant dies with it), a network
+//! namespace when the network is closed, Landlock filesystem rules and a
+//! seccomp filter applied in the child before it executes the program,
+//! rlimits, a cleared environment, capped output and timeouts that end the
+//! whole group.
+//!
+//! This folder knows nothing about plugins: callers describe what a
+//! program may touch in a [`ConfinementSpec`].
 
+mod child;
 mod confine;
 mod env;
+mod filter;
+mod host;
+mod mode;
 mod runner;
+mod support;
 
-pub use confine::{Confinement, ConfinementSpec, SandboxSupport, support};
-pub use env::{ChildEnv, DEFAULT_PATH};
-pub use runner::{OutputChunk, OutputStream, ProcessError, ProcessOutput, ProcessRequest, run};
+pub use confine::{ConfineError, Confinement, ConfinementSpec, MAX_FILE_SIZE, MAX_PROCESSES};
+pub use env::{ChildEnv, DEFAULT_PATH, find_on_path};
+pub use host::harden_host;
+pub use mode::SandboxMode;
+pub use runner::{
+    LIVE_CHUNKS, LiveOutput, OutputChunk, OutputStream, ProcessError, ProcessOutput,
+    ProcessRequest, run,
+};
+pub use support::{LANDLOCK_ABI_SCOPES, LANDLOCK_ABI_TRUNCATE, SandboxSupport, support};
 
 /// Default timeout when the caller gives none.
 pub const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);

@@ -37,6 +37,13 @@ pub enum OutputStream {
     Stderr,
 }
 
+/// Where output goes as it arrives, for live display: a bounded channel
+/// (a slow reader loses live chunks, never the captured output).
+pub type LiveOutput = mpsc::Sender<OutputChunk>;
+
+/// Capacity of a live-output channel, in chunks (each at most 64 KiB).
+pub const LIVE_CHUNKS: usize = 64;
+
 /// Output as it arrives, for live display.
 #[derive(Debug, Clone)]
 pub struct OutputChunk {
@@ -67,6 +74,8 @@ pub enum ProcessError {
         #[source]
         source: std::io::Error,
     },
+    #[error("{0}")]
+    Confine(#[from] super::confine::ConfineError),
     #[error("error while waiting for {program}: {source}")]
     Wait {
         program: String,
@@ -79,12 +88,13 @@ pub enum ProcessError {
 /// (a descendant that left the group may still hold them open).
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
 
-/// Run `request` under `confinement`. Output chunks are also sent to
-/// `live` as they arrive. Dropping the returned future kills the group.
+/// Run `request` under `confinement`. Output chunks (up to the output cap)
+/// are also sent to `live` as they arrive. Dropping the returned future
+/// kills the group.
 pub async fn run(
     request: &ProcessRequest,
     confinement: &Confinement,
-    live: Option<mpsc::UnboundedSender<OutputChunk>>,
+    live: Option<LiveOutput>,
 ) -> Result<ProcessOutput, ProcessError> {
     let program = request.program.display().to_string();
     let mut cmd = tokio::process::Command::new(&request.program);
@@ -99,7 +109,7 @@ pub async fn run(
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    confinement.apply(&mut cmd);
+    confinement.apply(&mut cmd)?;
 
     let started = Instant::now();
     let mut child = cmd.spawn().map_err(|source| ProcessError::Spawn {
@@ -175,13 +185,14 @@ async fn drain(task: tokio::task::JoinHandle<(Vec<u8>, bool)>) -> (Vec<u8>, bool
     }
 }
 
-/// Read `pipe` to the end, keeping the first `cap` bytes. Returns the bytes
-/// (with a note appended when some were dropped) and whether any were.
+/// Read `pipe` to the end, keeping the first `cap` bytes (and forwarding
+/// no more than those live). Returns the bytes (with a note appended when
+/// some were dropped) and whether any were.
 async fn capture(
     mut pipe: impl AsyncRead + Unpin,
     cap: usize,
     stream: OutputStream,
-    live: Option<mpsc::UnboundedSender<OutputChunk>>,
+    live: Option<LiveOutput>,
 ) -> (Vec<u8>, bool) {
     let mut kept = Vec::new();
     let mut dropped: u64 = 0;
@@ -192,12 +203,17 @@ async fn capture(
             Ok(n) => n,
         };
         let room = cap.saturating_sub(kept.len());
-        kept.extend_from_slice(&buf[..n.min(room)]);
-        dropped += n.saturating_sub(room) as u64;
-        if let Some(live) = &live {
-            let _ = live.send(OutputChunk {
+        let take = n.min(room);
+        kept.extend_from_slice(&buf[..take]);
+        dropped += (n - take) as u64;
+        if let Some(live) = &live
+            && take > 0
+        {
+            // A full channel means nobody keeps up: the chunk is dropped
+            // from the live view (it is in the captured output).
+            let _ = live.try_send(OutputChunk {
                 stream,
-                bytes: buf[..n].to_vec(),
+                bytes: buf[..take].to_vec(),
             });
         }
     }

@@ -5,10 +5,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use tokio::sync::mpsc;
 
 use crate::plugin::{LoadedPlugin, ToolCallContext, ToolSpec};
-use crate::process::OutputChunk;
 
 /// What a tool call runs with.
 #[derive(Debug, Clone, Default)]
@@ -18,7 +16,7 @@ pub struct ToolContext {
     /// The model's id for this call.
     pub call_id: String,
     /// Where live output (of programs the tool runs) goes.
-    pub live_output: Option<mpsc::UnboundedSender<OutputChunk>>,
+    pub live_output: Option<crate::process::LiveOutput>,
 }
 
 /// Something that runs a tool. `Err` is an error message for the model.

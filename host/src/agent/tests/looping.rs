@@ -189,6 +189,7 @@ async fn parallel_tool_calls_run_concurrently() {
         workspace: std::env::temp_dir(),
         working_dir: None,
         depth: 0,
+        repo: None,
         jobs: None,
     });
     session.submit("go").await.unwrap();

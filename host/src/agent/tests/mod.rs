@@ -82,6 +82,7 @@ pub fn harness_with(
         workspace: std::env::temp_dir(),
         working_dir: None,
         depth: 0,
+        repo: None,
         jobs: None,
     });
     Harness { session, client }

@@ -81,6 +81,7 @@ async fn the_depth_limit_is_an_error_and_creates_nothing() {
         workspace: std::env::temp_dir(),
         working_dir: None,
         depth: 1,
+        repo: None,
         jobs: None,
     });
     let mut registry = deep.tools();

@@ -1,0 +1,219 @@
+//! What this kernel lets sandcrab enforce, probed once per process by
+//! trying each mechanism in a short-lived child, and what each mode
+//! therefore guarantees here.
+
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use super::mode::SandboxMode;
+
+/// The confinement mechanisms this kernel provides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct SandboxSupport {
+    /// The kernel's Landlock ABI version (0: none).
+    pub landlock_abi: i32,
+    /// Unprivileged user namespaces.
+    pub user_ns: bool,
+    /// A user namespace with a fresh network namespace.
+    pub net_ns: bool,
+    /// A user namespace with a fresh PID namespace.
+    pub pid_ns: bool,
+    /// A user namespace with a mount namespace where read-only bind mounts
+    /// work (protected paths).
+    pub mount_ns: bool,
+    /// A private `/proc` can be mounted in the PID namespace.
+    pub private_proc: bool,
+    /// seccomp filters.
+    pub seccomp: bool,
+}
+
+/// Landlock ABI that handles truncation (below it, seccomp stands in).
+pub const LANDLOCK_ABI_TRUNCATE: i32 = 3;
+/// Landlock ABI with signal and abstract-socket scoping.
+pub const LANDLOCK_ABI_SCOPES: i32 = 6;
+
+impl SandboxSupport {
+    /// Landlock is available.
+    pub fn landlock(&self) -> bool {
+        self.landlock_abi > 0
+    }
+
+    /// What `mode` needs that this kernel lacks, one phrase each (empty:
+    /// the mode's guarantees hold here). `network` says whether the
+    /// program may use the network (if not, a network namespace is needed).
+    pub fn missing(&self, mode: SandboxMode, network: bool) -> Vec<&'static str> {
+        if mode == SandboxMode::Off {
+            return Vec::new();
+        }
+        let mut missing = Vec::new();
+        if !self.landlock() {
+            missing.push("Landlock (filesystem rules)");
+        }
+        if !self.user_ns {
+            missing.push("unprivileged user namespaces");
+        }
+        if !self.pid_ns {
+            missing.push("PID namespaces (every descendant dies with the call)");
+        }
+        if !self.mount_ns {
+            missing.push("mount namespaces (read-only protected paths)");
+        }
+        if !self.seccomp {
+            missing.push("seccomp filters");
+        }
+        if !network && !self.net_ns {
+            missing.push("network namespaces (no network)");
+        }
+        missing
+    }
+}
+
+/// Probe the kernel (once) and log what is missing.
+pub fn support() -> SandboxSupport {
+    static SUPPORT: OnceLock<SandboxSupport> = OnceLock::new();
+    *SUPPORT.get_or_init(|| {
+        let found = probe();
+        let missing = found.missing(SandboxMode::Locked, false);
+        if !missing.is_empty() {
+            tracing::warn!(
+                "this kernel cannot confine programs fully (missing: {}); confining modes refuse to run programs; see `sandcrab sandbox status`",
+                missing.join(", ")
+            );
+        }
+        found
+    })
+}
+
+fn probe() -> SandboxSupport {
+    let user_ns = try_child(|| unshare(libc::CLONE_NEWUSER));
+    SandboxSupport {
+        landlock_abi: landlock_abi(),
+        user_ns,
+        net_ns: user_ns && try_child(|| unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET)),
+        pid_ns: user_ns && try_child(probe_pid_ns),
+        mount_ns: user_ns && probe_mount_ns(),
+        private_proc: user_ns && {
+            let maps = super::child::IdMaps::current();
+            try_child(move || probe_private_proc(&maps))
+        },
+        seccomp: seccomp_available(),
+    }
+}
+
+fn landlock_abi() -> i32 {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: the documented version query: null attr, size 0, version flag.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    v.max(0) as i32
+}
+
+fn seccomp_available() -> bool {
+    // With filter support, a null filter is EFAULT; without, EINVAL.
+    // SAFETY: prctl with a null pointer that the kernel checks.
+    let rc = unsafe {
+        libc::prctl(
+            libc::PR_SET_SECCOMP,
+            libc::SECCOMP_MODE_FILTER,
+            std::ptr::null::<libc::c_void>(),
+        )
+    };
+    rc != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EFAULT)
+}
+
+/// Run `true` with `setup` in the child before exec; whether it worked.
+fn try_child(setup: impl FnMut() -> io::Result<()> + Send + Sync + 'static) -> bool {
+    let mut cmd = Command::new("true");
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .env_clear()
+        .env("PATH", super::DEFAULT_PATH);
+    // SAFETY: the setups only make async-signal-safe system calls.
+    unsafe {
+        cmd.pre_exec(setup);
+    }
+    matches!(cmd.status(), Ok(status) if status.success())
+}
+
+fn unshare(flags: libc::c_int) -> io::Result<()> {
+    // SAFETY: unshare is async-signal-safe.
+    if unsafe { libc::unshare(flags) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// A child in a new PID namespace can be started and reaped.
+fn probe_pid_ns() -> io::Result<()> {
+    unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWPID)?;
+    // SAFETY: fork/waitpid/_exit in a single-threaded child.
+    unsafe {
+        match libc::fork() {
+            -1 => Err(io::Error::last_os_error()),
+            0 => libc::_exit(if libc::getpid() == 1 { 0 } else { 1 }),
+            pid => {
+                let mut status = 0;
+                libc::waitpid(pid, &mut status, 0);
+                if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+                    Ok(())
+                } else {
+                    Err(io::Error::other("no PID namespace"))
+                }
+            }
+        }
+    }
+}
+
+/// A read-only bind mount of the temp directory works in a new mount
+/// namespace (what protected paths need).
+fn probe_mount_ns() -> bool {
+    let dir = std::env::temp_dir();
+    let Ok(plan) = super::child::BindPlan::read_only(&[dir]) else {
+        return false;
+    };
+    let maps = super::child::IdMaps::current();
+    try_child(move || {
+        unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS)?;
+        // SAFETY: the probe child only makes async-signal-safe calls.
+        unsafe {
+            maps.write();
+            plan.apply()
+        }
+    })
+}
+
+/// procfs can be mounted for a new PID namespace.
+fn probe_private_proc(maps: &super::child::IdMaps) -> io::Result<()> {
+    unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWPID | libc::CLONE_NEWNS)?;
+    // SAFETY: async-signal-safe calls in a single-threaded child.
+    unsafe {
+        maps.write();
+        super::child::make_mounts_private()?;
+        match libc::fork() {
+            -1 => Err(io::Error::last_os_error()),
+            0 => libc::_exit(if super::child::mount_private_proc().is_ok() {
+                0
+            } else {
+                1
+            }),
+            pid => {
+                let mut status = 0;
+                libc::waitpid(pid, &mut status, 0);
+                if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+                    Ok(())
+                } else {
+                    Err(io::Error::other("cannot mount a private /proc"))
+                }
+            }
+        }
+    }
+}
