@@ -1,10 +1,14 @@
 //! Compiled components are cached on disk: the second load does not
-//! compile, and a corrupt entry is detected, rebuilt and never trusted.
+//! compile, and a corrupt or planted entry is detected, rebuilt and never
+//! loaded (finding 4 of the trust-boundary review).
 
 use sandcrab::plugin::{CacheOutcome, PluginHost, PluginHostConfig, PluginSource, Policy};
 use serde_json::json;
 
 use crate::support::{Scene, call, install_plugin};
+
+use sandcrab::plugin::Severity;
+use std::os::unix::fs::PermissionsExt;
 
 fn host_with_cache(scene: &Scene, cache: &std::path::Path) -> PluginHost {
     let mut config = PluginHostConfig::new(scene.workspace());
@@ -102,4 +106,92 @@ fn cwasm_entries(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|e| e == "cwasm"))
         .collect()
+}
+
+/// Compiled code for `wasm` from a cache in a scratch directory (a real,
+/// valid compilation by this very engine, just not this user's cache).
+async fn foreign_entry(scene: &Scene, artifact: &str) -> Vec<u8> {
+    let elsewhere = tempfile::tempdir().unwrap();
+    let dir = install_plugin(&scene.plugins(), artifact, "foreign", |m| m);
+    host_with_cache(scene, elsewhere.path())
+        .load(&PluginSource::Dir(dir.clone()))
+        .await
+        .unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
+    std::fs::read(&cwasm_entries(elsewhere.path())[0]).unwrap()
+}
+
+#[tokio::test]
+async fn finding_4_a_planted_entry_is_never_loaded() {
+    let scene = Scene::new();
+    let cache = tempfile::tempdir().unwrap();
+    let hello = install_plugin(&scene.plugins(), "hello-tool", "hello", |m| m);
+    let source = PluginSource::Dir(hello);
+    let first = host_with_cache(&scene, cache.path())
+        .load(&source)
+        .await
+        .unwrap();
+    assert_eq!(first.cache, CacheOutcome::Miss);
+    let entry = cwasm_entries(cache.path())[0].clone();
+
+    // Plant another component's compiled code where hello's belongs, with
+    // the checksum file the old scheme trusted beside it.
+    let planted = foreign_entry(&scene, "test-fixtures/hostile-tool").await;
+    std::fs::write(&entry, &planted).unwrap();
+    std::fs::write(
+        entry.with_extension("b3"),
+        blake3::hash(&planted).to_hex().as_bytes(),
+    )
+    .unwrap();
+    let loaded = host_with_cache(&scene, cache.path())
+        .load(&source)
+        .await
+        .unwrap();
+    assert_eq!(loaded.cache, CacheOutcome::Repaired);
+    let tools: Vec<&str> = loaded.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(tools, ["hello"], "the planted code was loaded");
+
+    // Same with raw serialized code and no MAC at all.
+    let raw = &planted[32..];
+    std::fs::write(&entry, raw).unwrap();
+    let loaded = host_with_cache(&scene, cache.path())
+        .load(&source)
+        .await
+        .unwrap();
+    assert_eq!(loaded.cache, CacheOutcome::Repaired);
+    assert_eq!(loaded.tools[0].name, "hello");
+}
+
+#[tokio::test]
+async fn finding_4_a_cache_directory_others_can_write_is_not_used() {
+    let scene = Scene::new();
+    let base = tempfile::tempdir().unwrap();
+    let shared = base.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let hello = install_plugin(&scene.plugins(), "hello-tool", "hello", |m| m);
+    let mut host = host_with_cache(&scene, &shared);
+    let loaded = host.load(&PluginSource::Dir(hello)).await.unwrap();
+    assert_eq!(loaded.cache, CacheOutcome::Disabled);
+    assert!(cwasm_entries(&shared).is_empty());
+    let warning = host
+        .diagnostics()
+        .iter()
+        .find(|d| d.severity == Severity::Warning)
+        .expect("a warning says why");
+    assert!(
+        warning.message.contains("accessible by others"),
+        "{}",
+        warning.message
+    );
+
+    // A fresh directory is created private.
+    let fresh = base.path().join("fresh");
+    let _ = host_with_cache(&scene, &fresh);
+    assert_eq!(
+        std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+    let key = std::fs::metadata(fresh.join("key")).unwrap();
+    assert_eq!(key.permissions().mode() & 0o777, 0o600);
 }

@@ -126,7 +126,10 @@ impl Session {
                 user_instructions: parts.config.user_instructions.as_deref(),
             });
             let bus = EventBus::new(&id);
-            let primary = bus.subscribe();
+            // A top-level session's first watcher sees everything from
+            // SESSION_START; a subagent's events are only kept for someone
+            // who subscribes (nobody drains a buffer nobody reads).
+            let primary = (parts.depth == 0).then(|| bus.subscribe());
             bus.emit(
                 EventKind::SessionStart,
                 json!({
@@ -158,7 +161,7 @@ impl Session {
                 working_dir,
                 system_prompt,
                 bus,
-                primary_events: Mutex::new(Some(primary)),
+                primary_events: Mutex::new(primary),
                 cancel: CancellationToken::new(),
                 run_lock: tokio::sync::Mutex::new(()),
                 subagents: Subagents::default(),

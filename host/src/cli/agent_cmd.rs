@@ -89,7 +89,7 @@ pub async fn run(args: AgentArgs, prompt: String) -> anyhow::Result<ExitCode> {
     match result {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(err) => {
-            eprintln!("sandcrab: {err}");
+            eprintln!("sandcrab: {}", super::terminal::sanitize(&err.to_string()));
             Ok(ExitCode::FAILURE)
         }
     }
@@ -133,7 +133,7 @@ pub async fn chat(args: AgentArgs) -> anyhow::Result<ExitCode> {
             _ => {}
         }
         if let Some(reason) = turn(&session, input).await {
-            eprintln!("sandcrab: {reason}");
+            eprintln!("sandcrab: {}", super::terminal::sanitize(&reason));
             if session.state() == SessionState::Closed {
                 break;
             }

@@ -3,7 +3,9 @@
 mod agent_cmd;
 mod plugins_cmd;
 mod render;
+mod sandbox_cmd;
 mod setup;
+mod terminal;
 mod tool_cmd;
 mod trust_cmd;
 
@@ -51,12 +53,18 @@ enum Command {
     /// until then it may set project settings only, and its plugins are
     /// not loaded.
     Trust(trust_cmd::TrustArgs),
+    /// What this host's kernel lets sandcrab enforce.
+    #[command(subcommand)]
+    Sandbox(sandbox_cmd::SandboxCommand),
 }
 
 /// Run the command line; the process exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose);
+    // Programs sandcrab starts run as the same user: keep them out of this
+    // process's /proc entries (environment, memory) and core dumps.
+    crate::process::harden_host();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -74,12 +82,17 @@ pub fn main() -> ExitCode {
             Command::Plugins(cmd) => plugins_cmd::run(cmd).await,
             Command::Tool(cmd) => tool_cmd::run(cmd).await,
             Command::Trust(args) => trust_cmd::run(args),
+            Command::Sandbox(cmd) => sandbox_cmd::run(cmd),
         }
     });
+    // A plugin call that timed out while blocked in a file operation (a
+    // FIFO nobody writes) leaves a blocking-pool thread behind: do not wait
+    // for it to exit.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     match result {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("sandcrab: {err:#}");
+            eprintln!("sandcrab: {}", terminal::sanitize(&format!("{err:#}")));
             ExitCode::FAILURE
         }
     }
@@ -94,8 +107,10 @@ fn init_logging(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    use std::io::IsTerminal;
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .with_target(false)
         .try_init();

@@ -1,10 +1,12 @@
 //! Showing session events on a terminal: assistant text on stdout, tool
-//! activity and notes on stderr; or every event as one JSON line.
+//! activity and notes on stderr, with control sequences made visible (see
+//! [`super::terminal`]); or every event as one JSON line (escaped by JSON).
 
 use std::io::Write;
 
 use futures::StreamExt;
 
+use super::terminal::sanitize;
 use crate::agent::{Event, EventKind, EventStream};
 
 /// Print `events` until the stream ends.
@@ -23,7 +25,7 @@ pub async fn render(mut events: EventStream, json: bool) {
 
 fn human(event: &Event, at_line_start: &mut bool) {
     let d = &event.data;
-    let str_of = |key: &str| d[key].as_str().unwrap_or_default().to_string();
+    let str_of = |key: &str| sanitize(d[key].as_str().unwrap_or_default()).into_owned();
     match event.kind {
         EventKind::AssistantTextDelta => {
             let delta = str_of("delta");
@@ -42,7 +44,7 @@ fn human(event: &Event, at_line_start: &mut bool) {
             eprintln!(
                 "● {}({})",
                 str_of("name"),
-                short(&d["arguments"].to_string(), 120)
+                sanitize(&short(&d["arguments"].to_string(), 120))
             );
         }
         EventKind::ToolCallEnd => {

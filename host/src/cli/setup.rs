@@ -48,14 +48,14 @@ impl Setup {
     /// Print the setup warnings and the loader's diagnostics on stderr.
     pub fn print_warnings(&self) {
         for warning in &self.warnings {
-            eprintln!("warning: {warning}");
+            eprintln!("warning: {}", super::terminal::sanitize(warning));
         }
         for d in self.host.diagnostics() {
             let label = match d.severity {
                 crate::plugin::Severity::Error => "error",
                 crate::plugin::Severity::Warning => "warning",
             };
-            eprintln!("{label}: {}", d.message);
+            eprintln!("{label}: {}", super::terminal::sanitize(&d.message));
         }
     }
 }
@@ -81,7 +81,22 @@ impl HostArgs {
         if let Some(mode) = self.sandbox {
             config.policy.sandbox = Some(mode);
         }
-        if config.policy.sandbox_mode() == SandboxMode::Off {
+        warnings.extend(config.policy.warnings());
+        let mode = config.policy.sandbox_mode();
+        let missing = crate::process::support().missing(mode, false);
+        if mode == SandboxMode::Locked && !missing.is_empty() {
+            anyhow::bail!(
+                "locked mode cannot be enforced on this host (missing: {}); see `sandcrab sandbox status`",
+                missing.join(", ")
+            );
+        }
+        if !missing.is_empty() {
+            warnings.push(format!(
+                "the {mode} sandbox cannot be enforced on this host (missing: {}): programs will be refused; see `sandcrab sandbox status`",
+                missing.join(", ")
+            ));
+        }
+        if mode == SandboxMode::Off {
             warnings.push(
                 "sandbox mode is off: programs started by plugins run unconfined".to_string(),
             );

@@ -1,13 +1,26 @@
 //! On-disk cache of compiled components.
 //!
-//! Entries are keyed by the BLAKE3 hash of the component bytes and of the
-//! engine's compatibility settings, so a changed plugin or a changed engine
-//! never reuses stale code. Each entry (`KEY.cwasm`, memory-mapped on load)
-//! has a checksum beside it (`KEY.b3`): a truncated or corrupted entry is
-//! detected, recompiled and rewritten, never handed to wasmtime.
+//! A cache entry is native code that the host maps executable, outside
+//! every sandbox, so an entry is loaded only when this user's cache wrote
+//! it:
+//!
+//! - the directory comes from trusted configuration only, is created
+//!   `0700`, and is refused when it is a link, not owned by the user or
+//!   writable by others;
+//! - a per-user secret key (`key`, `0600`, created on first use) keys a
+//!   BLAKE3 MAC over each entry; an entry whose MAC does not verify
+//!   (copied from elsewhere, edited, truncated, planted) is recompiled and
+//!   replaced, never handed to wasmtime;
+//! - the verified bytes in memory are what is deserialized, so the file
+//!   cannot change between the check and the load.
+//!
+//! Entries are keyed by the BLAKE3 hash of the component and of the
+//! engine's compatibility settings, so a changed plugin or engine never
+//! reuses stale code.
 
 use std::hash::{Hash, Hasher};
-use std::io::Write;
+use std::io::{Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use wasmtime::Engine;
@@ -20,27 +33,57 @@ pub enum CacheOutcome {
     Hit,
     /// No entry: compiled and stored.
     Miss,
-    /// The entry was corrupt or incompatible: recompiled and replaced.
+    /// The entry did not verify (corrupt, foreign or incompatible):
+    /// recompiled and replaced.
     Repaired,
     /// Caching is off: compiled in memory.
     Disabled,
 }
 
+/// Length of an entry's MAC, stored before the compiled bytes.
+const MAC_LEN: usize = 32;
+/// Largest entry read.
+const MAX_ENTRY_BYTES: u64 = 1 << 30;
+
 /// A directory of compiled components (or none, to always compile).
 #[derive(Debug, Clone)]
 pub struct ComponentCache {
     dir: Option<PathBuf>,
+    key: Option<[u8; 32]>,
     engine_key: String,
 }
 
 impl ComponentCache {
-    /// A cache in `dir` (created on first write), for components of `engine`.
-    pub fn new(dir: Option<PathBuf>, engine: &Engine) -> Self {
+    /// A cache in `dir` for components of `engine`. When the directory
+    /// cannot be made safe to load native code from, caching is off and
+    /// the reason is returned for the operator.
+    pub fn new(dir: Option<PathBuf>, engine: &Engine) -> (Self, Option<String>) {
         let mut hasher = Blake3Hasher(blake3::Hasher::new());
         engine.precompile_compatibility_hash().hash(&mut hasher);
         env!("CARGO_PKG_VERSION").hash(&mut hasher);
         let engine_key = hasher.0.finalize().to_hex()[..16].to_string();
-        ComponentCache { dir, engine_key }
+        let (dir, key, warning) = match dir {
+            None => (None, None, None),
+            Some(dir) => match open_dir(&dir).and_then(|()| user_key(&dir)) {
+                Ok(key) => (Some(dir), Some(key), None),
+                Err(why) => (
+                    None,
+                    None,
+                    Some(format!(
+                        "component cache {} is not used ({why}); plugins are compiled at every start",
+                        dir.display()
+                    )),
+                ),
+            },
+        };
+        (
+            ComponentCache {
+                dir,
+                key,
+                engine_key,
+            },
+            warning,
+        )
     }
 
     /// The default cache directory: `$XDG_CACHE_HOME/sandcrab/components`
@@ -48,6 +91,7 @@ impl ComponentCache {
     pub fn default_dir() -> Option<PathBuf> {
         let base = std::env::var_os("XDG_CACHE_HOME")
             .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
             .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
         Some(base.join("sandcrab").join("components"))
     }
@@ -65,15 +109,15 @@ impl ComponentCache {
         engine: &Engine,
         wasm: &[u8],
     ) -> wasmtime::Result<(Component, CacheOutcome)> {
-        let Some(path) = self.entry_path(wasm) else {
+        let (Some(path), Some(key)) = (self.entry_path(wasm), self.key) else {
             return Ok((Component::new(engine, wasm)?, CacheOutcome::Disabled));
         };
-        let existed = path.exists();
-        if existed && let Some(component) = read_entry(engine, &path) {
+        let existed = std::fs::symlink_metadata(&path).is_ok();
+        if existed && let Some(component) = self.read_entry(engine, &path, &key) {
             return Ok((component, CacheOutcome::Hit));
         }
         let component = Component::new(engine, wasm)?;
-        if let Err(err) = write_entry(&path, &component) {
+        if let Err(err) = self.write_entry(&path, &key, &component) {
             tracing::warn!("cannot write component cache {}: {err}", path.display());
         }
         let outcome = if existed {
@@ -83,58 +127,145 @@ impl ComponentCache {
         };
         Ok((component, outcome))
     }
-}
 
-/// The checksum file of an entry.
-fn sum_path(entry: &Path) -> PathBuf {
-    entry.with_extension("b3")
-}
-
-/// A valid entry's component, or None (with a log line) if it is corrupt.
-fn read_entry(engine: &Engine, path: &Path) -> Option<Component> {
-    let bytes = std::fs::read(path).ok()?;
-    let expected = std::fs::read_to_string(sum_path(path)).unwrap_or_default();
-    if blake3::hash(&bytes).to_hex().as_str() != expected.trim() {
-        tracing::warn!(
-            "component cache entry {} is corrupt; recompiling",
-            path.display()
-        );
-        return None;
+    fn mac(&self, key: &[u8; 32], payload: &[u8]) -> [u8; MAC_LEN] {
+        let mut h = blake3::Hasher::new_keyed(key);
+        h.update(self.engine_key.as_bytes());
+        h.update(payload);
+        *h.finalize().as_bytes()
     }
-    drop(bytes);
-    // SAFETY: the file was produced by `Component::serialize` of this host
-    // (the key includes the engine's compatibility hash) and its checksum
-    // matches, so it holds the bytes we wrote; the cache directory belongs
-    // to the user running sandcrab. wasmtime additionally rejects files
-    // built for another engine configuration.
-    match unsafe { Component::deserialize_file(engine, path) } {
-        Ok(component) => Some(component),
-        Err(err) => {
+
+    /// A verified entry's component, or None (with a log line).
+    fn read_entry(&self, engine: &Engine, path: &Path, key: &[u8; 32]) -> Option<Component> {
+        let bytes = match crate::safe_fs::read_regular(
+            path,
+            MAX_ENTRY_BYTES,
+            crate::safe_fs::Links::Refuse,
+        ) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                tracing::warn!(
+                    "component cache entry {} unreadable ({e}); recompiling",
+                    path.display()
+                );
+                return None;
+            }
+        };
+        let verified = bytes.len() > MAC_LEN && {
+            let (mac, payload) = bytes.split_at(MAC_LEN);
+            // Constant-time comparison through blake3's Hash type.
+            blake3::Hash::from_bytes(mac.try_into().expect("32 bytes"))
+                == blake3::Hash::from_bytes(self.mac(key, payload))
+        };
+        if !verified {
             tracing::warn!(
-                "component cache entry {} unusable ({err}); recompiling",
+                "component cache entry {} was not written by this user's cache (or is corrupt); recompiling",
                 path.display()
             );
-            None
+            return None;
         }
+        // SAFETY: these bytes carry a MAC under this user's secret key, so
+        // this cache wrote them with `Component::serialize` for an engine
+        // with the same compatibility hash; they are the bytes in memory,
+        // not a file that could change after the check. wasmtime also
+        // rejects data built for another engine configuration.
+        match unsafe { Component::deserialize(engine, &bytes[MAC_LEN..]) } {
+            Ok(component) => Some(component),
+            Err(err) => {
+                tracing::warn!(
+                    "component cache entry {} unusable ({err}); recompiling",
+                    path.display()
+                );
+                None
+            }
+        }
+    }
+
+    /// Write atomically: a temp file in the same directory, then rename.
+    fn write_entry(
+        &self,
+        path: &Path,
+        key: &[u8; 32],
+        component: &Component,
+    ) -> Result<(), String> {
+        let payload = component.serialize().map_err(|e| format!("{e:#}"))?;
+        let dir = path.parent().expect("cache entries live in a directory");
+        let mut file = tempfile::NamedTempFile::new_in(dir).map_err(|e| e.to_string())?;
+        file.write_all(&self.mac(key, &payload))
+            .and_then(|()| file.write_all(&payload))
+            .map_err(|e| e.to_string())?;
+        file.persist(path).map_err(|e| e.error.to_string())?;
+        Ok(())
     }
 }
 
-/// Write atomically: a temp file in the same directory, then rename.
-fn write_entry(path: &Path, component: &Component) -> Result<(), String> {
-    let payload = component.serialize().map_err(|e| format!("{e:#}"))?;
-    let sum = blake3::hash(&payload).to_hex();
-    write_file(path, &payload)
-        .and_then(|()| write_file(&sum_path(path), sum.as_bytes()))
-        .map_err(|e| e.to_string())
+/// Create `dir` (0700) or check that it is safe: a real directory owned by
+/// this user and writable by nobody else.
+fn open_dir(dir: &Path) -> Result<(), String> {
+    if let Some(parent) = dir.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+    }
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e.to_string()),
+    }
+    let meta = std::fs::symlink_metadata(dir).map_err(|e| e.to_string())?;
+    owned_and_private(&meta, "directory", 0o022)
 }
 
-fn write_file(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().expect("cache entries live in a directory");
-    std::fs::create_dir_all(dir)?;
-    let mut file = tempfile::NamedTempFile::new_in(dir)?;
-    file.write_all(contents)?;
-    file.persist(path).map_err(|e| e.error)?;
+fn owned_and_private(meta: &std::fs::Metadata, what: &str, forbidden: u32) -> Result<(), String> {
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.file_type().is_symlink() {
+        return Err(format!("the {what} is a symbolic link"));
+    }
+    if meta.uid() != me {
+        return Err(format!(
+            "the {what} belongs to uid {}, not to you",
+            meta.uid()
+        ));
+    }
+    if meta.permissions().mode() & forbidden != 0 {
+        return Err(format!(
+            "the {what} is accessible by others (mode {:o})",
+            meta.permissions().mode() & 0o777
+        ));
+    }
     Ok(())
+}
+
+/// The cache's secret key, created on first use (`key`, 0600).
+fn user_key(dir: &Path) -> Result<[u8; 32], String> {
+    let path = dir.join("key");
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path);
+    match created {
+        Ok(mut file) => {
+            let key: [u8; 32] = rand::random();
+            file.write_all(&key).map_err(|e| e.to_string())?;
+            file.sync_all().map_err(|e| e.to_string())?;
+            Ok(key)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let mut file = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&path)
+                .map_err(|e| format!("its key: {e}"))?;
+            let meta = file.metadata().map_err(|e| e.to_string())?;
+            owned_and_private(&meta, "key file", 0o077)?;
+            let mut key = [0u8; 32];
+            file.read_exact(&mut key)
+                .map_err(|e| format!("its key: {e}"))?;
+            Ok(key)
+        }
+        Err(e) => Err(format!("its key: {e}")),
+    }
 }
 
 struct Blake3Hasher(blake3::Hasher);

@@ -38,6 +38,13 @@ pub enum LoadError {
         tool: String,
         other: String,
     },
+    /// A plugin declared more tools than the host accepts.
+    #[error("{path}: the plugin declares {count} tools; the limit is {max}")]
+    TooManyTools {
+        path: PathBuf,
+        count: usize,
+        max: usize,
+    },
     /// Two plugins have the same name.
     #[error("{path}: a plugin named '{name}' is already loaded")]
     DuplicatePlugin { path: PathBuf, name: String },
@@ -56,6 +63,7 @@ impl LoadError {
             | LoadError::NotAComponent { path, .. }
             | LoadError::WrongWorld { path, .. }
             | LoadError::DuplicateTool { path, .. }
+            | LoadError::TooManyTools { path, .. }
             | LoadError::DuplicatePlugin { path, .. }
             | LoadError::Initialization { path, .. } => path,
         }
@@ -78,6 +86,16 @@ pub enum CallError {
     /// The guest returned something the host cannot use.
     #[error("plugin '{plugin}' returned an invalid result: {message}")]
     InvalidResult { plugin: String, message: String },
+    /// Every instance of the plugin stayed busy for as long as a call may
+    /// wait for one.
+    #[error(
+        "plugin '{plugin}' is busy: all {instances} of its instances stayed in use for {waited_ms} ms; try again later"
+    )]
+    Busy {
+        plugin: String,
+        instances: u32,
+        waited_ms: u64,
+    },
     /// The host could not set up the call (instance limits, WASI setup).
     #[error("plugin '{plugin}' could not be started: {message}")]
     Setup { plugin: String, message: String },

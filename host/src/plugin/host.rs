@@ -34,6 +34,9 @@ pub struct PluginHostConfig {
     /// Environment that granted variables are taken from (None: the
     /// process environment).
     pub host_env: Option<std::collections::BTreeMap<String, String>>,
+    /// Time one call may spend waiting on programs without it counting
+    /// against the plugin's time limit.
+    pub process_budget: std::time::Duration,
 }
 
 impl PluginHostConfig {
@@ -46,6 +49,7 @@ impl PluginHostConfig {
             engine: EngineOptions::default(),
             output_cap: crate::process::DEFAULT_OUTPUT_CAP,
             host_env: None,
+            process_budget: super::clock::PROCESS_BUDGET,
         }
     }
 }
@@ -129,7 +133,7 @@ impl PluginHost {
             .path()
             .canonicalize()
             .unwrap_or(temp_dir.path().to_path_buf());
-        let cache = ComponentCache::new(config.cache_dir.clone(), engine.engine());
+        let (cache, cache_warning) = ComponentCache::new(config.cache_dir.clone(), engine.engine());
         let host_env = config
             .host_env
             .unwrap_or_else(|| std::env::vars().collect());
@@ -150,6 +154,7 @@ impl PluginHost {
                 protected,
                 policy: config.policy,
                 output_cap: config.output_cap,
+                process_budget: config.process_budget,
                 host_path,
                 host_env,
             },
@@ -158,18 +163,39 @@ impl PluginHost {
             cache,
             _temp_dir: temp_dir,
             plugins: Vec::new(),
-            diagnostics: Vec::new(),
+            diagnostics: cache_warning
+                .into_iter()
+                .map(|message| Diagnostic {
+                    severity: Severity::Warning,
+                    path: config.cache_dir.clone().unwrap_or_default(),
+                    message,
+                })
+                .collect(),
         })
     }
 
     /// Load every source; failures become diagnostics and loading goes on.
+    /// The plugins' load-time calls run concurrently, so one slow or stuck
+    /// plugin delays the others by at most its load limit, not the sum.
     pub async fn load_all(&mut self, sources: &[PluginSource]) {
+        let mut staged = Vec::new();
         for source in sources {
-            if let Err(err) = self.load(source).await {
-                let path = err.path().to_path_buf();
-                self.note(Severity::Error, &path, err.to_string());
+            match self.stage(source, &staged) {
+                Ok(plugin) => staged.push(plugin),
+                Err(err) => self.note_error(err),
             }
         }
+        let listed = futures::future::join_all(staged.iter().map(list_tools_if_tool)).await;
+        for (plugin, raw) in staged.into_iter().zip(listed) {
+            if let Err(err) = self.finish(plugin, raw) {
+                self.note_error(err);
+            }
+        }
+    }
+
+    fn note_error(&mut self, err: LoadError) {
+        let path = err.path().to_path_buf();
+        self.note(Severity::Error, &path, err.to_string());
     }
 
     /// Validate a plugin without running any of its code: manifest, wasm,
@@ -182,6 +208,17 @@ impl PluginHost {
 
     /// Load one plugin.
     pub async fn load(&mut self, source: &PluginSource) -> Result<Arc<LoadedPlugin>, LoadError> {
+        let plugin = self.stage(source, &[])?;
+        let raw = list_tools_if_tool(&plugin).await;
+        self.finish(plugin, raw)
+    }
+
+    /// Prepare a plugin and apply the policy: everything but running it.
+    fn stage(
+        &mut self,
+        source: &PluginSource,
+        staged: &[LoadedPlugin],
+    ) -> Result<LoadedPlugin, LoadError> {
         let Prepared {
             manifest,
             manifest_path,
@@ -189,10 +226,12 @@ impl PluginHost {
             cache,
             pre,
         } = self.prepare(source)?;
-        if let Some(existing) = self.get(&manifest.name) {
+        let taken =
+            self.get(&manifest.name).is_some() || staged.iter().any(|p| p.name() == manifest.name);
+        if taken {
             return Err(LoadError::DuplicatePlugin {
                 path: manifest_path,
-                name: existing.name().to_string(),
+                name: manifest.name,
             });
         }
         let decision = self.ctx.policy.decide(&manifest, source.origin());
@@ -206,19 +245,32 @@ impl PluginHost {
         }
         let sandbox =
             PluginSandbox::new(&manifest.name, source.origin(), &decision.grants, &self.ctx);
-        let mut plugin = LoadedPlugin::new(
+        Ok(LoadedPlugin::new(
             manifest,
             source.origin(),
-            manifest_path.clone(),
+            manifest_path,
             version,
             decision,
             cache,
             sandbox,
             pre,
             self.engine.engine().clone(),
-        );
-        if plugin.kind() == PluginKind::Tool {
-            plugin.tools = self.load_tools(&plugin, &manifest_path).await?;
+        ))
+    }
+
+    /// Keep the valid tools of a staged plugin and add it to the host.
+    fn finish(
+        &mut self,
+        mut plugin: LoadedPlugin,
+        raw: Option<ToolList>,
+    ) -> Result<Arc<LoadedPlugin>, LoadError> {
+        if let Some(raw) = raw {
+            let path = plugin.source.clone();
+            let raw = raw.map_err(|e| LoadError::Initialization {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
+            plugin.tools = self.accept_tools(&plugin, &path, raw)?;
         }
         let plugin = Arc::new(plugin);
         self.plugins.push(plugin.clone());
@@ -259,19 +311,20 @@ impl PluginHost {
         })
     }
 
-    /// Ask a tool plugin for its tools, keeping the valid ones.
-    async fn load_tools(
+    /// The valid tools among those a plugin declared.
+    fn accept_tools(
         &mut self,
         plugin: &LoadedPlugin,
         path: &Path,
+        raw: Vec<(String, String, String)>,
     ) -> Result<Vec<ToolSpec>, LoadError> {
-        let raw = plugin
-            .list_tools()
-            .await
-            .map_err(|e| LoadError::Initialization {
+        if raw.len() > MAX_TOOLS_PER_PLUGIN {
+            return Err(LoadError::TooManyTools {
                 path: path.to_path_buf(),
-                message: e.to_string(),
-            })?;
+                count: raw.len(),
+                max: MAX_TOOLS_PER_PLUGIN,
+            });
+        }
         let mut tools: Vec<ToolSpec> = Vec::new();
         for (name, description, schema) in raw {
             if let Some(owner) = self.tool_owner(&name) {
@@ -281,7 +334,7 @@ impl PluginHost {
                     other: owner.to_string(),
                 });
             }
-            match validate_tool(&name, &schema, &tools) {
+            match validate_tool(&name, &description, &schema, &tools) {
                 Ok(parameters) => tools.push(ToolSpec {
                     name,
                     description,
@@ -350,6 +403,29 @@ impl PluginHost {
     }
 }
 
+/// What a tool plugin's `tools()` returned: (name, description, schema).
+type ToolList = Result<Vec<(String, String, String)>, super::error::CallError>;
+
+/// The raw tool list of a tool plugin (None for other kinds).
+async fn list_tools_if_tool(
+    plugin: &LoadedPlugin,
+) -> Option<ToolList> {
+    if plugin.kind() == PluginKind::Tool {
+        Some(plugin.list_tools().await)
+    } else {
+        None
+    }
+}
+
+/// Most tools one plugin may declare.
+pub const MAX_TOOLS_PER_PLUGIN: usize = 256;
+/// Largest parameter schema of a tool (JSON text).
+pub const MAX_SCHEMA_BYTES: usize = 64 * 1024;
+/// Longest tool description.
+pub const MAX_DESCRIPTION_BYTES: usize = 8 * 1024;
+/// Largest component file.
+pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;
+
 /// A plugin whose component is compiled and linked, not yet run.
 struct Prepared {
     manifest: Manifest,
@@ -373,7 +449,12 @@ fn read_source(
         PluginSource::Dir(dir) => {
             let manifest = Manifest::read(dir)?;
             let wasm_path = dir.join(&manifest.wasm);
-            let bytes = std::fs::read(&wasm_path).map_err(|source| LoadError::WasmUnreadable {
+            let bytes = crate::safe_fs::read_regular(
+                &wasm_path,
+                MAX_COMPONENT_BYTES,
+                crate::safe_fs::Links::Follow,
+            )
+            .map_err(|source| LoadError::WasmUnreadable {
                 path: wasm_path.clone(),
                 manifest: manifest_path.to_path_buf(),
                 source,
@@ -405,6 +486,7 @@ fn check_component_header(bytes: &[u8], path: &Path) -> Result<(), LoadError> {
 /// The parsed schema of a tool the plugin declared, or why it is unusable.
 fn validate_tool(
     name: &str,
+    description: &str,
     schema: &str,
     earlier: &[ToolSpec],
 ) -> Result<serde_json::Value, String> {
@@ -418,6 +500,18 @@ fn validate_tool(
     }
     if earlier.iter().any(|t| t.name == name) {
         return Err(format!("tool '{name}' is declared twice"));
+    }
+    if description.len() > MAX_DESCRIPTION_BYTES {
+        return Err(format!(
+            "tool '{name}': its description is {} bytes; the limit is {MAX_DESCRIPTION_BYTES}",
+            description.len()
+        ));
+    }
+    if schema.len() > MAX_SCHEMA_BYTES {
+        return Err(format!(
+            "tool '{name}': its parameters schema is {} bytes; the limit is {MAX_SCHEMA_BYTES}",
+            schema.len()
+        ));
     }
     let value: serde_json::Value = serde_json::from_str(schema)
         .map_err(|e| format!("tool '{name}': parameters schema is not valid JSON: {e}"))?;

@@ -11,6 +11,7 @@ use wasmtime::component::InstancePre;
 use wasmtime::{Store, Trap};
 
 use super::cache::CacheOutcome;
+use super::clock::{CallClock, TimedOut};
 use super::error::CallError;
 use super::manifest::{Manifest, PluginKind};
 use super::policy::{Decision, Origin};
@@ -48,21 +49,37 @@ impl Pre {
 }
 
 /// Run `$call` on a fresh instance of `$pre` in a fresh store, under the
-/// plugin's instance limit; a failure is classified (timeout, out of
+/// plugin's instance limit (waited for a bounded time) and a wall-clock
+/// bound of `$limit`; a failure is classified (busy, timeout, out of
 /// memory, trap, invalid result). Every call into a plugin goes through
 /// here, so every call gets the same limits.
 macro_rules! in_fresh_instance {
-    ($self:ident, $live:expr, $pre:expr, |$instance:ident, $store:ident| $call:expr) => {{
+    ($self:ident, $live:expr, $limit:expr, $pre:expr, |$instance:ident, $store:ident| $call:expr) => {{
         let _permit = $self.permit().await?;
-        let mut $store = $self.store($live)?;
-        let result = async {
-            let $instance = $pre.instantiate_async(&mut $store).await?;
-            $call
+        let limit: std::time::Duration = $limit;
+        let clock = CallClock::with_budget(limit, $self.sandbox.process_budget);
+        let mut $store = $self.store($live, clock.clone())?;
+        let bounded = clock
+            .bound(async {
+                let $instance = $pre.instantiate_async(&mut $store).await?;
+                $call
+            })
+            .await;
+        match bounded {
+            Ok(result) => result.map_err(|e| $self.classify(e, &$store)),
+            Err(TimedOut) => Err(CallError::Timeout {
+                plugin: $self.name().to_string(),
+                limit_ms: limit.as_millis() as u64,
+            }),
         }
-        .await;
-        result.map_err(|e| $self.classify(e, &$store))
     }};
 }
+
+/// Longest wait for a free instance before a call fails as busy.
+pub const INSTANCE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Longest a load-time call (listing tools, profile facts) may take.
+pub const LOAD_CALL_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A plugin ready to be called.
 pub struct LoadedPlugin {
@@ -156,7 +173,7 @@ impl LoadedPlugin {
             session_id: ctx.session_id.clone(),
             call_id: ctx.call_id.clone(),
         };
-        let outcome = in_fresh_instance!(self, live, pre, |instance, store| {
+        let outcome = in_fresh_instance!(self, live, self.call_limit(), pre, |instance, store| {
             instance
                 .sandcrab_plugin_tool()
                 .call_call(&mut store, name, args_json, &wit_ctx)
@@ -176,7 +193,7 @@ impl LoadedPlugin {
         let Pre::ToolV0_1_0(pre) = &self.pre else {
             return Err(self.not_a("tool"));
         };
-        let specs = in_fresh_instance!(self, None, pre, |instance, store| {
+        let specs = in_fresh_instance!(self, None, self.load_limit(), pre, |instance, store| {
             instance.sandcrab_plugin_tool().call_tools(&mut store).await
         })?;
         Ok(specs
@@ -190,7 +207,7 @@ impl LoadedPlugin {
         let Pre::ProfileV0_1_0(pre) = &self.pre else {
             return Err(self.not_a("profile"));
         };
-        let info = in_fresh_instance!(self, None, pre, |instance, store| {
+        let info = in_fresh_instance!(self, None, self.load_limit(), pre, |instance, store| {
             instance
                 .sandcrab_plugin_profile()
                 .call_info(&mut store)
@@ -212,7 +229,7 @@ impl LoadedPlugin {
         let Pre::ProfileV0_1_0(pre) = &self.pre else {
             return Err(self.not_a("profile"));
         };
-        in_fresh_instance!(self, None, pre, |instance, store| {
+        in_fresh_instance!(self, None, self.load_limit(), pre, |instance, store| {
             instance
                 .sandcrab_plugin_profile()
                 .call_base_instructions(&mut store)
@@ -238,7 +255,7 @@ impl LoadedPlugin {
                 content: m.content.clone(),
             })
             .collect();
-        in_fresh_instance!(self, None, pre, |instance, store| {
+        in_fresh_instance!(self, None, self.call_limit(), pre, |instance, store| {
             instance
                 .sandcrab_plugin_summarizer()
                 .call_render(&mut store, persona, existing_summary, &messages)
@@ -246,23 +263,41 @@ impl LoadedPlugin {
         })
     }
 
+    /// The plugin's time limit per call.
+    fn call_limit(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.decision.grants.limits.timeout_ms)
+    }
+
+    /// The time limit of a load-time call.
+    fn load_limit(&self) -> std::time::Duration {
+        self.call_limit().min(LOAD_CALL_LIMIT)
+    }
+
+    /// A free instance slot, waited for at most [`INSTANCE_WAIT`] (or the
+    /// plugin's own time limit, if shorter).
     async fn permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, CallError> {
-        self.instances
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|e| self.setup_error(e.to_string()))
+        let wait = INSTANCE_WAIT.min(self.call_limit());
+        match tokio::time::timeout(wait, self.instances.clone().acquire_owned()).await {
+            Ok(permit) => permit.map_err(|e| self.setup_error(e.to_string())),
+            Err(_) => Err(CallError::Busy {
+                plugin: self.name().to_string(),
+                instances: self.decision.grants.limits.max_instances,
+                waited_ms: wait.as_millis() as u64,
+            }),
+        }
     }
 
     fn store(
         &self,
         live: Option<crate::process::LiveOutput>,
+        clock: std::sync::Arc<CallClock>,
     ) -> Result<Store<HostState>, CallError> {
         new_store(
             &self.engine,
             &self.sandbox,
             &self.decision.grants.limits,
             live,
+            clock,
         )
         .map_err(|e| self.setup_error(format!("{e:#}")))
     }

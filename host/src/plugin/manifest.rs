@@ -175,14 +175,18 @@ impl Manifest {
         Ok(manifest)
     }
 
-    /// Read and parse `dir/plugin.toml`.
+    /// Read and parse `dir/plugin.toml` (a regular file of at most 64 KiB).
     pub fn read(dir: &Path) -> Result<Manifest, LoadError> {
         let path = dir.join("plugin.toml");
-        let text =
-            std::fs::read_to_string(&path).map_err(|source| LoadError::ManifestUnreadable {
-                path: path.clone(),
-                source,
-            })?;
+        let bytes = crate::safe_fs::read_regular(&path, 64 * 1024, crate::safe_fs::Links::Follow)
+            .map_err(|source| LoadError::ManifestUnreadable {
+            path: path.clone(),
+            source,
+        })?;
+        let text = String::from_utf8(bytes).map_err(|_| LoadError::ManifestInvalid {
+            path: path.clone(),
+            message: "the file is not UTF-8 text".into(),
+        })?;
         Manifest::parse(&text, &path)
     }
 

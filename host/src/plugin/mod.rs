@@ -2,9 +2,11 @@
 //! cache, per-call sandboxed stores, the host imports, and loading.
 
 mod cache;
+pub mod clock;
 pub mod discovery;
 mod engine;
 mod error;
+mod guest_log;
 mod host;
 mod imports;
 mod loaded;

@@ -2,18 +2,14 @@
 //! mounts and environment, memory limits, the wall-clock deadline, and the
 //! plugin's sandbox for host imports.
 
-use std::io;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
 
-use tokio::io::AsyncWrite;
 use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, Store, StoreLimits, StoreLimitsBuilder, UpdateDeadline};
-use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
+use super::clock::CallClock;
+use super::guest_log::{GuestOutput, LogBudget};
 use super::manifest::Access;
 use super::policy::EffectiveLimits;
 use super::sandbox::PluginSandbox;
@@ -25,9 +21,11 @@ pub struct HostState {
     limiter: Limiter,
     /// The plugin's sandbox, for the `process` import.
     pub(super) sandbox: Arc<PluginSandbox>,
-    /// When the guest must be stopped; pushed back by time spent in host
-    /// imports (waiting on a program is not guest time).
-    pub(super) deadline: Instant,
+    /// The call's time limit (waiting on a program is not guest time, up
+    /// to a budget).
+    pub(super) clock: Arc<CallClock>,
+    /// The call's share of the host log.
+    pub(super) log: Arc<LogBudget>,
     /// Where program output goes as it arrives (for live tool output).
     pub(super) live_output: Option<crate::process::LiveOutput>,
 }
@@ -48,15 +46,25 @@ impl HostState {
     }
 }
 
+/// Per-store ceilings besides memory (a component instantiates several
+/// core instances, each with its memories and tables).
+const MAX_INSTANCES_PER_STORE: usize = 200;
+const MAX_MEMORIES_PER_STORE: usize = 32;
+const MAX_TABLES_PER_STORE: usize = 400;
+
 /// A new store for one call of a plugin with `sandbox` and `limits`.
 pub fn new_store(
     engine: &wasmtime::Engine,
     sandbox: &Arc<PluginSandbox>,
     limits: &EffectiveLimits,
     live_output: Option<crate::process::LiveOutput>,
+    clock: Arc<CallClock>,
 ) -> wasmtime::Result<Store<HostState>> {
     let mut wasi = WasiCtxBuilder::new();
-    wasi.allow_blocking_current_thread(true);
+    // File operations run on the blocking pool, never on a runtime thread:
+    // a guest blocked on a FIFO must not stall the host, and the call's
+    // clock must be able to end it.
+    wasi.allow_blocking_current_thread(false);
     for mount in &sandbox.mounts {
         let perms = match mount.access {
             Access::ReadWrite => FsPerms::ReadWrite,
@@ -69,9 +77,9 @@ pub fn new_store(
     }
     wasi.env("SANDCRAB_SANDBOX", sandbox.sandbox_mode.to_string());
     wasi.env("SANDCRAB_PROTECTED", sandbox.protected.join("\n"));
-    let plugin: Arc<str> = Arc::from(sandbox.plugin.as_str());
-    wasi.stdout(GuestOutput::new(plugin.clone(), "stdout"));
-    wasi.stderr(GuestOutput::new(plugin, "stderr"));
+    let log = LogBudget::new(&sandbox.plugin);
+    wasi.stdout(GuestOutput::new(log.clone(), "stdout"));
+    wasi.stderr(GuestOutput::new(log.clone(), "stderr"));
     if sandbox.network {
         wasi.inherit_network()
             .allow_tcp(true)
@@ -89,19 +97,25 @@ pub fn new_store(
         limiter: Limiter {
             inner: StoreLimitsBuilder::new()
                 .memory_size((limits.memory_mb as usize) << 20)
+                .instances(MAX_INSTANCES_PER_STORE)
+                .memories(MAX_MEMORIES_PER_STORE)
+                .tables(MAX_TABLES_PER_STORE)
                 .trap_on_grow_failure(true)
                 .build(),
+            budget: (limits.memory_mb as usize) << 20,
+            total: 0,
             denied: false,
         },
         sandbox: sandbox.clone(),
-        deadline: Instant::now() + Duration::from_millis(limits.timeout_ms),
+        clock,
+        log,
         live_output,
     };
     let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.limiter);
     store.set_epoch_deadline(1);
     store.epoch_deadline_callback(|ctx| {
-        if Instant::now() >= ctx.data().deadline {
+        if ctx.data().clock.expired() {
             Ok(UpdateDeadline::Interrupt)
         } else {
             // Yield so a spinning guest never starves the runtime.
@@ -111,9 +125,14 @@ pub fn new_store(
     Ok(store)
 }
 
-/// StoreLimits that remembers whether it refused a memory grow.
+/// StoreLimits plus one memory budget for the whole store (all linear
+/// memories together, not each), remembering whether it refused a grow.
 struct Limiter {
     inner: StoreLimits,
+    /// Bytes all memories of the store may use together.
+    budget: usize,
+    /// Bytes they use now.
+    total: usize,
     denied: bool,
 }
 
@@ -124,9 +143,18 @@ impl ResourceLimiter for Limiter {
         desired: usize,
         maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        let result = self.inner.memory_growing(current, desired, maximum);
-        if !matches!(result, Ok(true)) {
+        let after = self.total - current.min(self.total) + desired;
+        if after > self.budget {
             self.denied = true;
+            return Err(wasmtime::format_err!(
+                "memory budget of {} MiB exceeded",
+                self.budget >> 20
+            ));
+        }
+        let result = self.inner.memory_growing(current, desired, maximum);
+        match result {
+            Ok(true) => self.total = after,
+            _ => self.denied = true,
         }
         result
     }
@@ -151,82 +179,37 @@ impl ResourceLimiter for Limiter {
     }
 }
 
-/// Guest stdout/stderr: each line goes to the host log, tagged with the
-/// plugin; writes never fail, so a chatty guest cannot crash itself.
-#[derive(Clone)]
-struct GuestOutput {
-    plugin: Arc<str>,
-    stream: &'static str,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl GuestOutput {
-    fn new(plugin: Arc<str>, stream: &'static str) -> Self {
-        GuestOutput { plugin, stream }
-    }
-}
-
-impl IsTerminal for GuestOutput {
-    fn is_terminal(&self) -> bool {
-        false
-    }
-}
-
-impl StdoutStream for GuestOutput {
-    fn async_stream(&self) -> Box<dyn AsyncWrite + Send + Sync> {
-        Box::new(LineLogger {
-            out: self.clone(),
-            line: Vec::new(),
-        })
-    }
-}
-
-/// Longest line kept before it is logged in pieces.
-const MAX_LOG_LINE: usize = 4096;
-
-struct LineLogger {
-    out: GuestOutput,
-    line: Vec<u8>,
-}
-
-impl LineLogger {
-    fn emit(&mut self) {
-        if !self.line.is_empty() {
-            let text = String::from_utf8_lossy(&self.line);
-            tracing::debug!(target: "sandcrab::plugin::guest", plugin = %self.out.plugin, stream = self.out.stream, "{}", text.trim_end());
-            self.line.clear();
+    fn limiter(budget_mb: usize) -> Limiter {
+        Limiter {
+            inner: StoreLimitsBuilder::new()
+                .memory_size(budget_mb << 20)
+                .trap_on_grow_failure(true)
+                .build(),
+            budget: budget_mb << 20,
+            total: 0,
+            denied: false,
         }
     }
-}
 
-impl AsyncWrite for LineLogger {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        for &byte in buf {
-            if byte == b'\n' || self.line.len() >= MAX_LOG_LINE {
-                self.emit();
-            }
-            if byte != b'\n' {
-                self.line.push(byte);
-            }
-        }
-        Poll::Ready(Ok(buf.len()))
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.emit();
-        Poll::Ready(Ok(()))
-    }
-}
-
-impl Drop for LineLogger {
-    fn drop(&mut self) {
-        self.emit();
+    #[test]
+    fn the_memory_budget_covers_all_memories_of_a_store_together() {
+        let mut l = limiter(64);
+        // Two memories of 40 MiB each: each alone is under the cap, together
+        // they are not.
+        assert!(matches!(l.memory_growing(0, 40 << 20, None), Ok(true)));
+        assert!(l.memory_growing(0, 40 << 20, None).is_err());
+        assert!(l.denied);
+        // Growing the first memory within the budget still works.
+        let mut l = limiter(64);
+        assert!(matches!(l.memory_growing(0, 40 << 20, None), Ok(true)));
+        assert!(matches!(
+            l.memory_growing(40 << 20, 60 << 20, None),
+            Ok(true)
+        ));
+        assert!(l.memory_growing(0, 8 << 20, None).is_err());
     }
 }

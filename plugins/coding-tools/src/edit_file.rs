@@ -49,7 +49,7 @@ impl Tool for EditFile {
         let shown = fs::display(ctx, &guest).to_string();
         let (updated, report) = edit(&text, &args.old_string, &args.new_string, args.replace_all)
             .map_err(|e| ToolError::failed(e.replace("{file}", &shown)))?;
-        fs::write(&guest, &shown, updated.as_bytes())?;
+        fs::write(ctx, &guest, &shown, updated.as_bytes())?;
         Ok(format!("Edited {shown}: {report}"))
     }
 }

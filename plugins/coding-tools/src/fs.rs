@@ -61,6 +61,11 @@ pub fn read_text(ctx: &CallContext, path: &str) -> Result<(String, String), Tool
             "{shown} is a directory, not a file (use list_dir to see what it holds)"
         )));
     }
+    if !meta.is_file() {
+        return Err(ToolError::failed(format!(
+            "{shown} is not a regular file (a FIFO, socket or device); only files can be read"
+        )));
+    }
     let bytes = std::fs::read(&guest).map_err(|e| io_error(&shown, e))?;
     if looks_binary(&bytes) {
         return Err(ToolError::failed(format!(
@@ -83,10 +88,8 @@ pub fn looks_binary(bytes: &[u8]) -> bool {
     bytes[..bytes.len().min(8192)].contains(&0)
 }
 
-/// Write `content` to `guest`, creating parent directories.
-pub fn write(guest: &str, shown: &str, content: &[u8]) -> Result<(), ToolError> {
-    if let Some(parent) = std::path::Path::new(guest).parent() {
-        std::fs::create_dir_all(parent).map_err(|e| io_error(shown, e))?;
-    }
-    std::fs::write(guest, content).map_err(|e| io_error(shown, e))
+/// Write `content` to `guest`, creating parent directories; never a
+/// protected path, never through a link (see [`crate::write_guard`]).
+pub fn write(ctx: &CallContext, guest: &str, shown: &str, content: &[u8]) -> Result<(), ToolError> {
+    crate::write_guard::write(ctx, guest, shown, content)
 }

@@ -15,6 +15,7 @@ mod read_file;
 mod shell;
 mod walk;
 mod write_file;
+mod write_guard;
 
 use sandcrab_sdk::export_tools;
 

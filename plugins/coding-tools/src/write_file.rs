@@ -34,7 +34,7 @@ impl Tool for WriteFile {
             return Err(ToolError::failed(format!("{shown} is a directory")));
         }
         let existed = std::fs::metadata(&guest).is_ok();
-        fs::write(&guest, &shown, args.content.as_bytes())?;
+        fs::write(ctx, &guest, &shown, args.content.as_bytes())?;
         let verb = if existed { "Overwrote" } else { "Created" };
         Ok(format!("{verb} {shown} ({} bytes)", args.content.len()))
     }

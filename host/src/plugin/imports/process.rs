@@ -1,7 +1,5 @@
 //! `sandcrab:plugin/process`: run a program through the plugin's sandbox.
 
-use std::time::Instant;
-
 use crate::plugin::sandbox::{GuestCommand, ProcessDenied};
 use crate::plugin::state::HostState;
 use crate::plugin::wit::since_v0_1_0::tool::sandcrab::plugin::process::{
@@ -10,7 +8,6 @@ use crate::plugin::wit::since_v0_1_0::tool::sandcrab::plugin::process::{
 
 impl Host for HostState {
     async fn run(&mut self, command: Command) -> Result<Output, ProcessError> {
-        let started = Instant::now();
         let guest = GuestCommand {
             program: command.program,
             args: command.args,
@@ -19,9 +16,10 @@ impl Host for HostState {
             stdin: command.stdin,
             timeout_ms: command.timeout_ms,
         };
+        // Waiting on a program is not guest time (up to the call's budget).
+        self.clock.pause();
         let result = self.sandbox.run(guest, self.live_output.clone()).await;
-        // Waiting on a program is not guest time.
-        self.deadline += started.elapsed();
+        self.clock.resume();
         match result {
             Ok(out) => Ok(Output {
                 stdout: out.stdout,

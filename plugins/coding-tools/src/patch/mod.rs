@@ -54,6 +54,25 @@ impl Tool for ApplyPatch {
         let changes = plan(ctx, &ops).map_err(|e| {
             ToolError::failed(format!("apply_patch failed: {e}. No files were changed."))
         })?;
+        // A protected target refuses the whole patch before anything is
+        // written.
+        for change in &changes {
+            match change {
+                Change::Write { guest, shown, .. } | Change::Delete { guest, shown } => {
+                    crate::write_guard::check_protected(ctx, guest, shown)?
+                }
+                Change::Move {
+                    from,
+                    from_shown,
+                    to,
+                    to_shown,
+                    ..
+                } => {
+                    crate::write_guard::check_protected(ctx, from, from_shown)?;
+                    crate::write_guard::check_protected(ctx, to, to_shown)?;
+                }
+            }
+        }
         let mut summary = Vec::new();
         for change in &changes {
             match change {
@@ -63,7 +82,7 @@ impl Tool for ApplyPatch {
                     content,
                     added,
                 } => {
-                    fs::write(guest, shown, content.as_bytes())?;
+                    fs::write(ctx, guest, shown, content.as_bytes())?;
                     summary.push(format!("{} {shown}", if *added { "A" } else { "M" }));
                 }
                 Change::Move {
@@ -73,12 +92,12 @@ impl Tool for ApplyPatch {
                     to_shown,
                     content,
                 } => {
-                    fs::write(to, to_shown, content.as_bytes())?;
-                    std::fs::remove_file(from).map_err(|e| fs::io_error(from_shown, e))?;
+                    fs::write(ctx, to, to_shown, content.as_bytes())?;
+                    crate::write_guard::remove(ctx, from, from_shown)?;
                     summary.push(format!("R {from_shown} -> {to_shown}"));
                 }
                 Change::Delete { guest, shown } => {
-                    std::fs::remove_file(guest).map_err(|e| fs::io_error(shown, e))?;
+                    crate::write_guard::remove(ctx, guest, shown)?;
                     summary.push(format!("D {shown}"));
                 }
             }
