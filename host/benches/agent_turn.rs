@@ -40,6 +40,7 @@ fn turn(c: &mut Criterion) {
             depth: 0,
             repo: None,
             jobs: None,
+            children: None,
         })
     };
     let check = new_session();

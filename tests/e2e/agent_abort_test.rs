@@ -41,13 +41,24 @@ async fn abort_kills_the_running_command_and_ends_the_session() {
     let _ = task.await;
     assert_eq!(session.state(), SessionState::Closed);
     assert!(gone_soon(&marker), "the command's process was killed");
-    let mut kinds = Vec::new();
+    let mut all = Vec::new();
     while let Some(e) = events.next().await {
-        kinds.push(e.kind);
+        all.push(e);
     }
+    let kinds: Vec<EventKind> = all.iter().map(|e| e.kind).collect();
     assert_eq!(kinds.last(), Some(&EventKind::SessionEnd));
+    let ends: Vec<&sandcrab::agent::Event> = all
+        .iter()
+        .filter(|e| e.kind == EventKind::ToolCallEnd)
+        .collect();
+    assert_eq!(ends.len(), 1, "the aborted call ends once");
+    assert_eq!(ends[0].data["is_error"], true);
     assert!(
-        !kinds.contains(&EventKind::ToolCallEnd),
-        "the aborted call reports nothing"
+        ends[0].data["output"]
+            .as_str()
+            .unwrap()
+            .contains("interrupted"),
+        "{}",
+        ends[0].data
     );
 }

@@ -238,6 +238,7 @@ fn job_session(
             registry: jobs.clone(),
             settings: settings(after_ms),
         }),
+        children: None,
     })
 }
 

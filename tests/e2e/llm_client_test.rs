@@ -216,8 +216,11 @@ async fn reasoning_is_streamed_separately_from_text() {
         );
         if kind == ProviderKind::Anthropic {
             assert_eq!(
-                response.reasoning.unwrap().signature.as_deref(),
-                Some("sig-abc")
+                response.reasoning.unwrap().parts,
+                vec![sandcrab::llm::ReasoningPart::Thinking {
+                    thinking: "Let me think.".into(),
+                    signature: "sig-abc".into()
+                }]
             );
         }
     }

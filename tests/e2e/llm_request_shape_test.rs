@@ -19,11 +19,11 @@ fn conversation() -> Request {
             Message::user("Read a.txt"),
             Message::Assistant {
                 text: "Reading it.".into(),
-                tool_calls: vec![ToolCall {
-                    id: "call_7".into(),
-                    name: "read_file".into(),
-                    arguments: json!({"file_path": "a.txt"}),
-                }],
+                tool_calls: vec![ToolCall::new(
+                    "call_7",
+                    "read_file",
+                    json!({"file_path": "a.txt"}),
+                )],
                 reasoning: None,
             },
             Message::ToolResult {
@@ -75,12 +75,18 @@ async fn anthropic_messages_shape() {
     assert_eq!(header(&r, "anthropic-version"), "2023-06-01");
     let b = &r.body;
     assert_eq!(b["model"], "model-x");
-    assert_eq!(b["system"], "You are a careful agent.");
+    // Prompt caching: the system prompt, the tools and the conversation so
+    // far each end with a breakpoint.
+    let cached = json!({"type": "ephemeral"});
+    assert_eq!(
+        b["system"],
+        json!([{"type": "text", "text": "You are a careful agent.", "cache_control": cached}])
+    );
     assert_eq!(b["max_tokens"], 1000);
     assert_eq!(b["stream"], false);
     assert_eq!(
         b["tools"],
-        json!([{"name": "read_file", "description": "Read a file", "input_schema": conversation().tools[0].parameters}])
+        json!([{"name": "read_file", "description": "Read a file", "input_schema": conversation().tools[0].parameters, "cache_control": cached}])
     );
     assert_eq!(b["tool_choice"], json!({"type": "auto"}));
     assert_eq!(
@@ -91,7 +97,7 @@ async fn anthropic_messages_shape() {
                 {"type": "text", "text": "Reading it."},
                 {"type": "tool_use", "id": "call_7", "name": "read_file", "input": {"file_path": "a.txt"}}
             ]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_7", "content": "     1\thello", "is_error": false}]}
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_7", "content": "     1\thello", "is_error": false, "cache_control": cached}]}
         ])
     );
 }

@@ -18,6 +18,25 @@ pub enum Answer {
     Tools(Vec<(String, String, Vec<String>)>),
     /// Reasoning, then text.
     Reasoned(&'static str, &'static str),
+    /// Reasoning with the opaque state each provider requires back
+    /// (Anthropic: two signed thinking blocks around a redacted one;
+    /// Responses: an encrypted reasoning item; Gemini: a thought signature
+    /// on each function call), then tool calls.
+    ThinkingTools(Vec<(String, String, Vec<String>)>),
+    /// Tool calls cut off by the output limit: the last call's arguments
+    /// are incomplete JSON.
+    CutOff(Vec<(String, String, Vec<String>)>),
+}
+
+/// A token unique to this process and call, for opaque reasoning state.
+fn token(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// One tool call with its arguments split in fragments.
@@ -81,6 +100,53 @@ fn anthropic(answer: &Answer) -> String {
             index = 1;
             text_block(&mut ev, &[text], &mut index);
         }
+        Answer::ThinkingTools(calls) => {
+            stop = "tool_use";
+            let thinking = |ev: &mut Vec<(&str, Value)>, index: u64, thought: &str| {
+                ev.push(("content_block_start", json!({"type":"content_block_start","index":index,"content_block":{"type":"thinking","thinking":""}})));
+                ev.push(("content_block_delta", json!({"type":"content_block_delta","index":index,"delta":{"type":"thinking_delta","thinking":thought}})));
+                ev.push(("content_block_delta", json!({"type":"content_block_delta","index":index,"delta":{"type":"signature_delta","signature":token("sig")}})));
+                ev.push((
+                    "content_block_stop",
+                    json!({"type":"content_block_stop","index":index}),
+                ));
+            };
+            // The issued state is noted from these events by the strict
+            // server; thinking text and signature come in one block each.
+            thinking(&mut ev, 0, "First, look at the file.");
+            ev.push(("content_block_start", json!({"type":"content_block_start","index":1,"content_block":{"type":"redacted_thinking","data":token("redacted")}})));
+            ev.push((
+                "content_block_stop",
+                json!({"type":"content_block_stop","index":1}),
+            ));
+            thinking(&mut ev, 2, "Then change it.");
+            index = 3;
+            for (id, name, fragments) in calls {
+                ev.push(("content_block_start", json!({"type":"content_block_start","index":index,"content_block":{"type":"tool_use","id":id,"name":name,"input":{}}})));
+                for f in fragments {
+                    ev.push(("content_block_delta", json!({"type":"content_block_delta","index":index,"delta":{"type":"input_json_delta","partial_json":f}})));
+                }
+                ev.push((
+                    "content_block_stop",
+                    json!({"type":"content_block_stop","index":index}),
+                ));
+                index += 1;
+            }
+        }
+        Answer::CutOff(calls) => {
+            stop = "max_tokens";
+            for (id, name, fragments) in calls {
+                ev.push(("content_block_start", json!({"type":"content_block_start","index":index,"content_block":{"type":"tool_use","id":id,"name":name,"input":{}}})));
+                for f in fragments {
+                    ev.push(("content_block_delta", json!({"type":"content_block_delta","index":index,"delta":{"type":"input_json_delta","partial_json":f}})));
+                }
+                ev.push((
+                    "content_block_stop",
+                    json!({"type":"content_block_stop","index":index}),
+                ));
+                index += 1;
+            }
+        }
         Answer::Tools(calls) => {
             stop = "tool_use";
             for (id, name, fragments) in calls {
@@ -122,6 +188,38 @@ fn openai(answer: &Answer) -> String {
             ev.push(("response.reasoning_summary_text.delta", json!({"type":"response.reasoning_summary_text.delta","item_id":"rs_1","output_index":0,"summary_index":0,"delta":thought})));
             text_item(&mut ev, &[text], 1);
         }
+        Answer::ThinkingTools(calls) | Answer::CutOff(calls) => {
+            let cut = matches!(answer, Answer::CutOff(_));
+            let offset = if cut {
+                0
+            } else {
+                let item = json!({"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"Look, then change."}],"encrypted_content":token("enc")});
+                ev.push(("response.output_item.added", json!({"type":"response.output_item.added","output_index":0,"item":{"type":"reasoning","id":"rs_1","summary":[]}})));
+                ev.push(("response.reasoning_summary_text.delta", json!({"type":"response.reasoning_summary_text.delta","item_id":"rs_1","output_index":0,"summary_index":0,"delta":"Look, then change."})));
+                ev.push((
+                    "response.output_item.done",
+                    json!({"type":"response.output_item.done","output_index":0,"item":item}),
+                ));
+                1
+            };
+            for (i, (id, name, fragments)) in calls.iter().enumerate() {
+                let item_id = format!("fc_{i}");
+                let out = i + offset;
+                ev.push(("response.output_item.added", json!({"type":"response.output_item.added","output_index":out,"item":{"type":"function_call","id":item_id,"call_id":id,"name":name,"arguments":""}})));
+                for f in fragments {
+                    ev.push(("response.function_call_arguments.delta", json!({"type":"response.function_call_arguments.delta","item_id":item_id,"output_index":out,"delta":f})));
+                }
+                let args: String = fragments.concat();
+                if !cut {
+                    ev.push(("response.function_call_arguments.done", json!({"type":"response.function_call_arguments.done","item_id":item_id,"output_index":out,"arguments":args})));
+                    ev.push(("response.output_item.done", json!({"type":"response.output_item.done","output_index":out,"item":{"type":"function_call","id":item_id,"call_id":id,"name":name,"arguments":args}})));
+                }
+            }
+            if cut {
+                ev.push(("response.incomplete", json!({"type":"response.incomplete","response":{"id":"resp_1","model":"gpt-test","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[],"usage":usage}})));
+                return sse(&ev);
+            }
+        }
         Answer::Tools(calls) => {
             for (i, (id, name, fragments)) in calls.iter().enumerate() {
                 let item_id = format!("fc_{i}");
@@ -157,7 +255,16 @@ fn chat(answer: &Answer) -> String {
             ev.push(("", chunk(json!({"content":text}), Value::Null)));
             "stop"
         }
-        Answer::Tools(calls) => {
+        Answer::Tools(calls) | Answer::ThinkingTools(calls) | Answer::CutOff(calls) => {
+            if matches!(answer, Answer::ThinkingTools(_)) {
+                ev.push((
+                    "",
+                    chunk(
+                        json!({"reasoning_content":"Look, then change."}),
+                        Value::Null,
+                    ),
+                ));
+            }
             for (i, (id, name, fragments)) in calls.iter().enumerate() {
                 ev.push(("", chunk(json!({"tool_calls":[{"index":i,"id":id,"type":"function","function":{"name":name,"arguments":""}}]}), Value::Null)));
                 for f in fragments {
@@ -170,7 +277,11 @@ fn chat(answer: &Answer) -> String {
                     ));
                 }
             }
-            "tool_calls"
+            if matches!(answer, Answer::CutOff(_)) {
+                "length"
+            } else {
+                "tool_calls"
+            }
         }
     };
     ev.push(("", chunk(json!({}), json!(finish))));
@@ -198,9 +309,24 @@ fn gemini(answer: &Answer) -> String {
                 })
                 .collect(),
         ))],
+        Answer::ThinkingTools(calls) => vec![
+            chunk(json!([{"text":"Look, then change.","thought":true}])),
+            chunk(Value::Array(
+                calls
+                    .iter()
+                    .map(|(_, name, fragments)| {
+                        let args: Value = serde_json::from_str(&fragments.concat()).unwrap();
+                        json!({"functionCall":{"name":name,"args":args},"thoughtSignature":token("gsig")})
+                    })
+                    .collect(),
+            )),
+        ],
+        // Gemini stops before emitting a call it cannot finish.
+        Answer::CutOff(_) => vec![chunk(json!([{"text":"I will now call"}]))],
     };
+    let cut = matches!(answer, Answer::CutOff(_));
     let last = chunks.last_mut().unwrap();
-    last["candidates"][0]["finishReason"] = json!("STOP");
+    last["candidates"][0]["finishReason"] = json!(if cut { "MAX_TOKENS" } else { "STOP" });
     last["usageMetadata"] = usage;
     sse(&chunks.into_iter().map(|c| ("", c)).collect::<Vec<_>>())
 }
@@ -211,6 +337,9 @@ pub fn complete(kind: ProviderKind, answer: &Answer) -> Reply {
     let (text, calls, thought): (String, Calls, Option<&str>) = match answer {
         Answer::Text(parts) => (parts.concat(), vec![], None),
         Answer::Reasoned(t, text) => (text.to_string(), vec![], Some(*t)),
+        Answer::ThinkingTools(_) | Answer::CutOff(_) => {
+            unimplemented!("complete() replies for reasoning state and cut-offs are not needed")
+        }
         Answer::Tools(calls) => (
             String::new(),
             calls

@@ -20,5 +20,6 @@ mod plugin_bounds_test;
 mod plugin_limits_test;
 mod process_sandbox_test;
 mod profiles_test;
+mod provider_rules;
 mod sandbox_escape_test;
 mod trust_config_test;

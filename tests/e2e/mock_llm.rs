@@ -96,6 +96,11 @@ pub struct Recorded {
 struct Inner {
     replies: VecDeque<Reply>,
     requests: Vec<Recorded>,
+    /// Strict mode: validate requests as this provider's real API does.
+    rules: Option<sandcrab::llm::ProviderKind>,
+    issued: crate::provider_rules::Issued,
+    /// Why requests were rejected in strict mode.
+    rejections: Vec<String>,
 }
 
 /// The server; it stops when dropped.
@@ -122,6 +127,19 @@ impl MockLlm {
             inner,
             _task: task,
         }
+    }
+
+    /// Start in strict mode: every request is checked the way `kind`'s real
+    /// API checks it (see `provider_rules`) and rejected with its 400.
+    pub async fn strict(kind: sandcrab::llm::ProviderKind) -> Self {
+        let server = Self::start().await;
+        server.inner.lock().unwrap().rules = Some(kind);
+        server
+    }
+
+    /// Why requests were rejected (strict mode).
+    pub fn rejections(&self) -> Vec<String> {
+        self.inner.lock().unwrap().rejections.clone()
     }
 
     /// `http://127.0.0.1:PORT`.
@@ -153,16 +171,36 @@ async fn handle(
 ) -> Response {
     let reply = {
         let mut inner = inner.lock().unwrap();
+        let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         inner.requests.push(Recorded {
             path_and_query: uri
                 .path_and_query()
                 .map(|p| p.to_string())
                 .unwrap_or_default(),
             headers,
-            body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+            body: body.clone(),
             at: std::time::Instant::now(),
         });
-        inner.replies.pop_front()
+        if let Some(kind) = inner.rules
+            && let Err(why) = crate::provider_rules::check(kind, &body, &inner.issued)
+        {
+            inner.rejections.push(why.clone());
+            return Response::builder()
+                .status(400)
+                .header("content-type", "application/json")
+                .body(Body::from(
+                    crate::llm_transcripts::error_body(kind, 400, &why).to_string(),
+                ))
+                .unwrap();
+        }
+        let reply = inner.replies.pop_front();
+        if let (Some(kind), Some(reply)) = (inner.rules, &reply) {
+            let text: Vec<u8> = reply.chunks.iter().flat_map(|c| c.to_vec()).collect();
+            inner
+                .issued
+                .note_reply(kind, &String::from_utf8_lossy(&text));
+        }
+        reply
     };
     let Some(reply) = reply else {
         return Response::builder()

@@ -103,6 +103,7 @@ async fn the_anthropic_prompt_has_the_claude_code_identity_and_five_layers() {
         depth: 0,
         repo: None,
         jobs: None,
+        children: None,
     });
     let prompt = session.system_prompt();
     let pos = |needle: &str| {

@@ -166,6 +166,7 @@ pub async fn plugin_session(
         depth: 0,
         repo: None,
         jobs: None,
+        children: None,
     });
     (host, session)
 }

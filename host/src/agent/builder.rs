@@ -152,6 +152,7 @@ impl AgentKit {
             depth: 0,
             repo,
             jobs: Some(self.jobs.clone()),
+            children: Some(super::subagents::Subagents::new()),
         })
     }
 }

@@ -17,6 +17,13 @@ pub struct SessionConfig {
     pub loop_detection_window: usize,
     /// How deep subagents may nest (a top-level session is depth 0).
     pub max_subagent_depth: usize,
+    /// Most subagents a session may have open at once.
+    pub max_subagents: usize,
+    /// Most turns a subagent may take, whatever the model asks (0: the
+    /// parent's own limit).
+    pub subagent_max_turns: u32,
+    /// Models the model may choose for a subagent besides its own.
+    pub subagent_models: Vec<String>,
     /// Fraction of the context window that triggers CONTEXT_WARNING.
     pub context_warning_threshold: f64,
     /// The user's instructions, the last prompt layer.
@@ -39,6 +46,9 @@ impl SessionConfig {
             max_tool_rounds_per_input: 200,
             loop_detection_window: 5,
             max_subagent_depth: 1,
+            max_subagents: 4,
+            subagent_max_turns: 0,
+            subagent_models: Vec::new(),
             context_warning_threshold: 0.8,
             user_instructions: None,
             max_tokens: None,
@@ -67,6 +77,15 @@ impl SessionConfig {
         if let Some(v) = overrides.max_subagent_depth {
             self.max_subagent_depth = v;
         }
+        if let Some(v) = overrides.max_subagents {
+            self.max_subagents = v;
+        }
+        if let Some(v) = overrides.subagent_max_turns {
+            self.subagent_max_turns = v;
+        }
+        if let Some(v) = overrides.subagent_models {
+            self.subagent_models = v;
+        }
         if let Some(v) = overrides.instructions {
             self.user_instructions = Some(v);
         }
@@ -91,6 +110,9 @@ struct AgentTable {
     max_tool_rounds: Option<u32>,
     loop_detection_window: Option<usize>,
     max_subagent_depth: Option<usize>,
+    max_subagents: Option<usize>,
+    subagent_max_turns: Option<u32>,
+    subagent_models: Option<Vec<String>>,
     instructions: Option<String>,
     max_tokens: Option<u32>,
     temperature: Option<f32>,

@@ -4,6 +4,7 @@
 mod builder;
 mod config;
 mod events;
+mod history;
 mod loop_detection;
 mod profile;
 pub mod prompt;
@@ -19,7 +20,10 @@ pub use config::SessionConfig;
 pub use events::{Event, EventBus, EventKind, EventStream};
 pub use loop_detection::{LoopDetector, LoopFound, signature};
 pub use profile::{Profile, ProfileError};
-pub use session::{Session, SessionError, SessionJobs, SessionParts, SessionState};
+pub use session::{
+    Session, SessionChildren, SessionError, SessionJobs, SessionParts, SessionState,
+};
+pub use subagents::Subagents;
 pub use turns::{ToolResult, Turn, TurnKind, to_messages};
 
 #[cfg(test)]

@@ -2,17 +2,26 @@
 //! events), run the tool calls it makes, feed the results back, drain
 //! steering, watch for loops and limits, until the model answers with text
 //! only.
+//!
+//! Whatever happens — an interrupt while the model streams or while tools
+//! run, an answer cut off by the output limit, a provider error — the
+//! history stays valid for every provider (see [`super::history`]) and the
+//! session stays usable, except for the errors after which it cannot be
+//! (authentication, context length, exhausted rate limits).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::events::EventKind;
+use super::history;
 use super::session::{Session, SessionError, SessionState};
-use super::turns::{TurnKind, to_messages};
-use crate::llm::{ErrorKind, LlmError, Message, Request, Response, StreamEvent, ToolDefinition};
+use super::turns::{ToolResult, TurnKind, to_messages};
+use crate::llm::{
+    ErrorKind, FinishReason, LlmError, Message, Request, Response, StreamEvent, ToolDefinition,
+};
 
 /// Follows injected job messages so the model replies to them.
 const JOBS_NUDGE: &str = "(The messages above report background jobs that finished. Continue with the task, taking their results into account.)";
@@ -20,8 +29,18 @@ const JOBS_NUDGE: &str = "(The messages above report background jobs that finish
 /// The steering text injected when a loop is detected.
 const LOOP_WARNING: &str = "You appear to be repeating the same tool calls without making progress. Stop and reconsider: try a different approach, or explain to the user what is blocking you.";
 
+/// The result of a tool call the output limit cut off.
+const CUT_OFF: &str = "Not executed: your answer reached the output token limit while this call's arguments were still being written, so they are incomplete. Make the call again with smaller arguments (for example, write a large file in several edits).";
+
+/// How an input ended without an error.
+enum Ended {
+    Done,
+    Interrupted,
+}
+
 impl Session {
-    /// Run the loop for one input (None: a turn to react to finished jobs).
+    /// Run the loop for one input (None: a turn to react to finished jobs,
+    /// or to retry after an error).
     pub(super) async fn process_input(
         self: &Arc<Self>,
         input: Option<&str>,
@@ -40,7 +59,6 @@ impl Session {
         }
         self.drain_steering();
         let result = self.run_rounds(&cancel).await;
-        let interrupted = cancel.is_cancelled() && !self.cancel.is_cancelled();
         {
             let mut inner = self.lock();
             inner.current = None;
@@ -48,25 +66,30 @@ impl Session {
                 inner.state = SessionState::Idle;
             }
         }
-        if let Err(err) = &result {
-            self.fail(err);
-            return Err(SessionError::Llm(err.clone()));
+        match result {
+            Err(err) => {
+                self.fail(&err);
+                Err(SessionError::Llm(err))
+            }
+            Ok(ended) => {
+                if !self.cancel.is_cancelled() {
+                    let interrupted = matches!(ended, Ended::Interrupted);
+                    self.emit(
+                        EventKind::ProcessingEnd,
+                        json!({ "interrupted": interrupted }),
+                    );
+                }
+                Ok(())
+            }
         }
-        if !self.cancel.is_cancelled() {
-            self.emit(
-                EventKind::ProcessingEnd,
-                json!({ "interrupted": interrupted }),
-            );
-        }
-        Ok(())
     }
 
-    async fn run_rounds(self: &Arc<Self>, cancel: &CancellationToken) -> Result<(), LlmError> {
+    async fn run_rounds(self: &Arc<Self>, cancel: &CancellationToken) -> Result<Ended, LlmError> {
         let mut rounds = 0u32;
         let mut context_warned = false;
         loop {
             if cancel.is_cancelled() {
-                return Ok(());
+                return Ok(Ended::Interrupted);
             }
             self.inject_from_jobs();
             if let Some((limit, value)) = self.limit_reached(rounds) {
@@ -74,16 +97,21 @@ impl Session {
                     EventKind::TurnLimit,
                     json!({ "limit": limit, "value": value }),
                 );
-                return Ok(());
+                return Ok(Ended::Done);
             }
             if !context_warned {
                 context_warned = self.check_context();
             }
+            let mut partial = String::new();
             let response = tokio::select! {
-                r = self.call_model() => r?,
-                _ = cancel.cancelled() => return Ok(()),
+                r = self.call_model(&mut partial) => r?,
+                _ = cancel.cancelled() => {
+                    self.keep_partial_answer(partial);
+                    return Ok(Ended::Interrupted);
+                }
             };
             self.lock().model_turns += 1;
+            let cut_off = response.finish_reason == FinishReason::Length;
             let calls = response.tool_calls.clone();
             self.push(TurnKind::Assistant {
                 text: response.text,
@@ -91,18 +119,98 @@ impl Session {
                 reasoning: response.reasoning,
                 usage: response.usage,
             });
+            if cut_off {
+                self.warn(&format!(
+                    "the model's answer reached the output token limit{}",
+                    if calls.is_empty() {
+                        " and was cut off"
+                    } else {
+                        "; its unfinished tool calls were not run"
+                    }
+                ));
+            }
             if calls.is_empty() {
-                return Ok(());
+                return Ok(Ended::Done);
             }
             rounds += 1;
-            let results = tokio::select! {
-                r = self.run_tool_round(&calls) => r,
-                _ = cancel.cancelled() => return Ok(()),
+            if cut_off {
+                self.answer_cut_off_calls(&calls);
+                continue;
+            }
+            let slots = Mutex::new(vec![None; calls.len()]);
+            let finished = tokio::select! {
+                () = self.run_tool_round(&calls, &slots) => true,
+                _ = cancel.cancelled() => false,
             };
+            let results: Vec<ToolResult> = slots
+                .into_inner()
+                .expect("tool slots")
+                .into_iter()
+                .flatten()
+                .collect();
+            // An interrupted round keeps what finished; the repair before
+            // the next request answers the rest as interrupted.
             self.push(TurnKind::ToolResults { results });
+            if !finished {
+                for call in &calls {
+                    let answered = self.lock().history.last().is_some_and(|t| {
+                        matches!(&t.kind, TurnKind::ToolResults { results } if results.iter().any(|r| r.call_id == call.id))
+                    });
+                    if !answered {
+                        self.emit(
+                            EventKind::ToolCallEnd,
+                            json!({"call_id": call.id, "name": call.name, "output": history::INTERRUPTED, "is_error": true, "truncated": false}),
+                        );
+                    }
+                }
+                self.repair_history();
+                return Ok(Ended::Interrupted);
+            }
             self.drain_steering();
             self.check_loops(&calls);
         }
+    }
+
+    /// Make the history valid for every provider (see [`history::repair`]).
+    pub(super) fn repair_history(&self) {
+        let added = history::repair(&mut self.lock().history);
+        if added > 0 {
+            tracing::debug!("answered {added} unfinished tool calls as interrupted");
+        }
+    }
+
+    /// An answer interrupted while streaming: keep the text that arrived.
+    fn keep_partial_answer(&self, partial: String) {
+        if partial.is_empty() {
+            return;
+        }
+        self.emit(EventKind::AssistantTextEnd, json!({ "text": partial }));
+        self.push(TurnKind::Assistant {
+            text: partial,
+            tool_calls: Vec::new(),
+            reasoning: None,
+            usage: Default::default(),
+        });
+    }
+
+    /// Answer tool calls that the output limit cut off, without running them.
+    fn answer_cut_off_calls(&self, calls: &[crate::llm::ToolCall]) {
+        let results = calls
+            .iter()
+            .map(|call| {
+                self.emit(
+                    EventKind::ToolCallEnd,
+                    json!({"call_id": call.id, "name": call.name, "output": CUT_OFF, "is_error": true, "truncated": false}),
+                );
+                ToolResult {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    content: CUT_OFF.to_string(),
+                    is_error: true,
+                }
+            })
+            .collect();
+        self.push(TurnKind::ToolResults { results });
     }
 
     /// `(limit name, value)` if a limit stops the loop now.
@@ -118,8 +226,9 @@ impl Session {
         None
     }
 
-    /// The request for the next model call.
+    /// The request for the next model call, from a valid history.
     fn request(&self) -> Request {
+        self.repair_history();
         let mut messages = vec![Message::system(self.system_prompt.clone())];
         messages.extend(to_messages(&self.lock().history));
         let tools = self
@@ -143,23 +252,23 @@ impl Session {
         }
     }
 
-    /// Stream one answer, emitting its text as it arrives.
-    async fn call_model(&self) -> Result<Response, LlmError> {
+    /// Stream one answer, emitting its text as it arrives (also kept in
+    /// `partial`, for an interrupt).
+    async fn call_model(&self, partial: &mut String) -> Result<Response, LlmError> {
         let request = self.request();
         let mut stream = self.client.stream(&request).await?;
-        let mut text = String::new();
         while let Some(item) = stream.next().await {
             match item? {
                 StreamEvent::TextStart => {
-                    text.clear();
+                    partial.clear();
                     self.emit(EventKind::AssistantTextStart, json!({}));
                 }
                 StreamEvent::TextDelta(delta) => {
-                    text.push_str(&delta);
+                    partial.push_str(&delta);
                     self.emit(EventKind::AssistantTextDelta, json!({ "delta": delta }));
                 }
                 StreamEvent::TextEnd => {
-                    self.emit(EventKind::AssistantTextEnd, json!({ "text": text }))
+                    self.emit(EventKind::AssistantTextEnd, json!({ "text": partial }))
                 }
                 StreamEvent::Finish(response) => return Ok(response),
                 _ => {}
@@ -196,7 +305,7 @@ impl Session {
         false
     }
 
-    fn drain_steering(&self) {
+    pub(super) fn drain_steering(&self) {
         let messages: Vec<String> = self.lock().steering.drain(..).collect();
         for text in messages {
             self.push(TurnKind::Steering { text: text.clone() });
@@ -247,7 +356,10 @@ impl Session {
         }
     }
 
-    /// Report an unrecoverable model error and close the session.
+    /// Report a model error. The session closes only when going on cannot
+    /// help: the key is refused, the conversation no longer fits, or the
+    /// provider still rate-limits after the retries. Any other error leaves
+    /// the session idle with its history, to retry or continue.
     fn fail(&self, err: &LlmError) {
         if err.kind == ErrorKind::ContextLength {
             let window = self.profile.info.context_window;
@@ -256,6 +368,7 @@ impl Session {
                 json!({ "usage_percent": 1.0, "estimated_tokens": self.estimated_tokens(), "context_window": window }),
             );
         }
+        let closes = closes_session(err.kind);
         self.emit(
             EventKind::Error,
             json!({
@@ -264,8 +377,19 @@ impl Session {
                 "status": err.status,
                 "message": err.message,
                 "error": err.to_string(),
+                "closes_session": closes,
             }),
         );
-        self.close_on_error();
+        if closes {
+            self.close_on_error();
+        }
     }
+}
+
+/// Errors after which the session cannot go on.
+pub fn closes_session(kind: ErrorKind) -> bool {
+    matches!(
+        kind,
+        ErrorKind::Authentication | ErrorKind::ContextLength | ErrorKind::RateLimit
+    )
 }

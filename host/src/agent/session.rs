@@ -3,7 +3,9 @@
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
+
+use futures::future::BoxFuture;
 
 use serde::Serialize;
 use serde_json::json;
@@ -14,12 +16,21 @@ use super::events::{EventBus, EventKind, EventStream};
 use super::loop_detection::LoopDetector;
 use super::profile::Profile;
 use super::prompt::{self, PromptInputs};
-use super::subagents::Subagents;
 use super::turns::{Turn, TurnKind};
 use crate::jobs::{BackgroundSettings, JobRegistry};
 use crate::llm::{LlmClient, LlmError};
 use crate::plugin::ToolSpec;
 use crate::tools::{ToolExecutor, ToolRegistry};
+
+/// What manages a session's child agents: the tools that act on them and a
+/// way to stop them all. The session knows only this interface (the
+/// subagents module implements it).
+pub trait SessionChildren: Send + Sync {
+    /// The tools to offer for acting on the children of `parent`.
+    fn tools(self: Arc<Self>, parent: Weak<Session>) -> Vec<(ToolSpec, Arc<dyn ToolExecutor>)>;
+    /// Stop every child (the session is closing).
+    fn close_all(&self) -> BoxFuture<'_, ()>;
+}
 
 /// Where a session is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -35,6 +46,8 @@ pub enum SessionState {
 pub enum SessionError {
     #[error("the session is closed")]
     Closed,
+    #[error("nothing to retry: the model already answered the last input")]
+    NothingToRetry,
     #[error(transparent)]
     Llm(#[from] LlmError),
 }
@@ -64,6 +77,8 @@ pub struct SessionParts {
     pub repo: Option<super::repo_facts::RepoFacts>,
     /// Background jobs (None: every call runs inline).
     pub jobs: Option<SessionJobs>,
+    /// Child agents (None: this session cannot start any).
+    pub children: Option<Arc<dyn SessionChildren>>,
 }
 
 pub(super) struct Inner {
@@ -94,7 +109,7 @@ pub struct Session {
     pub(super) inner: Mutex<Inner>,
     pub(super) cancel: CancellationToken,
     run_lock: tokio::sync::Mutex<()>,
-    pub(super) subagents: Subagents,
+    pub(super) children: Option<Arc<dyn SessionChildren>>,
     pub(super) jobs: Option<SessionJobs>,
 }
 
@@ -108,8 +123,12 @@ impl Session {
             .unwrap_or_else(|| parts.workspace.clone());
         Arc::new_cyclic(|weak| {
             let mut tools = parts.tools.clone();
-            if parts.depth < parts.config.max_subagent_depth {
-                Subagents::register_tools(&mut tools, weak.clone());
+            if parts.depth < parts.config.max_subagent_depth
+                && let Some(children) = &parts.children
+            {
+                for (spec, executor) in children.clone().tools(weak.clone()) {
+                    tools.register(spec, executor);
+                }
             }
             if let Some(jobs) = &parts.jobs {
                 crate::jobs::register_tools(&mut tools, &jobs.registry);
@@ -164,7 +183,7 @@ impl Session {
                 primary_events: Mutex::new(primary),
                 cancel: CancellationToken::new(),
                 run_lock: tokio::sync::Mutex::new(()),
-                subagents: Subagents::default(),
+                children: parts.children,
                 jobs: parts.jobs,
             }
         })
@@ -246,11 +265,6 @@ impl Session {
             })
     }
 
-    /// A subagent of this session, by id.
-    pub async fn subagent(&self, agent_id: &str) -> Option<Arc<Session>> {
-        self.subagents.get(agent_id).await
-    }
-
     /// Queue a message to inject before the next model call.
     pub fn steer(&self, message: &str) {
         self.lock().steering.push_back(message.to_string());
@@ -282,6 +296,23 @@ impl Session {
         }
     }
 
+    /// Ask the model again after an error, without new input: the last
+    /// turn must be one that awaits an answer (the user's, steering, tool
+    /// results). Waits for a running input.
+    pub async fn retry(self: &Arc<Self>) -> Result<(), SessionError> {
+        let _running = self.run_lock.lock().await;
+        if self.state() == SessionState::Closed {
+            return Err(SessionError::Closed);
+        }
+        let awaiting = self.lock().history.last().is_some_and(
+            |t| !matches!(&t.kind, TurnKind::Assistant { tool_calls, .. } if tool_calls.is_empty()),
+        );
+        if !awaiting {
+            return Err(SessionError::NothingToRetry);
+        }
+        self.process_input(None).await
+    }
+
     /// Take a turn without new input if finished jobs are waiting (the
     /// thread was idle when they finished). Waits for a running input.
     pub async fn wake(self: &Arc<Self>) -> Result<(), SessionError> {
@@ -290,6 +321,55 @@ impl Session {
             self.process_input(None).await?;
         }
         Ok(())
+    }
+
+    /// Wait (at most `limit`) until this thread's background jobs have
+    /// finished and the model has had a turn for each; whether it got
+    /// there.
+    pub async fn settle(
+        self: &Arc<Self>,
+        limit: std::time::Duration,
+    ) -> Result<bool, SessionError> {
+        let Some(jobs) = &self.jobs else {
+            return Ok(true);
+        };
+        let mut notices = jobs.registry.subscribe();
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            if self.state() == SessionState::Closed {
+                return Err(SessionError::Closed);
+            }
+            if self.jobs_pending() {
+                self.wake().await?;
+                continue;
+            }
+            if !self.jobs_active() {
+                return Ok(true);
+            }
+            match tokio::time::timeout_at(deadline, notices.recv()).await {
+                Err(_) => return Ok(false),
+                Ok(None) => return Ok(!self.jobs_active()),
+                Ok(Some(_)) => {}
+            }
+        }
+    }
+
+    /// Cancel this thread's running jobs (their processes are killed);
+    /// returns their ids.
+    pub fn cancel_jobs(&self) -> Vec<String> {
+        let Some(jobs) = &self.jobs else {
+            return Vec::new();
+        };
+        jobs.registry
+            .list(&self.id, None)
+            .into_iter()
+            .filter_map(|job| {
+                jobs.registry
+                    .cancel(&self.id, &job.job_id, crate::jobs::Actor::User)
+                    .ok()
+                    .map(|r| r.job_id)
+            })
+            .collect()
     }
 
     /// Finished jobs of this thread whose messages wait for a turn.
@@ -330,7 +410,10 @@ impl Session {
             inner.state = SessionState::Closed;
         }
         self.cancel.cancel();
-        self.subagents.close_all().await;
+        self.cancel_jobs();
+        if let Some(children) = &self.children {
+            children.close_all().await;
+        }
         // Wait for the loop to notice, so nothing follows SESSION_END.
         let _running = self.run_lock.lock().await;
         self.bus

@@ -2,7 +2,7 @@
 //! output, truncation for the model (the event keeps the full output), in
 //! parallel when the profile allows.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -16,19 +16,26 @@ use crate::process::{OutputChunk, OutputStream};
 use crate::tools::{ToolCallRequest, ToolContext, ToolOutcome, ToolRegistry, dispatch};
 
 impl Session {
-    /// Run `calls`; results in call order.
-    pub(super) async fn run_tool_round(self: &Arc<Self>, calls: &[ToolCall]) -> Vec<ToolResult> {
+    /// Run `calls`, each result into its slot (call order) as soon as the
+    /// call finishes, so an interrupted round keeps what finished.
+    pub(super) async fn run_tool_round(
+        self: &Arc<Self>,
+        calls: &[ToolCall],
+        slots: &Mutex<Vec<Option<ToolResult>>>,
+    ) {
         let parallel = self.config.parallel_tool_calls
             && self.profile.info.parallel_tool_calls
             && calls.len() > 1;
+        let run = |i: usize| async move {
+            let result = self.run_tool(&calls[i]).await;
+            slots.lock().expect("tool slots")[i] = Some(result);
+        };
         if parallel {
-            futures::future::join_all(calls.iter().map(|c| self.run_tool(c))).await
+            futures::future::join_all((0..calls.len()).map(run)).await;
         } else {
-            let mut results = Vec::with_capacity(calls.len());
-            for call in calls {
-                results.push(self.run_tool(call).await);
+            for i in 0..calls.len() {
+                run(i).await;
             }
-            results
         }
     }
 

@@ -17,6 +17,6 @@ pub use config::{ProviderConfig, ProviderKind};
 pub use error::{ErrorKind, LlmError};
 pub use retry::RetryPolicy;
 pub use types::{
-    FinishReason, Message, Reasoning, Request, Response, StreamEvent, ToolCall, ToolChoice,
-    ToolDefinition, Usage, parse_arguments,
+    FinishReason, Message, Reasoning, ReasoningPart, Request, Response, StreamEvent, ToolCall,
+    ToolChoice, ToolDefinition, Usage, parse_arguments,
 };

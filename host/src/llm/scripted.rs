@@ -166,11 +166,7 @@ pub fn tool_calls(calls: &[(&str, &str, serde_json::Value)]) -> Step {
         model: "scripted".into(),
         tool_calls: calls
             .iter()
-            .map(|(id, name, args)| ToolCall {
-                id: id.to_string(),
-                name: name.to_string(),
-                arguments: args.clone(),
-            })
+            .map(|(id, name, args)| ToolCall::new(*id, *name, args.clone()))
             .collect(),
         usage: Usage {
             input_tokens: 10,

@@ -297,6 +297,12 @@ impl Decoding {
                 .get_or_insert_with(Reasoning::default)
                 .text
                 .push_str(t),
+            StreamEvent::ReasoningPart(part) => self
+                .response
+                .reasoning
+                .get_or_insert_with(Reasoning::default)
+                .parts
+                .push(part.clone()),
             StreamEvent::ToolCallEnd(call) => self.response.tool_calls.push(call.clone()),
             _ => {}
         }

@@ -79,16 +79,49 @@ pub struct ToolCall {
     pub name: String,
     /// Parsed arguments; the raw text as a JSON string if it did not parse.
     pub arguments: Value,
+    /// Opaque provider token attached to this call that must be sent back
+    /// on it (Gemini's thought signature).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+}
+
+impl ToolCall {
+    /// A call without provider state.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+            signature: None,
+        }
+    }
 }
 
 /// Reasoning ("thinking") the model returned.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Reasoning {
+    /// The readable reasoning (thinking text or its summary).
     pub text: String,
-    /// Opaque provider token that must be sent back with the reasoning
-    /// (Anthropic's thinking signature).
+    /// Opaque provider token that came with the answer's text and must be
+    /// sent back on it (Gemini's thought signature on a text part).
     #[serde(default)]
     pub signature: Option<String>,
+    /// Provider reasoning state to send back verbatim, in order.
+    #[serde(default)]
+    pub parts: Vec<ReasoningPart>,
+}
+
+/// One piece of provider reasoning state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ReasoningPart {
+    /// An Anthropic `thinking` block and the signature issued for it.
+    Thinking { thinking: String, signature: String },
+    /// An Anthropic `redacted_thinking` block.
+    RedactedThinking { data: String },
+    /// An OpenAI Responses `reasoning` item, as returned (with its
+    /// encrypted content).
+    Item { item: Value },
 }
 
 /// A tool the model may call.
@@ -150,6 +183,9 @@ pub struct Usage {
     pub cached_tokens: u64,
     /// Output tokens spent on reasoning, where reported.
     pub reasoning_tokens: u64,
+    /// Input tokens written to the provider's prompt cache.
+    #[serde(default)]
+    pub cache_write_tokens: u64,
 }
 
 /// Why the model stopped.
@@ -194,8 +230,17 @@ pub enum StreamEvent {
     TextDelta(String),
     TextEnd,
     ReasoningDelta(String),
-    ToolCallStart { id: String, name: String },
-    ToolCallDelta { id: String, arguments: String },
+    /// Reasoning state to keep and send back (a finished thinking block, a
+    /// reasoning item).
+    ReasoningPart(ReasoningPart),
+    ToolCallStart {
+        id: String,
+        name: String,
+    },
+    ToolCallDelta {
+        id: String,
+        arguments: String,
+    },
     ToolCallEnd(ToolCall),
     Finish(Response),
 }

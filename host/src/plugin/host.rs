@@ -407,9 +407,7 @@ impl PluginHost {
 type ToolList = Result<Vec<(String, String, String)>, super::error::CallError>;
 
 /// The raw tool list of a tool plugin (None for other kinds).
-async fn list_tools_if_tool(
-    plugin: &LoadedPlugin,
-) -> Option<ToolList> {
+async fn list_tools_if_tool(plugin: &LoadedPlugin) -> Option<ToolList> {
     if plugin.kind() == PluginKind::Tool {
         Some(plugin.list_tools().await)
     } else {

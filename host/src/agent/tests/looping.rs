@@ -191,6 +191,7 @@ async fn parallel_tool_calls_run_concurrently() {
         depth: 0,
         repo: None,
         jobs: None,
+        children: None,
     });
     session.submit("go").await.unwrap();
     assert_eq!(

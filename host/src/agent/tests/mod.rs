@@ -60,6 +60,8 @@ pub fn tools() -> ToolRegistry {
 pub struct Harness {
     pub session: Arc<Session>,
     pub client: Arc<ScriptedClient>,
+    /// The session's subagents.
+    pub children: Arc<super::Subagents>,
 }
 
 pub fn harness(steps: Vec<Step>, configure: impl FnOnce(&mut SessionConfig)) -> Harness {
@@ -74,6 +76,7 @@ pub fn harness_with(
     let client = Arc::new(client);
     let mut config = SessionConfig::new("test-model");
     configure(&mut config);
+    let children = super::Subagents::new();
     let session = Session::new(SessionParts {
         client: client.clone(),
         profile: profile(window),
@@ -84,8 +87,13 @@ pub fn harness_with(
         depth: 0,
         repo: None,
         jobs: None,
+        children: Some(children.clone()),
     });
-    Harness { session, client }
+    Harness {
+        session,
+        client,
+        children,
+    }
 }
 
 /// Every event emitted so far (the stream is drained without waiting).

@@ -33,7 +33,7 @@ async fn spawn_creates_a_child_with_its_own_history() {
     )
     .unwrap();
     assert_eq!(waited["success"], true);
-    let child = h.session.subagent(&id).await.expect("the child exists");
+    let child = h.children.get(&id).await.expect("the child exists");
     assert_eq!(child.depth(), 1);
     assert_eq!(child.workspace, h.session.workspace, "same environment");
     let child_history = child.history();
@@ -65,7 +65,7 @@ async fn the_depth_limit_is_an_error_and_creates_nothing() {
         .unwrap()
         .to_string();
     call(&h.session, "wait", json!({"agent_id": id})).await;
-    let child = h.session.subagent(&id).await.unwrap();
+    let child = h.children.get(&id).await.unwrap();
     assert!(
         child.tools().get("spawn_agent").is_none(),
         "at the limit the tool is not offered"
@@ -83,9 +83,14 @@ async fn the_depth_limit_is_an_error_and_creates_nothing() {
         depth: 1,
         repo: None,
         jobs: None,
+        children: None,
     });
     let mut registry = deep.tools();
-    crate::agent::subagents::Subagents::register_tools(&mut registry, Arc::downgrade(&deep));
+    for (spec, executor) in
+        crate::agent::SessionChildren::tools(super::super::Subagents::new(), Arc::downgrade(&deep))
+    {
+        registry.register(spec, executor);
+    }
     let request = ToolCallRequest {
         id: "x".into(),
         name: "spawn_agent".into(),
@@ -137,7 +142,7 @@ async fn slow_child() -> (Harness, String, Arc<Session>) {
         .as_str()
         .unwrap()
         .to_string();
-    let child = h.session.subagent(&id).await.unwrap();
+    let child = h.children.get(&id).await.unwrap();
     (h, id, child)
 }
 

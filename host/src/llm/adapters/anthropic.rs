@@ -1,4 +1,11 @@
 //! Anthropic Messages API: `POST {base}/v1/messages`.
+//!
+//! Thinking blocks come back each with its own signature and redacted
+//! thinking as opaque data; both are kept as [`ReasoningPart`]s and sent
+//! back verbatim at the start of the assistant turn, as the API requires
+//! when a tool round continues. Prompt caching: the system prompt, the tool
+//! definitions and the conversation so far each end with a `cache_control`
+//! breakpoint, so every round reads the unchanged prefix from the cache.
 
 use std::collections::HashMap;
 
@@ -11,14 +18,26 @@ use super::{
 use crate::llm::error::{ErrorKind, LlmError};
 use crate::llm::sse::SseEvent;
 use crate::llm::types::{
-    FinishReason, Message, Reasoning, Request, Response, StreamEvent, ToolCall, ToolChoice, Usage,
-    parse_arguments,
+    FinishReason, Message, Reasoning, ReasoningPart, Request, Response, StreamEvent, ToolCall,
+    ToolChoice, Usage, parse_arguments,
 };
 
 const PROVIDER: &str = "anthropic";
 /// The API version header value.
 pub const API_VERSION: &str = "2023-06-01";
-const DEFAULT_MAX_TOKENS: u32 = 8192;
+
+/// The output limit used when the request sets none: the model's own
+/// maximum where known, else a conservative 8192.
+pub fn default_max_tokens(model: &str) -> u32 {
+    let m = model.to_ascii_lowercase();
+    if m.contains("opus-4") {
+        32_000
+    } else if m.contains("sonnet-4") || m.contains("3-7-sonnet") || m.contains("haiku-4") {
+        64_000
+    } else {
+        8192
+    }
+}
 
 /// The Anthropic adapter.
 pub struct Anthropic;
@@ -29,6 +48,10 @@ fn thinking_budget(effort: &str) -> u32 {
         "high" => 24_576,
         _ => 8192,
     }
+}
+
+fn ephemeral() -> Value {
+    json!({"type": "ephemeral"})
 }
 
 impl Adapter for Anthropic {
@@ -45,21 +68,37 @@ impl Adapter for Anthropic {
     }
 
     fn build_body(&self, request: &Request, stream: bool) -> Value {
-        let mut max_tokens = request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+        let mut max_tokens = request
+            .max_tokens
+            .unwrap_or_else(|| default_max_tokens(&request.model));
+        let mut messages = messages(&request.messages);
+        // Cache the conversation so far: the next round re-reads it.
+        if let Some(last) = messages
+            .last_mut()
+            .and_then(|m| m["content"].as_array_mut())
+            .and_then(|blocks| blocks.last_mut())
+        {
+            last["cache_control"] = ephemeral();
+        }
         let mut body = json!({
             "model": request.model,
-            "messages": messages(&request.messages),
+            "messages": messages,
             "stream": stream,
         });
         if let Some(system) = request.system_text() {
-            body["system"] = json!(system);
+            body["system"] =
+                json!([{"type": "text", "text": system, "cache_control": ephemeral()}]);
         }
         if !request.tools.is_empty() {
-            body["tools"] = request
+            let mut tools: Vec<Value> = request
                 .tools
                 .iter()
                 .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
                 .collect();
+            if let Some(last) = tools.last_mut() {
+                last["cache_control"] = ephemeral();
+            }
+            body["tools"] = Value::Array(tools);
             body["tool_choice"] = match &request.tool_choice {
                 ToolChoice::Auto => json!({"type": "auto"}),
                 ToolChoice::None => json!({"type": "none"}),
@@ -93,18 +132,15 @@ impl Adapter for Anthropic {
         for block in body["content"].as_array().into_iter().flatten() {
             match str_at(block, "/type") {
                 "text" => response.text.push_str(str_at(block, "/text")),
-                "tool_use" => response.tool_calls.push(ToolCall {
-                    id: str_at(block, "/id").to_string(),
-                    name: str_at(block, "/name").to_string(),
-                    arguments: block.get("input").cloned().unwrap_or(json!({})),
-                }),
-                "thinking" => {
+                "tool_use" => response.tool_calls.push(ToolCall::new(
+                    str_at(block, "/id"),
+                    str_at(block, "/name"),
+                    block.get("input").cloned().unwrap_or(json!({})),
+                )),
+                "thinking" | "redacted_thinking" => {
                     let r = response.reasoning.get_or_insert_with(Reasoning::default);
                     r.text.push_str(str_at(block, "/thinking"));
-                    r.signature = block
-                        .get("signature")
-                        .and_then(Value::as_str)
-                        .map(str::to_string);
+                    r.parts.extend(reasoning_part(block));
                 }
                 _ => {}
             }
@@ -117,6 +153,20 @@ impl Adapter for Anthropic {
     }
 }
 
+/// A thinking or redacted-thinking block as state to send back.
+fn reasoning_part(block: &Value) -> Option<ReasoningPart> {
+    match str_at(block, "/type") {
+        "thinking" => Some(ReasoningPart::Thinking {
+            thinking: str_at(block, "/thinking").to_string(),
+            signature: str_at(block, "/signature").to_string(),
+        }),
+        "redacted_thinking" => Some(ReasoningPart::RedactedThinking {
+            data: str_at(block, "/data").to_string(),
+        }),
+        _ => None,
+    }
+}
+
 /// Unified messages as Anthropic `messages` (system excluded; tool results
 /// as user `tool_result` blocks; consecutive same-role turns merged).
 fn messages(input: &[Message]) -> Vec<Value> {
@@ -124,6 +174,7 @@ fn messages(input: &[Message]) -> Vec<Value> {
     for message in input {
         let (role, blocks) = match message {
             Message::System { .. } => continue,
+            Message::User { text } if text.is_empty() => continue,
             Message::User { text } => ("user", vec![json!({"type": "text", "text": text})]),
             Message::Assistant {
                 text,
@@ -131,12 +182,19 @@ fn messages(input: &[Message]) -> Vec<Value> {
                 reasoning,
             } => {
                 let mut blocks = Vec::new();
-                if let Some(r) = reasoning
-                    && let Some(signature) = &r.signature
-                {
-                    blocks.push(
-                        json!({"type": "thinking", "thinking": r.text, "signature": signature}),
-                    );
+                for part in reasoning.iter().flat_map(|r| &r.parts) {
+                    match part {
+                        ReasoningPart::Thinking {
+                            thinking,
+                            signature,
+                        } => blocks.push(
+                            json!({"type": "thinking", "thinking": thinking, "signature": signature}),
+                        ),
+                        ReasoningPart::RedactedThinking { data } => {
+                            blocks.push(json!({"type": "redacted_thinking", "data": data}))
+                        }
+                        ReasoningPart::Item { .. } => {}
+                    }
                 }
                 if !text.is_empty() {
                     blocks.push(json!({"type": "text", "text": text}));
@@ -154,7 +212,7 @@ fn messages(input: &[Message]) -> Vec<Value> {
             } => (
                 "user",
                 vec![
-                    json!({"type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": is_error}),
+                    json!({"type": "tool_result", "tool_use_id": call_id, "content": if content.is_empty() { "(no output)" } else { content }, "is_error": is_error}),
                 ],
             ),
         };
@@ -162,7 +220,18 @@ fn messages(input: &[Message]) -> Vec<Value> {
             continue;
         }
         match out.last_mut() {
-            Some((last, existing)) if last == role => existing.extend(blocks),
+            // Tool results lead the user turn that answers the tool uses.
+            Some((last, existing)) if last == role => {
+                if blocks[0]["type"] == "tool_result" {
+                    let at = existing
+                        .iter()
+                        .take_while(|b| b["type"] == "tool_result")
+                        .count();
+                    existing.splice(at..at, blocks);
+                } else {
+                    existing.extend(blocks);
+                }
+            }
             _ => out.push((role.to_string(), blocks)),
         }
     }
@@ -179,6 +248,7 @@ fn usage(u: &Value) -> Usage {
         output_tokens: u64_at(u, "/output_tokens"),
         cached_tokens: u64_at(u, "/cache_read_input_tokens"),
         reasoning_tokens: 0,
+        cache_write_tokens: u64_at(u, "/cache_creation_input_tokens"),
     }
 }
 
@@ -200,7 +270,13 @@ enum Block {
         name: String,
         json: String,
     },
-    Thinking,
+    Thinking {
+        text: String,
+        signature: String,
+    },
+    Redacted {
+        data: String,
+    },
     Other,
 }
 
@@ -253,7 +329,13 @@ impl StreamDecoder for Decoder {
                             json: String::new(),
                         }
                     }
-                    "thinking" => Block::Thinking,
+                    "thinking" => Block::Thinking {
+                        text: str_at(block, "/thinking").to_string(),
+                        signature: str_at(block, "/signature").to_string(),
+                    },
+                    "redacted_thinking" => Block::Redacted {
+                        data: str_at(block, "/data").to_string(),
+                    },
                     _ => Block::Other,
                 };
                 self.blocks.insert(index, b);
@@ -264,11 +346,15 @@ impl StreamDecoder for Decoder {
                     ("text_delta", _) => {
                         out.push(StreamEvent::TextDelta(str_at(delta, "/text").to_string()))
                     }
-                    ("thinking_delta", _) => out.push(StreamEvent::ReasoningDelta(
-                        str_at(delta, "/thinking").to_string(),
-                    )),
-                    ("signature_delta", _) => {
-                        self.summary.signature = Some(str_at(delta, "/signature").to_string())
+                    ("thinking_delta", block) => {
+                        let part = str_at(delta, "/thinking");
+                        if let Some(Block::Thinking { text, .. }) = block {
+                            text.push_str(part);
+                        }
+                        out.push(StreamEvent::ReasoningDelta(part.to_string()));
+                    }
+                    ("signature_delta", Some(Block::Thinking { signature, .. })) => {
+                        signature.push_str(str_at(delta, "/signature"))
                     }
                     ("input_json_delta", Some(Block::Tool { id, json, .. })) => {
                         let part = str_at(delta, "/partial_json");
@@ -290,15 +376,25 @@ impl StreamDecoder for Decoder {
                     _ => {}
                 }
             }
-            "content_block_stop" => {
-                if let Some(Block::Tool { id, name, json }) = self.blocks.remove(&index) {
-                    out.push(StreamEvent::ToolCallEnd(ToolCall {
+            "content_block_stop" => match self.blocks.remove(&index) {
+                Some(Block::Tool { id, name, json }) => {
+                    out.push(StreamEvent::ToolCallEnd(ToolCall::new(
                         id,
                         name,
-                        arguments: parse_arguments(&json),
-                    }));
+                        parse_arguments(&json),
+                    )));
                 }
-            }
+                Some(Block::Thinking { text, signature }) => {
+                    out.push(StreamEvent::ReasoningPart(ReasoningPart::Thinking {
+                        thinking: text,
+                        signature,
+                    }))
+                }
+                Some(Block::Redacted { data }) => out.push(StreamEvent::ReasoningPart(
+                    ReasoningPart::RedactedThinking { data },
+                )),
+                _ => {}
+            },
             "message_delta" => {
                 if let Some(reason) = data.pointer("/delta/stop_reason").and_then(Value::as_str) {
                     self.summary.finish_reason = finish_reason(reason);

@@ -77,20 +77,22 @@ impl Adapter for ChatCompletions {
             .filter(|r| !r.is_empty())
             .map(|r| Reasoning {
                 text: r.to_string(),
-                signature: None,
+                ..Reasoning::default()
             });
         let tool_calls = message["tool_calls"]
             .as_array()
             .into_iter()
             .flatten()
-            .map(|c| ToolCall {
-                id: str_at(c, "/id").to_string(),
-                name: str_at(c, "/function/name").to_string(),
-                arguments: match c.pointer("/function/arguments") {
-                    Some(Value::String(raw)) => parse_arguments(raw),
-                    Some(other) => other.clone(),
-                    None => json!({}),
-                },
+            .map(|c| {
+                ToolCall::new(
+                    call_id(str_at(c, "/id")),
+                    str_at(c, "/function/name"),
+                    match c.pointer("/function/arguments") {
+                        Some(Value::String(raw)) => parse_arguments(raw),
+                        Some(other) => other.clone(),
+                        None => json!({}),
+                    },
+                )
             })
             .collect();
         Ok(Response {
@@ -130,12 +132,23 @@ fn messages(input: &[Message]) -> Vec<Value> {
         .collect()
 }
 
+/// The server's call id, or a fresh unique one when it sent none (some
+/// local servers do not): ids must not repeat across a conversation.
+fn call_id(given: &str) -> String {
+    if given.is_empty() {
+        format!("call_{}", uuid::Uuid::new_v4().simple())
+    } else {
+        given.to_string()
+    }
+}
+
 fn usage(u: &Value) -> Usage {
     Usage {
         input_tokens: u64_at(u, "/prompt_tokens"),
         output_tokens: u64_at(u, "/completion_tokens"),
         cached_tokens: u64_at(u, "/prompt_tokens_details/cached_tokens"),
         reasoning_tokens: u64_at(u, "/completion_tokens_details/reasoning_tokens"),
+        cache_write_tokens: 0,
     }
 }
 
@@ -161,11 +174,11 @@ struct Decoder {
 impl Decoder {
     fn close_calls(&mut self, out: &mut Vec<StreamEvent>) {
         for (_, (id, name, args)) in std::mem::take(&mut self.calls) {
-            out.push(StreamEvent::ToolCallEnd(ToolCall {
+            out.push(StreamEvent::ToolCallEnd(ToolCall::new(
                 id,
                 name,
-                arguments: parse_arguments(&args),
-            }));
+                parse_arguments(&args),
+            )));
         }
     }
 }
@@ -215,15 +228,10 @@ impl StreamDecoder for Decoder {
                 .get("index")
                 .and_then(Value::as_u64)
                 .unwrap_or(self.calls.len() as u64);
-            let entry = self.calls.entry(index).or_insert_with(|| {
-                let id = str_at(call, "/id");
-                let id = if id.is_empty() {
-                    format!("call_{index}")
-                } else {
-                    id.to_string()
-                };
-                (id, String::new(), String::new())
-            });
+            let entry = self
+                .calls
+                .entry(index)
+                .or_insert_with(|| (call_id(str_at(call, "/id")), String::new(), String::new()));
             if let Some(name) = call
                 .pointer("/function/name")
                 .and_then(Value::as_str)

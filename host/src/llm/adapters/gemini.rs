@@ -1,6 +1,10 @@
 //! Google Gemini: `POST {base}/v1beta/models/{model}:generateContent`, and
 //! `:streamGenerateContent?alt=sse` (no end sentinel: the chunk carrying a
 //! finish reason ends the answer).
+//!
+//! Thought signatures come on individual parts (each function call, and
+//! sometimes text); each is kept with its part and sent back on it. Tool
+//! schemas are reduced to the OpenAPI subset Gemini accepts.
 
 use serde_json::{Map, Value, json};
 
@@ -51,7 +55,13 @@ impl Adapter for Gemini {
             let declarations: Vec<Value> = request
                 .tools
                 .iter()
-                .map(|t| json!({"name": t.name, "description": t.description, "parameters": schema(&t.parameters)}))
+                .map(|t| {
+                    let mut decl = json!({"name": t.name, "description": t.description});
+                    if let Some(parameters) = super::gemini_schema::parameters(&t.parameters) {
+                        decl["parameters"] = parameters;
+                    }
+                    decl
+                })
                 .collect();
             body["tools"] = json!([{"functionDeclarations": declarations}]);
             body["toolConfig"] = json!({"functionCallingConfig": match &request.tool_choice {
@@ -177,57 +187,6 @@ fn contents(messages: &[Message]) -> Vec<Value> {
         .collect()
 }
 
-/// JSON Schema reduced to the OpenAPI subset Gemini accepts.
-fn schema(value: &Value) -> Value {
-    const KEEP: &[&str] = &[
-        "type",
-        "format",
-        "description",
-        "nullable",
-        "enum",
-        "maxItems",
-        "minItems",
-        "properties",
-        "required",
-        "minProperties",
-        "maxProperties",
-        "minLength",
-        "maxLength",
-        "pattern",
-        "anyOf",
-        "items",
-        "minimum",
-        "maximum",
-        "title",
-        "default",
-    ];
-    match value {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .filter(|(k, _)| KEEP.contains(&k.as_str()))
-                .map(|(k, v)| {
-                    let v = match k.as_str() {
-                        "properties" => Value::Object(
-                            v.as_object()
-                                .into_iter()
-                                .flatten()
-                                .map(|(name, s)| (name.clone(), schema(s)))
-                                .collect(),
-                        ),
-                        "items" => schema(v),
-                        "anyOf" => {
-                            Value::Array(v.as_array().into_iter().flatten().map(schema).collect())
-                        }
-                        _ => v.clone(),
-                    };
-                    (k.clone(), v)
-                })
-                .collect(),
-        ),
-        other => other.clone(),
-    }
-}
-
 fn check_blocked(body: &Value) -> Result<(), LlmError> {
     match body
         .pointer("/promptFeedback/blockReason")
@@ -278,6 +237,7 @@ impl Decoder {
                     + u64_at(u, "/thoughtsTokenCount"),
                 cached_tokens: u64_at(u, "/cachedContentTokenCount"),
                 reasoning_tokens: u64_at(u, "/thoughtsTokenCount"),
+                cache_write_tokens: 0,
             };
         }
         let candidate = &chunk["candidates"][0];
@@ -287,11 +247,10 @@ impl Decoder {
             .into_iter()
             .flatten()
         {
-            if let Some(sig) = part.get("thoughtSignature").and_then(Value::as_str)
-                && self.summary.signature.is_none()
-            {
-                self.summary.signature = Some(sig.to_string());
-            }
+            let signature = part
+                .get("thoughtSignature")
+                .and_then(Value::as_str)
+                .map(str::to_string);
             if let Some(call) = part.get("functionCall") {
                 self.calls += 1;
                 let id = call
@@ -318,8 +277,12 @@ impl Decoder {
                     id,
                     name,
                     arguments: args,
+                    signature,
                 }));
             } else if let Some(text) = part.get("text").and_then(Value::as_str) {
+                if signature.is_some() && self.summary.signature.is_none() {
+                    self.summary.signature = signature;
+                }
                 if part.get("thought").and_then(Value::as_bool) == Some(true) {
                     out.push(StreamEvent::ReasoningDelta(text.to_string()));
                 } else if !text.is_empty() {

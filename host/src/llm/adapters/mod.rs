@@ -4,6 +4,7 @@
 mod anthropic;
 mod chat;
 mod gemini;
+mod gemini_schema;
 mod openai;
 
 use serde_json::Value;
@@ -39,7 +40,8 @@ pub struct Summary {
     pub model: String,
     pub usage: Usage,
     pub finish_reason: FinishReason,
-    /// Reasoning signature to send back with the reasoning.
+    /// A thought signature that came on a text part (Gemini), to send
+    /// back on the text.
     pub signature: Option<String>,
 }
 

@@ -1,4 +1,9 @@
 //! OpenAI Responses API: `POST {base}/v1/responses`.
+//!
+//! The requests are stateless (`store: false`), so a reasoning model's
+//! reasoning survives a tool round only when its encrypted reasoning items
+//! are asked for (`include: ["reasoning.encrypted_content"]`) and sent back
+//! in `input`, as returned, before the calls they led to.
 
 use std::collections::HashMap;
 
@@ -11,9 +16,19 @@ use super::{
 use crate::llm::error::{ErrorKind, LlmError};
 use crate::llm::sse::SseEvent;
 use crate::llm::types::{
-    FinishReason, Message, Reasoning, Request, Response, StreamEvent, ToolCall, ToolChoice, Usage,
-    parse_arguments,
+    FinishReason, Message, Reasoning, ReasoningPart, Request, Response, StreamEvent, ToolCall,
+    ToolChoice, Usage, parse_arguments,
 };
+
+/// Whether `model` reasons (its reasoning items must be carried across
+/// rounds): o-series, gpt-5 and codex models.
+pub fn is_reasoning_model(model: &str) -> bool {
+    let m = model.to_ascii_lowercase();
+    let m = m.rsplit('/').next().unwrap_or(&m);
+    m.starts_with('o') && m[1..].starts_with(|c: char| c.is_ascii_digit())
+        || m.starts_with("gpt-5")
+        || m.contains("codex")
+}
 
 const PROVIDER: &str = "openai";
 
@@ -61,6 +76,9 @@ impl Adapter for OpenAiResponses {
         if let Some(effort) = &request.reasoning_effort {
             body["reasoning"] = json!({"effort": effort, "summary": "auto"});
         }
+        if request.reasoning_effort.is_some() || is_reasoning_model(&request.model) {
+            body["include"] = json!(["reasoning.encrypted_content"]);
+        }
         merge_options(&mut body, request);
         body
     }
@@ -85,19 +103,17 @@ impl Adapter for OpenAiResponses {
                         }
                     }
                 }
-                "function_call" => response.tool_calls.push(ToolCall {
-                    id: str_at(item, "/call_id").to_string(),
-                    name: str_at(item, "/name").to_string(),
-                    arguments: parse_arguments(str_at(item, "/arguments")),
-                }),
+                "function_call" => response.tool_calls.push(ToolCall::new(
+                    str_at(item, "/call_id"),
+                    str_at(item, "/name"),
+                    parse_arguments(str_at(item, "/arguments")),
+                )),
                 "reasoning" => {
+                    let r = response.reasoning.get_or_insert_with(Reasoning::default);
                     for part in item["summary"].as_array().into_iter().flatten() {
-                        response
-                            .reasoning
-                            .get_or_insert_with(Reasoning::default)
-                            .text
-                            .push_str(str_at(part, "/text"));
+                        r.text.push_str(str_at(part, "/text"));
                     }
+                    r.parts.push(ReasoningPart::Item { item: item.clone() });
                 }
                 _ => {}
             }
@@ -120,8 +136,15 @@ fn input(messages: &[Message]) -> Vec<Value> {
             Message::User { text } => items
                 .push(json!({"role": "user", "content": [{"type": "input_text", "text": text}]})),
             Message::Assistant {
-                text, tool_calls, ..
+                text,
+                tool_calls,
+                reasoning,
             } => {
+                for part in reasoning.iter().flat_map(|r| &r.parts) {
+                    if let ReasoningPart::Item { item } = part {
+                        items.push(item.clone());
+                    }
+                }
                 if !text.is_empty() {
                     items.push(json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}));
                 }
@@ -145,6 +168,7 @@ fn usage(u: &Value) -> Usage {
         output_tokens: u64_at(u, "/output_tokens"),
         cached_tokens: u64_at(u, "/input_tokens_details/cached_tokens"),
         reasoning_tokens: u64_at(u, "/output_tokens_details/reasoning_tokens"),
+        cache_write_tokens: 0,
     }
 }
 
@@ -227,6 +251,11 @@ impl StreamDecoder for Decoder {
             }
             "response.output_item.done" => {
                 let item = &data["item"];
+                if str_at(item, "/type") == "reasoning" {
+                    out.push(StreamEvent::ReasoningPart(ReasoningPart::Item {
+                        item: item.clone(),
+                    }));
+                }
                 if str_at(item, "/type") == "function_call"
                     && let Some((call_id, name, args)) = self.calls.remove(str_at(item, "/id"))
                 {
@@ -234,14 +263,23 @@ impl StreamDecoder for Decoder {
                         .get("arguments")
                         .and_then(Value::as_str)
                         .unwrap_or(&args);
-                    out.push(StreamEvent::ToolCallEnd(ToolCall {
-                        id: call_id,
+                    out.push(StreamEvent::ToolCallEnd(ToolCall::new(
+                        call_id,
                         name,
-                        arguments: parse_arguments(final_args),
-                    }));
+                        parse_arguments(final_args),
+                    )));
                 }
             }
             "response.completed" | "response.incomplete" => {
+                // Calls still open were cut off: report them with what
+                // arrived (the loop never runs a cut-off call).
+                for (_, (call_id, name, args)) in std::mem::take(&mut self.calls) {
+                    out.push(StreamEvent::ToolCallEnd(ToolCall::new(
+                        call_id,
+                        name,
+                        parse_arguments(&args),
+                    )));
+                }
                 let response = &data["response"];
                 self.summary.usage = usage(&response["usage"]);
                 self.summary.finish_reason = status_reason(response);
