@@ -21,11 +21,18 @@ use crate::tools::{FnTool, ToolExecutor};
 /// How long a child's background jobs may keep its result waiting.
 const CHILD_JOBS_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
 
+/// The input a child is processing.
+type Work = JoinHandle<Result<(), SessionError>>;
+
+/// What a subagent tool does.
+type ToolFn =
+    fn(Arc<Subagents>, Weak<Session>, Value) -> BoxFuture<'static, Result<String, String>>;
+
 /// A child and the work it is doing.
 struct Child {
     session: Arc<Session>,
     /// The input being processed (taken by the first `wait`).
-    task: Arc<Mutex<Option<JoinHandle<Result<(), SessionError>>>>>,
+    task: Arc<Mutex<Option<Work>>>,
     /// The result of the current input, once known (every `wait` returns
     /// the same one).
     result: Arc<OnceCell<Value>>,
@@ -77,12 +84,7 @@ impl Subagents {
 impl SessionChildren for Subagents {
     fn tools(self: Arc<Self>, parent: Weak<Session>) -> Vec<(ToolSpec, Arc<dyn ToolExecutor>)> {
         let schema = |props: Value, required: &[&str]| json!({"type": "object", "properties": props, "required": required, "additionalProperties": false});
-        let tool = |f: fn(
-            Arc<Subagents>,
-            Weak<Session>,
-            Value,
-        ) -> BoxFuture<'static, Result<String, String>>|
-         -> Arc<dyn ToolExecutor> {
+        let tool = |f: ToolFn| -> Arc<dyn ToolExecutor> {
             let (me, parent) = (self.clone(), parent.clone());
             Arc::new(FnTool(move |args, _| f(me.clone(), parent.clone(), args)))
         };
@@ -311,7 +313,7 @@ fn child_turns(config: &super::SessionConfig, asked: Option<u32>) -> u32 {
 
 /// Run `input` on the child, then wait for its background jobs: a child
 /// has finished only when its jobs have (and it has seen their results).
-fn start(child: &Arc<Session>, input: String) -> JoinHandle<Result<(), SessionError>> {
+fn start(child: &Arc<Session>, input: String) -> Work {
     let child = child.clone();
     tokio::spawn(async move {
         child.submit(&input).await?;

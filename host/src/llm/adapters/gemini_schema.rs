@@ -138,12 +138,12 @@ fn reduce(schema: &Value, root: &Value, depth: usize) -> Option<Value> {
                 }
             }
             "format" => {
-                let ok = match (ty.as_deref(), value.as_str()) {
-                    (Some("string"), Some("enum" | "date-time")) => true,
-                    (Some("integer"), Some("int32" | "int64")) => true,
-                    (Some("number"), Some("float" | "double")) => true,
-                    _ => false,
-                };
+                let ok = matches!(
+                    (ty.as_deref(), value.as_str()),
+                    (Some("string"), Some("enum" | "date-time"))
+                        | (Some("integer"), Some("int32" | "int64"))
+                        | (Some("number"), Some("float" | "double"))
+                );
                 if !ok {
                     continue;
                 }
