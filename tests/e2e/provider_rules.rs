@@ -457,12 +457,10 @@ fn gemini_schema(schema: &Value, at: &str) -> Result<(), String> {
                     gemini_schema(s, &format!("{at}.any_of[{n}]"))?;
                 }
             }
-            "enum" => {
-                if v.as_array().into_iter().flatten().any(|e| !e.is_string()) {
-                    return Err(format!(
-                        "Invalid value at '{at}.enum': only strings are allowed"
-                    ));
-                }
+            "enum" if v.as_array().into_iter().flatten().any(|e| !e.is_string()) => {
+                return Err(format!(
+                    "Invalid value at '{at}.enum': only strings are allowed"
+                ));
             }
             _ => {}
         }
