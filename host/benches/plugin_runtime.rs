@@ -56,6 +56,7 @@ fn noop_call(c: &mut Criterion) {
         let ctx = ToolCallContext {
             session_id: "bench".into(),
             call_id: "1".into(),
+            working_dir: None,
         };
         let name = if pooling { "pooling" } else { "on_demand" };
         group.bench_function(name, |b| {

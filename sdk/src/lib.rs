@@ -43,13 +43,13 @@ mod tool;
 pub use profile::{Profile, ProfileInfo};
 pub use schema::{ObjectSchema, Schema};
 pub use summarizer::{Message, Summarizer};
-pub use tool::{CallContext, Tool, ToolError, ToolResult, ToolSpec};
+pub use tool::{CallContext, Tool, ToolError, ToolOutput, ToolResult, ToolSpec, Writes};
 
 /// Everything a plugin usually needs, in one import.
 pub mod prelude {
     pub use crate::{
         CallContext, ObjectSchema, Profile, ProfileInfo, Schema, Summarizer, Tool, ToolError,
-        ToolResult, export_profile, export_summarizer, export_tools,
+        ToolOutput, ToolResult, Writes, export_profile, export_summarizer, export_tools,
     };
     pub use serde::Deserialize;
     pub use serde_json::{Value, json};

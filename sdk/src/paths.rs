@@ -5,7 +5,8 @@
 
 use crate::tool::{CallContext, ToolError};
 
-/// Resolve `path` — relative to the workspace, absolute inside the guest's
+/// Resolve `path` — relative to the working directory (the workspace root
+/// unless the agent works in a subdirectory), absolute inside the guest's
 /// workspace root, or absolute under the host's workspace path (what the
 /// model sees) — to a normalized guest path inside the workspace.
 pub fn resolve(ctx: &CallContext, path: &str) -> Result<String, ToolError> {
@@ -14,6 +15,11 @@ pub fn resolve(ctx: &CallContext, path: &str) -> Result<String, ToolError> {
     let mapped = match path.strip_prefix(host_root) {
         Some(rest) if !host_root.is_empty() && (rest.is_empty() || rest.starts_with('/')) => {
             format!("{guest_root}{rest}")
+        }
+        _ if !path.starts_with('/') => {
+            let base = ctx.working_dir.trim_end_matches('/');
+            let base = if base.is_empty() { guest_root } else { base };
+            format!("{base}/{path}")
         }
         _ => path.to_string(),
     };

@@ -5,13 +5,18 @@ use serde::de::DeserializeOwned;
 use crate::Schema;
 use crate::bindings::tool::exports::sandcrab::plugin::tool as wit;
 
-/// What the host tells a tool about the call (workspace root as the plugin
-/// sees it, session id, call id).
+/// What the host tells a tool about the call (workspace root and working
+/// directory as the plugin sees them, session id, call id).
 pub type CallContext = wit::CallContext;
-/// A tool's name, description and parameter schema.
+/// A tool's name, description, parameter schema and traits.
 pub type ToolSpec = wit::ToolSpec;
 /// Why a tool call failed; the message is shown to the model.
 pub type ToolError = wit::ToolError;
+/// What a tool call may write (the host orders calls writing the same
+/// paths).
+pub type Writes = crate::bindings::tool::sandcrab::plugin::types::Writes;
+/// A tool's answer: its text, and whether it stopped for lack of time.
+pub type ToolOutput = wit::ToolOutput;
 /// What a tool returns: the text the model sees, or an error.
 pub type ToolResult = Result<String, ToolError>;
 
@@ -25,12 +30,34 @@ pub trait Tool {
     /// The typed arguments; deserialized from the model's JSON.
     type Args: DeserializeOwned;
 
+    /// Whether the model may start a call as a background job; the
+    /// parameters must then declare a boolean `run_in_background`.
+    const BACKGROUND: bool = false;
+
     /// JSON Schema of [`Tool::Args`]. The host validates every call against
     /// it before [`Tool::run`] is called.
     fn parameters() -> Schema;
 
+    /// What a call writes: [`Writes::Paths`] with the names of arguments
+    /// holding workspace paths, or [`Writes::Workspace`] for anything
+    /// (default: nothing). Calls of one answer writing the same path run in
+    /// the model's order.
+    fn writes() -> Writes {
+        Writes::Nothing
+    }
+
     /// Do the work.
     fn run(args: Self::Args, ctx: &CallContext) -> ToolResult;
+
+    /// Do the work and say whether it stopped for lack of time (default:
+    /// [`Tool::run`], never timed out). Tools that stop long work override
+    /// this instead of marking the text.
+    fn run_with_status(args: Self::Args, ctx: &CallContext) -> Result<ToolOutput, ToolError> {
+        Self::run(args, ctx).map(|text| ToolOutput {
+            text,
+            timed_out: false,
+        })
+    }
 }
 
 /// The spec of `T`, as the host receives it.
@@ -39,15 +66,17 @@ pub fn spec_of<T: Tool>() -> ToolSpec {
         name: T::NAME.to_string(),
         description: T::DESCRIPTION.to_string(),
         parameters_schema: T::parameters().to_value().to_string(),
+        writes: T::writes(),
+        background: T::BACKGROUND,
     }
 }
 
 /// Deserialize `args_json` into `T::Args` and run `T`.
-pub fn dispatch<T: Tool>(args_json: &str, ctx: &CallContext) -> ToolResult {
+pub fn dispatch<T: Tool>(args_json: &str, ctx: &CallContext) -> Result<ToolOutput, ToolError> {
     let args: T::Args = serde_json::from_str(args_json).map_err(|e| {
         ToolError::InvalidArguments(format!("invalid arguments for {}: {e}", T::NAME))
     })?;
-    T::run(args, ctx)
+    T::run_with_status(args, ctx)
 }
 
 /// Export the listed [`Tool`] types as this component's `tool` interface.
@@ -67,7 +96,7 @@ macro_rules! export_tools {
                 name: ::std::string::String,
                 args_json: ::std::string::String,
                 context: $crate::CallContext,
-            ) -> $crate::ToolResult {
+            ) -> ::std::result::Result<$crate::ToolOutput, $crate::ToolError> {
                 $(
                     if name == <$tool as $crate::Tool>::NAME {
                         return $crate::__private::dispatch::<$tool>(&args_json, &context);

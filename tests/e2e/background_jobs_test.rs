@@ -39,6 +39,7 @@ fn tools() -> ToolRegistry {
             name: "quick".into(),
             description: "quick".into(),
             parameters: schema.clone(),
+            traits: Default::default(),
         },
         Arc::new(FnTool(|_, _| async { Ok("quick result".to_string()) })),
     );
@@ -47,6 +48,7 @@ fn tools() -> ToolRegistry {
             name: "slow".into(),
             description: "slow".into(),
             parameters: schema.clone(),
+            traits: Default::default(),
         },
         Arc::new(FnTool(|args: Value, _| async move {
             tokio::time::sleep(Duration::from_millis(args["ms"].as_u64().unwrap_or(200))).await;
@@ -58,6 +60,7 @@ fn tools() -> ToolRegistry {
             name: "broken".into(),
             description: "fails".into(),
             parameters: schema,
+            traits: Default::default(),
         },
         Arc::new(FnTool(|_, _| async {
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -72,6 +75,7 @@ fn ctx(thread: &str, call: &str) -> ToolContext {
         session_id: thread.into(),
         call_id: call.into(),
         live_output: None,
+        working_dir: None,
     }
 }
 
@@ -225,6 +229,7 @@ fn job_session(
                 parallel_tool_calls: true,
                 tool_names: vec![],
                 project_doc_files: vec![],
+                max_output_tokens: 0,
             },
             base_instructions: "test".into(),
         }),
@@ -710,6 +715,7 @@ async fn e13_retryable_llm_error_injects_nothing() {
             name: "ask_model".into(),
             description: "asks".into(),
             parameters: json!({"type": "object"}),
+            traits: Default::default(),
         },
         Arc::new(FnTool(move |_, _| {
             let client = client.clone();

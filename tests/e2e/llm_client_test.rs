@@ -447,16 +447,56 @@ async fn server_errors_are_retried_twice_then_reported() {
     }
 }
 
+/// The reply's SSE lines as separate chunks, each after `delay`.
+fn line_by_line(reply: crate::mock_llm::Reply, delay: Duration) -> crate::mock_llm::Reply {
+    let chunks = reply.chunks[0]
+        .split_inclusive(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(bytes::Bytes::copy_from_slice)
+        .collect();
+    crate::mock_llm::Reply { chunks, ..reply }.delayed(delay)
+}
+
 #[tokio::test]
-async fn a_silent_stream_times_out() {
+async fn a_slow_first_answer_waits_for_the_first_byte_timeout_not_the_idle_one() {
     let server = MockLlm::start().await;
-    let reply = stream(ProviderKind::Anthropic, &Answer::Text(vec!["a", "b"]))
-        .delayed(Duration::from_millis(400));
-    server.push(reply);
+    // A local model thinking for a while before anything arrives.
+    server.push(
+        stream(ProviderKind::Anthropic, &Answer::Text(vec!["a", "b"]))
+            .delayed(Duration::from_millis(400)),
+    );
     let mut cfg = config(ProviderKind::Anthropic, &server, RetryPolicy::none());
     cfg.read_timeout = Duration::from_millis(150);
+    cfg.first_byte_timeout = Duration::from_secs(5);
+    let (_, result) = collect(&HttpClient::new(cfg.clone()).unwrap()).await;
+    assert_eq!(result.unwrap().text, "ab");
+
+    // Nothing at all within the first-byte timeout.
+    server.push(
+        stream(ProviderKind::Anthropic, &Answer::Text(vec!["a"]))
+            .delayed(Duration::from_millis(600)),
+    );
+    cfg.first_byte_timeout = Duration::from_millis(200);
     let (_, result) = collect(&HttpClient::new(cfg).unwrap()).await;
-    assert_eq!(result.unwrap_err().kind, ErrorKind::Timeout);
+    let err = result.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Timeout);
+    assert!(err.message.contains("no answer began within"), "{err}");
+}
+
+#[tokio::test]
+async fn a_stream_that_goes_silent_times_out() {
+    let server = MockLlm::start().await;
+    server.push(line_by_line(
+        stream(ProviderKind::Anthropic, &Answer::Text(vec!["a", "b"])),
+        Duration::from_millis(400),
+    ));
+    let mut cfg = config(ProviderKind::Anthropic, &server, RetryPolicy::none());
+    cfg.read_timeout = Duration::from_millis(150);
+    cfg.first_byte_timeout = Duration::from_secs(5);
+    let (_, result) = collect(&HttpClient::new(cfg).unwrap()).await;
+    let err = result.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Timeout);
+    assert!(err.message.contains("no data for"), "{err}");
 }
 
 #[tokio::test]

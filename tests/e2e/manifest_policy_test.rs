@@ -97,7 +97,7 @@ async fn each_bad_plugin_is_reported_with_its_file_and_reason() {
         (
             &wrong_world,
             "hello_tool.wasm",
-            "must export sandcrab:plugin/profile@0.1.0, but it exports sandcrab:plugin/tool@0.1.0",
+            "must export sandcrab:plugin/profile@0.2.0 (or an earlier supported version), but it exports sandcrab:plugin/tool@0.2.0",
         ),
     ];
     let sources = cases

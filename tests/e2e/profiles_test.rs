@@ -135,6 +135,7 @@ async fn custom_tools_extend_a_profile_and_override_built_ins() {
         name: name.into(),
         description: format!("custom {name}"),
         parameters: json!({"type": "object"}),
+        traits: Default::default(),
     };
     registry.register(
         spec("custom_read"),

@@ -100,8 +100,12 @@ pub async fn call(plugin: &LoadedPlugin, tool: &str, args: Value) -> Result<Stri
     let ctx = ToolCallContext {
         session_id: "test-session".into(),
         call_id: "call-1".into(),
+        working_dir: None,
     };
-    plugin.call_tool(tool, &args.to_string(), &ctx, None).await
+    plugin
+        .call_tool(tool, &args.to_string(), &ctx, None)
+        .await
+        .map(|o| o.text)
 }
 
 /// The plugin still answers after whatever happened before.
@@ -140,6 +144,7 @@ pub async fn run_tool(
         session_id: "test".into(),
         call_id: "call-1".into(),
         live_output: None,
+        working_dir: None,
     };
     sandcrab::tools::dispatch(registry, &call, &ctx).await
 }

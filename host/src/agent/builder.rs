@@ -83,11 +83,18 @@ impl AgentKit {
             .or_else(|| config.base_url.clone());
         let mut provider_config = ProviderConfig::from_env(provider, base_url.as_deref(), &env);
         let llm = &config.llm;
-        if let Some(ms) = llm.connect_timeout_ms {
-            provider_config.connect_timeout = std::time::Duration::from_millis(ms);
+        let ms = std::time::Duration::from_millis;
+        if let Some(v) = llm.connect_timeout_ms {
+            provider_config.connect_timeout = ms(v);
         }
-        if let Some(ms) = llm.read_timeout_ms {
-            provider_config.read_timeout = std::time::Duration::from_millis(ms);
+        if let Some(v) = per_provider
+            .first_byte_timeout_ms
+            .or(llm.first_byte_timeout_ms)
+        {
+            provider_config.first_byte_timeout = ms(v);
+        }
+        if let Some(v) = per_provider.read_timeout_ms.or(llm.read_timeout_ms) {
+            provider_config.read_timeout = ms(v);
         }
         if let Some(n) = llm.max_retries {
             provider_config.retry.max_retries = n;

@@ -105,6 +105,7 @@ mod tests {
             parallel_tool_calls: true,
             tool_names: vec!["read_file".into()],
             project_doc_files: vec![],
+            max_output_tokens: 0,
         }
     }
 

@@ -198,6 +198,7 @@ mod tests {
                 parallel_tool_calls: true,
                 tool_names: vec![],
                 project_doc_files: docs.iter().map(|s| s.to_string()).collect(),
+                max_output_tokens: 0,
             },
             base_instructions: "BASE LAYER".into(),
         }
@@ -213,6 +214,7 @@ mod tests {
             name: "read_file".into(),
             description: "TOOL LAYER".into(),
             parameters: serde_json::json!({}),
+            traits: Default::default(),
         }];
         let p = profile(&["CLAUDE.md"]);
         let ws = dir.path().canonicalize().unwrap();

@@ -50,6 +50,7 @@ impl Session {
             session_id: self.id.clone(),
             call_id: call.id.clone(),
             live_output: Some(tx),
+            working_dir: Some(self.working_dir.clone()),
         };
         let request = ToolCallRequest {
             id: call.id.clone(),

@@ -47,6 +47,7 @@ pub async fn run(cmd: ToolCommand) -> anyhow::Result<ExitCode> {
         session_id: "cli".into(),
         call_id: "cli".into(),
         live_output: None,
+        working_dir: None,
     };
     let outcome = dispatch(&registry, &call, &ctx).await;
     let text = if truncated {

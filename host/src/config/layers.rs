@@ -20,6 +20,7 @@ pub const PROJECT_KEYS: &[&str] = &[
     "truncation",
     "jobs",
     "providers.*.model",
+    "providers.*.max_tokens",
     "summarization.chunk_size",
     "summarization.keep_recent",
     "summarization.max_summary_tokens",

@@ -81,7 +81,9 @@ pub struct Config {
 pub struct LlmSettings {
     /// Connect timeout (default 10,000).
     pub connect_timeout_ms: Option<u64>,
-    /// Longest wait for the next bytes of a response (default 30,000).
+    /// Longest wait for an answer's first bytes (default 300,000).
+    pub first_byte_timeout_ms: Option<u64>,
+    /// Longest silence between chunks of a streamed answer (default 30,000).
     pub read_timeout_ms: Option<u64>,
     /// Retries of a failed request or stream connection (default 2).
     pub max_retries: Option<u32>,
@@ -95,6 +97,15 @@ pub struct ProviderSettings {
     pub base_url: Option<String>,
     /// Model used with this provider (overrides the profile default).
     pub model: Option<String>,
+    /// Output token limit of an answer (default: the model's own).
+    pub max_tokens: Option<u32>,
+    /// Longest wait for an answer's first bytes, for this provider.
+    pub first_byte_timeout_ms: Option<u64>,
+    /// Longest silence between chunks, for this provider.
+    pub read_timeout_ms: Option<u64>,
+    /// Context window of the model, in tokens (for local servers that do
+    /// not report it).
+    pub context_window: Option<u64>,
 }
 
 /// Why the configuration could not be read.

@@ -11,9 +11,6 @@ use super::record::{JobError, JobRecord};
 use super::registry::{JobOutcome, JobRegistry};
 use crate::tools::{ToolCallRequest, ToolContext, ToolOutcome, ToolRegistry, dispatch};
 
-/// Marker the shell tool puts on output of a command it had to stop.
-const SHELL_TIMEOUT_MARKER: &str = "[ERROR: Command timed out after";
-
 /// Background settings.
 #[derive(Debug, Clone, Copy)]
 pub struct BackgroundSettings {
@@ -46,9 +43,12 @@ impl CallMode {
     }
 }
 
-/// Whether the model asked for this call to run in the background.
-pub fn wants_background(request: &ToolCallRequest) -> bool {
-    request.name == "shell"
+/// Whether the model asked for this call to run in the background (and
+/// the tool allows it).
+pub fn wants_background(tools: &ToolRegistry, request: &ToolCallRequest) -> bool {
+    tools
+        .get(&request.name)
+        .is_some_and(|t| t.spec.traits.background)
         && request
             .arguments
             .get("run_in_background")
@@ -65,7 +65,7 @@ pub async fn run_call(
     ctx: ToolContext,
     settings: BackgroundSettings,
 ) -> Result<CallMode, JobError> {
-    let force = wants_background(&request);
+    let force = wants_background(&tools, &request);
     if force && request.arguments.get("timeout_ms").is_none() {
         // A background command gets the longest timeout, not the default.
         request.arguments["timeout_ms"] = json!(600_000);
@@ -75,7 +75,7 @@ pub async fn run_call(
     let name = request.name.clone();
     let mut work = Box::pin(async move {
         let outcome = dispatch(&tools, &request, &ctx).await;
-        classify(&request.name, outcome)
+        classify(outcome)
     });
     if !force {
         tokio::select! {
@@ -111,10 +111,10 @@ enum Finished {
     TimedOut(String),
 }
 
-fn classify(tool: &str, outcome: ToolOutcome) -> Finished {
+fn classify(outcome: ToolOutcome) -> Finished {
     if outcome.is_error {
         Finished::Error(outcome.content)
-    } else if tool == "shell" && outcome.content.contains(SHELL_TIMEOUT_MARKER) {
+    } else if outcome.timed_out {
         Finished::TimedOut(outcome.content)
     } else {
         Finished::Ok(outcome.content)
@@ -124,7 +124,11 @@ fn classify(tool: &str, outcome: ToolOutcome) -> Finished {
 impl Finished {
     fn into_tool_outcome(self) -> ToolOutcome {
         match self {
-            Finished::Ok(c) | Finished::TimedOut(c) => ToolOutcome::ok(c),
+            Finished::Ok(c) => ToolOutcome::ok(c),
+            Finished::TimedOut(c) => ToolOutcome {
+                timed_out: true,
+                ..ToolOutcome::ok(c)
+            },
             Finished::Error(c) => ToolOutcome::error(c),
         }
     }

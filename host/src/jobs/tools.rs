@@ -19,6 +19,7 @@ pub fn register(tools: &mut ToolRegistry, jobs: &Arc<JobRegistry>) {
             name: "list_jobs".into(),
             description: "List this conversation's background jobs. By default only running and pending_cancel jobs; pass statuses to choose (running, pending_cancel, completed, failed, cancelled, timed_out).".into(),
             parameters: json!({"type": "object", "properties": {"statuses": {"type": "array", "items": {"type": "string", "enum": ["running", "pending_cancel", "completed", "failed", "cancelled", "timed_out"]}}}, "additionalProperties": false}),
+            traits: Default::default(),
         },
         Arc::new(FnTool(move |args: Value, ctx: crate::tools::ToolContext| {
             let j = j.clone();
@@ -42,6 +43,7 @@ pub fn register(tools: &mut ToolRegistry, jobs: &Arc<JobRegistry>) {
             name: "inspect_job".into(),
             description: "The full record of one of this conversation's background jobs, including its output once finished.".into(),
             parameters: id_schema.clone(),
+            traits: Default::default(),
         },
         Arc::new(FnTool(move |args: Value, ctx: crate::tools::ToolContext| {
             let j = j.clone();
@@ -58,6 +60,7 @@ pub fn register(tools: &mut ToolRegistry, jobs: &Arc<JobRegistry>) {
             name: "cancel_job".into(),
             description: "Ask a running background job to stop (best effort: it becomes pending_cancel, and may still complete).".into(),
             parameters: id_schema.clone(),
+            traits: Default::default(),
         },
         Arc::new(FnTool(move |args: Value, ctx: crate::tools::ToolContext| {
             let j = j.clone();
@@ -74,6 +77,7 @@ pub fn register(tools: &mut ToolRegistry, jobs: &Arc<JobRegistry>) {
             name: "retry_job".into(),
             description: "Not supported: start the tool call again instead.".into(),
             parameters: id_schema,
+            traits: Default::default(),
         },
         Arc::new(FnTool(
             move |args: Value, ctx: crate::tools::ToolContext| {

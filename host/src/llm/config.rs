@@ -99,7 +99,10 @@ pub struct ProviderConfig {
     pub base_url: String,
     pub retry: RetryPolicy,
     pub connect_timeout: Duration,
-    /// Longest wait for the next bytes of a response.
+    /// Longest wait for the first bytes of an answer (a local model on a
+    /// CPU may think for minutes before its first token).
+    pub first_byte_timeout: Duration,
+    /// Longest silence between two chunks of a streamed answer.
     pub read_timeout: Duration,
 }
 
@@ -117,7 +120,8 @@ impl std::fmt::Debug for ProviderConfig {
 
 impl ProviderConfig {
     /// `kind` with defaults: no key, the default base URL, standard
-    /// retries, 10 s connect and 30 s read timeouts.
+    /// retries, 10 s to connect, 300 s to the first bytes, 30 s between
+    /// chunks.
     pub fn new(kind: ProviderKind) -> Self {
         ProviderConfig {
             kind,
@@ -125,6 +129,7 @@ impl ProviderConfig {
             base_url: kind.default_base_url().to_string(),
             retry: RetryPolicy::default(),
             connect_timeout: Duration::from_secs(10),
+            first_byte_timeout: Duration::from_secs(300),
             read_timeout: Duration::from_secs(30),
         }
     }

@@ -31,7 +31,7 @@ impl Transport {
             .map_err(|m| LlmError::new(ErrorKind::Configuration, config.kind.id(), m))?;
         let http = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
-            .read_timeout(config.read_timeout)
+            .read_timeout(config.first_byte_timeout.max(config.read_timeout))
             .build()
             .map_err(|e| {
                 LlmError::new(
@@ -164,7 +164,10 @@ impl Transport {
             Box::pin(body),
             adapter.decoder(),
             provider,
-            self.config.read_timeout,
+            Timeouts {
+                first_byte: self.config.first_byte_timeout,
+                idle: self.config.read_timeout,
+            },
         ))
     }
 }
@@ -179,12 +182,22 @@ fn normalize(mut response: Response) -> Response {
 
 type ByteStream = std::pin::Pin<Box<dyn Stream<Item = Result<Bytes, (ErrorKind, String)>> + Send>>;
 
+/// How long a stream may be silent: before its first bytes, and between
+/// chunks once it is flowing.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    pub first_byte: Duration,
+    pub idle: Duration,
+}
+
 struct Decoding {
     body: ByteStream,
     sse: SseParser,
     decoder: Box<dyn StreamDecoder>,
     provider: String,
-    read_timeout: Duration,
+    timeouts: Timeouts,
+    /// Bytes have arrived (the idle timeout applies from then on).
+    flowing: bool,
     pending: VecDeque<Result<StreamEvent, LlmError>>,
     ended: bool,
     in_text: bool,
@@ -196,14 +209,15 @@ pub fn decode_stream(
     body: ByteStream,
     decoder: Box<dyn StreamDecoder>,
     provider: String,
-    read_timeout: Duration,
+    timeouts: Timeouts,
 ) -> EventStream {
     let state = Decoding {
         body,
         sse: SseParser::new(),
         decoder,
         provider,
-        read_timeout,
+        timeouts,
+        flowing: false,
         pending: VecDeque::new(),
         ended: false,
         in_text: false,
@@ -225,21 +239,23 @@ pub fn decode_stream(
 impl Decoding {
     /// Read the next chunk and queue what it produces.
     async fn pull(&mut self) {
-        let next = tokio::time::timeout(self.read_timeout, self.body.next()).await;
-        let chunk = match next {
-            Err(_) => {
-                let secs = self.read_timeout.as_secs_f64();
-                return self.fail(
-                    ErrorKind::Timeout,
-                    format!("no data for {secs} s while streaming"),
-                );
+        let wait = if self.flowing {
+            self.timeouts.idle
+        } else {
+            self.timeouts.first_byte
+        };
+        let silent = |flowing: bool| {
+            let secs = wait.as_secs_f64();
+            if flowing {
+                format!("no data for {secs} s while streaming")
+            } else {
+                format!("no answer began within {secs} s")
             }
-            Ok(Some(Err((ErrorKind::Timeout, _)))) => {
-                let secs = self.read_timeout.as_secs_f64();
-                return self.fail(
-                    ErrorKind::Timeout,
-                    format!("no data for {secs} s while streaming"),
-                );
+        };
+        let next = tokio::time::timeout(wait, self.body.next()).await;
+        let chunk = match next {
+            Err(_) | Ok(Some(Err((ErrorKind::Timeout, _)))) => {
+                return self.fail(ErrorKind::Timeout, silent(self.flowing));
             }
             Ok(Some(Err((kind, e)))) => {
                 return self.fail(kind, format!("the connection failed mid-stream: {e}"));
@@ -247,6 +263,7 @@ impl Decoding {
             Ok(Some(Ok(bytes))) => bytes,
             Ok(None) => return self.end_of_body(),
         };
+        self.flowing = true;
         let events = match self.sse.feed(&chunk) {
             Ok(events) => events,
             Err(too_large) => return self.fail(ErrorKind::Stream, too_large.to_string()),

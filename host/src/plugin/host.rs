@@ -12,7 +12,7 @@ use super::cache::ComponentCache;
 use super::discovery::PluginSource;
 use super::engine::{EngineOptions, PluginEngine};
 use super::error::{EngineError, LoadError};
-use super::loaded::{LoadedPlugin, Pre};
+use super::loaded::LoadedPlugin;
 use super::manifest::{Manifest, PluginKind};
 use super::policy::Policy;
 use super::sandbox::{PluginSandbox, SandboxContext};
@@ -117,11 +117,7 @@ impl PluginHost {
         let mut linker = Linker::new(engine.engine());
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| EngineError::Linker(format!("{e:#}")))?;
-        wit::since_v0_1_0::tool::ToolPlugin::add_to_linker::<_, wasmtime::component::HasSelf<_>>(
-            &mut linker,
-            |state| state,
-        )
-        .map_err(|e| EngineError::Linker(format!("{e:#}")))?;
+        wit::add_to_linker(&mut linker).map_err(|e| EngineError::Linker(format!("{e:#}")))?;
         let temp_dir = tempfile::Builder::new()
             .prefix("sandcrab-")
             .tempdir()
@@ -224,7 +220,7 @@ impl PluginHost {
             manifest_path,
             version,
             cache,
-            pre,
+            guest,
         } = self.prepare(source)?;
         let taken =
             self.get(&manifest.name).is_some() || staged.iter().any(|p| p.name() == manifest.name);
@@ -253,7 +249,7 @@ impl PluginHost {
             decision,
             cache,
             sandbox,
-            pre,
+            guest,
             self.engine.engine().clone(),
         ))
     }
@@ -300,14 +296,14 @@ impl PluginHost {
                 "it needs an import the host does not provide: {e:#}"
             ))
         })?;
-        let pre = Pre::new(version, manifest.kind, instance_pre)
+        let guest = wit::Guest::new(version, manifest.kind, instance_pre)
             .map_err(|e| wrong_world(format!("{e:#}")))?;
         Ok(Prepared {
             manifest,
             manifest_path,
             version,
             cache,
-            pre,
+            guest,
         })
     }
 
@@ -316,7 +312,7 @@ impl PluginHost {
         &mut self,
         plugin: &LoadedPlugin,
         path: &Path,
-        raw: Vec<(String, String, String)>,
+        raw: Vec<wit::RawTool>,
     ) -> Result<Vec<ToolSpec>, LoadError> {
         if raw.len() > MAX_TOOLS_PER_PLUGIN {
             return Err(LoadError::TooManyTools {
@@ -326,7 +322,13 @@ impl PluginHost {
             });
         }
         let mut tools: Vec<ToolSpec> = Vec::new();
-        for (name, description, schema) in raw {
+        for wit::RawTool {
+            name,
+            description,
+            schema,
+            traits,
+        } in raw
+        {
             if let Some(owner) = self.tool_owner(&name) {
                 return Err(LoadError::DuplicateTool {
                     path: path.to_path_buf(),
@@ -334,11 +336,12 @@ impl PluginHost {
                     other: owner.to_string(),
                 });
             }
-            match validate_tool(&name, &description, &schema, &tools) {
+            match validate_tool(&name, &description, &schema, &traits, &tools) {
                 Ok(parameters) => tools.push(ToolSpec {
                     name,
                     description,
                     parameters,
+                    traits,
                 }),
                 Err(why) => {
                     let message = format!(
@@ -403,8 +406,8 @@ impl PluginHost {
     }
 }
 
-/// What a tool plugin's `tools()` returned: (name, description, schema).
-type ToolList = Result<Vec<(String, String, String)>, super::error::CallError>;
+/// What a tool plugin's `tools()` returned.
+type ToolList = Result<Vec<wit::RawTool>, super::error::CallError>;
 
 /// The raw tool list of a tool plugin (None for other kinds).
 async fn list_tools_if_tool(plugin: &LoadedPlugin) -> Option<ToolList> {
@@ -430,7 +433,7 @@ struct Prepared {
     manifest_path: PathBuf,
     version: wit::WitVersion,
     cache: super::cache::CacheOutcome,
-    pre: Pre,
+    guest: wit::Guest,
 }
 
 /// The manifest, the wasm path (for messages) and the wasm bytes.
@@ -486,6 +489,7 @@ fn validate_tool(
     name: &str,
     description: &str,
     schema: &str,
+    traits: &super::types::ToolTraits,
     earlier: &[ToolSpec],
 ) -> Result<serde_json::Value, String> {
     let valid_name = !name.is_empty()
@@ -520,5 +524,24 @@ fn validate_tool(
     }
     jsonschema::meta::validate(&value)
         .map_err(|e| format!("tool '{name}': parameters schema is not a valid JSON Schema: {e}"))?;
+    if let super::types::Writes::Paths(args) = &traits.writes {
+        for arg in args {
+            if value.pointer(&format!("/properties/{arg}/type"))
+                != Some(&serde_json::json!("string"))
+            {
+                return Err(format!(
+                    "tool '{name}': it says it writes the path in argument '{arg}', which its schema does not declare as a string"
+                ));
+            }
+        }
+    }
+    if traits.background
+        && value.pointer("/properties/run_in_background/type")
+            != Some(&serde_json::json!("boolean"))
+    {
+        return Err(format!(
+            "tool '{name}': it may run in the background, so its schema must declare a boolean 'run_in_background'"
+        ));
+    }
     Ok(value)
 }

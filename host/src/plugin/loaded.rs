@@ -1,13 +1,13 @@
 //! A loaded plugin: its manifest and grants, the pre-instantiated component
-//! and the typed calls into it. Every call gets a fresh store and instance,
-//! so a call that traps, times out or runs out of memory leaves nothing
-//! behind for the next one.
+//! behind a version-neutral guest interface, and the calls into it. Every
+//! call gets a fresh store and instance, so a call that traps, times out or
+//! runs out of memory leaves nothing behind for the next one.
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::Semaphore;
-use wasmtime::component::InstancePre;
 use wasmtime::{Store, Trap};
 
 use super::cache::CacheOutcome;
@@ -17,69 +17,16 @@ use super::manifest::{Manifest, PluginKind};
 use super::policy::{Decision, Origin};
 use super::sandbox::{GUEST_WORKSPACE, PluginSandbox};
 use super::state::{HostState, new_store};
-use super::types::{ProfileInfo, SummaryMessage, ToolCallContext, ToolFailure, ToolSpec};
-use super::wit::WitVersion;
-use super::wit::since_v0_1_0 as v0_1_0;
-
-/// The pre-instantiated component, by ABI version and world.
-pub(crate) enum Pre {
-    ToolV0_1_0(v0_1_0::tool::ToolPluginPre<HostState>),
-    ProfileV0_1_0(v0_1_0::profile::ProfilePluginPre<HostState>),
-    SummarizerV0_1_0(v0_1_0::summarizer::SummarizerPluginPre<HostState>),
-}
-
-impl Pre {
-    pub(crate) fn new(
-        version: WitVersion,
-        kind: PluginKind,
-        pre: InstancePre<HostState>,
-    ) -> wasmtime::Result<Pre> {
-        Ok(match (version, kind) {
-            (WitVersion::V0_1_0, PluginKind::Tool) => {
-                Pre::ToolV0_1_0(v0_1_0::tool::ToolPluginPre::new(pre)?)
-            }
-            (WitVersion::V0_1_0, PluginKind::Profile) => {
-                Pre::ProfileV0_1_0(v0_1_0::profile::ProfilePluginPre::new(pre)?)
-            }
-            (WitVersion::V0_1_0, PluginKind::Summarizer) => {
-                Pre::SummarizerV0_1_0(v0_1_0::summarizer::SummarizerPluginPre::new(pre)?)
-            }
-        })
-    }
-}
-
-/// Run `$call` on a fresh instance of `$pre` in a fresh store, under the
-/// plugin's instance limit (waited for a bounded time) and a wall-clock
-/// bound of `$limit`; a failure is classified (busy, timeout, out of
-/// memory, trap, invalid result). Every call into a plugin goes through
-/// here, so every call gets the same limits.
-macro_rules! in_fresh_instance {
-    ($self:ident, $live:expr, $limit:expr, $pre:expr, |$instance:ident, $store:ident| $call:expr) => {{
-        let _permit = $self.permit().await?;
-        let limit: std::time::Duration = $limit;
-        let clock = CallClock::with_budget(limit, $self.sandbox.process_budget);
-        let mut $store = $self.store($live, clock.clone())?;
-        let bounded = clock
-            .bound(async {
-                let $instance = $pre.instantiate_async(&mut $store).await?;
-                $call
-            })
-            .await;
-        match bounded {
-            Ok(result) => result.map_err(|e| $self.classify(e, &$store)),
-            Err(TimedOut) => Err(CallError::Timeout {
-                plugin: $self.name().to_string(),
-                limit_ms: limit.as_millis() as u64,
-            }),
-        }
-    }};
-}
+use super::types::{
+    ProfileInfo, SummaryMessage, ToolCallContext, ToolFailure, ToolOutput, ToolSpec,
+};
+use super::wit::{Guest, GuestContext, ProfileGuest, RawTool, ToolGuest, WitVersion};
 
 /// Longest wait for a free instance before a call fails as busy.
-pub const INSTANCE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+pub const INSTANCE_WAIT: Duration = Duration::from_secs(30);
 
 /// Longest a load-time call (listing tools, profile facts) may take.
-pub const LOAD_CALL_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+pub const LOAD_CALL_LIMIT: Duration = Duration::from_secs(10);
 
 /// A plugin ready to be called.
 pub struct LoadedPlugin {
@@ -95,7 +42,7 @@ pub struct LoadedPlugin {
     /// The tools of a tool plugin (empty otherwise).
     pub tools: Vec<ToolSpec>,
     pub(crate) sandbox: Arc<PluginSandbox>,
-    pre: Pre,
+    guest: Guest,
     engine: wasmtime::Engine,
     instances: Arc<Semaphore>,
 }
@@ -111,6 +58,22 @@ pub enum ToolCallError {
     Runtime(#[from] CallError),
 }
 
+/// A call in progress: its instance slot, clock and store.
+struct FreshCall {
+    _permit: tokio::sync::OwnedSemaphorePermit,
+    clock: Arc<CallClock>,
+    limit: Duration,
+    store: Store<HostState>,
+}
+
+/// One call's parameters besides the guest work itself.
+struct CallSetup {
+    live: Option<crate::process::LiveOutput>,
+    limit: Duration,
+    /// Where the guest's programs run by default (0.2.0 guests).
+    working_dir: Option<String>,
+}
+
 impl LoadedPlugin {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
@@ -121,7 +84,7 @@ impl LoadedPlugin {
         decision: Decision,
         cache: CacheOutcome,
         sandbox: Arc<PluginSandbox>,
-        pre: Pre,
+        guest: Guest,
         engine: wasmtime::Engine,
     ) -> Self {
         let permits = decision.grants.limits.max_instances as usize;
@@ -134,7 +97,7 @@ impl LoadedPlugin {
             cache,
             tools: Vec::new(),
             sandbox,
-            pre,
+            guest,
             engine,
             instances: Arc::new(Semaphore::new(permits)),
         }
@@ -163,78 +126,64 @@ impl LoadedPlugin {
         args_json: &str,
         ctx: &ToolCallContext,
         live: Option<crate::process::LiveOutput>,
-    ) -> Result<String, ToolCallError> {
-        let Pre::ToolV0_1_0(pre) = &self.pre else {
-            return Err(self.not_a("tool").into());
-        };
-        let wit_ctx = v0_1_0::tool::sandcrab::plugin::types::CallContext {
+    ) -> Result<ToolOutput, ToolCallError> {
+        let guest = self.tool_guest()?;
+        let guest_ctx = GuestContext {
             workspace_root: GUEST_WORKSPACE.to_string(),
             host_workspace_root: self.sandbox.host_workspace.display().to_string(),
+            working_dir: self.guest_working_dir(ctx.working_dir.as_deref()),
             session_id: ctx.session_id.clone(),
             call_id: ctx.call_id.clone(),
         };
-        let outcome = in_fresh_instance!(self, live, self.call_limit(), pre, |instance, store| {
-            instance
-                .sandcrab_plugin_tool()
-                .call_call(&mut store, name, args_json, &wit_ctx)
-                .await
-        });
-        use v0_1_0::tool::sandcrab::plugin::types::ToolError as E;
-        match outcome? {
-            Ok(output) => Ok(output),
-            Err(E::InvalidArguments(m)) => Err(ToolFailure::InvalidArguments(m).into()),
-            Err(E::Denied(m)) => Err(ToolFailure::Denied(m).into()),
-            Err(E::Failed(m)) => Err(ToolFailure::Failed(m).into()),
+        let setup = CallSetup {
+            live,
+            limit: self.call_limit(),
+            working_dir: Some(guest_ctx.working_dir.clone()),
+        };
+        let mut call = self.fresh_instance(setup).await?;
+        let done = call
+            .clock
+            .bound(guest.call(&mut call.store, name, args_json, &guest_ctx))
+            .await;
+        Ok(self.conclude(done, &call)??)
+    }
+
+    /// `dir` (a host directory inside the workspace) as the guest sees it.
+    fn guest_working_dir(&self, dir: Option<&std::path::Path>) -> String {
+        let rest = dir.and_then(|d| d.strip_prefix(&self.sandbox.host_workspace).ok());
+        match rest {
+            Some(rest) if !rest.as_os_str().is_empty() => {
+                format!("{GUEST_WORKSPACE}/{}", rest.display())
+            }
+            _ => GUEST_WORKSPACE.to_string(),
         }
     }
 
-    /// Ask a tool plugin for its tool specs (raw, unvalidated).
-    pub(crate) async fn list_tools(&self) -> Result<Vec<(String, String, String)>, CallError> {
-        let Pre::ToolV0_1_0(pre) = &self.pre else {
-            return Err(self.not_a("tool"));
-        };
-        let specs = in_fresh_instance!(self, None, self.load_limit(), pre, |instance, store| {
-            instance.sandcrab_plugin_tool().call_tools(&mut store).await
-        })?;
-        Ok(specs
-            .into_iter()
-            .map(|s| (s.name, s.description, s.parameters_schema))
-            .collect())
+    /// Ask a tool plugin for its tools (raw, unvalidated).
+    pub(crate) async fn list_tools(&self) -> Result<Vec<RawTool>, CallError> {
+        let guest = self.tool_guest()?;
+        let mut call = self.fresh_instance(self.load_setup()).await?;
+        let done = call.clock.bound(guest.tools(&mut call.store)).await;
+        self.conclude(done, &call)
     }
 
     /// A profile plugin's facts.
     pub async fn profile_info(&self) -> Result<ProfileInfo, CallError> {
-        let Pre::ProfileV0_1_0(pre) = &self.pre else {
-            return Err(self.not_a("profile"));
-        };
-        let info = in_fresh_instance!(self, None, self.load_limit(), pre, |instance, store| {
-            instance
-                .sandcrab_plugin_profile()
-                .call_info(&mut store)
-                .await
-        })?;
-        Ok(ProfileInfo {
-            id: info.id,
-            adapter: info.adapter,
-            default_model: info.default_model,
-            context_window: info.context_window,
-            parallel_tool_calls: info.parallel_tool_calls,
-            tool_names: info.tool_names,
-            project_doc_files: info.project_doc_files,
-        })
+        let guest = self.profile_guest()?;
+        let mut call = self.fresh_instance(self.load_setup()).await?;
+        let done = call.clock.bound(guest.info(&mut call.store)).await;
+        self.conclude(done, &call)
     }
 
     /// A profile plugin's base instructions.
     pub async fn base_instructions(&self) -> Result<String, CallError> {
-        let Pre::ProfileV0_1_0(pre) = &self.pre else {
-            return Err(self.not_a("profile"));
-        };
-        in_fresh_instance!(self, None, self.load_limit(), pre, |instance, store| {
-            instance
-                .sandcrab_plugin_profile()
-                .call_base_instructions(&mut store)
-                .await
-        })
+        let guest = self.profile_guest()?;
+        let mut call = self.fresh_instance(self.load_setup()).await?;
+        let done = call
+            .clock
+            .bound(guest.base_instructions(&mut call.store))
+            .await;
+        self.conclude(done, &call)
     }
 
     /// Render the summarization prompt with a summarizer plugin.
@@ -244,33 +193,81 @@ impl LoadedPlugin {
         existing_summary: &str,
         messages: &[SummaryMessage],
     ) -> Result<String, CallError> {
-        let Pre::SummarizerV0_1_0(pre) = &self.pre else {
+        let Guest::Summarizer(guest) = &self.guest else {
             return Err(self.not_a("summarizer"));
         };
-        use v0_1_0::summarizer::exports::sandcrab::plugin::summarizer::Message;
-        let messages: Vec<Message> = messages
-            .iter()
-            .map(|m| Message {
-                role: m.role.clone(),
-                content: m.content.clone(),
-            })
-            .collect();
-        in_fresh_instance!(self, None, self.call_limit(), pre, |instance, store| {
-            instance
-                .sandcrab_plugin_summarizer()
-                .call_render(&mut store, persona, existing_summary, &messages)
-                .await
+        let setup = CallSetup {
+            live: None,
+            limit: self.call_limit(),
+            working_dir: None,
+        };
+        let mut call = self.fresh_instance(setup).await?;
+        let done = call
+            .clock
+            .bound(guest.render(&mut call.store, persona, existing_summary, messages))
+            .await;
+        self.conclude(done, &call)
+    }
+
+    fn tool_guest(&self) -> Result<&dyn ToolGuest, CallError> {
+        match &self.guest {
+            Guest::Tool(g) => Ok(g.as_ref()),
+            _ => Err(self.not_a("tool")),
+        }
+    }
+
+    fn profile_guest(&self) -> Result<&dyn ProfileGuest, CallError> {
+        match &self.guest {
+            Guest::Profile(g) => Ok(g.as_ref()),
+            _ => Err(self.not_a("profile")),
+        }
+    }
+
+    /// A fresh store for one call, under the plugin's instance limit
+    /// (waited for a bounded time) and the call's wall-clock clock. Every
+    /// call into a plugin goes through here and [`Self::conclude`], so every
+    /// call gets the same limits: the caller runs the guest work under
+    /// `call.clock.bound(...)`.
+    async fn fresh_instance(&self, setup: CallSetup) -> Result<FreshCall, CallError> {
+        let permit = self.permit().await?;
+        let clock = CallClock::with_budget(setup.limit, self.sandbox.process_budget);
+        let store = self.store(setup.live, clock.clone(), setup.working_dir)?;
+        Ok(FreshCall {
+            _permit: permit,
+            clock,
+            limit: setup.limit,
+            store,
         })
     }
 
-    /// The plugin's time limit per call.
-    fn call_limit(&self) -> std::time::Duration {
-        std::time::Duration::from_millis(self.decision.grants.limits.timeout_ms)
+    /// The call's result, a failure classified (timeout, out of memory,
+    /// trap, invalid result).
+    fn conclude<T>(
+        &self,
+        done: Result<wasmtime::Result<T>, TimedOut>,
+        call: &FreshCall,
+    ) -> Result<T, CallError> {
+        match done {
+            Ok(result) => result.map_err(|e| self.classify(e, &call.store)),
+            Err(TimedOut) => Err(CallError::Timeout {
+                plugin: self.name().to_string(),
+                limit_ms: call.limit.as_millis() as u64,
+            }),
+        }
     }
 
-    /// The time limit of a load-time call.
-    fn load_limit(&self) -> std::time::Duration {
-        self.call_limit().min(LOAD_CALL_LIMIT)
+    /// The plugin's time limit per call.
+    fn call_limit(&self) -> Duration {
+        Duration::from_millis(self.decision.grants.limits.timeout_ms)
+    }
+
+    /// Settings of a load-time call.
+    fn load_setup(&self) -> CallSetup {
+        CallSetup {
+            live: None,
+            limit: self.call_limit().min(LOAD_CALL_LIMIT),
+            working_dir: None,
+        }
     }
 
     /// A free instance slot, waited for at most [`INSTANCE_WAIT`] (or the
@@ -290,7 +287,8 @@ impl LoadedPlugin {
     fn store(
         &self,
         live: Option<crate::process::LiveOutput>,
-        clock: std::sync::Arc<CallClock>,
+        clock: Arc<CallClock>,
+        working_dir: Option<String>,
     ) -> Result<Store<HostState>, CallError> {
         new_store(
             &self.engine,
@@ -298,6 +296,7 @@ impl LoadedPlugin {
             &self.decision.grants.limits,
             live,
             clock,
+            working_dir,
         )
         .map_err(|e| self.setup_error(format!("{e:#}")))
     }

@@ -27,4 +27,7 @@ pub use loaded::{LoadedPlugin, ToolCallError};
 pub use manifest::{Access, Manifest, PluginKind};
 pub use policy::{Origin, Policy, PolicyMode, SandboxMode};
 pub use sandbox::{GUEST_WORKSPACE, Mount, PluginSandbox, SandboxContext};
-pub use types::{ProfileInfo, SummaryMessage, ToolCallContext, ToolFailure, ToolSpec};
+pub use types::{
+    ProfileInfo, SummaryMessage, ToolCallContext, ToolFailure, ToolOutput, ToolSpec, ToolTraits,
+    Writes,
+};

@@ -26,6 +26,8 @@ pub struct HostState {
     pub(super) clock: Arc<CallClock>,
     /// The call's share of the host log.
     pub(super) log: Arc<LogBudget>,
+    /// Where the call's programs run by default (guest path; 0.2.0 calls).
+    pub(super) working_dir: Option<String>,
     /// Where program output goes as it arrives (for live tool output).
     pub(super) live_output: Option<crate::process::LiveOutput>,
 }
@@ -59,6 +61,7 @@ pub fn new_store(
     limits: &EffectiveLimits,
     live_output: Option<crate::process::LiveOutput>,
     clock: Arc<CallClock>,
+    working_dir: Option<String>,
 ) -> wasmtime::Result<Store<HostState>> {
     let mut wasi = WasiCtxBuilder::new();
     // File operations run on the blocking pool, never on a runtime thread:
@@ -109,6 +112,7 @@ pub fn new_store(
         sandbox: sandbox.clone(),
         clock,
         log,
+        working_dir,
         live_output,
     };
     let mut store = Store::new(engine, state);

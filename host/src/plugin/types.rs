@@ -3,13 +3,59 @@
 
 use serde::Serialize;
 
-/// A tool as the model sees it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// A tool as the model sees it, and how the host may run it.
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
 pub struct ToolSpec {
     pub name: String,
     pub description: String,
     /// JSON Schema of the argument object.
     pub parameters: serde_json::Value,
+    /// What calls write and whether they may run in the background.
+    #[serde(skip_serializing_if = "ToolTraits::is_default")]
+    pub traits: ToolTraits,
+}
+
+impl ToolSpec {
+    /// A tool that writes nothing and runs in the foreground.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        parameters: serde_json::Value,
+    ) -> Self {
+        ToolSpec {
+            name: name.into(),
+            description: description.into(),
+            parameters,
+            traits: ToolTraits::default(),
+        }
+    }
+}
+
+/// How the host may run a tool's calls.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+pub struct ToolTraits {
+    pub writes: Writes,
+    /// The model may start a call as a background job
+    /// (`run_in_background: true`).
+    pub background: bool,
+}
+
+impl ToolTraits {
+    fn is_default(&self) -> bool {
+        *self == ToolTraits::default()
+    }
+}
+
+/// What a tool call may write (calls writing the same path run in order).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "args")]
+pub enum Writes {
+    #[default]
+    Nothing,
+    /// The workspace paths given in these string arguments.
+    Paths(Vec<String>),
+    /// Anywhere in the workspace.
+    Workspace,
 }
 
 /// Context handed to a tool call.
@@ -19,6 +65,25 @@ pub struct ToolCallContext {
     pub session_id: String,
     /// The model's tool call id.
     pub call_id: String,
+    /// Where the agent works, on the host (None: the workspace root).
+    pub working_dir: Option<std::path::PathBuf>,
+}
+
+/// A tool's successful answer.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ToolOutput {
+    pub text: String,
+    /// The tool stopped its work because it ran out of time.
+    pub timed_out: bool,
+}
+
+impl From<String> for ToolOutput {
+    fn from(text: String) -> Self {
+        ToolOutput {
+            text,
+            timed_out: false,
+        }
+    }
 }
 
 /// A failure the tool itself reported.
@@ -37,11 +102,14 @@ pub enum ToolFailure {
 pub struct ProfileInfo {
     pub id: String,
     pub adapter: String,
+    /// Empty: the operator names the model (or the server is asked).
     pub default_model: String,
     pub context_window: u64,
     pub parallel_tool_calls: bool,
     pub tool_names: Vec<String>,
     pub project_doc_files: Vec<String>,
+    /// Output token limit of an answer (0: the host's default for the model).
+    pub max_output_tokens: u32,
 }
 
 /// A message handed to a summarizer plugin.

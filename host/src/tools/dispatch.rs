@@ -20,6 +20,8 @@ pub struct ToolCallRequest {
 pub struct ToolOutcome {
     pub content: String,
     pub is_error: bool,
+    /// The tool stopped its work because it ran out of time.
+    pub timed_out: bool,
 }
 
 impl ToolOutcome {
@@ -27,6 +29,7 @@ impl ToolOutcome {
         ToolOutcome {
             content,
             is_error: false,
+            timed_out: false,
         }
     }
 
@@ -34,6 +37,7 @@ impl ToolOutcome {
         ToolOutcome {
             content,
             is_error: true,
+            timed_out: false,
         }
     }
 }
@@ -89,7 +93,11 @@ pub async fn dispatch(
     }
     let run = std::panic::AssertUnwindSafe(tool.executor.execute(args, ctx)).catch_unwind();
     match run.await {
-        Ok(Ok(content)) => ToolOutcome::ok(content),
+        Ok(Ok(output)) => ToolOutcome {
+            content: output.text,
+            is_error: false,
+            timed_out: output.timed_out,
+        },
         Ok(Err(message)) => ToolOutcome::error(message),
         Err(panic) => {
             let what = panic
@@ -122,6 +130,7 @@ mod tests {
                 "required": ["message"],
                 "additionalProperties": false
             }),
+            traits: Default::default(),
         }
     }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::plugin::{LoadedPlugin, ToolCallContext, ToolSpec};
+use crate::plugin::{LoadedPlugin, ToolCallContext, ToolOutput, ToolSpec};
 
 /// What a tool call runs with.
 #[derive(Debug, Clone, Default)]
@@ -17,12 +17,18 @@ pub struct ToolContext {
     pub call_id: String,
     /// Where live output (of programs the tool runs) goes.
     pub live_output: Option<crate::process::LiveOutput>,
+    /// Where the agent works, on the host (None: the workspace root).
+    pub working_dir: Option<std::path::PathBuf>,
 }
 
 /// Something that runs a tool. `Err` is an error message for the model.
 #[async_trait]
 pub trait ToolExecutor: Send + Sync {
-    async fn execute(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, String>;
+    async fn execute(
+        &self,
+        args: serde_json::Value,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, String>;
 }
 
 /// A tool of a loaded plugin.
@@ -42,10 +48,15 @@ impl PluginTool {
 
 #[async_trait]
 impl ToolExecutor for PluginTool {
-    async fn execute(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, String> {
+    async fn execute(
+        &self,
+        args: serde_json::Value,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, String> {
         let call_ctx = ToolCallContext {
             session_id: ctx.session_id.clone(),
             call_id: ctx.call_id.clone(),
+            working_dir: ctx.working_dir.clone(),
         };
         self.plugin
             .call_tool(
@@ -68,8 +79,12 @@ where
     F: Fn(serde_json::Value, ToolContext) -> Fut + Send + Sync,
     Fut: std::future::Future<Output = Result<String, String>> + Send,
 {
-    async fn execute(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, String> {
-        (self.0)(args, ctx.clone()).await
+    async fn execute(
+        &self,
+        args: serde_json::Value,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, String> {
+        (self.0)(args, ctx.clone()).await.map(ToolOutput::from)
     }
 }
 

@@ -22,6 +22,10 @@ impl Tool for EditFile {
     const DESCRIPTION: &'static str = "Replace text in a file. old_string must match the file exactly (including indentation) and be unique, unless replace_all is true, in which case every occurrence is replaced. Include enough surrounding lines to make old_string unique. If no exact match exists, a match that differs only in whitespace is used and reported. Read the file first.";
     type Args = Args;
 
+    fn writes() -> Writes {
+        Writes::Paths(vec!["file_path".into()])
+    }
+
     fn parameters() -> Schema {
         Schema::object()
             .required("file_path", fs::file_path_schema())

@@ -23,6 +23,7 @@ pub struct Args {
 
 impl Tool for Shell {
     const NAME: &'static str = "shell";
+    const BACKGROUND: bool = true;
     const DESCRIPTION: &'static str = "Run a shell command with `sh -c` in the workspace directory. Returns stdout, stderr, the exit code and the duration. Default timeout 10000 ms, maximum 600000 ms; on timeout the command's process group gets SIGTERM, then SIGKILL 2 s later, and the partial output is returned with an error note. For long-running commands (servers, watchers, long builds) set run_in_background: the call returns a job id at once and the result arrives later. The command runs in a sandbox: it can write only inside the workspace and $TMPDIR.";
     type Args = Args;
 
@@ -50,6 +51,12 @@ impl Tool for Shell {
     }
 
     fn run(args: Args, ctx: &CallContext) -> ToolResult {
+        Self::run_with_status(args, ctx).map(|o| o.text)
+    }
+
+    /// Runs in the agent's working directory; a command stopped at its
+    /// timeout is reported as timed out (a background job ends timed_out).
+    fn run_with_status(args: Args, ctx: &CallContext) -> Result<ToolOutput, ToolError> {
         if args.command.trim().is_empty() {
             return Err(ToolError::invalid("the command is empty"));
         }
@@ -59,10 +66,13 @@ impl Tool for Shell {
             .clamp(1, MAX_TIMEOUT_MS);
         let out = Command::new("sh")
             .args(["-c", args.command.as_str()])
-            .cwd(ctx.workspace_root.clone())
+            .cwd(ctx.working_dir.clone())
             .timeout_ms(timeout)
             .run()?;
-        Ok(render(&out, timeout))
+        Ok(ToolOutput {
+            text: render(&out, timeout),
+            timed_out: out.timed_out,
+        })
     }
 }
 

@@ -17,6 +17,10 @@ impl Tool for WriteFile {
     const DESCRIPTION: &'static str = "Create a file, or overwrite it, with the given content. Parent directories are created as needed. Prefer edit_file or apply_patch to change part of an existing file.";
     type Args = Args;
 
+    fn writes() -> Writes {
+        Writes::Paths(vec!["file_path".into()])
+    }
+
     fn parameters() -> Schema {
         Schema::object()
             .required("file_path", fs::file_path_schema())

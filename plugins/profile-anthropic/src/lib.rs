@@ -24,6 +24,7 @@ impl Profile for Anthropic {
             .map(String::from)
             .to_vec(),
             project_doc_files: vec!["CLAUDE.md".into()],
+            max_output_tokens: 0,
         }
     }
 

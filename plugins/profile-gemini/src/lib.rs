@@ -25,6 +25,7 @@ impl Profile for Gemini {
             .map(String::from)
             .to_vec(),
             project_doc_files: vec!["GEMINI.md".into()],
+            max_output_tokens: 0,
         }
     }
 

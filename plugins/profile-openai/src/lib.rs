@@ -24,6 +24,7 @@ impl Profile for OpenAi {
             .map(String::from)
             .to_vec(),
             project_doc_files: vec![".codex/instructions.md".into()],
+            max_output_tokens: 0,
         }
     }
 

@@ -161,6 +161,7 @@ async fn parallel_tool_calls_run_concurrently() {
             name: "slow".into(),
             description: "sleeps".into(),
             parameters: json!({"type": "object"}),
+            traits: Default::default(),
         },
         Arc::new(FnTool(move |_, _| {
             let (inf, max) = (inf.clone(), max.clone());

@@ -27,6 +27,7 @@ pub fn profile(window: u64) -> Arc<Profile> {
             parallel_tool_calls: true,
             tool_names: vec!["echo".into()],
             project_doc_files: vec![],
+            max_output_tokens: 0,
         },
         base_instructions: "You are a test agent.".into(),
     })
@@ -41,6 +42,7 @@ pub fn tools() -> ToolRegistry {
             name: "echo".into(),
             description: "Echo text".into(),
             parameters: schema.clone(),
+            traits: Default::default(),
         },
         Arc::new(FnTool(|args: Value, _| async move {
             Ok(format!("echo: {}", args["text"].as_str().unwrap_or("")))
@@ -51,6 +53,7 @@ pub fn tools() -> ToolRegistry {
             name: "fail".into(),
             description: "Always fails".into(),
             parameters: schema,
+            traits: Default::default(),
         },
         Arc::new(FnTool(|_, _| async { Err("boom".to_string()) })),
     );

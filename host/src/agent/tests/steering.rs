@@ -45,6 +45,7 @@ async fn steering_during_tool_rounds_is_injected_between_rounds() {
             name: "echo".into(),
             description: "steers".into(),
             parameters: json!({"type": "object"}),
+            traits: Default::default(),
         },
         Arc::new(FnTool(move |_, _| {
             let session = session.clone();

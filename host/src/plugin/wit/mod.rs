@@ -1,28 +1,37 @@
 //! The plugin ABI versions the host understands. Each released version is
-//! frozen in its own module (bindings generated from `wit/since_vX.Y.Z`);
-//! [`detect`] tells which version and world a component implements.
+//! frozen in its own module (bindings generated from `wit/since_vX.Y.Z`)
+//! and adapts its components to the version-neutral guest interfaces below
+//! ([`ToolGuest`], [`ProfileGuest`], [`SummarizerGuest`]); the rest of the
+//! host never sees a version. [`detect`] tells which version and world a
+//! component implements.
 
 pub mod since_v0_1_0;
+pub mod since_v0_2_0;
 
-use wasmtime::Engine;
-use wasmtime::component::Component;
+use async_trait::async_trait;
 use wasmtime::component::types::ComponentItem;
+use wasmtime::component::{Component, InstancePre};
+use wasmtime::{Engine, Store};
 
 use super::manifest::PluginKind;
+use super::state::HostState;
+use super::types::{ProfileInfo, SummaryMessage, ToolFailure, ToolOutput, ToolTraits};
 
 /// WIT package versions the host loads, newest first.
-pub const SUPPORTED_VERSIONS: &[&str] = &["0.1.0"];
+pub const SUPPORTED_VERSIONS: &[&str] = &["0.2.0", "0.1.0"];
 
 /// A released version of the plugin ABI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WitVersion {
     V0_1_0,
+    V0_2_0,
 }
 
 impl WitVersion {
     fn parse(version: &str) -> Option<Self> {
         match version {
             "0.1.0" => Some(WitVersion::V0_1_0),
+            "0.2.0" => Some(WitVersion::V0_2_0),
             _ => None,
         }
     }
@@ -32,12 +41,96 @@ impl std::fmt::Display for WitVersion {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             WitVersion::V0_1_0 => "0.1.0",
+            WitVersion::V0_2_0 => "0.2.0",
         })
     }
 }
 
+/// A tool as a plugin declared it, before validation.
+#[derive(Debug, Clone)]
+pub struct RawTool {
+    pub name: String,
+    pub description: String,
+    /// The parameters schema as JSON text.
+    pub schema: String,
+    pub traits: ToolTraits,
+}
+
+/// What a tool call is told, in guest terms.
+#[derive(Debug, Clone)]
+pub struct GuestContext {
+    /// The workspace root inside the guest (`/workspace`).
+    pub workspace_root: String,
+    /// The workspace root on the host (what the model sees).
+    pub host_workspace_root: String,
+    /// Where the agent works, inside the guest.
+    pub working_dir: String,
+    pub session_id: String,
+    pub call_id: String,
+}
+
+/// A tool plugin's component, whatever its ABI version. Each call
+/// instantiates it in the given (fresh) store.
+#[async_trait]
+pub trait ToolGuest: Send + Sync {
+    async fn tools(&self, store: &mut Store<HostState>) -> wasmtime::Result<Vec<RawTool>>;
+    async fn call(
+        &self,
+        store: &mut Store<HostState>,
+        name: &str,
+        args_json: &str,
+        ctx: &GuestContext,
+    ) -> wasmtime::Result<Result<ToolOutput, ToolFailure>>;
+}
+
+/// A profile plugin's component, whatever its ABI version.
+#[async_trait]
+pub trait ProfileGuest: Send + Sync {
+    async fn info(&self, store: &mut Store<HostState>) -> wasmtime::Result<ProfileInfo>;
+    async fn base_instructions(&self, store: &mut Store<HostState>) -> wasmtime::Result<String>;
+}
+
+/// A summarizer plugin's component, whatever its ABI version.
+#[async_trait]
+pub trait SummarizerGuest: Send + Sync {
+    async fn render(
+        &self,
+        store: &mut Store<HostState>,
+        persona: &str,
+        existing_summary: &str,
+        messages: &[SummaryMessage],
+    ) -> wasmtime::Result<String>;
+}
+
+/// A linked component behind its world's guest interface.
+pub enum Guest {
+    Tool(Box<dyn ToolGuest>),
+    Profile(Box<dyn ProfileGuest>),
+    Summarizer(Box<dyn SummarizerGuest>),
+}
+
+impl Guest {
+    /// The guest for a component of `version` and `kind`.
+    pub fn new(
+        version: WitVersion,
+        kind: PluginKind,
+        pre: InstancePre<HostState>,
+    ) -> wasmtime::Result<Guest> {
+        match version {
+            WitVersion::V0_1_0 => since_v0_1_0::guest(kind, pre),
+            WitVersion::V0_2_0 => since_v0_2_0::guest(kind, pre),
+        }
+    }
+}
+
+/// Add the host imports of every supported version to `linker`.
+pub fn add_to_linker(linker: &mut wasmtime::component::Linker<HostState>) -> wasmtime::Result<()> {
+    since_v0_1_0::add_to_linker(linker)?;
+    since_v0_2_0::add_to_linker(linker)
+}
+
 /// The exported instance names of `component` (e.g.
-/// `sandcrab:plugin/tool@0.1.0`).
+/// `sandcrab:plugin/tool@0.2.0`).
 pub fn export_names(component: &Component, engine: &Engine) -> Vec<String> {
     component
         .component_type()
@@ -72,7 +165,7 @@ pub fn detect(
         exports.join(", ")
     };
     Err(format!(
-        "manifest says kind = \"{kind}\" (world {}), so the component must export sandcrab:plugin/{}@{}, but it exports {found}",
+        "manifest says kind = \"{kind}\" (world {}), so the component must export sandcrab:plugin/{}@{} (or an earlier supported version), but it exports {found}",
         kind.world(),
         kind.export_interface(),
         SUPPORTED_VERSIONS[0]

@@ -1,8 +1,21 @@
 //! Host bindings for `sandcrab:plugin@0.1.0` (`wit/since_v0.1.0`), frozen.
 //!
-//! Every world of this version is bound here; the host imports of the
-//! version (`process`, `log`) forward to the one real implementation in
-//! [`crate::plugin::imports`].
+//! Every world of this version is bound here and adapted to the
+//! version-neutral guest interfaces; the host imports of the version
+//! (`process`, `log`) forward to the one real implementation in
+//! [`crate::plugin::imports`]. What 0.1.0 lacks takes its 0.1.0 meaning: no
+//! working directory (calls work at the workspace root), tools write
+//! nothing the host must order and never run in the background, and a
+//! tool never reports a timeout.
+
+use async_trait::async_trait;
+use wasmtime::Store;
+use wasmtime::component::{HasSelf, InstancePre};
+
+use super::{Guest, GuestContext, ProfileGuest, RawTool, SummarizerGuest, ToolGuest};
+use crate::plugin::manifest::PluginKind;
+use crate::plugin::state::HostState;
+use crate::plugin::types::{ProfileInfo, SummaryMessage, ToolFailure, ToolOutput, ToolTraits};
 
 /// The `tool-plugin` world; also defines the shared `types`, `process` and
 /// `log` interfaces that the other worlds reuse.
@@ -35,4 +48,114 @@ pub mod summarizer {
         exports: { default: async },
         with: { "sandcrab:plugin/log": super::tool::sandcrab::plugin::log },
     });
+}
+
+/// This version's host imports.
+pub fn add_to_linker(linker: &mut wasmtime::component::Linker<HostState>) -> wasmtime::Result<()> {
+    tool::ToolPlugin::add_to_linker::<_, HasSelf<_>>(linker, |state| state)
+}
+
+/// The guest for a component of this version.
+pub fn guest(kind: PluginKind, pre: InstancePre<HostState>) -> wasmtime::Result<Guest> {
+    Ok(match kind {
+        PluginKind::Tool => Guest::Tool(Box::new(tool::ToolPluginPre::new(pre)?)),
+        PluginKind::Profile => Guest::Profile(Box::new(profile::ProfilePluginPre::new(pre)?)),
+        PluginKind::Summarizer => {
+            Guest::Summarizer(Box::new(summarizer::SummarizerPluginPre::new(pre)?))
+        }
+    })
+}
+
+#[async_trait]
+impl ToolGuest for tool::ToolPluginPre<HostState> {
+    async fn tools(&self, store: &mut Store<HostState>) -> wasmtime::Result<Vec<RawTool>> {
+        let instance = self.instantiate_async(&mut *store).await?;
+        let specs = instance.sandcrab_plugin_tool().call_tools(store).await?;
+        Ok(specs
+            .into_iter()
+            .map(|s| RawTool {
+                name: s.name,
+                description: s.description,
+                schema: s.parameters_schema,
+                traits: ToolTraits::default(),
+            })
+            .collect())
+    }
+
+    async fn call(
+        &self,
+        store: &mut Store<HostState>,
+        name: &str,
+        args_json: &str,
+        ctx: &GuestContext,
+    ) -> wasmtime::Result<Result<ToolOutput, ToolFailure>> {
+        use tool::sandcrab::plugin::types::{CallContext, ToolError as E};
+        let wit_ctx = CallContext {
+            workspace_root: ctx.workspace_root.clone(),
+            host_workspace_root: ctx.host_workspace_root.clone(),
+            session_id: ctx.session_id.clone(),
+            call_id: ctx.call_id.clone(),
+        };
+        let instance = self.instantiate_async(&mut *store).await?;
+        let result = instance
+            .sandcrab_plugin_tool()
+            .call_call(store, name, args_json, &wit_ctx)
+            .await?;
+        Ok(result.map(ToolOutput::from).map_err(|e| match e {
+            E::InvalidArguments(m) => ToolFailure::InvalidArguments(m),
+            E::Denied(m) => ToolFailure::Denied(m),
+            E::Failed(m) => ToolFailure::Failed(m),
+        }))
+    }
+}
+
+#[async_trait]
+impl ProfileGuest for profile::ProfilePluginPre<HostState> {
+    async fn info(&self, store: &mut Store<HostState>) -> wasmtime::Result<ProfileInfo> {
+        let instance = self.instantiate_async(&mut *store).await?;
+        let info = instance.sandcrab_plugin_profile().call_info(store).await?;
+        Ok(ProfileInfo {
+            id: info.id,
+            adapter: info.adapter,
+            default_model: info.default_model,
+            context_window: info.context_window,
+            parallel_tool_calls: info.parallel_tool_calls,
+            tool_names: info.tool_names,
+            project_doc_files: info.project_doc_files,
+            max_output_tokens: 0,
+        })
+    }
+
+    async fn base_instructions(&self, store: &mut Store<HostState>) -> wasmtime::Result<String> {
+        let instance = self.instantiate_async(&mut *store).await?;
+        instance
+            .sandcrab_plugin_profile()
+            .call_base_instructions(store)
+            .await
+    }
+}
+
+#[async_trait]
+impl SummarizerGuest for summarizer::SummarizerPluginPre<HostState> {
+    async fn render(
+        &self,
+        store: &mut Store<HostState>,
+        persona: &str,
+        existing_summary: &str,
+        messages: &[SummaryMessage],
+    ) -> wasmtime::Result<String> {
+        use summarizer::exports::sandcrab::plugin::summarizer::Message;
+        let messages: Vec<Message> = messages
+            .iter()
+            .map(|m| Message {
+                role: m.role.clone(),
+                content: m.content.clone(),
+            })
+            .collect();
+        let instance = self.instantiate_async(&mut *store).await?;
+        instance
+            .sandcrab_plugin_summarizer()
+            .call_render(store, persona, existing_summary, &messages)
+            .await
+    }
 }

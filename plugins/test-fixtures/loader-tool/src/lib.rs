@@ -3,7 +3,7 @@
 //! tests can check loading stays bounded.
 
 use sandcrab_sdk::bindings::tool::exports::sandcrab::plugin::tool::Guest;
-use sandcrab_sdk::{CallContext, ToolError, ToolSpec};
+use sandcrab_sdk::{CallContext, ToolError, ToolOutput, ToolSpec, Writes};
 
 struct Loader;
 
@@ -12,6 +12,8 @@ fn spec(name: String, description: String, schema: String) -> ToolSpec {
         name,
         description,
         parameters_schema: schema,
+        writes: Writes::Nothing,
+        background: false,
     }
 }
 
@@ -44,8 +46,11 @@ impl Guest for Loader {
         }
     }
 
-    fn call(name: String, _args: String, _ctx: CallContext) -> Result<String, ToolError> {
-        Ok(format!("{name} ran"))
+    fn call(name: String, _args: String, _ctx: CallContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput {
+            text: format!("{name} ran"),
+            timed_out: false,
+        })
     }
 }
 
