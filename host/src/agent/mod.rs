@@ -14,6 +14,7 @@ mod session;
 mod subagents;
 mod tool_round;
 mod turns;
+mod write_order;
 
 pub use builder::{AgentKit, AgentOptions, BuildError};
 pub use config::SessionConfig;

@@ -4,6 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use futures::FutureExt;
 use serde_json::json;
 use tokio::sync::mpsc;
 
@@ -26,13 +27,35 @@ impl Session {
         let parallel = self.config.parallel_tool_calls
             && self.profile.info.parallel_tool_calls
             && calls.len() > 1;
-        let run = |i: usize| async move {
-            let result = self.run_tool(&calls[i]).await;
-            slots.lock().expect("tool slots")[i] = Some(result);
-        };
         if parallel {
-            futures::future::join_all((0..calls.len()).map(run)).await;
+            // Writers of the same path wait for each other, in order.
+            let deps = super::write_order::dependencies(calls, &self.tools(), &self.working_dir);
+            let (done_tx, done_rx): (Vec<_>, Vec<_>) = (0..calls.len())
+                .map(|_| {
+                    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+                    (Some(tx), rx.shared())
+                })
+                .unzip();
+            let done_tx = Mutex::new(done_tx);
+            let ordered = |i: usize| {
+                let (deps, done_rx, done_tx) = (&deps, &done_rx, &done_tx);
+                async move {
+                    for &j in &deps[i] {
+                        let _ = done_rx[j].clone().await;
+                    }
+                    let result = self.run_tool(&calls[i]).await;
+                    slots.lock().expect("tool slots")[i] = Some(result);
+                    if let Some(tx) = done_tx.lock().expect("tool order")[i].take() {
+                        let _ = tx.send(());
+                    }
+                }
+            };
+            futures::future::join_all((0..calls.len()).map(ordered)).await;
         } else {
+            let run = |i: usize| async move {
+                let result = self.run_tool(&calls[i]).await;
+                slots.lock().expect("tool slots")[i] = Some(result);
+            };
             for i in 0..calls.len() {
                 run(i).await;
             }

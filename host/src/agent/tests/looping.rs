@@ -211,3 +211,68 @@ async fn parallel_tool_calls_run_concurrently() {
     let ids: Vec<&str> = results.iter().map(|r| r.call_id.as_str()).collect();
     assert_eq!(ids, vec!["a", "b", "c"], "results keep call order");
 }
+
+#[tokio::test]
+async fn parallel_writes_to_one_file_land_in_the_models_order() {
+    use crate::plugin::{ToolTraits, Writes};
+    use std::collections::BTreeMap;
+    // Each call reads its "file", waits, then writes it back with its
+    // mark: run concurrently, the later write would lose the earlier one.
+    let files = Arc::new(std::sync::Mutex::new(BTreeMap::<String, String>::new()));
+    let mut registry = tools();
+    let f = files.clone();
+    registry.register(
+        ToolSpec {
+            traits: ToolTraits {
+                writes: Writes::Paths(vec!["file_path".into()]),
+                background: false,
+            },
+            ..ToolSpec::new(
+                "append",
+                "appends its mark",
+                json!({"type": "object", "properties": {"file_path": {"type": "string"}, "mark": {"type": "string"}}}),
+            )
+        },
+        Arc::new(FnTool(move |args: Value, _| {
+            let f = f.clone();
+            async move {
+                let path = args["file_path"].as_str().unwrap().trim_start_matches("./").to_string();
+                let before = f.lock().unwrap().get(&path).cloned().unwrap_or_default();
+                let wait = if args["mark"] == "1" { 150 } else { 10 };
+                tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+                let mark = args["mark"].as_str().unwrap();
+                f.lock().unwrap().insert(path, format!("{before}{mark}"));
+                Ok("appended".to_string())
+            }
+        })),
+    );
+    let client = Arc::new(ScriptedClient::new(vec![
+        tool_calls(&[
+            ("a", "append", json!({"file_path": "x.txt", "mark": "1"})),
+            ("b", "append", json!({"file_path": "./x.txt", "mark": "2"})),
+            ("c", "append", json!({"file_path": "y.txt", "mark": "3"})),
+        ]),
+        text("done"),
+    ]));
+    let session = Session::new(SessionParts {
+        client,
+        profile: profile(200_000),
+        tools: registry,
+        config: SessionConfig::new("m"),
+        workspace: std::env::temp_dir(),
+        working_dir: None,
+        depth: 0,
+        repo: None,
+        jobs: None,
+        children: None,
+    });
+    let started = std::time::Instant::now();
+    session.submit("go").await.unwrap();
+    let files = files.lock().unwrap().clone();
+    assert_eq!(files["x.txt"], "12", "both writes landed, in the model's order");
+    assert_eq!(files["y.txt"], "3");
+    assert!(
+        started.elapsed() < std::time::Duration::from_millis(400),
+        "the unrelated write ran alongside"
+    );
+}
