@@ -385,3 +385,90 @@ async fn dispatch_reports_unknown_tools_and_bad_arguments() {
     .await);
     assert!(e.contains("timeout_ms"), "{e}");
 }
+
+/// Every file under `dir`, sorted (to see that nothing was left behind).
+fn listing(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p.clone());
+            }
+            out.push(p.strip_prefix(dir).unwrap().display().to_string());
+        }
+    }
+    out.sort();
+    out
+}
+
+#[tokio::test]
+async fn apply_patch_changes_nothing_when_a_write_fails_midway() {
+    let scene = Scene::new();
+    let ws = scene.workspace();
+    std::fs::write(ws.join("a.txt"), "one\n").unwrap();
+    std::fs::write(ws.join("b.txt"), "two\n").unwrap();
+    // b.txt has another hard link: the write is refused when it is staged,
+    // after a.txt and new/c.txt were already staged.
+    std::fs::hard_link(ws.join("b.txt"), ws.join("b-link.txt")).unwrap();
+    let before = listing(&ws);
+    let (_h, tools) = coding_tools(&scene, Policy::default()).await;
+    let patch = "*** Begin Patch\n*** Update File: a.txt\n@@\n-one\n+ONE\n*** Add File: new/c.txt\n+three\n*** Update File: b.txt\n@@\n-two\n+TWO\n*** End Patch";
+    let msg = err(run_tool(&tools, "apply_patch", json!({ "patch": patch })).await);
+    assert!(msg.contains("hard links"), "{msg}");
+    assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "one\n");
+    assert_eq!(std::fs::read_to_string(ws.join("b.txt")).unwrap(), "two\n");
+    assert_eq!(listing(&ws), before, "no file or directory was left behind");
+}
+
+#[tokio::test]
+async fn apply_patch_composes_operations_on_one_file_and_keeps_crlf() {
+    let scene = Scene::new();
+    let ws = scene.workspace();
+    std::fs::write(ws.join("win.txt"), "alpha\r\nbeta\r\ngamma\r\n").unwrap();
+    let (_h, tools) = coding_tools(&scene, Policy::default()).await;
+    let patch = "*** Begin Patch\n*** Update File: win.txt\n@@\n-alpha\n+ALPHA\n*** Update File: win.txt\n@@\n beta\n-gamma\n+GAMMA\n+delta\n*** Add File: new.txt\n+first\n*** Update File: new.txt\n@@\n first\n+second\n*** End Patch";
+    ok(run_tool(&tools, "apply_patch", json!({ "patch": patch })).await);
+    assert_eq!(
+        std::fs::read_to_string(ws.join("win.txt")).unwrap(),
+        "ALPHA\r\nbeta\r\nGAMMA\r\ndelta\r\n",
+        "both updates landed, line endings kept"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("new.txt")).unwrap(),
+        "first\nsecond\n"
+    );
+}
+
+#[tokio::test]
+async fn edit_file_refuses_non_utf8_and_keeps_crlf() {
+    let scene = Scene::new();
+    let ws = scene.workspace();
+    let latin1 = b"caf\xe9 = 1\nname = x\n";
+    std::fs::write(ws.join("latin1.txt"), latin1).unwrap();
+    std::fs::write(ws.join("crlf.txt"), "key = 1\r\nother = 2\r\n").unwrap();
+    let (_h, tools) = coding_tools(&scene, Policy::default()).await;
+    let msg = err(run_tool(
+        &tools,
+        "edit_file",
+        json!({"file_path": "latin1.txt", "old_string": "name = x", "new_string": "name = y"}),
+    )
+    .await);
+    assert!(msg.contains("not UTF-8"), "{msg}");
+    assert_eq!(
+        std::fs::read(ws.join("latin1.txt")).unwrap(),
+        latin1,
+        "the file is untouched"
+    );
+    ok(run_tool(
+        &tools,
+        "edit_file",
+        json!({"file_path": "crlf.txt", "old_string": "key = 1\nother = 2", "new_string": "key = 10\nother = 20\nnew = 3"}),
+    )
+    .await);
+    assert_eq!(
+        std::fs::read_to_string(ws.join("crlf.txt")).unwrap(),
+        "key = 10\r\nother = 20\r\nnew = 3\r\n"
+    );
+}

@@ -28,7 +28,11 @@ impl WriteSet {
 }
 
 /// For each call, the indices of the earlier calls it must wait for.
-pub fn dependencies(calls: &[ToolCall], tools: &ToolRegistry, working_dir: &Path) -> Vec<Vec<usize>> {
+pub fn dependencies(
+    calls: &[ToolCall],
+    tools: &ToolRegistry,
+    working_dir: &Path,
+) -> Vec<Vec<usize>> {
     let sets: Vec<WriteSet> = calls
         .iter()
         .map(|call| write_set(call, tools, working_dir))
@@ -119,14 +123,7 @@ mod tests {
         let deps = dependencies(&calls, &registry(), Path::new("/ws"));
         assert_eq!(
             deps,
-            vec![
-                vec![],
-                vec![],
-                vec![],
-                vec![0],
-                vec![0, 2, 3],
-                vec![4],
-            ]
+            vec![vec![], vec![], vec![], vec![0], vec![0, 2, 3], vec![4],]
         );
     }
 }

@@ -49,9 +49,16 @@ impl Tool for EditFile {
                 "old_string and new_string are identical; nothing to change",
             ));
         }
-        let (guest, text) = fs::read_text(ctx, &args.file_path)?;
+        let (guest, text) = fs::read_utf8(ctx, &args.file_path)?;
         let shown = fs::display(ctx, &guest).to_string();
-        let (updated, report) = edit(&text, &args.old_string, &args.new_string, args.replace_all)
+        // Match and replace in the file's own line endings.
+        let crlf = fs::uses_crlf(&text);
+        let (old, new) = if crlf {
+            (fs::to_crlf(&args.old_string), fs::to_crlf(&args.new_string))
+        } else {
+            (args.old_string.clone(), args.new_string.clone())
+        };
+        let (updated, report) = edit(&text, &old, &new, args.replace_all)
             .map_err(|e| ToolError::failed(e.replace("{file}", &shown)))?;
         fs::write(ctx, &guest, &shown, updated.as_bytes())?;
         Ok(format!("Edited {shown}: {report}"))

@@ -51,8 +51,39 @@ pub fn io_error(shown: &str, err: std::io::Error) -> ToolError {
     }
 }
 
-/// Read a text file; binary files and directories are errors.
+/// Read a UTF-8 text file, for tools that write it back: a file that is not
+/// valid UTF-8 is an error (decoding it lossily and writing the result
+/// would corrupt it).
+pub fn read_utf8(ctx: &CallContext, path: &str) -> Result<(String, String), ToolError> {
+    let (guest, bytes) = read_bytes(ctx, path)?;
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok((guest, text)),
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            Err(ToolError::failed(format!(
+                "{} is not UTF-8 text (invalid byte at offset {at}); edit_file and apply_patch change UTF-8 files only, so it was left as it is (use the shell for other encodings)",
+                display(ctx, &guest)
+            )))
+        }
+    }
+}
+
+/// Read a text file; binary files and directories are errors. Invalid
+/// UTF-8 is shown with replacement characters.
 pub fn read_text(ctx: &CallContext, path: &str) -> Result<(String, String), ToolError> {
+    let (guest, bytes) = read_bytes(ctx, path)?;
+    // SIMD validation (simd128 on wasm): several times faster than std's.
+    let text = if simdutf8::basic::from_utf8(&bytes).is_ok() {
+        // SAFETY: just validated as UTF-8.
+        unsafe { String::from_utf8_unchecked(bytes) }
+    } else {
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    Ok((guest, text))
+}
+
+/// The bytes of a regular, non-binary file.
+fn read_bytes(ctx: &CallContext, path: &str) -> Result<(String, Vec<u8>), ToolError> {
     let guest = resolve(ctx, path)?;
     let shown = display(ctx, &guest).to_string();
     let meta = std::fs::metadata(&guest).map_err(|e| io_error(&shown, e))?;
@@ -73,14 +104,7 @@ pub fn read_text(ctx: &CallContext, path: &str) -> Result<(String, String), Tool
             bytes.len()
         )));
     }
-    // SIMD validation (simd128 on wasm): several times faster than std's.
-    let text = if simdutf8::basic::from_utf8(&bytes).is_ok() {
-        // SAFETY: just validated as UTF-8.
-        unsafe { String::from_utf8_unchecked(bytes) }
-    } else {
-        String::from_utf8_lossy(&bytes).into_owned()
-    };
-    Ok((guest, text))
+    Ok((guest, bytes))
 }
 
 /// A NUL byte in the first 8 KiB means binary.
@@ -89,7 +113,18 @@ pub fn looks_binary(bytes: &[u8]) -> bool {
 }
 
 /// Write `content` to `guest`, creating parent directories; never a
-/// protected path, never through a link (see [`crate::write_guard`]).
+/// protected path, never through a link (see [`crate::guarded`]).
 pub fn write(ctx: &CallContext, guest: &str, shown: &str, content: &[u8]) -> Result<(), ToolError> {
-    crate::write_guard::write(ctx, guest, shown, content)
+    crate::guarded::write(ctx, guest, shown, content)
+}
+
+/// Whether `text` ends its lines with CRLF (most of its line ends do).
+pub fn uses_crlf(text: &str) -> bool {
+    let crlf = text.matches("\r\n").count();
+    crlf > 0 && crlf * 2 >= text.matches('\n').count()
+}
+
+/// `text` with every line ending as CRLF.
+pub fn to_crlf(text: &str) -> String {
+    text.replace("\r\n", "\n").replace('\n', "\r\n")
 }

@@ -9,13 +9,13 @@ mod edit_file;
 mod fs;
 mod glob;
 mod grep;
+mod guarded;
 mod list_dir;
 mod patch;
 mod read_file;
 mod shell;
 mod walk;
 mod write_file;
-mod write_guard;
 
 use sandcrab_sdk::export_tools;
 

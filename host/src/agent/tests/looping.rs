@@ -269,7 +269,10 @@ async fn parallel_writes_to_one_file_land_in_the_models_order() {
     let started = std::time::Instant::now();
     session.submit("go").await.unwrap();
     let files = files.lock().unwrap().clone();
-    assert_eq!(files["x.txt"], "12", "both writes landed, in the model's order");
+    assert_eq!(
+        files["x.txt"], "12",
+        "both writes landed, in the model's order"
+    );
     assert_eq!(files["y.txt"], "3");
     assert!(
         started.elapsed() < std::time::Duration::from_millis(400),

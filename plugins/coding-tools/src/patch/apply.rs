@@ -1,4 +1,9 @@
 //! Computing the result of a parsed patch, without touching any file.
+//! Operations apply in order to the planned state of the files, so several
+//! operations on one file compose (an update after an add, two updates of
+//! one file, a move then an update of the new name).
+
+use std::collections::BTreeMap;
 
 use sandcrab_sdk::CallContext;
 
@@ -26,82 +31,168 @@ pub enum Change {
     },
 }
 
+/// The planned state of the files a patch touches: new content, or None
+/// for deleted; a file not in the plan is as it is on disk.
+struct Planned<'a> {
+    ctx: &'a CallContext,
+    files: BTreeMap<String, Option<String>>,
+    /// Files as they were on disk (the ones updated or deleted).
+    existed: BTreeMap<String, bool>,
+    shown: BTreeMap<String, String>,
+    /// Guest paths in first-touched order, and the moves done.
+    order: Vec<String>,
+    moves: Vec<(String, String)>,
+}
+
+impl Planned<'_> {
+    fn resolve(&mut self, path: &str) -> Result<(String, String), String> {
+        let guest = fs::resolve(self.ctx, path).map_err(|e| e.message().to_string())?;
+        let shown = fs::display(self.ctx, &guest).to_string();
+        self.shown
+            .entry(guest.clone())
+            .or_insert_with(|| shown.clone());
+        Ok((guest, shown))
+    }
+
+    fn on_disk(&mut self, guest: &str) -> bool {
+        *self
+            .existed
+            .entry(guest.to_string())
+            .or_insert_with(|| std::fs::symlink_metadata(guest).is_ok())
+    }
+
+    /// Whether `guest` exists in the planned state.
+    fn exists(&mut self, guest: &str) -> bool {
+        match self.files.get(guest) {
+            Some(state) => state.is_some(),
+            None => self.on_disk(guest),
+        }
+    }
+
+    /// The planned text of `guest` (read from disk, as UTF-8, if untouched).
+    fn text(&mut self, guest: &str, path: &str, shown: &str) -> Result<String, String> {
+        if let Some(state) = self.files.get(guest) {
+            return state
+                .clone()
+                .ok_or_else(|| format!("{shown}: the patch deleted it earlier"));
+        }
+        self.on_disk(guest);
+        let (_, text) =
+            fs::read_utf8(self.ctx, path).map_err(|e| format!("{shown}: {}", e.message()))?;
+        Ok(text)
+    }
+
+    fn set(&mut self, guest: &str, content: Option<String>) {
+        if !self.order.iter().any(|g| g == guest) {
+            self.order.push(guest.to_string());
+        }
+        self.files.insert(guest.to_string(), content);
+    }
+}
+
 /// Check every operation against the workspace and compute every new file.
 pub fn plan(ctx: &CallContext, ops: &[Op]) -> Result<Vec<Change>, String> {
-    let resolve = |path: &str| -> Result<(String, String), String> {
-        let guest = fs::resolve(ctx, path).map_err(|e| e.message().to_string())?;
-        let shown = fs::display(ctx, &guest).to_string();
-        Ok((guest, shown))
+    let mut p = Planned {
+        ctx,
+        files: BTreeMap::new(),
+        existed: BTreeMap::new(),
+        shown: BTreeMap::new(),
+        order: Vec::new(),
+        moves: Vec::new(),
     };
-    let mut changes = Vec::new();
     for op in ops {
         match op {
             Op::Add { path, content } => {
-                let (guest, shown) = resolve(path)?;
-                if std::fs::metadata(&guest).is_ok() {
+                let (guest, shown) = p.resolve(path)?;
+                if p.exists(&guest) {
                     return Err(format!(
                         "{shown}: cannot add, the file already exists (use *** Update File)"
                     ));
                 }
-                changes.push(Change::Write {
-                    guest,
-                    shown,
-                    content: content.clone(),
-                    added: true,
-                });
+                p.set(&guest, Some(content.clone()));
             }
             Op::Delete { path } => {
-                let (guest, shown) = resolve(path)?;
-                match std::fs::metadata(&guest) {
-                    Ok(m) if m.is_file() => changes.push(Change::Delete { guest, shown }),
-                    Ok(_) => return Err(format!("{shown}: cannot delete, it is not a file")),
-                    Err(_) => {
-                        return Err(format!("{shown}: cannot delete, the file does not exist"));
-                    }
+                let (guest, shown) = p.resolve(path)?;
+                if !p.exists(&guest) {
+                    return Err(format!("{shown}: cannot delete, the file does not exist"));
                 }
+                if !p.files.contains_key(&guest)
+                    && !std::fs::metadata(&guest).is_ok_and(|m| m.is_file())
+                {
+                    return Err(format!("{shown}: cannot delete, it is not a file"));
+                }
+                p.set(&guest, None);
             }
             Op::Update {
                 path,
                 move_to,
                 hunks,
             } => {
-                let (guest, shown) = resolve(path)?;
-                let (_, original) =
-                    fs::read_text(ctx, path).map_err(|e| format!("{shown}: {}", e.message()))?;
+                let (guest, shown) = p.resolve(path)?;
+                let original = p.text(&guest, path, &shown)?;
                 let content = apply_hunks(&original, hunks).map_err(|e| format!("{shown}: {e}"))?;
                 match move_to {
                     Some(to) => {
-                        let (to_guest, to_shown) = resolve(to)?;
-                        if to_guest != guest && std::fs::metadata(&to_guest).is_ok() {
+                        let (to_guest, to_shown) = p.resolve(to)?;
+                        if to_guest != guest && p.exists(&to_guest) {
                             return Err(format!(
                                 "{shown}: cannot move to {to_shown}, which already exists"
                             ));
                         }
-                        changes.push(Change::Move {
-                            from: guest,
-                            from_shown: shown,
-                            to: to_guest,
-                            to_shown,
-                            content,
-                        });
+                        p.set(&guest, None);
+                        p.set(&to_guest, Some(content));
+                        p.moves.push((guest, to_guest));
                     }
-                    None => changes.push(Change::Write {
-                        guest,
-                        shown,
-                        content,
-                        added: false,
-                    }),
+                    None => p.set(&guest, Some(content)),
                 }
             }
+        }
+    }
+    let mut changes = Vec::new();
+    for guest in &p.order {
+        let shown = p.shown[guest].clone();
+        let existed = p.existed.get(guest).copied().unwrap_or(false)
+            || std::fs::symlink_metadata(guest).is_ok();
+        match &p.files[guest] {
+            Some(content) => {
+                let moved_from = p.moves.iter().find(|(_, to)| to == guest).map(|(f, _)| f);
+                changes.push(match moved_from {
+                    Some(from) => Change::Move {
+                        from: from.clone(),
+                        from_shown: p.shown[from].clone(),
+                        to: guest.clone(),
+                        to_shown: shown,
+                        content: content.clone(),
+                    },
+                    None => Change::Write {
+                        guest: guest.clone(),
+                        shown,
+                        content: content.clone(),
+                        added: !existed,
+                    },
+                });
+            }
+            None if existed && !p.moves.iter().any(|(from, _)| from == guest) => {
+                changes.push(Change::Delete {
+                    guest: guest.clone(),
+                    shown,
+                })
+            }
+            None => {}
         }
     }
     Ok(changes)
 }
 
-/// Apply `hunks` in order to `text`.
+/// Apply `hunks` in order to `text`, keeping its line endings (CRLF files
+/// stay CRLF, added lines included) and whether it ends with a newline.
 pub fn apply_hunks(text: &str, hunks: &[Hunk]) -> Result<String, String> {
+    let crlf = fs::uses_crlf(text);
     let had_newline = text.ends_with('\n');
-    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let mut lines: Vec<String> = text
+        .lines()
+        .map(|l| l.strip_suffix('\r').unwrap_or(l).to_string())
+        .collect();
     let mut cursor = 0;
     let mut replacements: Vec<(usize, usize, Vec<String>)> = Vec::new();
     for (n, hunk) in hunks.iter().enumerate() {
@@ -137,9 +228,10 @@ pub fn apply_hunks(text: &str, hunks: &[Hunk]) -> Result<String, String> {
     for (at, len, new) in replacements.into_iter().rev() {
         lines.splice(at..at + len, new);
     }
-    let mut out = lines.join("\n");
+    let eol = if crlf { "\r\n" } else { "\n" };
+    let mut out = lines.join(eol);
     if had_newline || text.is_empty() {
-        out.push('\n');
+        out.push_str(eol);
     }
     Ok(out)
 }

@@ -23,7 +23,6 @@ mod parse;
 
 use sandcrab_sdk::prelude::*;
 
-use crate::fs;
 use apply::{Change, plan};
 pub use parse::parse;
 
@@ -58,25 +57,10 @@ impl Tool for ApplyPatch {
         let changes = plan(ctx, &ops).map_err(|e| {
             ToolError::failed(format!("apply_patch failed: {e}. No files were changed."))
         })?;
-        // A protected target refuses the whole patch before anything is
-        // written.
-        for change in &changes {
-            match change {
-                Change::Write { guest, shown, .. } | Change::Delete { guest, shown } => {
-                    crate::write_guard::check_protected(ctx, guest, shown)?
-                }
-                Change::Move {
-                    from,
-                    from_shown,
-                    to,
-                    to_shown,
-                    ..
-                } => {
-                    crate::write_guard::check_protected(ctx, from, from_shown)?;
-                    crate::write_guard::check_protected(ctx, to, to_shown)?;
-                }
-            }
-        }
+        // Stage every change, then put them all in place: a failure
+        // anywhere (a protected target, a link, a write error) changes
+        // nothing.
+        let mut tx = crate::guarded::Transaction::new(ctx);
         let mut summary = Vec::new();
         for change in &changes {
             match change {
@@ -86,7 +70,7 @@ impl Tool for ApplyPatch {
                     content,
                     added,
                 } => {
-                    fs::write(ctx, guest, shown, content.as_bytes())?;
+                    tx.write(guest, shown, content.as_bytes())?;
                     summary.push(format!("{} {shown}", if *added { "A" } else { "M" }));
                 }
                 Change::Move {
@@ -96,16 +80,17 @@ impl Tool for ApplyPatch {
                     to_shown,
                     content,
                 } => {
-                    fs::write(ctx, to, to_shown, content.as_bytes())?;
-                    crate::write_guard::remove(ctx, from, from_shown)?;
+                    tx.write(to, to_shown, content.as_bytes())?;
+                    tx.delete(from, from_shown)?;
                     summary.push(format!("R {from_shown} -> {to_shown}"));
                 }
                 Change::Delete { guest, shown } => {
-                    crate::write_guard::remove(ctx, guest, shown)?;
+                    tx.delete(guest, shown)?;
                     summary.push(format!("D {shown}"));
                 }
             }
         }
+        tx.commit()?;
         Ok(format!(
             "Success. Updated the following files:\n{}",
             summary.join("\n")
