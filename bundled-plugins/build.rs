@@ -19,6 +19,7 @@ const BUNDLED: &[&str] = &[
     "profile-anthropic",
     "profile-openai",
     "profile-gemini",
+    "profile-local",
     "summarizer-default",
 ];
 

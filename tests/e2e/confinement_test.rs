@@ -153,7 +153,7 @@ async fn finding_7_sandbox_off_from_a_config_file_is_a_warning_event() {
     let scene = Scene::new();
     let server = crate::mock_llm::MockLlm::start().await;
     scene.write_user_config(&format!(
-        "provider = \"openai-compatible\"\n[providers.openai-compatible]\nbase_url = \"{}\"\n[policy]\nsandbox = \"off\"\n",
+        "provider = \"openai-compatible\"\n[providers.openai-compatible]\nbase_url = \"{}\"\nmodel = \"local\"\n[policy]\nsandbox = \"off\"\n",
         server.base_url()
     ));
     server.push(crate::llm_transcripts::stream(
@@ -441,7 +441,14 @@ async fn finding_2_the_host_runs_no_repository_configuration() {
         &crate::llm_transcripts::Answer::Text(vec!["ok"]),
     ));
     let out = sandcrab_cmd(&scene)
-        .args(["run", "--provider", "openai-compatible", "--base-url"])
+        .args([
+            "run",
+            "--provider",
+            "openai-compatible",
+            "--model",
+            "local",
+            "--base-url",
+        ])
         .arg(server.base_url())
         .arg("-w")
         .arg(&ws)

@@ -101,7 +101,13 @@ struct Inner {
     issued: crate::provider_rules::Issued,
     /// Why requests were rejected in strict mode.
     rejections: Vec<String>,
+    /// Answers to the questions a client asks a local server about itself
+    /// (`/v1/models`, `/props`, `/api/show`), by path; unset ones are 404.
+    info: std::collections::HashMap<String, Value>,
 }
+
+/// Paths where a server describes itself (not model calls).
+const INFO_PATHS: &[&str] = &["/v1/models", "/props", "/api/show"];
 
 /// The server; it stops when dropped.
 pub struct MockLlm {
@@ -135,6 +141,15 @@ impl MockLlm {
         let server = Self::start().await;
         server.inner.lock().unwrap().rules = Some(kind);
         server
+    }
+
+    /// Answer `path` (one of the self-description paths) with `body`.
+    pub fn describe(&self, path: &str, body: Value) {
+        self.inner
+            .lock()
+            .unwrap()
+            .info
+            .insert(path.to_string(), body);
     }
 
     /// Why requests were rejected (strict mode).
@@ -171,6 +186,16 @@ async fn handle(
 ) -> Response {
     let reply = {
         let mut inner = inner.lock().unwrap();
+        if INFO_PATHS.contains(&uri.path()) {
+            return match inner.info.get(uri.path()) {
+                Some(body) => Response::builder()
+                    .status(200)
+                    .header("content-type", "application/json")
+                    .body(Body::from(body.to_string()))
+                    .unwrap(),
+                None => Response::builder().status(404).body(Body::empty()).unwrap(),
+            };
+        }
         let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         inner.requests.push(Recorded {
             path_and_query: uri

@@ -324,6 +324,8 @@ async fn finding_9_live_output_stops_at_the_cap() {
             "--json",
             "--provider",
             "openai-compatible",
+            "--model",
+            "local",
             "--base-url",
         ])
         .arg(server.base_url())
@@ -377,7 +379,14 @@ async fn finding_11_model_and_tool_output_cannot_drive_the_terminal() {
         ]),
     ));
     let out = sandcrab_cmd(&scene)
-        .args(["run", "--provider", "openai-compatible", "--base-url"])
+        .args([
+            "run",
+            "--provider",
+            "openai-compatible",
+            "--model",
+            "local",
+            "--base-url",
+        ])
         .arg(server.base_url())
         .arg("-w")
         .arg(scene.workspace())

@@ -66,11 +66,11 @@ impl AgentKit {
                 None => detect_provider(&env),
             },
         };
-        let profile_id = options.profile.clone().unwrap_or_else(|| match provider {
-            ProviderKind::OpenAiCompatible => "openai".to_string(),
-            other => other.id().to_string(),
-        });
-        let profile = Arc::new(Profile::load(host, &profile_id).await?);
+        let profile_id = options
+            .profile
+            .clone()
+            .unwrap_or_else(|| provider.id().to_string());
+        let mut profile = Profile::load(host, &profile_id).await?;
         let per_provider = config
             .providers
             .get(provider.id())
@@ -107,16 +107,37 @@ impl AgentKit {
             "LLM provider not configured: set {} (or choose another provider with --provider)",
             provider.key_vars().join(" or ")
         );
+        let named_model = options
+            .model
+            .clone()
+            .or(per_provider.model.clone())
+            .or_else(|| config.model.clone())
+            .or_else(|| Some(profile.info.default_model.clone()).filter(|m| !m.is_empty()));
+        let model = if provider == ProviderKind::OpenAiCompatible {
+            // Ask the local server what it serves and with how much context.
+            let server =
+                crate::llm::local::describe(&provider_config, named_model.as_deref()).await;
+            if let Some(window) = per_provider.context_window.or(server.context_window) {
+                profile.info.context_window = window;
+            }
+            named_model.or_else(|| (server.models.len() == 1).then(|| server.models[0].clone()))
+        } else {
+            named_model
+        };
+        let model = model.ok_or_else(|| {
+            BuildError::Config(format!(
+                "no model named for provider {provider}: pass --model or set [providers.{provider}] model in your configuration (profile '{}' has no default model)",
+                profile.info.id
+            ))
+        })?;
+        let profile = Arc::new(profile);
         let client = client_for(provider_config);
         let all_tools = ToolRegistry::from_plugins(host.plugins());
         let tools = profile.tools(&all_tools);
-        let model = options
-            .model
-            .clone()
-            .or(per_provider.model)
-            .or_else(|| config.model.clone())
-            .unwrap_or_else(|| profile.info.default_model.clone());
         let mut session_config = SessionConfig::new(model);
+        session_config.max_tokens = per_provider
+            .max_tokens
+            .or(Some(profile.info.max_output_tokens).filter(|n| *n > 0));
         session_config
             .apply(&config.agent)
             .map_err(BuildError::Config)?;

@@ -71,9 +71,6 @@ fn validate(info: &ProfileInfo) -> Result<(), String> {
     if info.context_window == 0 {
         return Err("context window is 0".into());
     }
-    if info.default_model.trim().is_empty() {
-        return Err("default model is empty".into());
-    }
     if let Some(bad) = info.tool_names.iter().find(|n| {
         n.is_empty()
             || !n

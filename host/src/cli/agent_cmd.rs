@@ -69,20 +69,30 @@ impl AgentArgs {
 }
 
 /// Run one input to completion.
-pub async fn run(args: AgentArgs, prompt: String) -> anyhow::Result<ExitCode> {
+pub async fn run(args: AgentArgs, prompt: String, wait_jobs: u64) -> anyhow::Result<ExitCode> {
     let (setup, kit) = args.kit().await?;
     let session = kit.session().await;
     warn_session(&setup, &session);
-    let mut notices = kit.jobs.registry.subscribe();
     let printer = tokio::spawn(render(session.events(), args.json));
     let mut result = session.submit(&prompt).await;
-    // Background jobs still running: wait for them; each one that finishes
-    // gives the agent a turn to react.
-    while result.is_ok() && (session.jobs_active() || session.jobs_pending()) {
-        if !session.jobs_pending() {
-            let _ = notices.recv().await;
+    // Background jobs still running: wait for them (each that finishes
+    // gives the agent a turn to react), at most `wait_jobs` seconds.
+    if result.is_ok() {
+        match session
+            .settle(std::time::Duration::from_secs(wait_jobs))
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => {
+                let cancelled = session.cancel_jobs();
+                session.warn(&format!(
+                    "{} background job(s) still running after {wait_jobs} s were cancelled: {} (raise --wait-jobs to wait longer)",
+                    cancelled.len(),
+                    cancelled.join(", ")
+                ));
+            }
+            Err(err) => result = Err(err),
         }
-        result = session.wake().await;
     }
     session.abort().await;
     let _ = printer.await;
@@ -101,7 +111,7 @@ pub async fn chat(args: AgentArgs) -> anyhow::Result<ExitCode> {
     let session = kit.session().await;
     warn_session(&setup, &session);
     eprintln!(
-        "sandcrab chat — {} / {} in {}\nType a message; /exit quits, Ctrl-C interrupts the current turn.",
+        "sandcrab chat — {} / {} in {}\nType a message; /exit quits, Ctrl-C interrupts the current turn, /retry asks again after an error.",
         kit.provider,
         kit.config.model,
         setup.workspace.display()
@@ -122,6 +132,15 @@ pub async fn chat(args: AgentArgs) -> anyhow::Result<ExitCode> {
         match input {
             "" => continue,
             "/exit" | "/quit" => break,
+            "/retry" => {
+                if let Some(reason) = retry(&session).await {
+                    eprintln!("sandcrab: {}", super::terminal::sanitize(&reason));
+                    if session.state() == SessionState::Closed {
+                        break;
+                    }
+                }
+                continue;
+            }
             "/jobs" | "/jobs all" => {
                 list_jobs(&kit, &session, input == "/jobs all");
                 continue;
@@ -162,11 +181,24 @@ fn warn_session(setup: &super::setup::Setup, session: &Session) {
 
 /// Process one chat input; Ctrl-C interrupts it. Returns an error reason.
 async fn turn(session: &std::sync::Arc<Session>, input: &str) -> Option<String> {
-    let submit = session.submit(input);
-    tokio::pin!(submit);
+    interruptible(session, session.submit(input)).await
+}
+
+/// Ask the model again after an error; Ctrl-C interrupts it.
+async fn retry(session: &std::sync::Arc<Session>) -> Option<String> {
+    interruptible(session, session.retry()).await
+}
+
+/// Drive `work`, turning Ctrl-C into an interrupt of the session; the
+/// error reason, if any.
+async fn interruptible(
+    session: &std::sync::Arc<Session>,
+    work: impl std::future::Future<Output = Result<(), SessionError>>,
+) -> Option<String> {
+    tokio::pin!(work);
     loop {
         tokio::select! {
-            result = &mut submit => {
+            result = &mut work => {
                 return match result {
                     Ok(()) => None,
                     Err(SessionError::Closed) => Some("the session is closed".into()),

@@ -35,6 +35,10 @@ enum Command {
     Run {
         #[command(flatten)]
         agent: agent_cmd::AgentArgs,
+        /// Most seconds to wait for background jobs still running when the
+        /// agent is done (then they are cancelled).
+        #[arg(long, value_name = "SECS", default_value_t = 60)]
+        wait_jobs: u64,
         /// What to ask the agent.
         prompt: String,
     },
@@ -77,7 +81,11 @@ pub fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Run { agent, prompt } => agent_cmd::run(agent, prompt).await,
+            Command::Run {
+                agent,
+                wait_jobs,
+                prompt,
+            } => agent_cmd::run(agent, prompt, wait_jobs).await,
             Command::Chat { agent } => agent_cmd::chat(agent).await,
             Command::Plugins(cmd) => plugins_cmd::run(cmd).await,
             Command::Tool(cmd) => tool_cmd::run(cmd).await,

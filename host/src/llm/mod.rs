@@ -6,6 +6,7 @@ pub mod adapters;
 mod client;
 mod config;
 mod error;
+pub mod local;
 pub mod retry;
 pub mod scripted;
 pub mod sse;

@@ -1,0 +1,130 @@
+//! What a local OpenAI-compatible server says about itself: the models it
+//! serves (`GET /v1/models`) and the context window the model runs with
+//! (llama.cpp: `GET /props`; Ollama: `POST /api/show`). Every question is
+//! short-timed and optional: a server that does not answer is simply not
+//! described.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::config::ProviderConfig;
+
+/// Longest wait for each question.
+const ASK_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Ollama runs a model with this context unless its parameters say
+/// otherwise (the model's own maximum is usually much larger).
+const OLLAMA_DEFAULT_CONTEXT: u64 = 4096;
+
+/// What the server said.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LocalServer {
+    /// Model ids it serves.
+    pub models: Vec<String>,
+    /// The context window the model runs with, in tokens.
+    pub context_window: Option<u64>,
+}
+
+/// Ask the server at `config`'s base URL about itself and `model` (or the
+/// one model it serves).
+pub async fn describe(config: &ProviderConfig, model: Option<&str>) -> LocalServer {
+    let Ok(http) = reqwest::Client::builder()
+        .connect_timeout(ASK_TIMEOUT)
+        .timeout(ASK_TIMEOUT)
+        .build()
+    else {
+        return LocalServer::default();
+    };
+    let root = config.root();
+    let auth = |r: reqwest::RequestBuilder| match &config.api_key {
+        Some(key) => r.bearer_auth(key),
+        None => r,
+    };
+    let models: Vec<String> = get_json(auth(http.get(format!("{root}/v1/models"))))
+        .await
+        .map(|v| {
+            v["data"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|m| m["id"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    let model = model
+        .map(str::to_string)
+        .or_else(|| (models.len() == 1).then(|| models[0].clone()));
+    let mut context_window = get_json(auth(http.get(format!("{root}/props"))))
+        .await
+        .and_then(|v| llama_cpp_context(&v));
+    if context_window.is_none()
+        && let Some(model) = &model
+    {
+        context_window =
+            get_json(auth(http.post(format!("{root}/api/show"))).json(&json!({ "model": model })))
+                .await
+                .and_then(|v| ollama_context(&v));
+    }
+    LocalServer {
+        models,
+        context_window,
+    }
+}
+
+async fn get_json(request: reqwest::RequestBuilder) -> Option<Value> {
+    let response = request.send().await.ok()?;
+    if !response.status().is_success() {
+        return None;
+    }
+    response.json().await.ok()
+}
+
+/// llama.cpp's `/props`: `default_generation_settings.n_ctx` (or `n_ctx`).
+pub fn llama_cpp_context(props: &Value) -> Option<u64> {
+    props
+        .pointer("/default_generation_settings/n_ctx")
+        .or_else(|| props.get("n_ctx"))
+        .and_then(Value::as_u64)
+        .filter(|n| *n > 0)
+}
+
+/// Ollama's `/api/show`: `num_ctx` from the parameters when set, else the
+/// server default (never more than the model's own context length).
+pub fn ollama_context(show: &Value) -> Option<u64> {
+    let model_max = show["model_info"].as_object().and_then(|info| {
+        info.iter()
+            .find(|(k, _)| k.ends_with(".context_length"))
+            .and_then(|(_, v)| v.as_u64())
+    });
+    let num_ctx = show["parameters"].as_str().and_then(|params| {
+        params.lines().find_map(|line| {
+            let mut words = line.split_whitespace();
+            (words.next() == Some("num_ctx")).then(|| words.next()?.parse::<u64>().ok())?
+        })
+    });
+    match (num_ctx, model_max) {
+        (Some(n), _) => Some(n),
+        (None, Some(max)) => Some(max.min(OLLAMA_DEFAULT_CONTEXT)),
+        (None, None) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn context_windows_are_read_from_each_server() {
+        assert_eq!(
+            llama_cpp_context(&json!({"default_generation_settings": {"n_ctx": 32768}})),
+            Some(32768)
+        );
+        assert_eq!(llama_cpp_context(&json!({"n_ctx": 4096})), Some(4096));
+        assert_eq!(llama_cpp_context(&json!({})), None);
+        let show = json!({"model_info": {"qwen2.context_length": 32768}, "parameters": "stop \"<|im_end|>\"\nnum_ctx 16384"});
+        assert_eq!(ollama_context(&show), Some(16384));
+        let show = json!({"model_info": {"llama.context_length": 131072}});
+        assert_eq!(ollama_context(&show), Some(4096));
+    }
+}
