@@ -57,6 +57,7 @@ fn noop_call(c: &mut Criterion) {
             session_id: "bench".into(),
             call_id: "1".into(),
             working_dir: None,
+            detach: None,
         };
         let name = if pooling { "pooling" } else { "on_demand" };
         group.bench_function(name, |b| {

@@ -76,6 +76,7 @@ fn ctx(thread: &str, call: &str) -> ToolContext {
         call_id: call.into(),
         live_output: None,
         working_dir: None,
+        detach: None,
     }
 }
 
@@ -749,6 +750,17 @@ async fn e13_retryable_llm_error_injects_nothing() {
         server.requests().len(),
         2,
         "the 503 was retried inside the job"
+    );
+    assert_eq!(
+        done.internal_errors.len(),
+        1,
+        "the retried error is on the job's record, internal: {:?}",
+        done.internal_errors
+    );
+    assert!(
+        done.internal_errors[0].contains("503"),
+        "{:?}",
+        done.internal_errors
     );
     let messages = jobs.drain_messages(THREAD);
     assert_eq!(messages.len(), 1);

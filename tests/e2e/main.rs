@@ -6,6 +6,7 @@ mod support;
 
 mod agent_abort_test;
 mod agent_cli_test;
+mod agent_loop_test;
 mod background_jobs_test;
 mod cli_plugins_test;
 mod coding_tools_test;

@@ -37,6 +37,8 @@ pub struct Issued {
 impl Issued {
     /// Record what a reply the server sends hands out (its body text).
     pub fn note_reply(&mut self, kind: ProviderKind, body: &str) {
+        // Streamed thinking blocks: text and signature by block index.
+        let mut open: BTreeMap<u64, (String, String)> = BTreeMap::new();
         for data in body
             .lines()
             .filter_map(|l| l.strip_prefix("data: "))
@@ -46,7 +48,36 @@ impl Issued {
                 continue;
             };
             match kind {
-                ProviderKind::Anthropic => collect_anthropic(&v, self),
+                ProviderKind::Anthropic => {
+                    collect_anthropic(&v, self);
+                    let index = v["index"].as_u64().unwrap_or(0);
+                    match (
+                        v["type"].as_str(),
+                        v.pointer("/delta/type").and_then(Value::as_str),
+                    ) {
+                        (Some("content_block_start"), _)
+                            if v["content_block"]["type"] == "thinking" =>
+                        {
+                            open.insert(index, Default::default());
+                        }
+                        (Some("content_block_delta"), Some("thinking_delta")) => {
+                            if let Some(b) = open.get_mut(&index) {
+                                b.0.push_str(v["delta"]["thinking"].as_str().unwrap_or(""));
+                            }
+                        }
+                        (Some("content_block_delta"), Some("signature_delta")) => {
+                            if let Some(b) = open.get_mut(&index) {
+                                b.1.push_str(v["delta"]["signature"].as_str().unwrap_or(""));
+                            }
+                        }
+                        (Some("content_block_stop"), _) => {
+                            if let Some((text, sig)) = open.remove(&index) {
+                                self.thinking.insert(sig, text);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
                 ProviderKind::OpenAi => collect_strings(&v, "encrypted_content", &mut self.tokens),
                 ProviderKind::Gemini => collect_strings(&v, "thoughtSignature", &mut self.tokens),
                 ProviderKind::OpenAiCompatible => {}

@@ -101,6 +101,7 @@ pub async fn call(plugin: &LoadedPlugin, tool: &str, args: Value) -> Result<Stri
         session_id: "test-session".into(),
         call_id: "call-1".into(),
         working_dir: None,
+        detach: None,
     };
     plugin
         .call_tool(tool, &args.to_string(), &ctx, None)
@@ -145,6 +146,7 @@ pub async fn run_tool(
         call_id: "call-1".into(),
         live_output: None,
         working_dir: None,
+        detach: None,
     };
     sandcrab::tools::dispatch(registry, &call, &ctx).await
 }

@@ -74,6 +74,7 @@ impl Session {
             call_id: call.id.clone(),
             live_output: Some(tx),
             working_dir: Some(self.working_dir.clone()),
+            detach: None,
         };
         let request = ToolCallRequest {
             id: call.id.clone(),

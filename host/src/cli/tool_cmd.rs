@@ -48,6 +48,7 @@ pub async fn run(cmd: ToolCommand) -> anyhow::Result<ExitCode> {
         call_id: "cli".into(),
         live_output: None,
         working_dir: None,
+        detach: None,
     };
     let outcome = dispatch(&registry, &call, &ctx).await;
     let text = if truncated {

@@ -62,9 +62,13 @@ pub async fn run_call(
     jobs: &Arc<JobRegistry>,
     tools: ToolRegistry,
     mut request: ToolCallRequest,
-    ctx: ToolContext,
+    mut ctx: ToolContext,
     settings: BackgroundSettings,
 ) -> Result<CallMode, JobError> {
+    // Told to the call when it moves to the background (it frees its
+    // plugin instance slot then).
+    let (detach, detached) = tokio::sync::watch::channel(false);
+    ctx.detach = Some(detached);
     let force = wants_background(&tools, &request);
     if force && request.arguments.get("timeout_ms").is_none() {
         // A background command gets the longest timeout, not the default.
@@ -73,10 +77,21 @@ pub async fn run_call(
     let thread = ctx.session_id.clone();
     let call_id = request.id.clone();
     let name = request.name.clone();
-    let mut work = Box::pin(async move {
+    // Retryable model errors met by the call once it is a job stay on the
+    // job's record: internal, nothing injected, status unchanged.
+    let job_id_cell: Arc<std::sync::OnceLock<String>> = Arc::default();
+    let observer: crate::llm::retry::RetryObserver = {
+        let (registry, cell) = (jobs.clone(), job_id_cell.clone());
+        Arc::new(move |err: &crate::llm::LlmError| {
+            if let Some(id) = cell.get() {
+                registry.note_internal_error(id, err);
+            }
+        })
+    };
+    let mut work = Box::pin(crate::llm::retry::observed(observer, async move {
         let outcome = dispatch(&tools, &request, &ctx).await;
         classify(outcome)
-    });
+    }));
     if !force {
         tokio::select! {
             biased;
@@ -86,6 +101,8 @@ pub async fn run_call(
     }
     let started = jobs.start(&thread, &call_id, &name)?;
     let job_id = started.record.job_id.clone();
+    let _ = job_id_cell.set(job_id.clone());
+    let _ = detach.send(true);
     let cancel = started.cancel.clone();
     let registry = jobs.clone();
     tokio::spawn(async move {
@@ -99,6 +116,7 @@ pub async fn run_call(
         };
         // Dropping `work` here stops the tool (its processes are killed).
         drop(work);
+        drop(detach);
         registry.finish(&job_id, outcome);
     });
     Ok(CallMode::Background(Box::new(started.record)))

@@ -2,11 +2,32 @@
 //! cap; a provider's Retry-After is honoured, and one longer than the cap is
 //! an error rather than a long sleep.
 
+use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand::Rng;
 
 use super::error::LlmError;
+
+/// Told of a retryable error a model call recovered from by retrying.
+pub type RetryObserver = Arc<dyn Fn(&LlmError) + Send + Sync>;
+
+tokio::task_local! {
+    static OBSERVER: RetryObserver;
+}
+
+/// Run `work` with `observer` told of every retryable error that model
+/// calls made inside it (on this task) met and retried. A background job
+/// uses it to keep such errors on its record, internal to the job.
+pub async fn observed<F: Future>(observer: RetryObserver, work: F) -> F::Output {
+    OBSERVER.scope(observer, work).await
+}
+
+/// Tell the observer of the current task, if any, about `err`.
+pub(crate) fn notice(err: &LlmError) {
+    let _ = OBSERVER.try_with(|observe| observe(err));
+}
 
 /// When and how long to retry.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -68,6 +68,7 @@ impl Transport {
                 Err(mut err) => match self.config.retry.decide(attempt, &mut err) {
                     Decision::RetryAfter(wait) => {
                         tracing::info!("{err}; retrying in {:.1} s", wait.as_secs_f64());
+                        super::retry::notice(&err);
                         tokio::time::sleep(wait).await;
                         attempt += 1;
                     }

@@ -28,6 +28,10 @@ pub const INSTANCE_WAIT: Duration = Duration::from_secs(30);
 /// Longest a load-time call (listing tools, profile facts) may take.
 pub const LOAD_CALL_LIMIT: Duration = Duration::from_secs(10);
 
+/// Calls of one plugin that may run in the background at once (they do not
+/// count against its instance limit, which is for calls the agent waits on).
+pub const MAX_BACKGROUND_CALLS: usize = 64;
+
 /// A plugin ready to be called.
 pub struct LoadedPlugin {
     pub manifest: Manifest,
@@ -45,6 +49,7 @@ pub struct LoadedPlugin {
     guest: Guest,
     engine: wasmtime::Engine,
     instances: Arc<Semaphore>,
+    background: Arc<Semaphore>,
 }
 
 /// Why a tool call failed.
@@ -58,9 +63,17 @@ pub enum ToolCallError {
     Runtime(#[from] CallError),
 }
 
+/// Whether the call moved to the background (false: it never will).
+async fn moved_to_background(detach: &mut Option<tokio::sync::watch::Receiver<bool>>) -> bool {
+    let Some(rx) = detach else {
+        return std::future::pending().await;
+    };
+    rx.wait_for(|moved| *moved).await.is_ok()
+}
+
 /// A call in progress: its instance slot, clock and store.
 struct FreshCall {
-    _permit: tokio::sync::OwnedSemaphorePermit,
+    permit: tokio::sync::OwnedSemaphorePermit,
     clock: Arc<CallClock>,
     limit: Duration,
     store: Store<HostState>,
@@ -100,6 +113,7 @@ impl LoadedPlugin {
             guest,
             engine,
             instances: Arc::new(Semaphore::new(permits)),
+            background: Arc::new(Semaphore::new(MAX_BACKGROUND_CALLS)),
         }
     }
 
@@ -141,10 +155,32 @@ impl LoadedPlugin {
             working_dir: Some(guest_ctx.working_dir.clone()),
         };
         let mut call = self.fresh_instance(setup).await?;
-        let done = call
-            .clock
-            .bound(guest.call(&mut call.store, name, args_json, &guest_ctx))
-            .await;
+        let mut detach = ctx.detach.clone();
+        let done = {
+            let work = call
+                .clock
+                .bound(guest.call(&mut call.store, name, args_json, &guest_ctx));
+            tokio::pin!(work);
+            loop {
+                tokio::select! {
+                    done = &mut work => break done,
+                    moved = moved_to_background(&mut detach) => {
+                        detach = None;
+                        if moved {
+                            // Free the foreground slot for calls the agent waits
+                            // on; hold a background one if there is room.
+                            match self.background.clone().try_acquire_owned() {
+                                Ok(slot) => call.permit = slot,
+                                Err(_) => tracing::debug!(
+                                    "plugin {}: no background slot free; the call keeps its instance slot",
+                                    self.name()
+                                ),
+                            }
+                        }
+                    }
+                }
+            }
+        };
         Ok(self.conclude(done, &call)??)
     }
 
@@ -233,7 +269,7 @@ impl LoadedPlugin {
         let clock = CallClock::with_budget(setup.limit, self.sandbox.process_budget);
         let store = self.store(setup.live, clock.clone(), setup.working_dir)?;
         Ok(FreshCall {
-            _permit: permit,
+            permit,
             clock,
             limit: setup.limit,
             store,

@@ -67,6 +67,9 @@ pub struct ToolCallContext {
     pub call_id: String,
     /// Where the agent works, on the host (None: the workspace root).
     pub working_dir: Option<std::path::PathBuf>,
+    /// Turns true when the call moves to the background: it then frees its
+    /// instance slot for foreground calls (and holds a background one).
+    pub detach: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 /// A tool's successful answer.

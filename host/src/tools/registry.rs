@@ -19,6 +19,8 @@ pub struct ToolContext {
     pub live_output: Option<crate::process::LiveOutput>,
     /// Where the agent works, on the host (None: the workspace root).
     pub working_dir: Option<std::path::PathBuf>,
+    /// Turns true when the call moves to the background.
+    pub detach: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 /// Something that runs a tool. `Err` is an error message for the model.
@@ -57,6 +59,7 @@ impl ToolExecutor for PluginTool {
             session_id: ctx.session_id.clone(),
             call_id: ctx.call_id.clone(),
             working_dir: ctx.working_dir.clone(),
+            detach: ctx.detach.clone(),
         };
         self.plugin
             .call_tool(

@@ -143,14 +143,15 @@ fn contents(messages: &[Message]) -> Vec<Value> {
             } => {
                 let mut parts = Vec::new();
                 if !text.is_empty() {
-                    parts.push(json!({"text": text}));
+                    let mut part = json!({"text": text});
+                    if let Some(sig) = reasoning.as_ref().and_then(|r| r.signature.as_ref()) {
+                        part["thoughtSignature"] = json!(sig);
+                    }
+                    parts.push(part);
                 }
-                let signature = reasoning.as_ref().and_then(|r| r.signature.clone());
-                for (i, call) in tool_calls.iter().enumerate() {
+                for call in tool_calls {
                     let mut part = json!({"functionCall": {"name": call.name, "args": arguments_object(&call.arguments)}});
-                    if i == 0
-                        && let Some(sig) = &signature
-                    {
+                    if let Some(sig) = &call.signature {
                         part["thoughtSignature"] = json!(sig);
                     }
                     parts.push(part);
