@@ -513,3 +513,299 @@ async fn item_12_loader_diagnostics_are_warning_events() {
         "{stderr}"
     );
 }
+
+use std::sync::Arc;
+
+use sandcrab::agent::{Profile, Session, SessionConfig, SessionJobs, SessionParts, Subagents};
+use sandcrab::jobs::{BackgroundSettings, JobRegistry, JobStatus};
+use sandcrab::llm::{HttpClient, LlmClient, ProviderConfig, RetryPolicy};
+use sandcrab::plugin::{Policy, ProfileInfo};
+use sandcrab::tools::{ToolCallRequest, ToolContext, ToolRegistry, TruncationPolicy, dispatch};
+
+fn test_profile(tools: &[&str]) -> Arc<Profile> {
+    Arc::new(Profile {
+        info: ProfileInfo {
+            id: "openai-compatible".into(),
+            adapter: "openai-compatible".into(),
+            default_model: "m".into(),
+            context_window: 100_000,
+            parallel_tool_calls: false,
+            tool_names: tools.iter().map(|t| t.to_string()).collect(),
+            project_doc_files: vec![],
+            max_output_tokens: 0,
+        },
+        base_instructions: "You are a test agent.".into(),
+    })
+}
+
+/// A top-level session with jobs and subagents over `client` and `tools`.
+fn session_with(
+    scene: &Scene,
+    client: Arc<dyn LlmClient>,
+    tools: ToolRegistry,
+    jobs: &Arc<JobRegistry>,
+) -> (Arc<Session>, Arc<Subagents>) {
+    let children = Subagents::new();
+    let session = Session::new(SessionParts {
+        client,
+        profile: test_profile(&[]),
+        tools,
+        config: SessionConfig::new("m"),
+        workspace: scene.workspace(),
+        working_dir: None,
+        depth: 0,
+        repo: None,
+        jobs: Some(SessionJobs {
+            registry: jobs.clone(),
+            settings: BackgroundSettings::default(),
+        }),
+        children: Some(children.clone()),
+    });
+    (session, children)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn item_8_a_background_subagent_is_an_llm_calling_job_whose_retries_stay_internal() {
+    let scene = Scene::new();
+    let kind = ProviderKind::OpenAiCompatible;
+    let server = MockLlm::strict(kind).await;
+    let mut config = ProviderConfig::new(kind);
+    config.base_url = server.base_url();
+    config.retry = RetryPolicy {
+        base_delay: Duration::from_millis(10),
+        jitter: false,
+        ..RetryPolicy::default()
+    };
+    let client: Arc<dyn LlmClient> = Arc::new(HttpClient::new(config).unwrap());
+    // The parent spawns a background subagent, then says it waits.
+    server.push(stream(
+        kind,
+        &Answer::Tools(vec![tool(
+            "p1",
+            "spawn_agent",
+            json!({"task": "CHILD-TASK: say hi", "run_in_background": true}),
+        )]),
+    ));
+    server.push(stream(kind, &Answer::Text(vec!["spawned it"])));
+    server.push(stream(kind, &Answer::Text(vec!["the child said hi"])));
+    // The child's provider is overloaded once: a retryable 503.
+    server.push_for(
+        "CHILD-TASK",
+        Reply::json(
+            503,
+            crate::llm_transcripts::error_body(kind, 503, "overloaded"),
+        ),
+    );
+    server.push_for(
+        "CHILD-TASK",
+        stream(kind, &Answer::Text(vec!["hi from the child"])),
+    );
+    let jobs = JobRegistry::new(TruncationPolicy::default());
+    let (session, _) = session_with(&scene, client, ToolRegistry::new(), &jobs);
+    session.submit("delegate the greeting").await.unwrap();
+    assert!(session.settle(Duration::from_secs(30)).await.unwrap());
+    let all = jobs.list(session.id(), Some(&JobStatus::ALL[..]));
+    assert_eq!(all.len(), 1);
+    let job = &all[0];
+    assert_eq!(job.status, JobStatus::Completed, "{job:?}");
+    assert_eq!(job.internal_errors.len(), 1, "{:?}", job.internal_errors);
+    assert!(job.internal_errors[0].contains("503"));
+    let history = session.history();
+    let injected: Vec<_> = history
+        .iter()
+        .filter_map(|t| t.text())
+        .filter(|t| t.contains(&format!("[job {}", job.job_id)))
+        .collect();
+    assert_eq!(injected.len(), 1, "exactly one message for the job");
+    assert!(injected[0].contains("hi from the child") && !injected[0].contains("503"));
+    assert_eq!(server.rejections(), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn item_10_a_subagent_works_in_its_working_dir() {
+    let scene = Scene::new();
+    std::fs::create_dir_all(scene.workspace().join("sub")).unwrap();
+    let (_host, tools) = crate::support::coding_tools(&scene, Policy::default()).await;
+    let child_script = sandcrab::llm::scripted::ScriptedClient::new(vec![
+        sandcrab::llm::scripted::tool_calls(&[
+            ("c1", "shell", json!({"command": "pwd > where.txt"})),
+            (
+                "c2",
+                "write_file",
+                json!({"file_path": "made.txt", "content": "x"}),
+            ),
+        ]),
+        sandcrab::llm::scripted::text("done in sub"),
+    ]);
+    let jobs = JobRegistry::new(TruncationPolicy::default());
+    let (parent, children) = session_with(&scene, Arc::new(child_script), tools, &jobs);
+    let call = |name: &str, args: Value| {
+        let request = ToolCallRequest {
+            id: format!("{name}-1"),
+            name: name.into(),
+            arguments: args,
+        };
+        let tools = parent.tools();
+        async move { dispatch(&tools, &request, &ToolContext::default()).await }
+    };
+    let spawned = call(
+        "spawn_agent",
+        json!({"task": "work here", "working_dir": "sub"}),
+    )
+    .await;
+    assert!(!spawned.is_error, "{}", spawned.content);
+    let id = serde_json::from_str::<Value>(&spawned.content).unwrap()["agent_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let first = call("wait", json!({"agent_id": id})).await;
+    let second = call("wait", json!({"agent_id": id})).await;
+    assert_eq!(
+        first.content, second.content,
+        "wait returns the same result again"
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&first.content).unwrap()["output"],
+        "done in sub"
+    );
+    let sub = scene.workspace().join("sub");
+    assert_eq!(
+        std::fs::read_to_string(sub.join("where.txt"))
+            .unwrap()
+            .trim(),
+        sub.display().to_string(),
+        "the shell ran in the working dir"
+    );
+    assert!(
+        sub.join("made.txt").exists(),
+        "relative paths resolve there"
+    );
+    assert!(!scene.workspace().join("made.txt").exists());
+    let child = children.get(&id).await.unwrap();
+    assert!(
+        child
+            .system_prompt()
+            .contains(&format!("Working directory: {}", sub.display()))
+    );
+
+    let refused = call(
+        "spawn_agent",
+        json!({"task": "t", "model": "expensive-model"}),
+    )
+    .await;
+    assert!(
+        refused.is_error && refused.content.contains("not allowed"),
+        "{}",
+        refused.content
+    );
+}
+
+#[tokio::test]
+async fn item_10_plugins_built_against_abi_0_1_0_still_load_and_work() {
+    let scene = Scene::new();
+    std::fs::create_dir_all(scene.workspace().join("sub")).unwrap();
+    let dir = crate::support::install_plugin(
+        &scene.plugins(),
+        "test-fixtures/legacy-tool",
+        "legacy",
+        |m| m,
+    );
+    let mut host = scene.host(crate::support::grant(
+        "legacy-tool",
+        sandcrab::plugin::policy::PluginGrant {
+            programs: vec!["sh".into()],
+            ..Default::default()
+        },
+    ));
+    let plugin = host
+        .load(&sandcrab::plugin::PluginSource::Dir(dir))
+        .await
+        .unwrap();
+    assert_eq!(plugin.version.to_string(), "0.1.0");
+    let ctx = sandcrab::plugin::ToolCallContext {
+        session_id: "s".into(),
+        call_id: "c".into(),
+        working_dir: Some(scene.workspace().join("sub")),
+        detach: None,
+    };
+    let out = plugin.call_tool("where", "{}", &ctx, None).await.unwrap();
+    assert!(
+        out.text.starts_with("root=/workspace host="),
+        "{}",
+        out.text
+    );
+    let out = plugin.call_tool("pwd", "{}", &ctx, None).await.unwrap();
+    assert_eq!(
+        out.text,
+        scene.workspace().display().to_string(),
+        "0.1.0 semantics: no working directory, programs run at the root"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn item_8_background_calls_free_their_instance_slot() {
+    let scene = Scene::new();
+    std::fs::write(scene.workspace().join("a.txt"), "hello\n").unwrap();
+    let (_host, tools) = crate::support::coding_tools(&scene, Policy::default()).await;
+    let jobs = JobRegistry::new(TruncationPolicy::default());
+    let marker = format!("sleep 33.{}", std::process::id());
+    let settings = BackgroundSettings::default();
+    // More background shells than coding-tools has instances (16).
+    for i in 0..20 {
+        let request = ToolCallRequest {
+            id: format!("bg{i}"),
+            name: "shell".into(),
+            arguments: json!({"command": marker, "run_in_background": true}),
+        };
+        let ctx = ToolContext {
+            session_id: "t".into(),
+            call_id: format!("bg{i}"),
+            ..ToolContext::default()
+        };
+        let mode = sandcrab::jobs::run_call(&jobs, tools.clone(), request, ctx, settings)
+            .await
+            .unwrap();
+        assert!(matches!(mode, sandcrab::jobs::CallMode::Background(_)));
+    }
+    wait_until("the background shells run", || process_running(&marker)).await;
+    let started = Instant::now();
+    let read = crate::support::run_tool(&tools, "read_file", json!({"file_path": "a.txt"})).await;
+    assert!(!read.is_error, "{}", read.content);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    for job in jobs.list("t", None) {
+        jobs.cancel("t", &job.job_id, sandcrab::jobs::Actor::User)
+            .unwrap();
+    }
+    assert!(gone_soon(&marker));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn item_8_abort_cancels_the_sessions_jobs_and_kills_their_processes() {
+    let scene = Scene::new();
+    let (_host, tools) = crate::support::coding_tools(&scene, Policy::default()).await;
+    let marker = format!("sleep 34.{}", std::process::id());
+    let script = sandcrab::llm::scripted::ScriptedClient::new(vec![
+        sandcrab::llm::scripted::tool_calls(&[(
+            "c1",
+            "shell",
+            json!({"command": marker, "run_in_background": true}),
+        )]),
+        sandcrab::llm::scripted::text("started"),
+    ]);
+    let jobs = JobRegistry::new(TruncationPolicy::default());
+    let (session, _) = session_with(&scene, Arc::new(script), tools, &jobs);
+    session.submit("start it").await.unwrap();
+    wait_until("the job runs", || process_running(&marker)).await;
+    session.abort().await;
+    assert!(gone_soon(&marker), "the job's process was killed");
+    let job = &jobs.list(session.id(), Some(&JobStatus::ALL[..]))[0];
+    assert!(
+        matches!(job.status, JobStatus::Cancelled | JobStatus::PendingCancel),
+        "{:?}",
+        job.status
+    );
+}

@@ -101,6 +101,9 @@ struct Inner {
     issued: crate::provider_rules::Issued,
     /// Why requests were rejected in strict mode.
     rejections: Vec<String>,
+    /// Replies for requests whose last message contains a needle (served
+    /// before the general queue).
+    routed: Vec<(String, VecDeque<Reply>)>,
     /// Answers to the questions a client asks a local server about itself
     /// (`/v1/models`, `/props`, `/api/show`), by path; unset ones are 404.
     info: std::collections::HashMap<String, Value>,
@@ -141,6 +144,18 @@ impl MockLlm {
         let server = Self::start().await;
         server.inner.lock().unwrap().rules = Some(kind);
         server
+    }
+
+    /// Queue a reply for the requests whose last message contains `needle`
+    /// (several conversations on one server, each served its own replies).
+    pub fn push_for(&self, needle: &str, reply: Reply) {
+        let mut inner = self.inner.lock().unwrap();
+        match inner.routed.iter_mut().find(|(n, _)| n == needle) {
+            Some((_, queue)) => queue.push_back(reply),
+            None => inner
+                .routed
+                .push((needle.to_string(), VecDeque::from([reply]))),
+        }
     }
 
     /// Answer `path` (one of the self-description paths) with `body`.
@@ -218,7 +233,17 @@ async fn handle(
                 ))
                 .unwrap();
         }
-        let reply = inner.replies.pop_front();
+        let last = ["messages", "input", "contents"]
+            .iter()
+            .find_map(|k| body[*k].as_array().and_then(|a| a.last()))
+            .map(Value::to_string)
+            .unwrap_or_default();
+        let routed = inner
+            .routed
+            .iter_mut()
+            .find(|(needle, queue)| !queue.is_empty() && last.contains(needle.as_str()))
+            .and_then(|(_, queue)| queue.pop_front());
+        let reply = routed.or_else(|| inner.replies.pop_front());
         if let (Some(kind), Some(reply)) = (inner.rules, &reply) {
             let text: Vec<u8> = reply.chunks.iter().flat_map(|c| c.to_vec()).collect();
             inner

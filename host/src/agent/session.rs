@@ -372,6 +372,27 @@ impl Session {
             .collect()
     }
 
+    /// Cancel this thread's running jobs and wait (at most `limit`) until
+    /// they have ended (their processes killed).
+    pub async fn stop_jobs(&self, limit: std::time::Duration) {
+        let Some(jobs) = &self.jobs else {
+            return;
+        };
+        let mut notices = jobs.registry.subscribe();
+        if self.cancel_jobs().is_empty() {
+            return;
+        }
+        let deadline = tokio::time::Instant::now() + limit;
+        while self.jobs_active() {
+            if tokio::time::timeout_at(deadline, notices.recv())
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
+    }
+
     /// Finished jobs of this thread whose messages wait for a turn.
     pub fn jobs_pending(&self) -> bool {
         self.jobs
@@ -410,7 +431,7 @@ impl Session {
             inner.state = SessionState::Closed;
         }
         self.cancel.cancel();
-        self.cancel_jobs();
+        self.stop_jobs(std::time::Duration::from_secs(5)).await;
         if let Some(children) = &self.children {
             children.close_all().await;
         }

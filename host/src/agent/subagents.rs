@@ -52,6 +52,10 @@ struct SpawnArgs {
     working_dir: Option<String>,
     model: Option<String>,
     max_turns: Option<u32>,
+    /// Run the child to completion as a background job: its result arrives
+    /// as the job's message.
+    #[serde(default)]
+    run_in_background: bool,
 }
 
 #[derive(Deserialize)]
@@ -92,17 +96,21 @@ impl SessionChildren for Subagents {
             (
                 ToolSpec {
                     name: "spawn_agent".into(),
-                    description: "Start a subagent: a separate agent with its own conversation that works on `task` in the same workspace and sandbox (in `working_dir`, if given: its tools resolve relative paths and run commands there). Returns its agent_id at once; use wait to get its result.".into(),
+                    description: "Start a subagent: a separate agent with its own conversation that works on `task` in the same workspace and sandbox (in `working_dir`, if given: its tools resolve relative paths and run commands there). Returns its agent_id at once; use wait to get its result. With run_in_background, the call becomes a background job instead and the subagent's result arrives as the job's message when it is done.".into(),
                     parameters: schema(
                         json!({
                             "task": {"type": "string", "description": "What the subagent should do, self-contained"},
                             "working_dir": {"type": "string", "description": "Directory inside the workspace to work in"},
                             "model": {"type": "string", "description": "Model to use (default: the parent's; only models the operator allows)"},
-                            "max_turns": {"type": "integer", "minimum": 1, "description": "Most model turns the subagent may take (capped by the operator)"}
+                            "max_turns": {"type": "integer", "minimum": 1, "description": "Most model turns the subagent may take (capped by the operator)"},
+                            "run_in_background": {"type": "boolean", "description": "Run the subagent to completion as a background job"}
                         }),
                         &["task"],
                     ),
-                    traits: Default::default(),
+                    traits: crate::plugin::ToolTraits {
+                        writes: crate::plugin::Writes::Nothing,
+                        background: true,
+                    },
                 },
                 tool(|me, parent, args| Box::pin(async move { me.spawn(parent, args).await })),
             ),
@@ -214,6 +222,25 @@ impl Subagents {
             children: Some(Subagents::new()),
         });
         let agent_id = child.id().to_string();
+        if args.run_in_background {
+            // This call is a background job: run the child to completion
+            // here, inside the job (its model calls count as the job's).
+            let finished = run_to_end(&child, &args.task).await;
+            let result = child_result(&child, finished.is_ok());
+            self.children.lock().await.insert(
+                agent_id,
+                Child {
+                    session: child,
+                    task: Arc::new(Mutex::new(None)),
+                    result: Arc::new(OnceCell::new_with(Some(result.clone()))),
+                    failed: finished.is_err(),
+                },
+            );
+            return match finished {
+                Ok(()) => Ok(result.to_string()),
+                Err(e) => Err(format!("the subagent failed: {e}; {result}")),
+            };
+        }
         let task = start(&child, args.task);
         self.children.lock().await.insert(
             agent_id.clone(),
@@ -271,17 +298,11 @@ impl Subagents {
         };
         let value = result
             .get_or_init(|| async move {
-                let mut success = match task.lock().await.take() {
+                let success = match task.lock().await.take() {
                     Some(handle) => matches!(handle.await, Ok(Ok(()))),
                     None => true,
                 };
-                success &= !failed && session.state() != SessionState::Closed;
-                json!({
-                    "agent_id": session.id(),
-                    "output": session.last_assistant_text().unwrap_or_default(),
-                    "success": success,
-                    "turns_used": session.model_turns(),
-                })
+                child_result(&session, success && !failed)
             })
             .await;
         Ok(value.to_string())
@@ -317,12 +338,25 @@ fn child_turns(config: &super::SessionConfig, asked: Option<u32>) -> u32 {
 
 /// Run `input` on the child, then wait for its background jobs: a child
 /// has finished only when its jobs have (and it has seen their results).
+async fn run_to_end(child: &Arc<Session>, input: &str) -> Result<(), SessionError> {
+    child.submit(input).await?;
+    child.settle(CHILD_JOBS_WAIT).await?;
+    Ok(())
+}
+
+/// [`run_to_end`] on its own task.
 fn start(child: &Arc<Session>, input: String) -> Work {
     let child = child.clone();
-    tokio::spawn(async move {
-        child.submit(&input).await?;
-        child.settle(CHILD_JOBS_WAIT).await?;
-        Ok(())
+    tokio::spawn(async move { run_to_end(&child, &input).await })
+}
+
+/// What `wait` (and a background spawn) reports about a child.
+fn child_result(child: &Session, success: bool) -> Value {
+    json!({
+        "agent_id": child.id(),
+        "output": child.last_assistant_text().unwrap_or_default(),
+        "success": success && child.state() != SessionState::Closed,
+        "turns_used": child.model_turns(),
     })
 }
 

@@ -70,21 +70,30 @@ pub async fn run_call(
     let (detach, detached) = tokio::sync::watch::channel(false);
     ctx.detach = Some(detached);
     let force = wants_background(&tools, &request);
-    if force && request.arguments.get("timeout_ms").is_none() {
-        // A background command gets the longest timeout, not the default.
+    let takes_timeout = tools.get(&request.name).is_some_and(|t| {
+        t.spec
+            .parameters
+            .pointer("/properties/timeout_ms")
+            .is_some()
+    });
+    if force && takes_timeout && request.arguments.get("timeout_ms").is_none() {
+        // A background call gets the longest timeout, not the default.
         request.arguments["timeout_ms"] = json!(600_000);
     }
     let thread = ctx.session_id.clone();
     let call_id = request.id.clone();
     let name = request.name.clone();
-    // Retryable model errors met by the call once it is a job stay on the
-    // job's record: internal, nothing injected, status unchanged.
-    let job_id_cell: Arc<std::sync::OnceLock<String>> = Arc::default();
+    // Retryable model errors the call met (before or after it became a
+    // job) stay on the job's record: internal, nothing injected, status
+    // unchanged. Until the job exists they wait here.
+    let seen: Arc<std::sync::Mutex<(Option<String>, Vec<crate::llm::LlmError>)>> = Arc::default();
     let observer: crate::llm::retry::RetryObserver = {
-        let (registry, cell) = (jobs.clone(), job_id_cell.clone());
+        let (registry, seen) = (jobs.clone(), seen.clone());
         Arc::new(move |err: &crate::llm::LlmError| {
-            if let Some(id) = cell.get() {
-                registry.note_internal_error(id, err);
+            let mut seen = seen.lock().expect("retry notes");
+            match &seen.0 {
+                Some(id) => registry.note_internal_error(id, err),
+                None => seen.1.push(err.clone()),
             }
         })
     };
@@ -101,7 +110,13 @@ pub async fn run_call(
     }
     let started = jobs.start(&thread, &call_id, &name)?;
     let job_id = started.record.job_id.clone();
-    let _ = job_id_cell.set(job_id.clone());
+    {
+        let mut seen = seen.lock().expect("retry notes");
+        for err in std::mem::take(&mut seen.1) {
+            jobs.note_internal_error(&job_id, &err);
+        }
+        seen.0 = Some(job_id.clone());
+    }
     let _ = detach.send(true);
     let cancel = started.cancel.clone();
     let registry = jobs.clone();
