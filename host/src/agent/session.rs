@@ -339,6 +339,9 @@ impl Session {
             if self.state() == SessionState::Closed {
                 return Err(SessionError::Closed);
             }
+            // A turn already reacting to a job (the wake listener's) must
+            // finish before this can say the thread has settled.
+            drop(self.run_lock.lock().await);
             if self.jobs_pending() {
                 self.wake().await?;
                 continue;
