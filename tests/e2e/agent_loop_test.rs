@@ -321,6 +321,13 @@ async fn item_4_reasoning_state_goes_back_verbatim_across_a_tool_round() {
                 json!(["reasoning.encrypted_content"])
             );
         }
+        // Usage, cached input included, is reported for the input (the
+        // transcripts report 2 cached tokens per answer).
+        let end = events(&out.stdout)
+            .into_iter()
+            .find(|e| e["kind"] == "PROCESSING_END")
+            .unwrap();
+        assert_eq!(end["data"]["usage"]["cached_tokens"], 4, "{kind}: {end}");
     }
 }
 
@@ -807,5 +814,91 @@ async fn item_8_abort_cancels_the_sessions_jobs_and_kills_their_processes() {
         matches!(job.status, JobStatus::Cancelled | JobStatus::PendingCancel),
         "{:?}",
         job.status
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_30_turn_chat_survives_two_interrupts_and_a_provider_outage() {
+    let scene = Scene::new();
+    let kind = ProviderKind::Anthropic;
+    let server = MockLlm::strict(kind).await;
+    let marker = |n: usize| format!("sleep 35.{}{n}", std::process::id());
+    let mut expected_requests = 0;
+    let mut chat = Chat::start(&scene, kind, &server);
+    let started = Instant::now();
+    for n in 1..=30 {
+        if n == 5 || n == 15 {
+            server.push(stream(
+                kind,
+                &Answer::Tools(vec![tool(
+                    &format!("c{n}"),
+                    "shell",
+                    json!({"command": marker(n), "timeout_ms": 60000}),
+                )]),
+            ));
+            chat.say(&format!("question {n}: run something long"));
+            expected_requests += 1;
+            wait_until("the command runs", || process_running(&marker(n))).await;
+            chat.interrupt();
+            wait_until("the command stops", || !process_running(&marker(n))).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        }
+        if n == 22 {
+            // An outage: the first try and both retries fail.
+            for _ in 0..3 {
+                server.push(Reply::json(
+                    503,
+                    crate::llm_transcripts::error_body(kind, 503, "overloaded"),
+                ));
+            }
+            chat.say(&format!("question {n}"));
+            expected_requests += 3;
+            wait_until("the outage", || {
+                server.requests().len() >= expected_requests
+            })
+            .await;
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            server.push(stream(kind, &Answer::Text(vec!["answer after the outage"])));
+            chat.say("/retry");
+            expected_requests += 1;
+            wait_until("the retry", || server.requests().len() >= expected_requests).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        }
+        server.push(stream(kind, &Answer::Text(vec!["answer ", "text"])));
+        chat.say(&format!("question {n}"));
+        expected_requests += 1;
+        wait_until("the answer", || {
+            server.requests().len() >= expected_requests
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (ok, events, stderr) = chat.finish();
+    let took = started.elapsed();
+    assert!(ok, "{stderr}");
+    assert_eq!(server.rejections(), Vec::<String>::new());
+    let count = |k: &str| events.iter().filter(|e| e["kind"] == k).count();
+    let interrupted = events
+        .iter()
+        .filter(|e| e["kind"] == "PROCESSING_END" && e["data"]["interrupted"] == true)
+        .count();
+    let last = server.requests().last().unwrap().body.to_string();
+    for n in 1..30 {
+        assert!(last.contains(&format!("question {n}")), "turn {n} was lost");
+    }
+    assert_eq!(interrupted, 2);
+    assert_eq!(count("ERROR"), 1);
+    assert_eq!(count("USER_INPUT"), 30);
+    eprintln!(
+        "30-turn chat: {} requests, {} events ({} USER_INPUT, {} PROCESSING_END of which {interrupted} interrupted, {} ERROR, {} TOOL_CALL_END), every request accepted by the strict server, {:.1} s",
+        server.requests().len(),
+        events.len(),
+        count("USER_INPUT"),
+        count("PROCESSING_END"),
+        count("ERROR"),
+        count("TOOL_CALL_END"),
+        took.as_secs_f64()
     );
 }

@@ -57,6 +57,7 @@ impl Session {
             });
             self.emit(EventKind::UserInput, json!({ "text": input }));
         }
+        let first_turn = self.lock().history.len();
         self.drain_steering();
         let result = self.run_rounds(&cancel).await;
         {
@@ -74,9 +75,10 @@ impl Session {
             Ok(ended) => {
                 if !self.cancel.is_cancelled() {
                     let interrupted = matches!(ended, Ended::Interrupted);
+                    let usage = self.usage_since(first_turn);
                     self.emit(
                         EventKind::ProcessingEnd,
-                        json!({ "interrupted": interrupted }),
+                        json!({ "interrupted": interrupted, "usage": usage }),
                     );
                 }
                 Ok(())
@@ -169,6 +171,23 @@ impl Session {
             self.drain_steering();
             self.check_loops(&calls);
         }
+    }
+
+    /// Token usage of the model answers from turn `first` on (cached input
+    /// included, as the provider reported it).
+    fn usage_since(&self, first: usize) -> crate::llm::Usage {
+        let inner = self.lock();
+        let mut total = crate::llm::Usage::default();
+        for turn in inner.history.iter().skip(first) {
+            if let TurnKind::Assistant { usage, .. } = &turn.kind {
+                total.input_tokens += usage.input_tokens;
+                total.output_tokens += usage.output_tokens;
+                total.cached_tokens += usage.cached_tokens;
+                total.reasoning_tokens += usage.reasoning_tokens;
+                total.cache_write_tokens += usage.cache_write_tokens;
+            }
+        }
+        total
     }
 
     /// Make the history valid for every provider (see [`history::repair`]).
