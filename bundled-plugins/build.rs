@@ -121,17 +121,24 @@ fn build_plugins(plugins: &Path, target_dir: &Path) {
     }
 }
 
-/// Every directory under `plugins/` (one level, plus `test-fixtures/*`)
-/// that holds a `plugin.toml`, sorted for a stable output.
+/// Every Rust plugin under `plugins/` (one level, plus `test-fixtures/*`
+/// and `examples/*`): a directory holding `plugin.toml` and `Cargo.toml`.
+/// The Python and JavaScript examples are built by `scripts/build-examples`.
+/// Sorted for a stable output.
 fn plugin_dirs(plugins: &Path) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
-    for parent in [plugins.to_path_buf(), plugins.join("test-fixtures")] {
+    for parent in [
+        plugins.to_path_buf(),
+        plugins.join("test-fixtures"),
+        plugins.join("examples"),
+    ] {
         let Ok(entries) = fs::read_dir(&parent) else {
             continue;
         };
         for entry in entries.flatten() {
-            if entry.path().join("plugin.toml").is_file() {
-                dirs.push(entry.path());
+            let dir = entry.path();
+            if dir.join("plugin.toml").is_file() && dir.join("Cargo.toml").is_file() {
+                dirs.push(dir);
             }
         }
     }

@@ -33,7 +33,7 @@ fn turn(c: &mut Criterion) {
         Session::new(SessionParts {
             client,
             profile: profile.clone(),
-            tools: registry.clone(),
+            tools: registry.clone().into(),
             config: SessionConfig::new("bench"),
             workspace: ws.path().to_path_buf(),
             working_dir: None,

@@ -16,7 +16,7 @@ use sandcrab::plugin::{
 };
 
 fn hello_dir(scratch: &Path) -> std::path::PathBuf {
-    let a = sandcrab_bundled_plugins::artifact("hello-tool").expect("hello-tool is built");
+    let a = sandcrab_bundled_plugins::artifact("examples/hello-tool").expect("hello-tool is built");
     let dir = scratch.join("hello");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::copy(

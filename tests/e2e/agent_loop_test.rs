@@ -556,7 +556,7 @@ fn session_with(
     let session = Session::new(SessionParts {
         client,
         profile: test_profile(&[]),
-        tools,
+        tools: tools.into(),
         config: SessionConfig::new("m"),
         workspace: scene.workspace(),
         working_dir: None,

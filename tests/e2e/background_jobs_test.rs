@@ -234,7 +234,7 @@ fn job_session(
             },
             base_instructions: "test".into(),
         }),
-        tools: tools(),
+        tools: tools().into(),
         config: SessionConfig::new("m"),
         workspace: std::env::temp_dir(),
         working_dir: None,

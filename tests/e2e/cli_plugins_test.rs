@@ -36,7 +36,7 @@ fn version_is_printed() {
 #[test]
 fn a_dropped_in_plugin_is_listed_and_inspected() {
     let scene = Scene::new();
-    install_plugin(&scene.plugins(), "hello-tool", "hello", |m| m);
+    install_plugin(&scene.plugins(), "examples/hello-tool", "hello", |m| m);
     let ws = scene.workspace();
     let (ok, stdout, stderr) = run(sandcrab(&scene)
         .args(["plugins", "list", "--plugins"])
@@ -67,7 +67,7 @@ fn a_dropped_in_plugin_is_listed_and_inspected() {
         .find(|p| p["name"] == "hello-tool")
         .unwrap();
     assert_eq!(hello["tools"][0]["name"], "hello");
-    assert_eq!(hello["granted"]["workspace"], "none");
+    assert_eq!(hello["granted"]["workspace"], "read");
 
     let (ok, stdout, stderr) = run(sandcrab(&scene)
         .args(["plugins", "inspect", "hello-tool", "--plugins"])
@@ -76,7 +76,9 @@ fn a_dropped_in_plugin_is_listed_and_inspected() {
         .arg(&ws));
     assert!(ok, "{stderr}");
     assert!(
-        stdout.contains("tool hello: Greet someone by name."),
+        stdout.contains(
+            "tool hello (offered to the model with profile 'anthropic'): Greet someone by name."
+        ),
         "{stdout}"
     );
     assert!(
@@ -89,7 +91,7 @@ fn a_dropped_in_plugin_is_listed_and_inspected() {
 #[test]
 fn check_validates_without_running_and_names_problems() {
     let scene = Scene::new();
-    let good = install_plugin(&scene.plugins(), "hello-tool", "hello", |m| m);
+    let good = install_plugin(&scene.plugins(), "examples/hello-tool", "hello", |m| m);
     let (ok, stdout, stderr) = run(sandcrab(&scene).args(["plugins", "check"]).arg(&good));
     assert!(ok, "{stderr}");
     assert!(
@@ -97,7 +99,7 @@ fn check_validates_without_running_and_names_problems() {
         "{stdout}"
     );
 
-    let bad = install_plugin(&scene.plugins(), "hello-tool", "bad", |m| {
+    let bad = install_plugin(&scene.plugins(), "examples/hello-tool", "bad", |m| {
         m.replace("kind = \"tool\"", "kind = \"summarizer\"")
     });
     let (ok, _, stderr) = run(sandcrab(&scene).args(["plugins", "check"]).arg(&bad));

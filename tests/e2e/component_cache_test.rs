@@ -21,7 +21,7 @@ fn host_with_cache(scene: &Scene, cache: &std::path::Path) -> PluginHost {
 async fn second_load_uses_the_cache_and_corruption_is_repaired() {
     let scene = Scene::new();
     let cache = tempfile::tempdir().unwrap();
-    let dir = install_plugin(&scene.plugins(), "hello-tool", "hello", |m| m);
+    let dir = install_plugin(&scene.plugins(), "examples/hello-tool", "hello", |m| m);
     let source = PluginSource::Dir(dir);
 
     let first = host_with_cache(&scene, cache.path())
@@ -80,7 +80,7 @@ async fn second_load_uses_the_cache_and_corruption_is_repaired() {
 async fn a_changed_plugin_gets_a_new_entry() {
     let scene = Scene::new();
     let cache = tempfile::tempdir().unwrap();
-    let hello = install_plugin(&scene.plugins(), "hello-tool", "hello", |m| m);
+    let hello = install_plugin(&scene.plugins(), "examples/hello-tool", "hello", |m| m);
     let hostile = install_plugin(
         &scene.plugins(),
         "test-fixtures/hostile-tool",
@@ -125,7 +125,7 @@ async fn foreign_entry(scene: &Scene, artifact: &str) -> Vec<u8> {
 async fn finding_4_a_planted_entry_is_never_loaded() {
     let scene = Scene::new();
     let cache = tempfile::tempdir().unwrap();
-    let hello = install_plugin(&scene.plugins(), "hello-tool", "hello", |m| m);
+    let hello = install_plugin(&scene.plugins(), "examples/hello-tool", "hello", |m| m);
     let source = PluginSource::Dir(hello);
     let first = host_with_cache(&scene, cache.path())
         .load(&source)
@@ -149,7 +149,11 @@ async fn finding_4_a_planted_entry_is_never_loaded() {
         .unwrap();
     assert_eq!(loaded.cache, CacheOutcome::Repaired);
     let tools: Vec<&str> = loaded.tools.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(tools, ["hello"], "the planted code was loaded");
+    assert_eq!(
+        tools,
+        ["hello", "line_count", "sort_lines"],
+        "the planted code was loaded"
+    );
 
     // Same with raw serialized code and no MAC at all.
     let raw = &planted[32..];
@@ -169,7 +173,7 @@ async fn finding_4_a_cache_directory_others_can_write_is_not_used() {
     let shared = base.path().join("shared");
     std::fs::create_dir(&shared).unwrap();
     std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let hello = install_plugin(&scene.plugins(), "hello-tool", "hello", |m| m);
+    let hello = install_plugin(&scene.plugins(), "examples/hello-tool", "hello", |m| m);
     let mut host = host_with_cache(&scene, &shared);
     let loaded = host.load(&PluginSource::Dir(hello)).await.unwrap();
     assert_eq!(loaded.cache, CacheOutcome::Disabled);

@@ -19,7 +19,7 @@ fn errors(diags: &[Diagnostic]) -> Vec<&Diagnostic> {
 /// Load `sources`, which include one good plugin last, and return the
 /// diagnostics (asserting the good one still loaded).
 async fn load_with_good_last(scene: &Scene, mut sources: Vec<PluginSource>) -> Vec<Diagnostic> {
-    let good = install_plugin(&scene.plugins(), "hello-tool", "zz-good", |m| m);
+    let good = install_plugin(&scene.plugins(), "examples/hello-tool", "zz-good", |m| m);
     sources.push(PluginSource::Dir(good));
     let mut host = scene.host(Policy::default());
     host.load_all(&sources).await;
@@ -44,28 +44,30 @@ async fn each_bad_plugin_is_reported_with_its_file_and_reason() {
     let p = scene.plugins();
     let no_manifest = p.join("no-manifest");
     std::fs::create_dir_all(&no_manifest).unwrap();
-    let bad_toml = install_plugin(&p, "hello-tool", "bad-toml", |_| "name = [unclosed".into());
+    let bad_toml = install_plugin(&p, "examples/hello-tool", "bad-toml", |_| {
+        "name = [unclosed".into()
+    });
     let missing_field = install_plugin(
         &p,
-        "hello-tool",
+        "examples/hello-tool",
         "missing-field",
         hello_manifest_with("kind = \"tool\"\n", ""),
     );
     let missing_wasm = install_plugin(
         &p,
-        "hello-tool",
+        "examples/hello-tool",
         "missing-wasm",
         hello_manifest_with("hello_tool.wasm", "nope.wasm"),
     );
-    let core_module = install_plugin(&p, "hello-tool", "core-module", |m| m);
+    let core_module = install_plugin(&p, "examples/hello-tool", "core-module", |m| m);
     std::fs::write(core_module.join("hello_tool.wasm"), b"\0asm\x01\0\0\0").unwrap();
-    let garbage = install_plugin(&p, "hello-tool", "garbage", |m| m);
+    let garbage = install_plugin(&p, "examples/hello-tool", "garbage", |m| m);
     std::fs::write(
         garbage.join("hello_tool.wasm"),
         b"#!/bin/sh\necho not wasm\n",
     )
     .unwrap();
-    let broken_component = install_plugin(&p, "hello-tool", "broken-component", |m| m);
+    let broken_component = install_plugin(&p, "examples/hello-tool", "broken-component", |m| m);
     std::fs::write(
         broken_component.join("hello_tool.wasm"),
         b"\0asm\x0d\0\x01\0\xff\xff\xff",
@@ -73,7 +75,7 @@ async fn each_bad_plugin_is_reported_with_its_file_and_reason() {
     .unwrap();
     let wrong_world = install_plugin(
         &p,
-        "hello-tool",
+        "examples/hello-tool",
         "wrong-world",
         hello_manifest_with("kind = \"tool\"", "kind = \"profile\""),
     );
@@ -132,12 +134,12 @@ async fn duplicate_tool_and_plugin_names_are_reported() {
     let p = scene.plugins();
     let same_tool = install_plugin(
         &p,
-        "hello-tool",
+        "examples/hello-tool",
         "same-tool",
         hello_manifest_with("name = \"hello-tool\"", "name = \"hello-again\""),
     );
-    let same_name = install_plugin(&p, "hello-tool", "same-name", |m| m);
-    let first = install_plugin(&p, "hello-tool", "first", |m| m);
+    let same_name = install_plugin(&p, "examples/hello-tool", "same-name", |m| m);
+    let first = install_plugin(&p, "examples/hello-tool", "first", |m| m);
     let mut host = scene.host(Policy::default());
     host.load_all(&[
         PluginSource::Dir(first),
@@ -145,7 +147,13 @@ async fn duplicate_tool_and_plugin_names_are_reported() {
         PluginSource::Dir(same_name.clone()),
     ])
     .await;
-    assert_eq!(host.plugins().len(), 1);
+    // The second plugin loads, but its colliding tool is refused: the first
+    // owner keeps `hello` and the model never sees two tools of one name.
+    assert_eq!(host.plugins().len(), 2);
+    assert_eq!(
+        host.tool_owner("hello").unwrap().manifest.name,
+        "hello-tool"
+    );
     let msgs: Vec<&str> = host
         .diagnostics()
         .iter()
@@ -154,7 +162,10 @@ async fn duplicate_tool_and_plugin_names_are_reported() {
     assert!(
         msgs.iter().any(
             |m| m.contains(&same_tool.join("plugin.toml").display().to_string())
-                && m.contains("tool 'hello' is already provided by plugin 'hello-tool'")
+                && m.contains(
+                    "tool 'hello' is not loaded: plugin 'hello-tool' already provides it"
+                )
+                && m.contains("override_tools")
         ),
         "{msgs:#?}"
     );
@@ -279,7 +290,7 @@ async fn locked_mode_denies_process_and_env_unless_granted_by_name() {
 #[tokio::test]
 async fn a_plugin_loads_from_the_cache_after_the_first_time() {
     let scene = Scene::new();
-    let dir = install_plugin(&scene.plugins(), "hello-tool", "hello", |m| m);
+    let dir = install_plugin(&scene.plugins(), "examples/hello-tool", "hello", |m| m);
     let mut host = scene.host(Policy::default());
     host.load(&PluginSource::Dir(dir.clone())).await.unwrap();
     let mut again = scene.host(Policy::default());
@@ -290,7 +301,7 @@ async fn a_plugin_loads_from_the_cache_after_the_first_time() {
 #[tokio::test]
 async fn hello_tool_answers_through_the_sdk() {
     let scene = Scene::new();
-    let dir = install_plugin(&scene.plugins(), "hello-tool", "hello", |m| m);
+    let dir = install_plugin(&scene.plugins(), "examples/hello-tool", "hello", |m| m);
     let mut host = scene.host(grant("unused", PluginGrant::default()));
     let plugin = host.load(&PluginSource::Dir(dir)).await.unwrap();
     assert_eq!(

@@ -185,7 +185,7 @@ fn loader_and_hello(scene: &Scene) -> Vec<PluginSource> {
         )),
         PluginSource::Dir(install_plugin(
             &scene.plugins(),
-            "hello-tool",
+            "examples/hello-tool",
             "hello",
             |m| m,
         )),
@@ -268,17 +268,17 @@ async fn finding_14_manifests_and_components_that_are_not_regular_files_are_refu
     let zero_manifest = scene.plugins().join("zero-manifest");
     std::fs::create_dir_all(&zero_manifest).unwrap();
     std::os::unix::fs::symlink("/dev/zero", zero_manifest.join("plugin.toml")).unwrap();
-    let zero_wasm = install_plugin(&scene.plugins(), "hello-tool", "zero-wasm", |m| {
+    let zero_wasm = install_plugin(&scene.plugins(), "examples/hello-tool", "zero-wasm", |m| {
         m.replace("name = \"hello-tool\"", "name = \"zero-wasm\"")
     });
     std::fs::remove_file(zero_wasm.join("hello_tool.wasm")).unwrap();
     std::os::unix::fs::symlink("/dev/zero", zero_wasm.join("hello_tool.wasm")).unwrap();
-    let huge = install_plugin(&scene.plugins(), "hello-tool", "huge", |m| {
+    let huge = install_plugin(&scene.plugins(), "examples/hello-tool", "huge", |m| {
         m.replace("name = \"hello-tool\"", "name = \"huge\"")
     });
     let file = std::fs::File::create(huge.join("hello_tool.wasm")).unwrap();
     file.set_len(300 << 20).unwrap();
-    let ok = install_plugin(&scene.plugins(), "hello-tool", "hello", |m| m);
+    let ok = install_plugin(&scene.plugins(), "examples/hello-tool", "hello", |m| m);
 
     let mut host = scene.host(Policy::default());
     let started = Instant::now();

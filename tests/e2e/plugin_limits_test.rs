@@ -77,6 +77,14 @@ async fn a_trap_fails_only_that_call() {
                 err.to_string().contains("plugin 'hostile-tool' crashed"),
                 "{err}"
             );
+            // What the plugin author needs (the wasm frames), never the
+            // host's own Rust backtrace (with RUST_BACKTRACE set).
+            let text = err.to_string();
+            assert!(text.contains("wasm backtrace"), "{text}");
+            assert!(
+                !text.contains("Stack backtrace") && !text.contains("sandcrab::"),
+                "{text}"
+            );
         }
         other => panic!("expected a trap, got {other:?}"),
     }

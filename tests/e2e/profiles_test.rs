@@ -95,7 +95,7 @@ async fn the_anthropic_prompt_has_the_claude_code_identity_and_five_layers() {
     config.user_instructions = Some("Answer in French.".into());
     let session = Session::new(SessionParts {
         client: Arc::new(ScriptedClient::new(vec![])),
-        tools: profile.tools(&tools),
+        tools: profile.tools(&tools).into(),
         profile,
         config,
         workspace: scene.workspace(),

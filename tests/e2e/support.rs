@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use sandcrab::plugin::policy::PluginGrant;
 use sandcrab::plugin::{
-    LoadedPlugin, PluginHost, PluginHostConfig, PluginSource, Policy, ToolCallContext,
+    LoadedPlugin, PluginHost, PluginHostConfig, PluginSource, Policy, PolicyMode, ToolCallContext,
     ToolCallError,
 };
 use sandcrab_bundled_plugins::Artifact;
@@ -74,14 +74,22 @@ impl Scene {
         PluginHost::new(config).unwrap()
     }
 
-    /// Install the hostile fixture and load it under `policy`.
-    pub async fn hostile(&self, policy: Policy) -> (PluginHost, std::sync::Arc<LoadedPlugin>) {
+    /// Install the hostile fixture and load it under `policy` (pinned to
+    /// its digest in locked mode, which loads only pinned third-party code).
+    pub async fn hostile(&self, mut policy: Policy) -> (PluginHost, std::sync::Arc<LoadedPlugin>) {
         let dir = install_plugin(
             &self.plugins(),
             "test-fixtures/hostile-tool",
             "hostile",
             |m| m,
         );
+        if policy.mode == PolicyMode::Locked {
+            let wasm = std::fs::read(dir.join("hostile_tool.wasm")).unwrap();
+            let grant = policy.plugins.entry("hostile-tool".into()).or_default();
+            grant
+                .sha256
+                .get_or_insert(sandcrab::plugin::integrity::sha256_hex(&wasm));
+        }
         let mut host = self.host(policy);
         let plugin = host.load(&PluginSource::Dir(dir)).await.unwrap();
         (host, plugin)
@@ -165,7 +173,7 @@ pub async fn plugin_session(
     let profile = std::sync::Arc::new(Profile::load(&host, profile_id).await.unwrap());
     let session = Session::new(SessionParts {
         client,
-        tools: profile.tools(&tools),
+        tools: profile.tools(&tools).into(),
         profile,
         config: SessionConfig::new("m"),
         workspace: scene.workspace(),

@@ -119,7 +119,7 @@ async fn finding_1_an_untrusted_project_file_cannot_redirect_the_key_or_grant_it
 async fn finding_1_workspace_plugins_load_only_after_the_operator_trusts_the_project() {
     let scene = Scene::new();
     let plugins = scene.workspace().join(".sandcrab/plugins");
-    install_plugin(&plugins, "hello-tool", "hello", |m| m);
+    install_plugin(&plugins, "examples/hello-tool", "hello", |m| m);
     std::fs::write(scene.workspace().join("sandcrab.toml"), "model = \"m\"\n").unwrap();
     let list = || {
         sandcrab_cmd(&scene)
@@ -181,7 +181,7 @@ async fn finding_1_workspace_plugins_load_only_after_the_operator_trusts_the_pro
         .output()
         .unwrap();
     assert!(plugin_names(&list().stdout).contains(&"hello-tool".to_string()));
-    install_plugin(&plugins, "hello-tool", "second", |m| {
+    install_plugin(&plugins, "examples/hello-tool", "second", |m| {
         m.replace("name = \"hello-tool\"", "name = \"planted\"")
     });
     let names = plugin_names(&list().stdout);

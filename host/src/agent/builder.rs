@@ -11,7 +11,7 @@ use crate::config::Config;
 use crate::jobs::{BackgroundSettings, JobRegistry};
 use crate::llm::{LlmClient, ProviderConfig, ProviderKind, client_for};
 use crate::plugin::PluginHost;
-use crate::tools::{ToolRegistry, TruncationPolicy};
+use crate::tools::{ToolCatalog, TruncationPolicy};
 
 /// Choices that override the configuration file.
 #[derive(Debug, Clone, Default)]
@@ -43,7 +43,10 @@ pub struct AgentKit {
     /// The message to show when not configured.
     pub unconfigured_reason: String,
     pub profile: Arc<Profile>,
-    pub tools: ToolRegistry,
+    /// The plugin tools offered (replaced when plugins reload).
+    pub tools: ToolCatalog,
+    /// Things about the tool choice the operator should know.
+    pub warnings: Vec<String>,
     pub config: SessionConfig,
     pub workspace: PathBuf,
     /// Background jobs of every session this kit starts.
@@ -59,17 +62,7 @@ impl AgentKit {
         options: &AgentOptions,
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<AgentKit, BuildError> {
-        let provider = match options.provider {
-            Some(p) => p,
-            None => match &config.provider {
-                Some(id) => id.parse().map_err(BuildError::Config)?,
-                None => detect_provider(&env),
-            },
-        };
-        let profile_id = options
-            .profile
-            .clone()
-            .unwrap_or_else(|| provider.id().to_string());
+        let (provider, profile_id) = resolve_provider(config, options, &env)?;
         let mut profile = Profile::load(host, &profile_id).await?;
         let per_provider = config
             .providers
@@ -132,8 +125,6 @@ impl AgentKit {
         })?;
         let profile = Arc::new(profile);
         let client = client_for(provider_config);
-        let all_tools = ToolRegistry::from_plugins(host.plugins());
-        let tools = profile.tools(&all_tools);
         let mut session_config = SessionConfig::new(model);
         session_config.max_tokens = per_provider
             .max_tokens
@@ -149,6 +140,7 @@ impl AgentKit {
         if let Some(n) = options.max_tool_rounds {
             session_config.max_tool_rounds_per_input = n;
         }
+        let tool_set = super::tool_set::plugin_tools(host, &profile, &session_config.tools);
         let jobs = SessionJobs {
             registry: JobRegistry::new(session_config.truncation.clone()),
             settings: job_settings(&config.jobs).map_err(BuildError::Config)?,
@@ -160,7 +152,8 @@ impl AgentKit {
             configured,
             unconfigured_reason,
             profile,
-            tools,
+            tools: ToolCatalog::new(tool_set.registry),
+            warnings: tool_set.warnings,
             config: session_config,
             workspace: host.sandbox_context().workspace.clone(),
         })
@@ -183,6 +176,27 @@ impl AgentKit {
             children: Some(super::subagents::Subagents::new()),
         })
     }
+}
+
+/// The provider (flag, config, the first key set, anthropic) and the
+/// profile id (flag, else the provider's).
+pub fn resolve_provider(
+    config: &Config,
+    options: &AgentOptions,
+    env: &impl Fn(&str) -> Option<String>,
+) -> Result<(ProviderKind, String), BuildError> {
+    let provider = match options.provider {
+        Some(p) => p,
+        None => match &config.provider {
+            Some(id) => id.parse().map_err(BuildError::Config)?,
+            None => detect_provider(env),
+        },
+    };
+    let profile_id = options
+        .profile
+        .clone()
+        .unwrap_or_else(|| provider.id().to_string());
+    Ok((provider, profile_id))
 }
 
 /// `[jobs]`: `background_after_ms` (default 10,000), `max_duration_ms`

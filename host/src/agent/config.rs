@@ -2,6 +2,7 @@
 
 use serde::Deserialize;
 
+use super::tool_set::ToolSelection;
 use crate::tools::TruncationPolicy;
 
 /// How a session behaves.
@@ -35,6 +36,8 @@ pub struct SessionConfig {
     pub truncation: TruncationPolicy,
     /// Run tool calls of one answer concurrently when the profile allows.
     pub parallel_tool_calls: bool,
+    /// Which tools the model is offered (`[agent.tools]`).
+    pub tools: ToolSelection,
 }
 
 impl SessionConfig {
@@ -56,6 +59,7 @@ impl SessionConfig {
             reasoning_effort: None,
             truncation: TruncationPolicy::default(),
             parallel_tool_calls: true,
+            tools: ToolSelection::default(),
         }
     }
 
@@ -98,6 +102,9 @@ impl SessionConfig {
         if let Some(v) = overrides.reasoning_effort {
             self.reasoning_effort = Some(v);
         }
+        if let Some(v) = overrides.tools {
+            self.tools = v;
+        }
         Ok(())
     }
 }
@@ -117,4 +124,5 @@ struct AgentTable {
     max_tokens: Option<u32>,
     temperature: Option<f32>,
     reasoning_effort: Option<String>,
+    tools: Option<ToolSelection>,
 }

@@ -13,10 +13,11 @@ mod run_loop;
 mod session;
 mod subagents;
 mod tool_round;
+pub mod tool_set;
 mod turns;
 mod write_order;
 
-pub use builder::{AgentKit, AgentOptions, BuildError};
+pub use builder::{AgentKit, AgentOptions, BuildError, resolve_provider};
 pub use config::SessionConfig;
 pub use events::{Event, EventBus, EventKind, EventStream};
 pub use loop_detection::{LoopDetector, LoopFound, signature};
@@ -25,6 +26,7 @@ pub use session::{
     Session, SessionChildren, SessionError, SessionJobs, SessionParts, SessionState,
 };
 pub use subagents::Subagents;
+pub use tool_set::{Offer, ToolSelection};
 pub use turns::{ToolResult, Turn, TurnKind, to_messages};
 
 #[cfg(test)]

@@ -248,7 +248,7 @@ impl Session {
     /// The request for the next model call, from a valid history.
     fn request(&self) -> Request {
         self.repair_history();
-        let mut messages = vec![Message::system(self.system_prompt.clone())];
+        let mut messages = vec![Message::system(self.system_prompt())];
         messages.extend(to_messages(&self.lock().history));
         let tools = self
             .tools()
@@ -274,6 +274,9 @@ impl Session {
     /// Stream one answer, emitting its text as it arrives (also kept in
     /// `partial`, for an interrupt).
     async fn call_model(&self, partial: &mut String) -> Result<Response, LlmError> {
+        // Plugins still compiling in the background join the tool set
+        // before the model is asked.
+        self.catalog.ready().await;
         let request = self.request();
         let mut stream = self.client.stream(&request).await?;
         while let Some(item) = stream.next().await {
@@ -306,7 +309,7 @@ impl Session {
             .iter()
             .map(Message::char_len)
             .sum();
-        ((self.system_prompt.len() + history) / 4) as u64
+        ((self.system_prompt().len() + history) / 4) as u64
     }
 
     /// Emit CONTEXT_WARNING above the threshold; true if emitted.

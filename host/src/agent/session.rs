@@ -20,7 +20,7 @@ use super::turns::{Turn, TurnKind};
 use crate::jobs::{BackgroundSettings, JobRegistry};
 use crate::llm::{LlmClient, LlmError};
 use crate::plugin::ToolSpec;
-use crate::tools::{ToolExecutor, ToolRegistry};
+use crate::tools::{ToolCatalog, ToolExecutor, ToolRegistry};
 
 /// What manages a session's child agents: the tools that act on them and a
 /// way to stop them all. The session knows only this interface (the
@@ -64,8 +64,10 @@ pub struct SessionJobs {
 pub struct SessionParts {
     pub client: Arc<dyn LlmClient>,
     pub profile: Arc<Profile>,
-    /// The tools the model gets (subagent tools are added by the session).
-    pub tools: ToolRegistry,
+    /// The plugin tools the model gets, shared with subagents and replaced
+    /// as a whole when plugins reload (the session adds its own job and
+    /// subagent tools).
+    pub tools: ToolCatalog,
     pub config: SessionConfig,
     /// The workspace (shared with subagents).
     pub workspace: PathBuf,
@@ -98,12 +100,17 @@ pub struct Session {
     pub(super) depth: usize,
     pub(super) client: Arc<dyn LlmClient>,
     pub(super) profile: Arc<Profile>,
-    pub(super) base_tools: ToolRegistry,
-    pub(super) tools: Mutex<ToolRegistry>,
+    /// Plugin tools (shared, replaceable).
+    pub(super) catalog: ToolCatalog,
+    /// This session's own tools (jobs, subagents, registered ones); they
+    /// win over a plugin tool of the same name.
+    local: Mutex<ToolRegistry>,
     pub(super) config: SessionConfig,
     pub(super) workspace: PathBuf,
     pub(super) working_dir: PathBuf,
-    pub(super) system_prompt: String,
+    /// The system prompt and the catalog generation it lists the tools of.
+    prompt: Mutex<(u64, String)>,
+    repo: Option<super::repo_facts::RepoFacts>,
     pub(super) bus: EventBus,
     primary_events: Mutex<Option<EventStream>>,
     pub(super) inner: Mutex<Inner>,
@@ -122,28 +129,23 @@ impl Session {
             .clone()
             .unwrap_or_else(|| parts.workspace.clone());
         Arc::new_cyclic(|weak| {
-            let mut tools = parts.tools.clone();
+            let mut local = ToolRegistry::new();
             if parts.depth < parts.config.max_subagent_depth
                 && let Some(children) = &parts.children
             {
                 for (spec, executor) in children.clone().tools(weak.clone()) {
-                    tools.register(spec, executor);
+                    local.register(spec, executor);
                 }
             }
             if let Some(jobs) = &parts.jobs {
-                crate::jobs::register_tools(&mut tools, &jobs.registry);
+                crate::jobs::register_tools(&mut local, &jobs.registry);
                 spawn_wake_listener(&jobs.registry, weak.clone());
             }
-            let specs: Vec<ToolSpec> = tools.definitions();
-            let system_prompt = prompt::build(&PromptInputs {
-                profile: &parts.profile,
-                tools: &specs,
-                workspace: &parts.workspace,
-                working_dir: &working_dir,
-                model: &parts.config.model,
-                repo: parts.repo.as_ref(),
-                user_instructions: parts.config.user_instructions.as_deref(),
-            });
+            for name in local.names() {
+                if parts.config.tools.excludes(&name, None) {
+                    local.remove(&name);
+                }
+            }
             let bus = EventBus::new(&id);
             // A top-level session's first watcher sees everything from
             // SESSION_START; a subagent's events are only kept for someone
@@ -164,8 +166,10 @@ impl Session {
                 depth: parts.depth,
                 client: parts.client,
                 profile: parts.profile,
-                base_tools: parts.tools,
-                tools: Mutex::new(tools),
+                catalog: parts.tools,
+                local: Mutex::new(local),
+                prompt: Mutex::new((u64::MAX, String::new())),
+                repo: parts.repo,
                 inner: Mutex::new(Inner {
                     state: SessionState::Idle,
                     history: Vec::new(),
@@ -178,7 +182,6 @@ impl Session {
                 config: parts.config,
                 workspace: parts.workspace,
                 working_dir,
-                system_prompt,
                 bus,
                 primary_events: Mutex::new(primary),
                 cancel: CancellationToken::new(),
@@ -220,9 +223,25 @@ impl Session {
         self.bus.subscribe()
     }
 
-    /// The system prompt in use.
-    pub fn system_prompt(&self) -> &str {
-        &self.system_prompt
+    /// The system prompt for the tools offered now (rebuilt when the
+    /// plugin tools change).
+    pub fn system_prompt(&self) -> String {
+        let generation = self.catalog.generation();
+        let mut prompt = self.prompt.lock().expect("prompt lock");
+        if prompt.0 != generation {
+            let specs: Vec<ToolSpec> = self.tools().definitions();
+            prompt.1 = prompt::build(&PromptInputs {
+                profile: &self.profile,
+                tools: &specs,
+                workspace: &self.workspace,
+                working_dir: &self.working_dir,
+                model: &self.config.model,
+                repo: self.repo.as_ref(),
+                user_instructions: self.config.user_instructions.as_deref(),
+            });
+            prompt.0 = generation;
+        }
+        prompt.1.clone()
     }
 
     /// The profile in use.
@@ -235,17 +254,22 @@ impl Session {
         &self.config
     }
 
-    /// The tools the model gets.
+    /// The tools the model gets now: the plugin tools, then the session's
+    /// own over them.
     pub fn tools(&self) -> ToolRegistry {
-        self.tools.lock().expect("tools lock").clone()
+        let mut tools = self.catalog.snapshot();
+        tools.overlay(&self.local.lock().expect("tools lock"));
+        tools
     }
 
     /// Add or replace a tool (latest registration wins).
     pub fn register_tool(&self, spec: ToolSpec, executor: Arc<dyn ToolExecutor>) {
-        self.tools
+        self.local
             .lock()
             .expect("tools lock")
             .register(spec, executor);
+        // The prompt lists the tools: build it again.
+        self.prompt.lock().expect("prompt lock").0 = u64::MAX;
     }
 
     /// Model turns taken so far.

@@ -18,6 +18,9 @@ use super::session::{Session, SessionChildren, SessionError, SessionParts, Sessi
 use crate::plugin::ToolSpec;
 use crate::tools::{FnTool, ToolExecutor};
 
+/// The names of the subagent tools.
+pub const TOOL_NAMES: &[&str] = &["spawn_agent", "send_input", "wait", "close_agent"];
+
 /// How long a child's background jobs may keep its result waiting.
 const CHILD_JOBS_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
 
@@ -212,7 +215,7 @@ impl Subagents {
         let child = Session::new(SessionParts {
             client: parent.client.clone(),
             profile: parent.profile.clone(),
-            tools: parent.base_tools.clone(),
+            tools: parent.catalog.clone(),
             config: child_config,
             workspace: parent.workspace.clone(),
             working_dir: Some(working_dir),

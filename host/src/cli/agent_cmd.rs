@@ -72,7 +72,7 @@ impl AgentArgs {
 pub async fn run(args: AgentArgs, prompt: String, wait_jobs: u64) -> anyhow::Result<ExitCode> {
     let (setup, kit) = args.kit().await?;
     let session = kit.session().await;
-    warn_session(&setup, &session);
+    warn_session(&setup, &kit, &session);
     let printer = tokio::spawn(render(session.events(), args.json));
     let mut result = session.submit(&prompt).await;
     // Background jobs still running: wait for them (each that finishes
@@ -109,7 +109,7 @@ pub async fn run(args: AgentArgs, prompt: String, wait_jobs: u64) -> anyhow::Res
 pub async fn chat(args: AgentArgs) -> anyhow::Result<ExitCode> {
     let (setup, kit) = args.kit().await?;
     let session = kit.session().await;
-    warn_session(&setup, &session);
+    warn_session(&setup, &kit, &session);
     eprintln!(
         "sandcrab chat — {} / {} in {}\nType a message; /exit quits, Ctrl-C interrupts the current turn, /retry asks again after an error.",
         kit.provider,
@@ -170,8 +170,8 @@ pub async fn chat(args: AgentArgs) -> anyhow::Result<ExitCode> {
 
 /// Repeat what setup warned about (already on stderr) as WARNING events,
 /// so `--json` consumers see it too.
-fn warn_session(setup: &super::setup::Setup, session: &Session) {
-    for warning in &setup.warnings {
+fn warn_session(setup: &super::setup::Setup, kit: &AgentKit, session: &Session) {
+    for warning in setup.warnings.iter().chain(&kit.warnings) {
         session.warn(warning);
     }
     for d in setup.host.diagnostics() {

@@ -1,7 +1,7 @@
 //! The `sandcrab` command line.
 
 mod agent_cmd;
-mod plugins_cmd;
+mod plugins;
 mod render;
 mod sandbox_cmd;
 mod setup;
@@ -49,7 +49,7 @@ enum Command {
     },
     /// List, inspect and check plugins.
     #[command(subcommand)]
-    Plugins(plugins_cmd::PluginsCommand),
+    Plugins(plugins::PluginsCommand),
     /// Call a tool directly.
     #[command(subcommand)]
     Tool(tool_cmd::ToolCommand),
@@ -87,7 +87,7 @@ pub fn main() -> ExitCode {
                 prompt,
             } => agent_cmd::run(agent, prompt, wait_jobs).await,
             Command::Chat { agent } => agent_cmd::chat(agent).await,
-            Command::Plugins(cmd) => plugins_cmd::run(cmd).await,
+            Command::Plugins(cmd) => plugins::run(cmd).await,
             Command::Tool(cmd) => tool_cmd::run(cmd).await,
             Command::Trust(args) => trust_cmd::run(args),
             Command::Sandbox(cmd) => sandbox_cmd::run(cmd),

@@ -16,7 +16,20 @@ pub const PROJECT_FILE: &str = "sandcrab.toml";
 /// is confined, so only the operator may set it.
 pub const PROJECT_KEYS: &[&str] = &[
     "model",
-    "agent",
+    // `[agent]` key by key: `agent.tools.include` would let a repository
+    // offer tools the operator's list leaves out; `exclude` only narrows.
+    "agent.max_turns",
+    "agent.max_tool_rounds",
+    "agent.loop_detection_window",
+    "agent.max_subagent_depth",
+    "agent.max_subagents",
+    "agent.subagent_max_turns",
+    "agent.subagent_models",
+    "agent.instructions",
+    "agent.max_tokens",
+    "agent.temperature",
+    "agent.reasoning_effort",
+    "agent.tools.exclude",
     "truncation",
     "jobs",
     "providers.*.model",
@@ -245,11 +258,26 @@ fn absolutize_plugin_dirs(mut table: toml::Table, path: &Path) -> toml::Table {
 
 /// Lay `over` onto `base`: tables merge key by key, `plugin_dirs` lists
 /// concatenate, anything else is replaced.
+/// Lists a later layer adds to instead of replacing: a project may add
+/// plugin folders and exclude more tools, never drop what the operator set.
+const APPENDED_LISTS: &[&str] = &["plugin_dirs", "agent.tools.exclude"];
+
 fn merge(base: &mut toml::Table, over: toml::Table) {
+    merge_at(base, over, "");
+}
+
+fn merge_at(base: &mut toml::Table, over: toml::Table, prefix: &str) {
     for (key, value) in over {
+        let path = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix}.{key}")
+        };
         match (base.get_mut(&key), value) {
-            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
-            (Some(toml::Value::Array(b)), toml::Value::Array(o)) if key == "plugin_dirs" => {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge_at(b, o, &path),
+            (Some(toml::Value::Array(b)), toml::Value::Array(o))
+                if APPENDED_LISTS.contains(&path.as_str()) =>
+            {
                 b.extend(o)
             }
             (_, value) => {
@@ -305,6 +333,38 @@ mod tests {
                 "summarization.api_key"
             ]
         );
+    }
+
+    /// An untrusted project may exclude more tools, never choose which
+    /// ones are offered, and never undo the operator's exclusions.
+    #[test]
+    fn a_project_only_narrows_the_tool_selection() {
+        let (kept, removed) = filtered(
+            "[agent]\nmax_turns = 4\n[agent.tools]\ninclude = [\"shell\"]\nexclude = []\n",
+        );
+        assert_eq!(removed, ["agent.tools.include"]);
+        assert_eq!(kept["agent"]["max_turns"].as_integer(), Some(4));
+
+        let mut operator: toml::Table =
+            toml::from_str("[agent.tools]\nexclude = [\"sort_lines\"]\n").unwrap();
+        merge(&mut operator, kept);
+        let excluded = operator["agent"]["tools"]["exclude"].as_array().unwrap();
+        assert_eq!(
+            excluded.len(),
+            1,
+            "an empty project list undid the operator's"
+        );
+        let mut operator: toml::Table =
+            toml::from_str("[agent.tools]\nexclude = [\"sort_lines\"]\n").unwrap();
+        let (project, _) = filtered("[agent.tools]\nexclude = [\"json_keys\"]\n");
+        merge(&mut operator, project);
+        let excluded: Vec<&str> = operator["agent"]["tools"]["exclude"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|v| v.as_str())
+            .collect();
+        assert_eq!(excluded, ["sort_lines", "json_keys"]);
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! mode = "default"
 //! ```
 
+pub mod edit;
 mod layers;
 mod read;
 pub mod trust;

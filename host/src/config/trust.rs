@@ -46,8 +46,8 @@ pub enum TrustState {
 pub enum TrustError {
     #[error("cannot fingerprint the project in {path}: {message}")]
     Fingerprint { path: PathBuf, message: String },
-    #[error("{path}: {message}")]
-    Config { path: PathBuf, message: String },
+    #[error(transparent)]
+    Config(#[from] super::edit::EditError),
     #[error("no user configuration directory (set HOME or XDG_CONFIG_HOME, or pass --config)")]
     NoUserConfig,
 }
@@ -150,7 +150,7 @@ pub fn trust(file: &Path, workspace: &Path) -> Result<String, TrustError> {
         path: workspace.to_path_buf(),
         message,
     })?;
-    edit(file, |doc| {
+    super::edit::edit(file, |doc| {
         let trust = doc
             .entry("trust")
             .or_insert(toml_edit::table())
@@ -172,44 +172,13 @@ pub fn revoke(file: &Path, workspace: &Path) -> Result<bool, TrustError> {
     if !file.exists() {
         return Ok(false);
     }
-    edit(file, |doc| {
+    super::edit::edit(file, |doc| {
         if let Some(trust) = doc.get_mut("trust").and_then(|t| t.as_table_mut()) {
             found = trust.remove(&key(workspace)).is_some();
         }
         Ok(())
     })?;
     Ok(found)
-}
-
-/// Edit the TOML document in `file`, keeping its formatting; written
-/// atomically, a new file readable by the user only.
-fn edit(
-    file: &Path,
-    change: impl FnOnce(&mut toml_edit::DocumentMut) -> Result<(), &'static str>,
-) -> Result<(), TrustError> {
-    let fail = |message: String| TrustError::Config {
-        path: file.to_path_buf(),
-        message,
-    };
-    let text = match std::fs::read_to_string(file) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(fail(e.to_string())),
-    };
-    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| fail(format!("{e}")))?;
-    change(&mut doc).map_err(|m| fail(m.to_string()))?;
-    let dir = file
-        .parent()
-        .ok_or_else(|| fail("no parent directory".into()))?;
-    std::fs::create_dir_all(dir).map_err(|e| fail(e.to_string()))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| fail(e.to_string()))?;
-    if let Ok(meta) = std::fs::metadata(file) {
-        let _ = tmp.as_file().set_permissions(meta.permissions());
-    }
-    std::io::Write::write_all(&mut tmp, doc.to_string().as_bytes())
-        .map_err(|e| fail(e.to_string()))?;
-    tmp.persist(file).map_err(|e| fail(e.error.to_string()))?;
-    Ok(())
 }
 
 #[cfg(test)]

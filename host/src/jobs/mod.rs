@@ -12,4 +12,4 @@ pub use payload::{make_payload, render_message};
 pub use record::{Actor, JobError, JobRecord, JobStatus, Payload};
 pub use registry::{JobNotice, JobOutcome, JobRegistry, JobStart, TERMINAL_RETENTION};
 pub use runner::{BackgroundSettings, CallMode, run_call, wants_background};
-pub use tools::register as register_tools;
+pub use tools::{TOOL_NAMES, register as register_tools};

@@ -10,6 +10,9 @@ use super::registry::JobRegistry;
 use crate::plugin::ToolSpec;
 use crate::tools::{FnTool, ToolRegistry};
 
+/// The names of the job tools.
+pub const TOOL_NAMES: &[&str] = &["list_jobs", "inspect_job", "cancel_job", "retry_job"];
+
 /// Register the job tools for `jobs` in `tools`.
 pub fn register(tools: &mut ToolRegistry, jobs: &Arc<JobRegistry>) {
     let id_schema = json!({"type": "object", "properties": {"job_id": {"type": "string"}}, "required": ["job_id"], "additionalProperties": false});
@@ -95,4 +98,17 @@ pub fn register(tools: &mut ToolRegistry, jobs: &Arc<JobRegistry>) {
 
 fn summary(r: &super::record::JobRecord) -> Value {
     json!({"job_id": r.job_id, "tool": r.tool_name, "status": r.status, "started_at": r.started_at, "completed_at": r.completed_at})
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_names_are_those_registered() {
+        let mut tools = crate::tools::ToolRegistry::new();
+        let jobs = super::JobRegistry::new(Default::default());
+        super::register(&mut tools, &jobs);
+        let mut names = super::TOOL_NAMES.to_vec();
+        names.sort();
+        assert_eq!(tools.names(), names);
+    }
 }

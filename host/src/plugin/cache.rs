@@ -40,6 +40,18 @@ pub enum CacheOutcome {
     Disabled,
 }
 
+impl CacheOutcome {
+    /// A few words for the operator.
+    pub fn describe(self) -> &'static str {
+        match self {
+            CacheOutcome::Hit => "taken from the cache",
+            CacheOutcome::Miss => "compiled and cached",
+            CacheOutcome::Repaired => "compiled again (the cache entry did not verify) and cached",
+            CacheOutcome::Disabled => "compiled (cache off)",
+        }
+    }
+}
+
 /// Length of an entry's MAC, stored before the compiled bytes.
 const MAC_LEN: usize = 32;
 /// Largest entry read.

@@ -31,13 +31,6 @@ pub enum LoadError {
     /// names, or imports something the host does not provide.
     #[error("{path}: wrong world: {message}")]
     WrongWorld { path: PathBuf, message: String },
-    /// Two plugins define the same tool name.
-    #[error("{path}: tool '{tool}' is already provided by plugin '{other}'")]
-    DuplicateTool {
-        path: PathBuf,
-        tool: String,
-        other: String,
-    },
     /// A plugin declared more tools than the host accepts.
     #[error("{path}: the plugin declares {count} tools; the limit is {max}")]
     TooManyTools {
@@ -48,6 +41,25 @@ pub enum LoadError {
     /// Two plugins have the same name.
     #[error("{path}: a plugin named '{name}' is already loaded")]
     DuplicatePlugin { path: PathBuf, name: String },
+    /// The component is not the one the operator pinned.
+    #[error(
+        "{path}: plugin '{plugin}' is pinned to sha256 {expected}, but its component has sha256 {actual}; it was not loaded (if you changed it on purpose, review it and run `sandcrab plugins pin {plugin}`)"
+    )]
+    PinMismatch {
+        path: PathBuf,
+        plugin: String,
+        expected: String,
+        actual: String,
+    },
+    /// Locked mode loads only pinned third-party plugins.
+    #[error(
+        "{path}: plugin '{plugin}' is not pinned, and locked mode loads third-party plugins only when pinned (review it, then run `sandcrab plugins pin {plugin}` to record sha256 {actual} in ~/.config/sandcrab/config.toml)"
+    )]
+    Unpinned {
+        path: PathBuf,
+        plugin: String,
+        actual: String,
+    },
     /// A load-time call into the plugin (e.g. listing its tools) failed.
     #[error("{path}: plugin failed while loading: {message}")]
     Initialization { path: PathBuf, message: String },
@@ -62,9 +74,10 @@ impl LoadError {
             | LoadError::WasmUnreadable { path, .. }
             | LoadError::NotAComponent { path, .. }
             | LoadError::WrongWorld { path, .. }
-            | LoadError::DuplicateTool { path, .. }
             | LoadError::TooManyTools { path, .. }
             | LoadError::DuplicatePlugin { path, .. }
+            | LoadError::PinMismatch { path, .. }
+            | LoadError::Unpinned { path, .. }
             | LoadError::Initialization { path, .. } => path,
         }
     }

@@ -12,11 +12,13 @@ use super::cache::ComponentCache;
 use super::discovery::PluginSource;
 use super::engine::{EngineOptions, PluginEngine};
 use super::error::{EngineError, LoadError};
+use super::integrity;
 use super::loaded::LoadedPlugin;
 use super::manifest::{Manifest, PluginKind};
 use super::policy::Policy;
 use super::sandbox::{PluginSandbox, SandboxContext};
 use super::state::HostState;
+use super::tool_owners::{self, Owners};
 use super::types::ToolSpec;
 use super::wit;
 
@@ -95,6 +97,8 @@ pub struct PluginHost {
     ctx: SandboxContext,
     _temp_dir: tempfile::TempDir,
     plugins: Vec<Arc<LoadedPlugin>>,
+    /// Which plugin provides each tool name.
+    owners: Owners,
     diagnostics: Vec<Diagnostic>,
 }
 
@@ -159,6 +163,7 @@ impl PluginHost {
             cache,
             _temp_dir: temp_dir,
             plugins: Vec::new(),
+            owners: Owners::new(),
             diagnostics: cache_warning
                 .into_iter()
                 .map(|message| Diagnostic {
@@ -182,10 +187,32 @@ impl PluginHost {
             }
         }
         let listed = futures::future::join_all(staged.iter().map(list_tools_if_tool)).await;
+        let mut added = Vec::new();
         for (plugin, raw) in staged.into_iter().zip(listed) {
-            if let Err(err) = self.finish(plugin, raw) {
-                self.note_error(err);
+            match self.finish(plugin, raw) {
+                Ok(plugin) => added.push(plugin.name().to_string()),
+                Err(err) => self.note_error(err),
             }
+        }
+        self.resolve_owners(&added);
+    }
+
+    /// Decide again which plugin provides each tool; report what concerns
+    /// the plugins named in `report`.
+    fn resolve_owners(&mut self, report: &[String]) {
+        let (owners, claims) = tool_owners::resolve(&self.plugins, &self.ctx.policy);
+        self.owners = owners;
+        for claim in claims.into_iter().filter(|c| report.contains(&c.plugin)) {
+            let path = self
+                .get(&claim.plugin)
+                .map(|p| p.source.clone())
+                .unwrap_or_default();
+            let severity = if claim.refused {
+                Severity::Error
+            } else {
+                Severity::Warning
+            };
+            self.note(severity, &path, claim.message);
         }
     }
 
@@ -195,18 +222,24 @@ impl PluginHost {
     }
 
     /// Validate a plugin without running any of its code: manifest, wasm,
-    /// component format, world and imports. Returns the parsed manifest
-    /// and the ABI version it was built against.
-    pub fn check(&self, source: &PluginSource) -> Result<(Manifest, wit::WitVersion), LoadError> {
+    /// component format, world and imports (compiling it through the
+    /// cache).
+    pub fn check(&self, source: &PluginSource) -> Result<Checked, LoadError> {
         let prepared = self.prepare(source)?;
-        Ok((prepared.manifest, prepared.version))
+        Ok(Checked {
+            manifest: prepared.manifest,
+            version: prepared.version,
+            cache: prepared.cache,
+        })
     }
 
     /// Load one plugin.
     pub async fn load(&mut self, source: &PluginSource) -> Result<Arc<LoadedPlugin>, LoadError> {
         let plugin = self.stage(source, &[])?;
         let raw = list_tools_if_tool(&plugin).await;
-        self.finish(plugin, raw)
+        let plugin = self.finish(plugin, raw)?;
+        self.resolve_owners(&[plugin.name().to_string()]);
+        Ok(plugin)
     }
 
     /// Prepare a plugin and apply the policy: everything but running it.
@@ -277,6 +310,13 @@ impl PluginHost {
     fn prepare(&self, source: &PluginSource) -> Result<Prepared, LoadError> {
         let manifest_path = source.manifest_path();
         let (manifest, wasm_path, bytes) = read_source(source, &manifest_path)?;
+        integrity::verify(
+            &self.ctx.policy,
+            &manifest.name,
+            source.origin(),
+            &bytes,
+            &wasm_path,
+        )?;
         check_component_header(&bytes, &wasm_path)?;
         let engine = self.engine.engine();
         let (component, cache) =
@@ -329,13 +369,6 @@ impl PluginHost {
             traits,
         } in raw
         {
-            if let Some(owner) = self.tool_owner(&name) {
-                return Err(LoadError::DuplicateTool {
-                    path: path.to_path_buf(),
-                    tool: name,
-                    other: owner.to_string(),
-                });
-            }
             match validate_tool(&name, &description, &schema, &traits, &tools) {
                 Ok(parameters) => tools.push(ToolSpec {
                     name,
@@ -356,11 +389,14 @@ impl PluginHost {
         Ok(tools)
     }
 
-    fn tool_owner(&self, tool: &str) -> Option<&str> {
-        self.plugins
-            .iter()
-            .find(|p| p.tools.iter().any(|t| t.name == tool))
-            .map(|p| p.name())
+    /// The plugin that provides the tool `tool` (see [`tool_owners`]).
+    pub fn tool_owner(&self, tool: &str) -> Option<&Arc<LoadedPlugin>> {
+        self.owners.get(tool)
+    }
+
+    /// Every tool name and the plugin that provides it.
+    pub fn tool_owners(&self) -> &Owners {
+        &self.owners
     }
 
     /// Record a diagnostic; `message` names the file.
@@ -404,6 +440,16 @@ impl PluginHost {
     pub fn pooling(&self) -> bool {
         self.engine.pooling()
     }
+}
+
+/// A plugin that passed [`PluginHost::check`].
+#[derive(Debug)]
+pub struct Checked {
+    pub manifest: Manifest,
+    /// The ABI version it was built against.
+    pub version: wit::WitVersion,
+    /// Whether its compiled code came from the cache.
+    pub cache: super::cache::CacheOutcome,
 }
 
 /// What a tool plugin's `tools()` returned.
@@ -463,6 +509,13 @@ fn read_source(
             Ok((manifest, wasm_path, bytes))
         }
     }
+}
+
+/// The manifest of a plugin and the SHA-256 of its component, read
+/// without compiling or running anything (for `sandcrab plugins pin`).
+pub fn component_digest(source: &PluginSource) -> Result<(Manifest, String), LoadError> {
+    let (manifest, _, bytes) = read_source(source, &source.manifest_path())?;
+    Ok((manifest, integrity::sha256_hex(&bytes)))
 }
 
 /// Reject core modules and non-wasm files with a message that says which.

@@ -368,7 +368,7 @@ impl LoadedPlugin {
             },
             Some(trap) => CallError::Trap {
                 plugin,
-                message: first_lines(&format!("{trap}: {err:?}"), 12),
+                message: first_lines(&format!("{trap}: {err:#}"), 12),
             },
             None => CallError::InvalidResult {
                 plugin,

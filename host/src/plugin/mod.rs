@@ -9,11 +9,13 @@ mod error;
 mod guest_log;
 mod host;
 mod imports;
+pub mod integrity;
 mod loaded;
 pub mod manifest;
 pub mod policy;
 mod sandbox;
 mod state;
+pub mod tool_owners;
 mod types;
 pub mod wit;
 
@@ -22,11 +24,13 @@ pub use cache::{CacheOutcome, ComponentCache};
 pub use discovery::PluginSource;
 pub use engine::{EPOCH_TICK, EngineOptions, PluginEngine};
 pub use error::{CallError, EngineError, LoadError};
-pub use host::{Diagnostic, HostError, PluginHost, PluginHostConfig, Severity};
+pub use host::{
+    Checked, Diagnostic, HostError, PluginHost, PluginHostConfig, Severity, component_digest,
+};
 pub use loaded::{LoadedPlugin, ToolCallError};
 pub use manifest::{Access, Manifest, PluginKind};
 pub use policy::{Origin, Policy, PolicyMode, SandboxMode};
-pub use sandbox::{GUEST_WORKSPACE, Mount, PluginSandbox, SandboxContext};
+pub use sandbox::{GUEST_WORKSPACE, Mount, PluginSandbox, SandboxContext, scratch_warning};
 pub use types::{
     ProfileInfo, SummaryMessage, ToolCallContext, ToolFailure, ToolOutput, ToolSpec, ToolTraits,
     Writes,

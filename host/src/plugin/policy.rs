@@ -55,6 +55,14 @@ pub struct PluginGrant {
     /// Limits that replace the manifest's (the operator may raise them).
     #[serde(default)]
     pub limits: Limits,
+    /// Tools of this plugin that may replace a tool of the same name
+    /// loaded earlier (a first-party tool or another plugin's).
+    #[serde(default)]
+    pub override_tools: Vec<String>,
+    /// The SHA-256 (hex) the plugin's component must have; a different
+    /// component is refused. `sandcrab plugins pin NAME` writes it.
+    #[serde(default)]
+    pub sha256: Option<String>,
 }
 
 /// The `[policy]` section of the configuration.
@@ -500,7 +508,7 @@ mod tests {
                 programs: vec!["git".into(), "curl".into()],
                 env: vec!["GITHUB_TOKEN".into(), "UNREQUESTED".into()],
                 network: true,
-                limits: Limits::default(),
+                ..PluginGrant::default()
             },
         );
         // Request less than granted: get only the request.

@@ -68,7 +68,11 @@ pub enum ProcessDenied {
 pub struct GuestCommand {
     pub program: String,
     pub args: Vec<String>,
+    /// The directory the guest named.
     pub cwd: Option<String>,
+    /// Where a command without `cwd` runs (None: the workspace root); a
+    /// plugin without a directory there gets its private scratch directory.
+    pub default_cwd: Option<String>,
     pub env: Vec<(String, String)>,
     pub stdin: Option<Vec<u8>>,
     pub timeout_ms: Option<u64>,
@@ -197,8 +201,11 @@ impl PluginSandbox {
         live: Option<LiveOutput>,
     ) -> Result<ProcessOutput, ProcessDenied> {
         let program = self.resolve_program(&cmd.program)?;
-        let cwd = self.resolve_cwd(cmd.cwd.as_deref())?;
         self.private_temp()?;
+        let cwd = match cmd.cwd.as_deref() {
+            Some(dir) => self.resolve_cwd(dir)?,
+            None => self.default_cwd(cmd.default_cwd.as_deref())?,
+        };
         let confinement = self
             .confinement()
             .map_err(|e| ProcessDenied::SandboxUnavailable(e.to_string()))?;
@@ -247,10 +254,47 @@ impl PluginSandbox {
         })
     }
 
+    /// Where a command without `cwd` runs: `default` (the call's working
+    /// directory, else the workspace root), or the plugin's private scratch
+    /// directory when no granted directory holds it (a plugin granted
+    /// programs but not the workspace).
+    fn default_cwd(&self, default: Option<&str>) -> Result<PathBuf, ProcessDenied> {
+        let guest = default.unwrap_or(GUEST_WORKSPACE);
+        if self
+            .mounts
+            .iter()
+            .any(|m| guest_relative(&m.guest, guest).is_some())
+        {
+            return self.resolve_cwd(guest);
+        }
+        self.scratch()
+    }
+
+    /// The plugin's scratch directory (inside its private temp dir, so its
+    /// programs may write there), created on first use.
+    fn scratch(&self) -> Result<PathBuf, ProcessDenied> {
+        use std::os::unix::fs::DirBuilderExt;
+        let dir = self.temp_dir.join("scratch");
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(dir),
+            Err(e) => Err(ProcessDenied::SpawnFailed(format!(
+                "cannot create the scratch directory {}: {e}",
+                dir.display()
+            ))),
+        }
+    }
+
+    /// A warning for a plugin that may run programs but sees no workspace:
+    /// its programs run in a private scratch directory.
+    pub fn scratch_note(&self) -> Option<String> {
+        let sees_workspace = self.mounts.iter().any(|m| m.guest == GUEST_WORKSPACE);
+        (!self.programs.is_empty() && !sees_workspace).then(|| scratch_warning(&self.plugin))
+    }
+
     /// Map a guest directory to the host, refusing anything outside a mount
     /// (including through symlinks).
-    fn resolve_cwd(&self, guest: Option<&str>) -> Result<PathBuf, ProcessDenied> {
-        let guest = guest.unwrap_or(GUEST_WORKSPACE);
+    fn resolve_cwd(&self, guest: &str) -> Result<PathBuf, ProcessDenied> {
         let invalid = |why: &str| {
             ProcessDenied::InvalidCwd(format!(
                 "working directory '{guest}' {why} (plugin '{}')",
@@ -292,6 +336,14 @@ impl PluginSandbox {
         }
         env
     }
+}
+
+/// The warning for a plugin that may run programs without workspace
+/// access (see [`PluginSandbox::scratch_note`]).
+pub fn scratch_warning(plugin: &str) -> String {
+    format!(
+        "plugin '{plugin}' may run programs but has no access to the workspace: they run in a private, empty scratch directory (to let them see the workspace, grant it with [policy.plugins.{plugin}] workspace = \"read\" in ~/.config/sandcrab/config.toml, and request it in the plugin's manifest)"
+    )
 }
 
 /// What the plugin's programs may touch: exactly what the plugin may.

@@ -2,10 +2,12 @@
 //! tools side by side), dispatch (which never fails: every problem becomes
 //! an error result the model can read) and output truncation.
 
+mod catalog;
 mod dispatch;
 mod registry;
 mod truncate;
 
+pub use catalog::{PendingLoad, ToolCatalog};
 pub use dispatch::{ToolCallRequest, ToolOutcome, dispatch};
 pub use registry::{FnTool, PluginTool, RegisteredTool, ToolContext, ToolExecutor, ToolRegistry};
 pub use truncate::{TruncateMode, TruncationLimits, TruncationPolicy, truncate};

@@ -134,7 +134,26 @@ impl ToolRegistry {
         }
     }
 
-    /// A registry of every tool of every tool plugin in `plugins`.
+    /// Register the tool `tool` of `plugin` (nothing if it has none of
+    /// that name).
+    pub fn register_plugin_tool(&mut self, plugin: &Arc<LoadedPlugin>, tool: &str) {
+        if let Some(spec) = plugin.tools.iter().find(|t| t.name == tool) {
+            self.register(
+                spec.clone(),
+                Arc::new(PluginTool::new(plugin.clone(), tool)),
+            );
+        }
+    }
+
+    /// Every tool of `other` added, replacing tools of the same name.
+    pub fn overlay(&mut self, other: &ToolRegistry) {
+        for (name, tool) in &other.tools {
+            self.tools.insert(name.clone(), tool.clone());
+        }
+    }
+
+    /// A registry of every tool of every tool plugin in `plugins` (a
+    /// later plugin's tool replaces an earlier one of the same name).
     pub fn from_plugins(plugins: &[Arc<LoadedPlugin>]) -> Self {
         let mut registry = ToolRegistry::new();
         for plugin in plugins {

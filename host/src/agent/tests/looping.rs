@@ -185,7 +185,7 @@ async fn parallel_tool_calls_run_concurrently() {
     let session = Session::new(SessionParts {
         client,
         profile: profile(200_000),
-        tools: registry,
+        tools: registry.into(),
         config: SessionConfig::new("m"),
         workspace: std::env::temp_dir(),
         working_dir: None,
@@ -257,7 +257,7 @@ async fn parallel_writes_to_one_file_land_in_the_models_order() {
     let session = Session::new(SessionParts {
         client,
         profile: profile(200_000),
-        tools: registry,
+        tools: registry.into(),
         config: SessionConfig::new("m"),
         workspace: std::env::temp_dir(),
         working_dir: None,

@@ -83,7 +83,7 @@ pub fn harness_with(
     let session = Session::new(SessionParts {
         client: client.clone(),
         profile: profile(window),
-        tools: tools(),
+        tools: tools().into(),
         config,
         workspace: std::env::temp_dir(),
         working_dir: None,

@@ -76,7 +76,7 @@ async fn the_depth_limit_is_an_error_and_creates_nothing() {
     let deep = Session::new(SessionParts {
         client: h.client.clone(),
         profile: profile(200_000),
-        tools: tools(),
+        tools: tools().into(),
         config,
         workspace: std::env::temp_dir(),
         working_dir: None,

@@ -36,7 +36,8 @@ macro_rules! process_host {
                 let guest = GuestCommand {
                     program: command.program,
                     args: command.args,
-                    cwd: command.cwd.or(default_cwd),
+                    cwd: command.cwd,
+                    default_cwd,
                     env: command.env,
                     stdin: command.stdin,
                     timeout_ms: command.timeout_ms,

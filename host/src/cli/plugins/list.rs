@@ -1,54 +1,75 @@
-//! `sandcrab plugins list | inspect NAME | check DIR`.
+//! `sandcrab plugins list` and `sandcrab plugins inspect NAME`: what is
+//! loaded, what it may do, and which of its tools the model is offered.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::bail;
-use clap::Subcommand;
 
-use super::setup::HostArgs;
+use crate::agent::{AgentOptions, Offer, Profile, SessionConfig, ToolSelection};
+use crate::cli::setup::{HostArgs, Setup};
 use crate::plugin::policy::Grants;
-use crate::plugin::{Access, LoadedPlugin, Manifest, PluginHost, PluginHostConfig, PluginSource};
+use crate::plugin::{Access, LoadedPlugin, PluginHost};
 
-#[derive(Debug, Subcommand)]
-pub enum PluginsCommand {
-    /// Every plugin found: name, kind, version, tools, effective capabilities.
-    List {
-        #[command(flatten)]
-        host: HostArgs,
-        /// Print JSON instead of a table.
-        #[arg(long)]
-        json: bool,
-    },
-    /// One plugin in detail: tool schemas, requested vs granted capabilities.
-    Inspect {
-        /// Plugin name.
-        name: String,
-        #[command(flatten)]
-        host: HostArgs,
-    },
-    /// Validate a plugin directory without running the plugin.
-    Check {
-        /// The plugin directory (holds plugin.toml).
-        dir: PathBuf,
-    },
+/// Which tools the model would be offered, as `run` would decide it.
+struct Offers {
+    /// None when the profile cannot be loaded (then every tool counts as
+    /// in the profile, and the reason is in `note`).
+    profile: Option<Profile>,
+    selection: ToolSelection,
+    note: String,
 }
 
-pub async fn run(cmd: PluginsCommand) -> anyhow::Result<ExitCode> {
-    match cmd {
-        PluginsCommand::List { host, json } => list(host, json).await,
-        PluginsCommand::Inspect { name, host } => inspect(host, &name).await,
-        PluginsCommand::Check { dir } => check(dir),
+impl Offers {
+    async fn resolve(setup: &Setup) -> Offers {
+        let mut config = SessionConfig::new("");
+        let selection = match config.apply(&setup.config.agent) {
+            Ok(()) => config.tools,
+            Err(_) => ToolSelection::default(),
+        };
+        let env = |k: &str| std::env::var(k).ok();
+        let resolved =
+            crate::agent::resolve_provider(&setup.config, &AgentOptions::default(), &env);
+        let (profile, note) = match resolved {
+            Ok((_, id)) => match Profile::load(&setup.host, &id).await {
+                Ok(p) => (Some(p), format!("with profile '{id}'")),
+                Err(e) => (None, format!("profile '{id}' unavailable: {e}")),
+            },
+            Err(e) => (None, e.to_string()),
+        };
+        Offers {
+            profile,
+            selection,
+            note,
+        }
+    }
+
+    fn of(&self, host: &PluginHost, plugin: &LoadedPlugin, tool: &str) -> Offer {
+        crate::agent::tool_set::offer(
+            host,
+            self.profile.as_ref(),
+            &self.selection,
+            plugin.name(),
+            tool,
+        )
     }
 }
 
-async fn list(args: HostArgs, json: bool) -> anyhow::Result<ExitCode> {
+pub async fn list(args: HostArgs, json: bool) -> anyhow::Result<ExitCode> {
     let setup = args.setup().await?;
     setup.print_warnings();
     let host = &setup.host;
+    let offers = Offers::resolve(&setup).await;
+    for p in host.plugins() {
+        if let Some(note) = p.sandbox().scratch_note() {
+            eprintln!("warning: {}", crate::cli::terminal::sanitize(&note));
+        }
+    }
     if json {
-        let plugins: Vec<serde_json::Value> =
-            host.plugins().iter().map(|p| plugin_json(p)).collect();
+        let plugins: Vec<serde_json::Value> = host
+            .plugins()
+            .iter()
+            .map(|p| plugin_json(host, &offers, p))
+            .collect();
         let out = serde_json::json!({ "plugins": plugins, "diagnostics": host.diagnostics() });
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(ExitCode::SUCCESS);
@@ -58,7 +79,14 @@ async fn list(args: HostArgs, json: bool) -> anyhow::Result<ExitCode> {
         "NAME", "KIND", "VERSION", "ORIGIN", "TOOLS"
     );
     for p in host.plugins() {
-        let tools: Vec<&str> = p.tools.iter().map(|t| t.name.as_str()).collect();
+        let tools: Vec<String> = p
+            .tools
+            .iter()
+            .map(|t| match offers.of(host, p, &t.name) {
+                Offer::Offered => t.name.clone(),
+                _ => format!("({})", t.name),
+            })
+            .collect();
         println!(
             "{:<20} {:<11} {:<9} {:<10} {:<40} {}",
             p.name(),
@@ -73,15 +101,20 @@ async fn list(args: HostArgs, json: bool) -> anyhow::Result<ExitCode> {
             capabilities(&p.decision.grants)
         );
     }
+    println!(
+        "\nTools in (parentheses) are not offered to the model ({}); `sandcrab plugins inspect NAME` says why.",
+        offers.note
+    );
     Ok(ExitCode::SUCCESS)
 }
 
-async fn inspect(args: HostArgs, name: &str) -> anyhow::Result<ExitCode> {
+pub async fn inspect(args: HostArgs, name: &str) -> anyhow::Result<ExitCode> {
     let setup = args.setup().await?;
     let Some(p) = setup.host.get(name) else {
         setup.print_warnings();
         bail!("no plugin named '{name}' was loaded (see `sandcrab plugins list`)");
     };
+    let offers = Offers::resolve(&setup).await;
     let grants = &p.decision.grants;
     println!(
         "{} {} ({}, {}, ABI {})",
@@ -95,6 +128,15 @@ async fn inspect(args: HostArgs, name: &str) -> anyhow::Result<ExitCode> {
         println!("  {}", p.manifest.description);
     }
     println!("  source: {}", p.source.display());
+    if let Some(pin) = setup
+        .config
+        .policy
+        .plugins
+        .get(name)
+        .and_then(|g| g.sha256.as_deref())
+    {
+        println!("  pinned: sha256 {pin}");
+    }
     println!(
         "\nrequested: {}",
         serde_json::to_string(&p.manifest.capabilities)?
@@ -102,6 +144,9 @@ async fn inspect(args: HostArgs, name: &str) -> anyhow::Result<ExitCode> {
     println!("granted:   {}", capabilities(grants));
     for denied in &p.decision.denied {
         println!("  not granted: {denied}");
+    }
+    if let Some(note) = p.sandbox().scratch_note() {
+        println!("  warning: {note}");
     }
     println!(
         "limits:    memory {} MiB, {} ms per call, {} concurrent instances",
@@ -127,41 +172,15 @@ async fn inspect(args: HostArgs, name: &str) -> anyhow::Result<ExitCode> {
     };
     println!("programs:  run under sandbox mode {sandbox}");
     for tool in &p.tools {
-        println!("\ntool {}: {}", tool.name, tool.description);
+        let offer = offers.of(&setup.host, p, &tool.name);
+        let seen = match offer {
+            Offer::Offered => format!("offered to the model {}", offers.note),
+            other => format!("not offered: {}", other.describe()),
+        };
+        println!("\ntool {} ({seen}): {}", tool.name, tool.description);
         println!("{}", serde_json::to_string_pretty(&tool.parameters)?);
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn check(dir: PathBuf) -> anyhow::Result<ExitCode> {
-    let scratch = tempfile::tempdir()?;
-    let mut config = PluginHostConfig::new(scratch.path());
-    config.cache_dir = None;
-    let host = PluginHost::new(config)?;
-    match host.check(&PluginSource::Dir(dir.clone())) {
-        Ok((manifest, version)) => {
-            print_check_ok(&dir, &manifest, &version.to_string());
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(err) => {
-            eprintln!("error: {err}");
-            Ok(ExitCode::FAILURE)
-        }
-    }
-}
-
-fn print_check_ok(dir: &std::path::Path, manifest: &Manifest, version: &str) {
-    println!(
-        "ok: {} — {} {} ({} plugin, sandcrab:plugin@{version})",
-        dir.display(),
-        manifest.name,
-        manifest.version,
-        manifest.kind
-    );
-    println!(
-        "requests: {}",
-        serde_json::to_string(&manifest.capabilities).unwrap_or_default()
-    );
 }
 
 fn origin(p: &LoadedPlugin) -> &'static str {
@@ -197,7 +216,17 @@ fn capabilities(g: &Grants) -> String {
     out
 }
 
-fn plugin_json(p: &LoadedPlugin) -> serde_json::Value {
+fn plugin_json(host: &PluginHost, offers: &Offers, p: &LoadedPlugin) -> serde_json::Value {
+    let offered: serde_json::Map<String, serde_json::Value> = p
+        .tools
+        .iter()
+        .map(|t| {
+            (
+                t.name.clone(),
+                serde_json::to_value(offers.of(host, p, &t.name)).unwrap_or_default(),
+            )
+        })
+        .collect();
     serde_json::json!({
         "name": p.name(),
         "kind": p.kind(),
@@ -206,6 +235,7 @@ fn plugin_json(p: &LoadedPlugin) -> serde_json::Value {
         "abi": p.version.to_string(),
         "source": p.source,
         "tools": p.tools,
+        "offered": offered,
         "requested": p.manifest.capabilities,
         "granted": p.decision.grants,
         "denied": p.decision.denied,

@@ -1,0 +1,60 @@
+//! `sandcrab plugins pin NAME`: record the SHA-256 of a plugin's component
+//! in the operator's configuration. Nothing of the plugin runs: the hash is
+//! of the file as it is on disk now.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+
+use crate::cli::setup::HostArgs;
+use crate::config::Config;
+use crate::plugin::{PluginSource, component_digest};
+
+pub fn pin(args: HostArgs, name: &str) -> anyhow::Result<ExitCode> {
+    let workspace = args.workspace_dir()?;
+    let loaded = Config::load(&workspace, args.config.as_deref())?;
+    let sources = args.sources(
+        &workspace,
+        &loaded.config,
+        loaded.workspace_plugins_allowed(),
+    );
+    let mut found = None;
+    for source in sources.iter().filter(|s| matches!(s, PluginSource::Dir(_))) {
+        // Sources that cannot be read are someone else's problem here.
+        if let Ok((manifest, sha)) = component_digest(source)
+            && manifest.name == name
+        {
+            found = Some((source.manifest_path(), manifest, sha));
+            break;
+        }
+    }
+    let Some((manifest_path, manifest, sha)) = found else {
+        bail!(
+            "no third-party plugin named '{name}' was found (looked in --plugins, plugin_dirs and the trusted workspace's .sandcrab/plugins; see `sandcrab plugins list`)"
+        );
+    };
+    let file = match &args.config {
+        Some(file) => file.clone(),
+        None => Config::user_file().context(
+            "no user configuration directory (set HOME or XDG_CONFIG_HOME, or pass --config)",
+        )?,
+    };
+    let previous = loaded
+        .config
+        .policy
+        .plugins
+        .get(name)
+        .and_then(|g| g.sha256.clone());
+    crate::config::edit::pin_plugin(&file, name, &sha)?;
+    println!(
+        "pinned: {} {} ({}) to sha256 {sha} in {}",
+        manifest.name,
+        manifest.version,
+        manifest_path.display(),
+        file.display()
+    );
+    if let Some(old) = previous.filter(|old| !old.eq_ignore_ascii_case(&sha)) {
+        println!("  (was {old})");
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,98 @@
+//! Changing the operator's configuration file from a command (`sandcrab
+//! trust`, `sandcrab plugins pin`): the document is edited in place, so
+//! comments and layout survive, and replaced atomically.
+
+use std::path::{Path, PathBuf};
+
+/// Why the configuration file could not be changed.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct EditError {
+    pub path: PathBuf,
+    pub message: String,
+}
+
+/// Edit the TOML document in `file`, keeping its formatting; written
+/// atomically, a new file readable by the user only.
+pub fn edit(
+    file: &Path,
+    change: impl FnOnce(&mut toml_edit::DocumentMut) -> Result<(), &'static str>,
+) -> Result<(), EditError> {
+    let fail = |message: String| EditError {
+        path: file.to_path_buf(),
+        message,
+    };
+    let text = match std::fs::read_to_string(file) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(fail(e.to_string())),
+    };
+    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| fail(format!("{e}")))?;
+    change(&mut doc).map_err(|m| fail(m.to_string()))?;
+    let dir = file
+        .parent()
+        .ok_or_else(|| fail("no parent directory".into()))?;
+    std::fs::create_dir_all(dir).map_err(|e| fail(e.to_string()))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| fail(e.to_string()))?;
+    if let Ok(meta) = std::fs::metadata(file) {
+        let _ = tmp.as_file().set_permissions(meta.permissions());
+    }
+    std::io::Write::write_all(&mut tmp, doc.to_string().as_bytes())
+        .map_err(|e| fail(e.to_string()))?;
+    tmp.persist(file).map_err(|e| fail(e.error.to_string()))?;
+    Ok(())
+}
+
+/// Pin the component of plugin `plugin` to `sha256` in `file`:
+/// `[policy.plugins.NAME] sha256 = "…"`, other grants kept.
+pub fn pin_plugin(file: &Path, plugin: &str, sha256: &str) -> Result<(), EditError> {
+    edit(file, |doc| {
+        let policy = table(doc.as_table_mut(), "policy")?;
+        let plugins = table(policy, "plugins")?;
+        plugins.set_implicit(true);
+        let grant = table(plugins, plugin)?;
+        grant["sha256"] = toml_edit::value(sha256);
+        Ok(())
+    })
+}
+
+/// The table `key` of `parent`, created if missing.
+fn table<'a>(
+    parent: &'a mut toml_edit::Table,
+    key: &str,
+) -> Result<&'a mut toml_edit::Table, &'static str> {
+    parent
+        .entry(key)
+        .or_insert(toml_edit::table())
+        .as_table_mut()
+        .ok_or("a key on the way to [policy.plugins.NAME] is not a table")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pin_joins_the_plugin_grant_and_keeps_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config.toml");
+        std::fs::write(
+            &file,
+            "# mine\n[policy.plugins.lint]\nprograms = [\"eslint\"] # needed\n",
+        )
+        .unwrap();
+        pin_plugin(&file, "lint", "ab12").unwrap();
+        pin_plugin(&file, "other", "cd34").unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.starts_with("# mine\n"), "{text}");
+        assert!(text.contains("programs = [\"eslint\"] # needed"), "{text}");
+        let config = crate::config::Config::parse(&text, &file).unwrap();
+        let lint = &config.policy.plugins["lint"];
+        assert_eq!(lint.sha256.as_deref(), Some("ab12"));
+        assert_eq!(lint.programs, ["eslint"]);
+        assert_eq!(
+            config.policy.plugins["other"].sha256.as_deref(),
+            Some("cd34")
+        );
+    }
+}
