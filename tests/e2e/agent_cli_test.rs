@@ -8,106 +8,10 @@ use std::process::{Command, Output, Stdio};
 use sandcrab::llm::ProviderKind;
 use serde_json::{Value, json};
 
+use crate::cli_support::{chat, events, kinds, sandcrab, tool_result};
 use crate::llm_transcripts::{Answer, error_body, stream, tool};
-use crate::mock_llm::{MockLlm, Recorded, Reply};
+use crate::mock_llm::{MockLlm, Reply};
 use crate::support::{Scene, gone_soon};
-
-/// `sandcrab SUBCOMMAND` with the provider options for `server`.
-fn sandcrab(scene: &Scene, kind: ProviderKind, server: &MockLlm, subcommand: &str) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sandcrab"));
-    cmd.env(
-        "XDG_CACHE_HOME",
-        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("xdg-cache"),
-    )
-    .env("XDG_CONFIG_HOME", scene.root.path().join("config"))
-    .env_remove("RUST_LOG");
-    for k in ProviderKind::ALL {
-        for var in k.key_vars() {
-            cmd.env_remove(var);
-        }
-        cmd.env_remove(k.base_url_var());
-    }
-    cmd.env(kind.key_vars()[0], "sk-test-secret-4242")
-        .arg(subcommand)
-        .args([
-            "--provider",
-            kind.id(),
-            "--model",
-            "test-model",
-            "--base-url",
-        ])
-        .arg(server.base_url())
-        .arg("-w")
-        .arg(scene.workspace());
-    cmd
-}
-
-fn events(stdout: &[u8]) -> Vec<Value> {
-    String::from_utf8_lossy(stdout)
-        .lines()
-        .map(|l| {
-            serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON event line ({e}): {l}"))
-        })
-        .collect()
-}
-
-fn kinds(events: &[Value]) -> Vec<&str> {
-    events.iter().map(|e| e["kind"].as_str().unwrap()).collect()
-}
-
-fn chat(scene: &Scene, kind: ProviderKind, server: &MockLlm, lines: &[&str]) -> Output {
-    let mut cmd = sandcrab(scene, kind, server, "chat");
-    let mut child = cmd
-        .args(["--json"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    for line in lines {
-        writeln!(stdin, "{line}").unwrap();
-    }
-    drop(stdin);
-    child.wait_with_output().unwrap()
-}
-
-/// The tool result (content) for `call_id`/`name` in a recorded request, in
-/// the provider's own shape.
-fn tool_result(kind: ProviderKind, request: &Recorded, call_id: &str, name: &str) -> String {
-    let b = &request.body;
-    let found = match kind {
-        ProviderKind::Anthropic => b["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
-            .find(|c| c["type"] == "tool_result" && c["tool_use_id"] == call_id)
-            .map(|c| c["content"].clone()),
-        ProviderKind::OpenAi => b["input"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|i| i["type"] == "function_call_output" && i["call_id"] == call_id)
-            .map(|i| i["output"].clone()),
-        ProviderKind::OpenAiCompatible => b["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
-            .map(|m| m["content"].clone()),
-        ProviderKind::Gemini => b["contents"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .flat_map(|c| c["parts"].as_array().cloned().unwrap_or_default())
-            .rfind(|p| p["functionResponse"]["name"] == name)
-            .map(|p| p["functionResponse"]["response"]["output"].clone()),
-    };
-    found
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_else(|| panic!("{kind}: no tool result for {call_id} in {b:#}"))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_three_step_conversation_works_with_every_provider() {

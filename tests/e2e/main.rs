@@ -2,6 +2,7 @@
 //! plugins, the sandbox, and the `sandcrab` binary. One test binary, one
 //! module per feature.
 
+mod cli_support;
 mod support;
 
 mod agent_abort_test;
@@ -19,8 +20,10 @@ mod manifest_policy_test;
 mod mock_llm;
 mod plugin_bounds_test;
 mod plugin_limits_test;
+mod plugin_scaffold_test;
 mod process_sandbox_test;
 mod profiles_test;
 mod provider_rules;
 mod sandbox_escape_test;
+mod third_party_tools_test;
 mod trust_config_test;

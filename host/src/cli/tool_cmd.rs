@@ -37,7 +37,12 @@ pub async fn run(cmd: ToolCommand) -> anyhow::Result<ExitCode> {
         serde_json::from_str(&args).with_context(|| format!("--args is not valid JSON: {args}"))?;
     let setup = host.setup().await?;
     setup.print_warnings();
-    let registry = crate::tools::ToolRegistry::from_plugins(setup.host.plugins());
+    // The tool the model would get under this name: its owner after the
+    // collision rules, not whichever plugin loaded last.
+    let mut registry = crate::tools::ToolRegistry::new();
+    for (tool, plugin) in setup.host.tool_owners() {
+        registry.register_plugin_tool(plugin, tool);
+    }
     let call = ToolCallRequest {
         id: "cli".into(),
         name: name.clone(),
