@@ -3,7 +3,7 @@
 //! provider's wire format.
 
 use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 use sandcrab::llm::ProviderKind;
 use serde_json::{Value, json};
