@@ -20,6 +20,7 @@ mod manifest_policy_test;
 mod mock_llm;
 mod plugin_bounds_test;
 mod plugin_limits_test;
+mod plugin_reload_test;
 mod plugin_scaffold_test;
 mod process_sandbox_test;
 mod profiles_test;

@@ -507,3 +507,35 @@ fn plugins_check_takes_the_component_from_the_cache_the_second_time() {
         "{second}"
     );
 }
+
+#[test]
+fn two_processes_loading_a_new_plugin_compile_it_once() {
+    let scene = Scene::new();
+    let dir = install_example(&scene.plugins(), "python-notes", "python");
+    let cache = tempfile::tempdir().unwrap();
+    scene.write_user_config(&format!("cache_dir = \"{}\"\n", cache.path().display()));
+    let check = || {
+        sandcrab_cmd(&scene)
+            .args(["plugins", "check"])
+            .arg(&dir)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (check(), check());
+    let mut outcomes: Vec<String> = [a, b]
+        .into_iter()
+        .map(|c| {
+            let out = c.wait_with_output().unwrap();
+            assert!(out.status.success());
+            let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+            stdout
+                .lines()
+                .find_map(|l| l.strip_prefix("compiled: "))
+                .unwrap_or_else(|| panic!("{stdout}"))
+                .to_string()
+        })
+        .collect();
+    outcomes.sort();
+    assert_eq!(outcomes, ["compiled and cached", "taken from the cache"]);
+}

@@ -5,6 +5,7 @@ mod builder;
 mod config;
 mod events;
 mod history;
+pub mod live_plugins;
 mod loop_detection;
 mod profile;
 pub mod prompt;
@@ -20,6 +21,7 @@ mod write_order;
 pub use builder::{AgentKit, AgentOptions, BuildError, resolve_provider};
 pub use config::SessionConfig;
 pub use events::{Event, EventBus, EventKind, EventStream};
+pub use live_plugins::{LivePlugins, PluginReport};
 pub use loop_detection::{LoopDetector, LoopFound, signature};
 pub use profile::{Profile, ProfileError};
 pub use session::{

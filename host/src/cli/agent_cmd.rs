@@ -7,8 +7,11 @@ use tokio::io::AsyncBufReadExt;
 
 use super::render::render;
 use super::setup::HostArgs;
-use crate::agent::{AgentKit, AgentOptions, Session, SessionError, SessionState};
+use crate::agent::{
+    AgentKit, AgentOptions, LivePlugins, PluginReport, Session, SessionError, SessionState,
+};
 use crate::llm::ProviderKind;
+use crate::plugin::watch::PluginWatcher;
 
 /// Options shared by `run` and `chat`.
 #[derive(Debug, Clone, Args)]
@@ -39,8 +42,14 @@ pub struct AgentArgs {
 }
 
 impl AgentArgs {
-    async fn kit(&self) -> anyhow::Result<(super::setup::Setup, AgentKit)> {
-        let setup = self.host.setup().await?;
+    /// Load plugins and build the agent; with `defer`, third-party plugins
+    /// that must be compiled first are left in `Setup::deferred`.
+    async fn kit(&self, defer: bool) -> anyhow::Result<(super::setup::Setup, AgentKit)> {
+        let setup = if defer {
+            self.host.setup_deferring().await?
+        } else {
+            self.host.setup().await?
+        };
         let options = AgentOptions {
             provider: self.provider,
             model: self.model.clone(),
@@ -70,7 +79,7 @@ impl AgentArgs {
 
 /// Run one input to completion.
 pub async fn run(args: AgentArgs, prompt: String, wait_jobs: u64) -> anyhow::Result<ExitCode> {
-    let (setup, kit) = args.kit().await?;
+    let (setup, kit) = args.kit(false).await?;
     let session = kit.session().await;
     warn_session(&setup, &kit, &session);
     let printer = tokio::spawn(render(session.events(), args.json));
@@ -106,10 +115,21 @@ pub async fn run(args: AgentArgs, prompt: String, wait_jobs: u64) -> anyhow::Res
 }
 
 /// An interactive session.
-pub async fn chat(args: AgentArgs) -> anyhow::Result<ExitCode> {
-    let (setup, kit) = args.kit().await?;
+pub async fn chat(args: AgentArgs, watch_plugins: bool) -> anyhow::Result<ExitCode> {
+    let (setup, kit) = args.kit(true).await?;
     let session = kit.session().await;
     warn_session(&setup, &kit, &session);
+    let live = LivePlugins::new(
+        setup.host,
+        kit.tools.clone(),
+        kit.profile.clone(),
+        kit.config.tools.clone(),
+    );
+    let report =
+        |r: PluginReport| eprintln!("plugins: {}", super::terminal::sanitize(&r.to_string()));
+    let deferred = live.load_deferred(setup.deferred, report);
+    let watching =
+        watch_plugins.then(|| live.watch(PluginWatcher::new(setup.roots), WATCH_INTERVAL, report));
     eprintln!(
         "sandcrab chat — {} / {} in {}\nType a message; /exit quits, Ctrl-C interrupts the current turn, /retry asks again after an error.",
         kit.provider,
@@ -141,6 +161,10 @@ pub async fn chat(args: AgentArgs) -> anyhow::Result<ExitCode> {
                 }
                 continue;
             }
+            "/plugins" => {
+                list_plugins(&live).await;
+                continue;
+            }
             "/jobs" | "/jobs all" => {
                 list_jobs(&kit, &session, input == "/jobs all");
                 continue;
@@ -159,6 +183,10 @@ pub async fn chat(args: AgentArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let closed_by_error = session.state() == SessionState::Closed;
+    deferred.abort();
+    if let Some(watching) = watching {
+        watching.abort();
+    }
     session.abort().await;
     let _ = printer.await;
     Ok(if closed_by_error {
@@ -166,6 +194,25 @@ pub async fn chat(args: AgentArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// How often `chat` looks at the plugin folders.
+const WATCH_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// `/plugins`: what is loaded now.
+async fn list_plugins(live: &LivePlugins) {
+    for plugin in live.plugins().await {
+        let tools: Vec<&str> = plugin.tools.iter().map(|t| t.name.as_str()).collect();
+        eprintln!(
+            "{} {} ({}, {}){}{}",
+            plugin.name(),
+            plugin.manifest.version,
+            plugin.kind(),
+            plugin.origin.label(),
+            if tools.is_empty() { "" } else { ": " },
+            tools.join(", ")
+        );
+    }
 }
 
 /// Repeat what setup warned about (already on stderr) as WARNING events,

@@ -46,6 +46,11 @@ enum Command {
     Chat {
         #[command(flatten)]
         agent: agent_cmd::AgentArgs,
+        /// Reload a third-party plugin when its directory changes, and load
+        /// plugins added to the plugin folders (`--watch-plugins false`
+        /// turns it off).
+        #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+        watch_plugins: bool,
     },
     /// List, inspect and check plugins.
     #[command(subcommand)]
@@ -86,7 +91,10 @@ pub fn main() -> ExitCode {
                 wait_jobs,
                 prompt,
             } => agent_cmd::run(agent, prompt, wait_jobs).await,
-            Command::Chat { agent } => agent_cmd::chat(agent).await,
+            Command::Chat {
+                agent,
+                watch_plugins,
+            } => agent_cmd::chat(agent, watch_plugins).await,
             Command::Plugins(cmd) => plugins::run(cmd).await,
             Command::Tool(cmd) => tool_cmd::run(cmd).await,
             Command::Trust(args) => trust_cmd::run(args),

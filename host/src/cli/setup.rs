@@ -38,6 +38,11 @@ pub struct Setup {
     /// Where the configuration came from, and what was ignored.
     pub loaded: LoadedConfig,
     pub host: PluginHost,
+    /// The folders third-party plugins come from.
+    pub roots: Vec<PathBuf>,
+    /// Third-party plugins left to load in the background because their
+    /// component must be compiled first (see [`HostArgs::setup_deferring`]).
+    pub deferred: Vec<PluginSource>,
     /// Things the operator should know (ignored settings, sandbox off):
     /// commands print them ([`Setup::print_warnings`]) or emit them as
     /// WARNING events.
@@ -74,6 +79,17 @@ impl HostArgs {
     /// Read the configuration, apply flags, start the plugin host and load
     /// every plugin (bundled, configured, flagged, workspace).
     pub async fn setup(&self) -> anyhow::Result<Setup> {
+        self.setup_with(false).await
+    }
+
+    /// Like [`HostArgs::setup`], but third-party plugins whose component is
+    /// not compiled yet are not loaded: they are returned in
+    /// [`Setup::deferred`] for the caller to load in the background.
+    pub async fn setup_deferring(&self) -> anyhow::Result<Setup> {
+        self.setup_with(true).await
+    }
+
+    async fn setup_with(&self, defer_uncompiled: bool) -> anyhow::Result<Setup> {
         let workspace = self.workspace_dir()?;
         let loaded = Config::load(&workspace, self.config.as_deref())?;
         let mut warnings = loaded.warnings.clone();
@@ -123,12 +139,19 @@ impl HostArgs {
         }
         let mut host = PluginHost::new(host_config)?;
         let sources = self.sources(&workspace, &config, loaded.workspace_plugins_allowed());
-        host.load_all(&sources).await;
+        let (deferred, now): (Vec<PluginSource>, Vec<PluginSource>) =
+            sources.into_iter().partition(|s| {
+                defer_uncompiled && matches!(s, PluginSource::Dir(_)) && !host.is_compiled(s)
+            });
+        host.load_all(&now).await;
+        let roots = self.roots(&workspace, &config, loaded.workspace_plugins_allowed());
         Ok(Setup {
             workspace,
             config,
             loaded,
             host,
+            roots,
+            deferred,
             warnings,
         })
     }
@@ -141,13 +164,28 @@ impl HostArgs {
         config: &Config,
         workspace_plugins: bool,
     ) -> Vec<PluginSource> {
+        let mut sources = discovery::bundled();
+        sources.extend(discovery::scan(&self.roots(
+            workspace,
+            config,
+            workspace_plugins,
+        )));
+        sources
+    }
+
+    /// The folders third-party plugins are found in (what `--watch-plugins`
+    /// watches).
+    pub fn roots(
+        &self,
+        workspace: &std::path::Path,
+        config: &Config,
+        workspace_plugins: bool,
+    ) -> Vec<PathBuf> {
         let mut roots = config.plugin_dirs.clone();
         roots.extend(self.plugins.iter().cloned());
         if workspace_plugins {
             roots.push(discovery::workspace_plugin_dir(workspace));
         }
-        let mut sources = discovery::bundled();
-        sources.extend(discovery::scan(&roots));
-        sources
+        roots
     }
 }

@@ -128,6 +128,15 @@ impl ComponentCache {
         if existed && let Some(component) = self.read_entry(engine, &path, &key) {
             return Ok((component, CacheOutcome::Hit));
         }
+        // One compile per component, across processes: whoever holds the
+        // entry's lock compiles; the others wait, then read its result.
+        let _lock = self.lock_entry(&path);
+        if _lock.is_some()
+            && std::fs::symlink_metadata(&path).is_ok()
+            && let Some(component) = self.read_entry(engine, &path, &key)
+        {
+            return Ok((component, CacheOutcome::Hit));
+        }
         let component = Component::new(engine, wasm)?;
         if let Err(err) = self.write_entry(&path, &key, &component) {
             tracing::warn!("cannot write component cache {}: {err}", path.display());
@@ -138,6 +147,27 @@ impl ComponentCache {
             CacheOutcome::Miss
         };
         Ok((component, outcome))
+    }
+
+    /// Whether a compiled entry for `wasm` is present (not yet verified).
+    pub fn has_entry(&self, wasm: &[u8]) -> bool {
+        self.entry_path(wasm)
+            .is_some_and(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file()))
+    }
+
+    /// Hold the lock file beside `entry` (None when it cannot be taken:
+    /// compiling without it is only slower, never wrong).
+    fn lock_entry(&self, entry: &Path) -> Option<std::fs::File> {
+        let lock_path = entry.with_extension("lock");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&lock_path)
+            .ok()?;
+        file.lock().ok()?;
+        Some(file)
     }
 
     fn mac(&self, key: &[u8; 32], payload: &[u8]) -> [u8; MAC_LEN] {

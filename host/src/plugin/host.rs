@@ -181,7 +181,7 @@ impl PluginHost {
     pub async fn load_all(&mut self, sources: &[PluginSource]) {
         let mut staged = Vec::new();
         for source in sources {
-            match self.stage(source, &staged) {
+            match self.stage(source, &staged, None) {
                 Ok(plugin) => staged.push(plugin),
                 Err(err) => self.note_error(err),
             }
@@ -235,18 +235,59 @@ impl PluginHost {
 
     /// Load one plugin.
     pub async fn load(&mut self, source: &PluginSource) -> Result<Arc<LoadedPlugin>, LoadError> {
-        let plugin = self.stage(source, &[])?;
+        let plugin = self.stage(source, &[], None)?;
         let raw = list_tools_if_tool(&plugin).await;
         let plugin = self.finish(plugin, raw)?;
         self.resolve_owners(&[plugin.name().to_string()]);
         Ok(plugin)
     }
 
+    /// Load `source` again and put the new version where the one loaded
+    /// from the same manifest was (or add it, if none was). Nothing changes
+    /// when the new version fails to load: the old one stays, and the error
+    /// says why. Calls already running keep the version they started on
+    /// (they hold it); the host hands out the new one from now on.
+    pub async fn reload(&mut self, source: &PluginSource) -> Result<Arc<LoadedPlugin>, LoadError> {
+        let manifest_path = source.manifest_path();
+        let Some(index) = self.index_of(&manifest_path) else {
+            return self.load(source).await;
+        };
+        let staged = self.stage(source, &[], Some(index))?;
+        let raw = list_tools_if_tool(&staged).await;
+        let plugin = Arc::new(self.accept(staged, raw)?);
+        self.plugins[index] = plugin.clone();
+        self.resolve_owners(&[plugin.name().to_string()]);
+        Ok(plugin)
+    }
+
+    /// Remove the plugin loaded from `manifest_path` (its running calls
+    /// finish); returns it.
+    pub fn unload(&mut self, manifest_path: &Path) -> Option<Arc<LoadedPlugin>> {
+        let index = self.index_of(manifest_path)?;
+        let plugin = self.plugins.remove(index);
+        self.resolve_owners(&[]);
+        Some(plugin)
+    }
+
+    /// Whether loading `source` would take its compiled code from the
+    /// cache (false when it would compile, or cannot be read at all).
+    pub fn is_compiled(&self, source: &PluginSource) -> bool {
+        read_source(source, &source.manifest_path())
+            .is_ok_and(|(_, _, bytes)| self.cache.has_entry(&bytes))
+    }
+
+    fn index_of(&self, manifest_path: &Path) -> Option<usize> {
+        self.plugins.iter().position(|p| p.source == manifest_path)
+    }
+
     /// Prepare a plugin and apply the policy: everything but running it.
+    /// `replacing`: the index of the plugin this one will replace (its
+    /// name is not taken).
     fn stage(
         &mut self,
         source: &PluginSource,
         staged: &[LoadedPlugin],
+        replacing: Option<usize>,
     ) -> Result<LoadedPlugin, LoadError> {
         let Prepared {
             manifest,
@@ -255,8 +296,12 @@ impl PluginHost {
             cache,
             guest,
         } = self.prepare(source)?;
-        let taken =
-            self.get(&manifest.name).is_some() || staged.iter().any(|p| p.name() == manifest.name);
+        let taken = self
+            .plugins
+            .iter()
+            .enumerate()
+            .any(|(i, p)| p.name() == manifest.name && Some(i) != replacing)
+            || staged.iter().any(|p| p.name() == manifest.name);
         if taken {
             return Err(LoadError::DuplicatePlugin {
                 path: manifest_path,
@@ -290,9 +335,20 @@ impl PluginHost {
     /// Keep the valid tools of a staged plugin and add it to the host.
     fn finish(
         &mut self,
-        mut plugin: LoadedPlugin,
+        plugin: LoadedPlugin,
         raw: Option<ToolList>,
     ) -> Result<Arc<LoadedPlugin>, LoadError> {
+        let plugin = Arc::new(self.accept(plugin, raw)?);
+        self.plugins.push(plugin.clone());
+        Ok(plugin)
+    }
+
+    /// Keep the valid tools of a staged plugin.
+    fn accept(
+        &mut self,
+        mut plugin: LoadedPlugin,
+        raw: Option<ToolList>,
+    ) -> Result<LoadedPlugin, LoadError> {
         if let Some(raw) = raw {
             let path = plugin.source.clone();
             let raw = raw.map_err(|e| LoadError::Initialization {
@@ -301,8 +357,6 @@ impl PluginHost {
             })?;
             plugin.tools = self.accept_tools(&plugin, &path, raw)?;
         }
-        let plugin = Arc::new(plugin);
-        self.plugins.push(plugin.clone());
         Ok(plugin)
     }
 

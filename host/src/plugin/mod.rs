@@ -17,6 +17,7 @@ mod sandbox;
 mod state;
 pub mod tool_owners;
 mod types;
+pub mod watch;
 pub mod wit;
 
 pub use crate::process::find_on_path;

@@ -104,6 +104,16 @@ pub enum Origin {
     ThirdParty,
 }
 
+impl Origin {
+    /// How listings name it: `builtin` or `external`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Origin::Builtin => "builtin",
+            Origin::ThirdParty => "external",
+        }
+    }
+}
+
 /// Host defaults and ceilings for plugin limits.
 pub mod limits {
     /// Default linear-memory cap.

@@ -184,10 +184,7 @@ pub async fn inspect(args: HostArgs, name: &str) -> anyhow::Result<ExitCode> {
 }
 
 fn origin(p: &LoadedPlugin) -> &'static str {
-    match p.origin {
-        crate::plugin::Origin::Builtin => "builtin",
-        crate::plugin::Origin::ThirdParty => "external",
-    }
+    p.origin.label()
 }
 
 /// One line: `workspace:rw programs:sh env:PATH,HOME net:no`.
