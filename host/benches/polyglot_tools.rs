@@ -2,7 +2,9 @@
 //! Python example (componentize-py) and the JavaScript example
 //! (componentize-js), beside the Rust `hello-tool`:
 //! - one tool call in-process, the component already compiled and cached;
-//! - the first load (compiling the component) and a cached load.
+//! - the first load (compiling the component) and a cached load;
+//! - reloading a loaded plugin (what `chat --watch-plugins` does when its
+//!   directory changes; the new component already in the cache).
 //!
 //! The examples are built by `scripts/build-examples` into
 //! `target/examples/`. Run: `cargo bench -p sandcrab --bench polyglot_tools`.
@@ -33,20 +35,45 @@ fn host(workspace: &Path, cache: Option<&Path>) -> PluginHost {
     PluginHost::new(config).unwrap()
 }
 
-/// (plugin dir, tool, arguments) of one cheap call per language.
-fn cases() -> Vec<(&'static str, PathBuf, &'static str, &'static str)> {
+/// The Rust example as a plugin directory (built by cargo with the other
+/// plugins), copied under `scratch`.
+fn rust_example(scratch: &Path) -> PathBuf {
+    let a = sandcrab_bundled_plugins::artifact("examples/hello-tool").expect("hello-tool is built");
+    let dir = scratch.join("hello-tool");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(
+        Path::new(a.source_dir).join("plugin.toml"),
+        dir.join("plugin.toml"),
+    )
+    .unwrap();
+    let wasm = Path::new(a.wasm_path);
+    std::fs::copy(wasm, dir.join(wasm.file_name().unwrap())).unwrap();
+    dir
+}
+
+/// (language, plugin dir, tool, arguments): a call per language that reads
+/// a workspace file.
+fn cases(scratch: &Path) -> Vec<(&'static str, PathBuf, &'static str, &'static str)> {
+    std::fs::write(scratch.join("notes.txt"), "one\n# TODO: two\nthree\n").unwrap();
+    std::fs::write(scratch.join("data.json"), r#"{"a": 1, "b": [2]}"#).unwrap();
     vec![
         (
+            "rust",
+            rust_example(scratch),
+            "line_count",
+            r#"{"path":"notes.txt"}"#,
+        ),
+        (
             "python",
-            example("python-tool"),
-            "word_count",
+            example("python-notes"),
+            "todo_list",
             r#"{"path":"notes.txt"}"#,
         ),
         (
             "javascript",
-            example("js-tool"),
-            "line_count",
-            r#"{"text":"a\nb"}"#,
+            example("js-json"),
+            "json_keys",
+            r#"{"path":"data.json"}"#,
         ),
     ]
 }
@@ -54,10 +81,9 @@ fn cases() -> Vec<(&'static str, PathBuf, &'static str, &'static str)> {
 fn call(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let scratch = tempfile::tempdir().unwrap();
-    std::fs::write(scratch.path().join("notes.txt"), "one two three\n").unwrap();
     let cache = scratch.path().join("cache");
     let mut group = c.benchmark_group("polyglot_tool_call");
-    for (lang, dir, tool, args) in cases() {
+    for (lang, dir, tool, args) in cases(scratch.path()) {
         let mut host = host(scratch.path(), Some(&cache));
         let plugin: Arc<LoadedPlugin> = rt.block_on(host.load(&PluginSource::Dir(dir))).unwrap();
         let ctx = ToolCallContext {
@@ -84,7 +110,7 @@ fn load(c: &mut Criterion) {
     let cache = scratch.path().join("cache");
     let mut group = c.benchmark_group("polyglot_load");
     group.sample_size(10);
-    for (lang, dir, _, _) in cases() {
+    for (lang, dir, _, _) in cases(scratch.path()) {
         let source = PluginSource::Dir(dir);
         rt.block_on(host(scratch.path(), Some(&cache)).load(&source))
             .unwrap();
@@ -106,5 +132,22 @@ fn load(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, call, load);
+/// Reload of a loaded plugin whose component is cached: read, verify,
+/// link, list its tools, swap it in.
+fn reload(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let cache = scratch.path().join("cache");
+    let mut group = c.benchmark_group("polyglot_reload");
+    group.sample_size(20);
+    for (lang, dir, _, _) in cases(scratch.path()) {
+        let source = PluginSource::Dir(dir);
+        let mut h = host(scratch.path(), Some(&cache));
+        rt.block_on(h.load(&source)).unwrap();
+        group.bench_function(lang, |b| b.iter(|| rt.block_on(h.reload(&source)).unwrap()));
+    }
+    group.finish();
+}
+
+criterion_group!(benches, call, load, reload);
 criterion_main!(benches);
