@@ -3,11 +3,13 @@
 
 pub mod agent;
 pub mod cli;
+pub mod compaction;
 pub mod config;
 pub mod jobs;
 pub mod llm;
 pub mod plugin;
 pub mod process;
 pub mod safe_fs;
+pub mod store;
 pub mod time;
 pub mod tools;

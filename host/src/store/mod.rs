@@ -1,0 +1,132 @@
+//! The embedded store: sessions, their turns in order, and archival memory
+//! (compaction batches) with a full-text index. SQLite by default (bundled:
+//! nothing to install, one file in the user's data directory); everything
+//! goes through [`Store`], whose operations are plain enough for a Postgres
+//! backend to implement later.
+//!
+//! Durability: every write is one transaction, committed before the call
+//! returns (WAL; survives the process being killed at any moment).
+
+mod schema;
+mod sqlite;
+
+use std::path::PathBuf;
+
+pub use sqlite::SqliteStore;
+
+/// One stored session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRecord {
+    pub id: String,
+    /// The workspace it worked in (host path).
+    pub workspace: String,
+    pub provider: String,
+    pub profile: String,
+    pub model: String,
+    /// The first user input, shortened (set when it arrives).
+    pub title: Option<String>,
+    /// RFC 3339, UTC.
+    pub created_at: String,
+    pub updated_at: String,
+    /// `active` or `closed`.
+    pub state: String,
+    /// Turns stored now (compacted turns are gone).
+    pub turns: u64,
+}
+
+/// One turn as stored: its id, time, kind, and the whole turn as JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredTurn {
+    pub id: String,
+    pub timestamp: String,
+    /// `user`, `assistant`, `tool_results`, `steering` or `system`.
+    pub kind: String,
+    pub body: String,
+}
+
+/// A block of archival memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArchivalBlock {
+    pub id: i64,
+    pub conversation_id: String,
+    pub label: String,
+    pub content: String,
+    pub created_at: String,
+}
+
+/// A block to add.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewBlock {
+    pub label: String,
+    pub content: String,
+}
+
+/// What one compaction writes, all or nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CompactionWrite {
+    /// Turns now summarized.
+    pub delete_turns: Vec<String>,
+    /// New summary batches.
+    pub add_blocks: Vec<NewBlock>,
+    /// Batches folded into a deeper one.
+    pub delete_blocks: Vec<i64>,
+}
+
+/// Why the store failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("session store {path}: {message}")]
+    Open { path: PathBuf, message: String },
+    #[error("session store: {0}")]
+    Sql(#[from] rusqlite::Error),
+    #[error("no session with id '{0}' (see `sandcrab sessions list --all`)")]
+    UnknownSession(String),
+}
+
+/// Sessions, turns and archival memory.
+pub trait Store: Send + Sync {
+    /// Record a new session.
+    fn create_session(&self, session: &SessionRecord) -> Result<(), StoreError>;
+    /// One session.
+    fn session(&self, id: &str) -> Result<Option<SessionRecord>, StoreError>;
+    /// Sessions, most recently updated first; only `workspace`'s if given.
+    fn sessions(&self, workspace: Option<&str>) -> Result<Vec<SessionRecord>, StoreError>;
+    /// Set a session's title (when still unset) and state.
+    fn update_session(
+        &self,
+        id: &str,
+        title: Option<&str>,
+        state: Option<&str>,
+    ) -> Result<(), StoreError>;
+    /// Delete a session, its turns and its archival memory; false if none.
+    fn delete_session(&self, id: &str) -> Result<bool, StoreError>;
+    /// Append turns, in order, in one transaction.
+    fn append_turns(&self, session: &str, turns: &[StoredTurn]) -> Result<(), StoreError>;
+    /// The turns of a session, in order.
+    fn turns(&self, session: &str) -> Result<Vec<StoredTurn>, StoreError>;
+    /// Archival blocks of a conversation whose label starts with `prefix`,
+    /// oldest first.
+    fn archival(&self, conversation: &str, prefix: &str) -> Result<Vec<ArchivalBlock>, StoreError>;
+    /// Add one archival block; its id.
+    fn add_block(&self, conversation: &str, block: &NewBlock) -> Result<i64, StoreError>;
+    /// Full-text search of archival memory (BM25, best first), within one
+    /// conversation if given.
+    fn search(
+        &self,
+        conversation: Option<&str>,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<ArchivalBlock>, StoreError>;
+    /// Apply one compaction atomically.
+    fn compact(&self, conversation: &str, write: &CompactionWrite) -> Result<(), StoreError>;
+}
+
+/// The default database file: `$XDG_DATA_HOME/sandcrab/sandcrab.db`, else
+/// `~/.local/share/sandcrab/sandcrab.db`.
+pub fn default_path() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
+    Some(base.join("sandcrab").join("sandcrab.db"))
+}

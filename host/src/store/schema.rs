@@ -1,0 +1,47 @@
+//! The schema, as numbered migrations applied in order (the database's
+//! `user_version` says how many ran). A released migration never changes;
+//! add the next one.
+
+/// Migration N (1-based) is `MIGRATIONS[N - 1]`.
+pub const MIGRATIONS: &[&str] = &[
+    // 1: sessions, turns, archival memory and its full-text index.
+    r#"
+    CREATE TABLE sessions (
+        id          TEXT PRIMARY KEY,
+        workspace   TEXT NOT NULL,
+        provider    TEXT NOT NULL,
+        profile     TEXT NOT NULL,
+        model       TEXT NOT NULL,
+        title       TEXT,
+        created_at  TEXT NOT NULL,
+        updated_at  TEXT NOT NULL,
+        state       TEXT NOT NULL
+    );
+    CREATE INDEX sessions_by_workspace ON sessions (workspace, updated_at);
+    CREATE TABLE turns (
+        seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+        id          TEXT NOT NULL UNIQUE,
+        session_id  TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        timestamp   TEXT NOT NULL,
+        kind        TEXT NOT NULL,
+        body        TEXT NOT NULL
+    );
+    CREATE INDEX turns_by_session ON turns (session_id, seq);
+    CREATE TABLE archival (
+        id              INTEGER PRIMARY KEY AUTOINCREMENT,
+        conversation_id TEXT NOT NULL,
+        label           TEXT NOT NULL,
+        content         TEXT NOT NULL,
+        created_at      TEXT NOT NULL,
+        embedding       BLOB
+    );
+    CREATE INDEX archival_by_conversation ON archival (conversation_id, id);
+    CREATE VIRTUAL TABLE archival_fts USING fts5 (content, content = 'archival', content_rowid = 'id');
+    CREATE TRIGGER archival_added AFTER INSERT ON archival BEGIN
+        INSERT INTO archival_fts (rowid, content) VALUES (new.id, new.content);
+    END;
+    CREATE TRIGGER archival_deleted AFTER DELETE ON archival BEGIN
+        INSERT INTO archival_fts (archival_fts, rowid, content) VALUES ('delete', old.id, old.content);
+    END;
+    "#,
+];

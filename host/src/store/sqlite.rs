@@ -1,0 +1,420 @@
+//! [`Store`] on an embedded SQLite file (WAL, foreign keys on).
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::schema::MIGRATIONS;
+use super::{
+    ArchivalBlock, CompactionWrite, NewBlock, SessionRecord, Store, StoreError, StoredTurn,
+};
+
+/// The SQLite store.
+pub struct SqliteStore {
+    conn: Mutex<Connection>,
+}
+
+impl SqliteStore {
+    /// Open (creating if needed) the database at `path` and bring its
+    /// schema up to date.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let open_err = |message: String| StoreError::Open {
+            path: path.to_path_buf(),
+            message,
+        };
+        if let Some(dir) = path.parent() {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| open_err(format!("cannot create {}: {e}", dir.display())))?;
+        }
+        let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
+        Self::setup(conn).map_err(|e| open_err(e.to_string()))
+    }
+
+    /// A store in memory (tests, benchmarks).
+    pub fn in_memory() -> Result<Self, StoreError> {
+        Ok(Self::setup(Connection::open_in_memory()?)?)
+    }
+
+    fn setup(conn: Connection) -> Result<Self, rusqlite::Error> {
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        // WAL: a committed transaction survives the process dying;
+        // NORMAL skips the fsync per commit (power loss may lose the last
+        // commits, a crash does not).
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        let mut conn = conn;
+        migrate(&mut conn)?;
+        Ok(SqliteStore {
+            conn: Mutex::new(conn),
+        })
+    }
+
+    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Apply the migrations not yet applied, each in its own transaction.
+fn migrate(conn: &mut Connection) -> Result<(), rusqlite::Error> {
+    let done: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    for (n, sql) in MIGRATIONS.iter().enumerate().skip(done.max(0) as usize) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", n as i64 + 1)?;
+        tx.commit()?;
+    }
+    Ok(())
+}
+
+fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRecord> {
+    Ok(SessionRecord {
+        id: r.get(0)?,
+        workspace: r.get(1)?,
+        provider: r.get(2)?,
+        profile: r.get(3)?,
+        model: r.get(4)?,
+        title: r.get(5)?,
+        created_at: r.get(6)?,
+        updated_at: r.get(7)?,
+        state: r.get(8)?,
+        turns: r.get::<_, i64>(9)? as u64,
+    })
+}
+
+const SESSION_COLUMNS: &str = "s.id, s.workspace, s.provider, s.profile, s.model, s.title, s.created_at, s.updated_at, s.state, (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id)";
+
+fn block_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ArchivalBlock> {
+    Ok(ArchivalBlock {
+        id: r.get(0)?,
+        conversation_id: r.get(1)?,
+        label: r.get(2)?,
+        content: r.get(3)?,
+        created_at: r.get(4)?,
+    })
+}
+
+/// Free text as an FTS5 query: every word, quoted, any of them.
+fn fts_query(text: &str) -> Option<String> {
+    let words: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .filter(|w| !w.is_empty())
+        .map(|w| format!("\"{w}\""))
+        .collect();
+    (!words.is_empty()).then(|| words.join(" OR "))
+}
+
+fn insert_block(
+    tx: &rusqlite::Transaction<'_>,
+    conversation: &str,
+    block: &NewBlock,
+) -> Result<i64, rusqlite::Error> {
+    tx.execute(
+        "INSERT INTO archival (conversation_id, label, content, created_at) VALUES (?1, ?2, ?3, ?4)",
+        params![conversation, block.label, block.content, crate::time::now_rfc3339()],
+    )?;
+    Ok(tx.last_insert_rowid())
+}
+
+impl Store for SqliteStore {
+    fn create_session(&self, s: &SessionRecord) -> Result<(), StoreError> {
+        self.conn().execute(
+            "INSERT INTO sessions (id, workspace, provider, profile, model, title, created_at, updated_at, state) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![s.id, s.workspace, s.provider, s.profile, s.model, s.title, s.created_at, s.updated_at, s.state],
+        )?;
+        Ok(())
+    }
+
+    fn session(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {
+        Ok(self
+            .conn()
+            .query_row(
+                &format!("SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.id = ?1"),
+                [id],
+                session_row,
+            )
+            .optional()?)
+    }
+
+    fn sessions(&self, workspace: Option<&str>) -> Result<Vec<SessionRecord>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions s WHERE ?1 IS NULL OR s.workspace = ?1 ORDER BY s.updated_at DESC, s.rowid DESC"
+        ))?;
+        let rows = stmt.query_map([workspace], session_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn update_session(
+        &self,
+        id: &str,
+        title: Option<&str>,
+        state: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let changed = self.conn().execute(
+            "UPDATE sessions SET title = COALESCE(title, ?2), state = COALESCE(?3, state), updated_at = ?4 WHERE id = ?1",
+            params![id, title, state, crate::time::now_rfc3339()],
+        )?;
+        if changed == 0 {
+            return Err(StoreError::UnknownSession(id.to_string()));
+        }
+        Ok(())
+    }
+
+    fn delete_session(&self, id: &str) -> Result<bool, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        tx.execute("DELETE FROM archival WHERE conversation_id = ?1", [id])?;
+        let n = tx.execute("DELETE FROM sessions WHERE id = ?1", [id])?;
+        tx.commit()?;
+        Ok(n > 0)
+    }
+
+    fn append_turns(&self, session: &str, turns: &[StoredTurn]) -> Result<(), StoreError> {
+        if turns.is_empty() {
+            return Ok(());
+        }
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO turns (id, session_id, timestamp, kind, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            for t in turns {
+                insert.execute(params![t.id, session, t.timestamp, t.kind, t.body])?;
+            }
+        }
+        let changed = tx.execute(
+            "UPDATE sessions SET updated_at = ?2 WHERE id = ?1",
+            params![session, crate::time::now_rfc3339()],
+        )?;
+        if changed == 0 {
+            return Err(StoreError::UnknownSession(session.to_string()));
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn turns(&self, session: &str) -> Result<Vec<StoredTurn>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, timestamp, kind, body FROM turns WHERE session_id = ?1 ORDER BY seq",
+        )?;
+        let rows = stmt.query_map([session], |r| {
+            Ok(StoredTurn {
+                id: r.get(0)?,
+                timestamp: r.get(1)?,
+                kind: r.get(2)?,
+                body: r.get(3)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn archival(&self, conversation: &str, prefix: &str) -> Result<Vec<ArchivalBlock>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, conversation_id, label, content, created_at FROM archival WHERE conversation_id = ?1 AND substr(label, 1, length(?2)) = ?2 ORDER BY id",
+        )?;
+        let rows = stmt.query_map([conversation, prefix], block_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn add_block(&self, conversation: &str, block: &NewBlock) -> Result<i64, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let id = insert_block(&tx, conversation, block)?;
+        tx.commit()?;
+        Ok(id)
+    }
+
+    fn search(
+        &self,
+        conversation: Option<&str>,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<ArchivalBlock>, StoreError> {
+        let Some(query) = fts_query(query) else {
+            return Ok(Vec::new());
+        };
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT a.id, a.conversation_id, a.label, a.content, a.created_at FROM archival_fts f JOIN archival a ON a.id = f.rowid WHERE archival_fts MATCH ?1 AND (?2 IS NULL OR a.conversation_id = ?2) ORDER BY bm25(archival_fts) LIMIT ?3",
+        )?;
+        let rows = stmt.query_map(params![query, conversation, limit as i64], block_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn compact(&self, conversation: &str, write: &CompactionWrite) -> Result<(), StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        for block in &write.add_blocks {
+            insert_block(&tx, conversation, block)?;
+        }
+        {
+            let mut delete =
+                tx.prepare_cached("DELETE FROM archival WHERE id = ?1 AND conversation_id = ?2")?;
+            for id in &write.delete_blocks {
+                delete.execute(params![id, conversation])?;
+            }
+            let mut delete =
+                tx.prepare_cached("DELETE FROM turns WHERE id = ?1 AND session_id = ?2")?;
+            for id in &write.delete_turns {
+                delete.execute(params![id, conversation])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(id: &str, ws: &str) -> SessionRecord {
+        SessionRecord {
+            id: id.into(),
+            workspace: ws.into(),
+            provider: "anthropic".into(),
+            profile: "anthropic".into(),
+            model: "m".into(),
+            title: None,
+            created_at: crate::time::now_rfc3339(),
+            updated_at: crate::time::now_rfc3339(),
+            state: "active".into(),
+            turns: 0,
+        }
+    }
+
+    fn turn(id: &str) -> StoredTurn {
+        StoredTurn {
+            id: id.into(),
+            timestamp: crate::time::now_rfc3339(),
+            kind: "user".into(),
+            body: format!("{{\"text\":\"{id}\"}}"),
+        }
+    }
+
+    #[test]
+    fn turns_come_back_in_order_and_survive_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        {
+            let store = SqliteStore::open(&path).unwrap();
+            store.create_session(&session("s1", "/w")).unwrap();
+            store.append_turns("s1", &[turn("a"), turn("b")]).unwrap();
+            store.append_turns("s1", &[turn("c")]).unwrap();
+        }
+        let store = SqliteStore::open(&path).unwrap();
+        let ids: Vec<String> = store
+            .turns("s1")
+            .unwrap()
+            .into_iter()
+            .map(|t| t.id)
+            .collect();
+        assert_eq!(ids, ["a", "b", "c"]);
+        assert_eq!(store.session("s1").unwrap().unwrap().turns, 3);
+        assert!(matches!(
+            store.append_turns("nope", &[turn("x")]),
+            Err(StoreError::Sql(_)) | Err(StoreError::UnknownSession(_))
+        ));
+    }
+
+    #[test]
+    fn sessions_are_listed_per_workspace_and_deleted_whole() {
+        let store = SqliteStore::in_memory().unwrap();
+        store.create_session(&session("s1", "/a")).unwrap();
+        store.create_session(&session("s2", "/b")).unwrap();
+        store.append_turns("s1", &[turn("t1")]).unwrap();
+        store
+            .add_block(
+                "s1",
+                &NewBlock {
+                    label: "l".into(),
+                    content: "c".into(),
+                },
+            )
+            .unwrap();
+        assert_eq!(store.sessions(Some("/a")).unwrap().len(), 1);
+        assert_eq!(store.sessions(None).unwrap().len(), 2);
+        assert!(store.delete_session("s1").unwrap());
+        assert!(store.turns("s1").unwrap().is_empty());
+        assert!(store.archival("s1", "").unwrap().is_empty());
+        assert!(!store.delete_session("s1").unwrap());
+    }
+
+    #[test]
+    fn search_ranks_by_bm25_and_ignores_query_syntax() {
+        let store = SqliteStore::in_memory().unwrap();
+        for (label, content) in [
+            ("a", "the deploy script uses rsync"),
+            ("b", "rsync rsync rsync to the staging host"),
+            ("c", "nothing relevant here"),
+        ] {
+            store
+                .add_block(
+                    "s",
+                    &NewBlock {
+                        label: label.into(),
+                        content: content.into(),
+                    },
+                )
+                .unwrap();
+        }
+        let hits = store.search(Some("s"), "rsync \"AND( NEAR", 10).unwrap();
+        let labels: Vec<&str> = hits.iter().map(|b| b.label.as_str()).collect();
+        assert_eq!(labels, ["b", "a"]);
+        assert!(store.search(None, "  ()  ", 10).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_compaction_is_all_or_nothing() {
+        let store = SqliteStore::in_memory().unwrap();
+        store.create_session(&session("s1", "/w")).unwrap();
+        store
+            .append_turns("s1", &[turn("a"), turn("b"), turn("c")])
+            .unwrap();
+        let old = store
+            .add_block(
+                "s1",
+                &NewBlock {
+                    label: "old".into(),
+                    content: "x".into(),
+                },
+            )
+            .unwrap();
+        store
+            .compact(
+                "s1",
+                &CompactionWrite {
+                    delete_turns: vec!["a".into(), "b".into()],
+                    add_blocks: vec![NewBlock {
+                        label: "new".into(),
+                        content: "y".into(),
+                    }],
+                    delete_blocks: vec![old],
+                },
+            )
+            .unwrap();
+        let ids: Vec<String> = store
+            .turns("s1")
+            .unwrap()
+            .into_iter()
+            .map(|t| t.id)
+            .collect();
+        assert_eq!(ids, ["c"]);
+        let labels: Vec<String> = store
+            .archival("s1", "")
+            .unwrap()
+            .into_iter()
+            .map(|b| b.label)
+            .collect();
+        assert_eq!(labels, ["new"]);
+    }
+}
