@@ -41,6 +41,7 @@ fn turn(c: &mut Criterion) {
             repo: None,
             jobs: None,
             children: None,
+            memory: None,
         })
     };
     let check = new_session();

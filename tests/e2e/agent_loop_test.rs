@@ -567,6 +567,7 @@ fn session_with(
             settings: BackgroundSettings::default(),
         }),
         children: Some(children.clone()),
+        memory: None,
     });
     (session, children)
 }

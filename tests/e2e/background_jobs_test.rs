@@ -245,6 +245,7 @@ fn job_session(
             settings: settings(after_ms),
         }),
         children: None,
+        memory: None,
     })
 }
 

@@ -104,6 +104,7 @@ async fn the_anthropic_prompt_has_the_claude_code_identity_and_five_layers() {
         repo: None,
         jobs: None,
         children: None,
+        memory: None,
     });
     let prompt = session.system_prompt();
     let pos = |needle: &str| {

@@ -182,6 +182,7 @@ pub async fn plugin_session(
         repo: None,
         jobs: None,
         children: None,
+        memory: None,
     });
     (host, session)
 }

@@ -51,6 +51,12 @@ pub struct AgentKit {
     pub workspace: PathBuf,
     /// Background jobs of every session this kit starts.
     pub jobs: SessionJobs,
+    /// Summarizes for compaction (`[summarization]`).
+    pub summarizer: Arc<dyn crate::compaction::Summarizer>,
+    pub summarization: crate::compaction::SummarizationConfig,
+    /// Where sessions are kept (None: in memory only); see
+    /// [`AgentKit::with_store`].
+    pub store: Option<Arc<dyn crate::store::Store>>,
 }
 
 impl AgentKit {
@@ -141,6 +147,22 @@ impl AgentKit {
             session_config.max_tool_rounds_per_input = n;
         }
         let tool_set = super::tool_set::plugin_tools(host, &profile, &session_config.tools);
+        let summarization =
+            crate::compaction::SummarizationConfig::from_table(&config.summarization)
+                .map_err(|e| BuildError::Config(e.to_string()))?;
+        let persona = format!(
+            "a coding agent (profile {}) working in {}",
+            profile.info.id,
+            host.sandbox_context().workspace.display()
+        );
+        let summarizer = Arc::new(super::summarizer_setup::summarizer(
+            &summarization,
+            &client,
+            &session_config.model,
+            persona,
+            host,
+            &env,
+        )?);
         let jobs = SessionJobs {
             registry: JobRegistry::new(session_config.truncation.clone()),
             settings: job_settings(&config.jobs).map_err(BuildError::Config)?,
@@ -156,12 +178,79 @@ impl AgentKit {
             warnings: tool_set.warnings,
             config: session_config,
             workspace: host.sandbox_context().workspace.clone(),
+            summarizer,
+            summarization,
+            store: None,
         })
     }
 
+    /// Keep sessions in `store` from now on.
+    pub fn with_store(mut self, store: Arc<dyn crate::store::Store>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    fn compactor(&self, store: &Arc<dyn crate::store::Store>) -> Arc<crate::compaction::Compactor> {
+        Arc::new(crate::compaction::Compactor::new(
+            self.summarizer.clone(),
+            store.clone(),
+            self.summarization.clone(),
+        ))
+    }
+
+    /// A new stored session's memory (None without a store, or when the
+    /// store fails: the session then lives in memory only, with a warning).
+    fn new_memory(&self) -> (Option<Arc<super::memory::SessionMemory>>, Option<String>) {
+        let Some(store) = &self.store else {
+            return (None, None);
+        };
+        let info = super::memory::SessionInfo {
+            workspace: self.workspace.display().to_string(),
+            provider: self.provider.id().to_string(),
+            profile: self.profile.info.id.clone(),
+            model: self.config.model.clone(),
+        };
+        match super::memory::SessionMemory::create(store.clone(), self.compactor(store), &info) {
+            Ok(memory) => (Some(memory), None),
+            Err(err) => (None, Some(format!("this session will not be saved: {err}"))),
+        }
+    }
+
+    /// Continue the stored session `id`.
+    pub async fn resume(&self, id: &str) -> Result<Arc<Session>, crate::store::StoreError> {
+        let store = self
+            .store
+            .as_ref()
+            .ok_or_else(|| crate::store::StoreError::UnknownSession(id.to_string()))?;
+        let memory =
+            super::memory::SessionMemory::resume(store.clone(), self.compactor(store), id)?;
+        Ok(self.start(Some(memory)).await)
+    }
+
+    /// The id of this workspace's most recently updated stored session.
+    pub fn latest_session(&self) -> Result<Option<String>, crate::store::StoreError> {
+        let Some(store) = &self.store else {
+            return Ok(None);
+        };
+        let workspace = self.workspace.display().to_string();
+        Ok(store
+            .sessions(Some(&workspace))?
+            .first()
+            .map(|s| s.id.clone()))
+    }
+
     /// A new top-level session (reads the repository facts for its
-    /// prompt, confined).
+    /// prompt, confined), kept in the store when there is one.
     pub async fn session(&self) -> Arc<Session> {
+        let (memory, warning) = self.new_memory();
+        let session = self.start(memory).await;
+        if let Some(warning) = warning {
+            session.warn(&warning);
+        }
+        session
+    }
+
+    async fn start(&self, memory: Option<Arc<super::memory::SessionMemory>>) -> Arc<Session> {
         let repo = super::repo_facts::read(&self.workspace, &self.workspace).await;
         Session::new(SessionParts {
             client: self.client.clone(),
@@ -174,6 +263,7 @@ impl AgentKit {
             repo,
             jobs: Some(self.jobs.clone()),
             children: Some(super::subagents::Subagents::new()),
+            memory,
         })
     }
 }

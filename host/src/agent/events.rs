@@ -33,6 +33,10 @@ pub enum EventKind {
     JobStarted,
     /// A background job reached a terminal status.
     JobFinished,
+    /// Compaction of the history started.
+    CompactionStart,
+    /// Compaction ended (its stats; all zero when nothing changed).
+    CompactionEnd,
 }
 
 /// One event.

@@ -7,12 +7,14 @@ mod events;
 mod history;
 pub mod live_plugins;
 mod loop_detection;
+pub mod memory;
 mod profile;
 pub mod prompt;
 pub mod repo_facts;
 mod run_loop;
 mod session;
 mod subagents;
+mod summarizer_setup;
 mod tool_round;
 pub mod tool_set;
 mod turns;
@@ -23,6 +25,7 @@ pub use config::SessionConfig;
 pub use events::{Event, EventBus, EventKind, EventStream};
 pub use live_plugins::{LivePlugins, PluginReport};
 pub use loop_detection::{LoopDetector, LoopFound, signature};
+pub use memory::{SessionInfo, SessionMemory};
 pub use profile::{Profile, ProfileError};
 pub use session::{
     Session, SessionChildren, SessionError, SessionJobs, SessionParts, SessionState,

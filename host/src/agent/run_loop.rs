@@ -67,6 +67,7 @@ impl Session {
                 inner.state = SessionState::Idle;
             }
         }
+        self.persist();
         match result {
             Err(err) => {
                 self.fail(&err);
@@ -89,6 +90,7 @@ impl Session {
     async fn run_rounds(self: &Arc<Self>, cancel: &CancellationToken) -> Result<Ended, LlmError> {
         let mut rounds = 0u32;
         let mut context_warned = false;
+        let mut compacted_after_error = false;
         loop {
             if cancel.is_cancelled() {
                 return Ok(Ended::Interrupted);
@@ -104,13 +106,29 @@ impl Session {
             if !context_warned {
                 context_warned = self.check_context();
             }
+            self.compact_if_over_budget().await;
             let mut partial = String::new();
             let response = tokio::select! {
-                r = self.call_model(&mut partial) => r?,
+                r = self.call_model(&mut partial) => r,
                 _ = cancel.cancelled() => {
                     self.keep_partial_answer(partial);
                     return Ok(Ended::Interrupted);
                 }
+            };
+            let response = match response {
+                // The context is too long: compact once and ask again.
+                Err(err)
+                    if err.kind == ErrorKind::ContextLength
+                        && self.memory.is_some()
+                        && !compacted_after_error =>
+                {
+                    compacted_after_error = true;
+                    if self.compact().await.messages_compressed > 0 {
+                        continue;
+                    }
+                    return Err(err);
+                }
+                other => other?,
             };
             self.lock().model_turns += 1;
             let cut_off = response.finish_reason == FinishReason::Length;
@@ -278,6 +296,8 @@ impl Session {
         // before the model is asked.
         self.catalog.ready().await;
         let request = self.request();
+        // Every turn so far is committed before the model is asked.
+        self.persist();
         let mut stream = self.client.stream(&request).await?;
         while let Some(item) = stream.next().await {
             match item? {

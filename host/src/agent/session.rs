@@ -81,6 +81,10 @@ pub struct SessionParts {
     pub jobs: Option<SessionJobs>,
     /// Child agents (None: this session cannot start any).
     pub children: Option<Arc<dyn SessionChildren>>,
+    /// The store the session is kept in, and its compactor (None: the
+    /// session lives in memory only). A resumed session takes its id and
+    /// history from here.
+    pub memory: Option<Arc<super::memory::SessionMemory>>,
 }
 
 pub(super) struct Inner {
@@ -118,12 +122,16 @@ pub struct Session {
     run_lock: tokio::sync::Mutex<()>,
     pub(super) children: Option<Arc<dyn SessionChildren>>,
     pub(super) jobs: Option<SessionJobs>,
+    pub(super) memory: Option<Arc<super::memory::SessionMemory>>,
 }
 
 impl Session {
     /// Start a session: builds the system prompt and emits SESSION_START.
     pub fn new(parts: SessionParts) -> Arc<Session> {
-        let id = uuid::Uuid::new_v4().to_string();
+        let (id, history) = match &parts.memory {
+            Some(memory) => (memory.id().to_string(), memory.take_loaded()),
+            None => (uuid::Uuid::new_v4().to_string(), Vec::new()),
+        };
         let working_dir = parts
             .working_dir
             .clone()
@@ -140,6 +148,9 @@ impl Session {
             if let Some(jobs) = &parts.jobs {
                 crate::jobs::register_tools(&mut local, &jobs.registry);
                 spawn_wake_listener(&jobs.registry, weak.clone());
+            }
+            if parts.memory.is_some() {
+                super::memory::tools::register(&mut local, weak.clone());
             }
             for name in local.names() {
                 if parts.config.tools.excludes(&name, None) {
@@ -172,7 +183,7 @@ impl Session {
                 repo: parts.repo,
                 inner: Mutex::new(Inner {
                     state: SessionState::Idle,
-                    history: Vec::new(),
+                    history,
                     steering: VecDeque::new(),
                     follow_ups: VecDeque::new(),
                     model_turns: 0,
@@ -188,6 +199,7 @@ impl Session {
                 run_lock: tokio::sync::Mutex::new(()),
                 children: parts.children,
                 jobs: parts.jobs,
+                memory: parts.memory,
             }
         })
     }

@@ -223,6 +223,7 @@ impl Subagents {
             repo,
             jobs: parent.jobs.clone(),
             children: Some(Subagents::new()),
+            memory: None,
         });
         let agent_id = child.id().to_string();
         if args.run_in_background {

@@ -45,6 +45,7 @@ pub fn host_tool_names() -> impl Iterator<Item = &'static str> {
     crate::jobs::TOOL_NAMES
         .iter()
         .chain(super::subagents::TOOL_NAMES)
+        .chain(super::memory::tools::TOOL_NAMES)
         .copied()
 }
 

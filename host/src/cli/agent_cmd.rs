@@ -39,6 +39,13 @@ pub struct AgentArgs {
     /// Print every event as one JSON object per line on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Continue this workspace's most recent saved session.
+    #[arg(long = "continue", conflicts_with = "resume")]
+    pub continue_last: bool,
+    /// Continue the saved session ID (without ID: the most recent one in
+    /// this workspace); see `sandcrab sessions list`.
+    #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
+    pub resume: Option<String>,
 }
 
 impl AgentArgs {
@@ -73,14 +80,41 @@ impl AgentArgs {
                 return Err(err.into());
             }
         };
+        let kit = match super::sessions_cmd::open_store(&setup.config) {
+            Ok(store) => kit.with_store(store),
+            Err(err) => {
+                eprintln!(
+                    "warning: sessions are not saved: {}",
+                    super::terminal::sanitize(&err.to_string())
+                );
+                kit
+            }
+        };
         Ok((setup, kit))
+    }
+
+    /// A new session, or the saved one `--resume`/`--continue` names.
+    async fn session(&self, kit: &AgentKit) -> anyhow::Result<std::sync::Arc<Session>> {
+        let id = match (&self.resume, self.continue_last) {
+            (Some(id), _) if !id.is_empty() => id.clone(),
+            (Some(_), _) | (None, true) => kit.latest_session()?.ok_or_else(|| {
+                anyhow::anyhow!(
+                    "no saved session in {} to continue (see `sandcrab sessions list --all`)",
+                    kit.workspace.display()
+                )
+            })?,
+            (None, false) => return Ok(kit.session().await),
+        };
+        let session = kit.resume(&id).await?;
+        eprintln!("resumed session {id} ({} turns)", session.history().len());
+        Ok(session)
     }
 }
 
 /// Run one input to completion.
 pub async fn run(args: AgentArgs, prompt: String, wait_jobs: u64) -> anyhow::Result<ExitCode> {
     let (setup, kit) = args.kit(false).await?;
-    let session = kit.session().await;
+    let session = args.session(&kit).await?;
     warn_session(&setup, &kit, &session);
     let printer = tokio::spawn(render(session.events(), args.json));
     let mut result = session.submit(&prompt).await;
@@ -117,7 +151,7 @@ pub async fn run(args: AgentArgs, prompt: String, wait_jobs: u64) -> anyhow::Res
 /// An interactive session.
 pub async fn chat(args: AgentArgs, watch_plugins: bool) -> anyhow::Result<ExitCode> {
     let (setup, kit) = args.kit(true).await?;
-    let session = kit.session().await;
+    let session = args.session(&kit).await?;
     warn_session(&setup, &kit, &session);
     let live = LivePlugins::new(
         setup.host,
@@ -159,6 +193,10 @@ pub async fn chat(args: AgentArgs, watch_plugins: bool) -> anyhow::Result<ExitCo
                         break;
                     }
                 }
+                continue;
+            }
+            "/compact" => {
+                session.compact().await;
                 continue;
             }
             "/plugins" => {

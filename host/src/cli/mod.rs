@@ -4,6 +4,7 @@ mod agent_cmd;
 mod plugins;
 mod render;
 mod sandbox_cmd;
+mod sessions_cmd;
 mod setup;
 mod terminal;
 mod tool_cmd;
@@ -65,6 +66,10 @@ enum Command {
     /// What this host's kernel lets sandcrab enforce.
     #[command(subcommand)]
     Sandbox(sandbox_cmd::SandboxCommand),
+    /// Saved sessions: list, show, delete (continue one with
+    /// `chat --resume ID` or `--continue`).
+    #[command(subcommand)]
+    Sessions(sessions_cmd::SessionsCommand),
 }
 
 /// Run the command line; the process exit code.
@@ -99,6 +104,7 @@ pub fn main() -> ExitCode {
             Command::Tool(cmd) => tool_cmd::run(cmd).await,
             Command::Trust(args) => trust_cmd::run(args),
             Command::Sandbox(cmd) => sandbox_cmd::run(cmd),
+            Command::Sessions(cmd) => sessions_cmd::run(cmd),
         }
     });
     // A plugin call that timed out while blocked in a file operation (a

@@ -85,6 +85,20 @@ fn human(event: &Event, at_line_start: &mut bool) {
         EventKind::JobFinished => {
             eprintln!("● background job {} {}", str_of("job_id"), str_of("status"))
         }
+        EventKind::CompactionEnd => {
+            let n = |k: &str| d[k].as_u64().unwrap_or(0);
+            if n("messagesCompressed") > 0 {
+                eprintln!(
+                    "● compacted {} messages into {} summary batches (about {} → {} tokens)",
+                    n("messagesCompressed"),
+                    n("batchesCreated"),
+                    n("tokensEstimateBefore"),
+                    n("tokensEstimateAfter")
+                )
+            } else {
+                eprintln!("● nothing to compact")
+            }
+        }
         _ => {}
     }
 }

@@ -70,10 +70,28 @@ pub struct Config {
     /// Context compaction settings.
     #[serde(default)]
     pub summarization: toml::Table,
+    /// Where sessions are kept.
+    #[serde(default)]
+    pub store: StoreSettings,
     /// Projects the operator trusts, by workspace path (written by
     /// `sandcrab trust`).
     #[serde(default)]
     pub trust: BTreeMap<String, TrustRecord>,
+}
+
+/// `[store]`: the session database.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct StoreSettings {
+    /// The SQLite file (default `$XDG_DATA_HOME/sandcrab/sandcrab.db`).
+    pub path: Option<PathBuf>,
+}
+
+impl StoreSettings {
+    /// The database file to use.
+    pub fn file(&self) -> Option<PathBuf> {
+        self.path.clone().or_else(crate::store::default_path)
+    }
 }
 
 /// `[llm]`: timeouts and retries of model calls.

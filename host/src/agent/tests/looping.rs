@@ -193,6 +193,7 @@ async fn parallel_tool_calls_run_concurrently() {
         repo: None,
         jobs: None,
         children: None,
+        memory: None,
     });
     session.submit("go").await.unwrap();
     assert_eq!(
@@ -265,6 +266,7 @@ async fn parallel_writes_to_one_file_land_in_the_models_order() {
         repo: None,
         jobs: None,
         children: None,
+        memory: None,
     });
     let started = std::time::Instant::now();
     session.submit("go").await.unwrap();

@@ -91,6 +91,7 @@ pub fn harness_with(
         repo: None,
         jobs: None,
         children: Some(children.clone()),
+        memory: None,
     });
     Harness {
         session,

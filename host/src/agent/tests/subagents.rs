@@ -84,6 +84,7 @@ async fn the_depth_limit_is_an_error_and_creates_nothing() {
         repo: None,
         jobs: None,
         children: None,
+        memory: None,
     });
     let mut registry = deep.tools();
     for (spec, executor) in

@@ -1,0 +1,176 @@
+//! `sandcrab sessions list|show|delete`: the saved conversations.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+
+use crate::agent::{Turn, TurnKind};
+use crate::config::Config;
+use crate::store::{SqliteStore, Store};
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// This workspace's saved sessions, most recent first.
+    List {
+        /// Every workspace's.
+        #[arg(long)]
+        all: bool,
+        #[command(flatten)]
+        place: Place,
+    },
+    /// A saved session's transcript.
+    Show {
+        id: String,
+        #[command(flatten)]
+        place: Place,
+    },
+    /// Delete a saved session (its turns and archived summaries).
+    Delete {
+        id: String,
+        #[command(flatten)]
+        place: Place,
+    },
+}
+
+/// Where: the workspace and the configuration naming the store.
+#[derive(Debug, Args)]
+pub struct Place {
+    /// Workspace directory (default: the current directory).
+    #[arg(short, long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// Configuration file (default: ~/.config/sandcrab/config.toml).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+impl Place {
+    fn open(&self) -> anyhow::Result<(PathBuf, Arc<dyn Store>)> {
+        let dir = match &self.workspace {
+            Some(d) => d.clone(),
+            None => std::env::current_dir().context("cannot determine the current directory")?,
+        };
+        let workspace = dir
+            .canonicalize()
+            .with_context(|| format!("workspace {} is not usable", dir.display()))?;
+        let loaded = Config::load(&workspace, self.config.as_deref())?;
+        Ok((workspace, open_store(&loaded.config)?))
+    }
+}
+
+/// The session store the configuration names (`[store] path`, else the
+/// user's data directory).
+pub fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
+    let path = config
+        .store
+        .file()
+        .context("no data directory (set HOME or XDG_DATA_HOME, or [store] path)")?;
+    Ok(Arc::new(SqliteStore::open(&path)?))
+}
+
+pub fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        SessionsCommand::List { all, place } => {
+            let (workspace, store) = place.open()?;
+            let ws = workspace.display().to_string();
+            let sessions = store.sessions((!all).then_some(ws.as_str()))?;
+            if sessions.is_empty() {
+                eprintln!(
+                    "no saved sessions{}",
+                    if all {
+                        ""
+                    } else {
+                        " in this workspace (--all for every workspace)"
+                    }
+                );
+            }
+            for s in sessions {
+                println!(
+                    "{}  {}  {:>4} turns  {}{}",
+                    s.id,
+                    s.updated_at,
+                    s.turns,
+                    super::terminal::sanitize(s.title.as_deref().unwrap_or("(untitled)")),
+                    if all {
+                        format!("  [{}]", s.workspace)
+                    } else {
+                        String::new()
+                    }
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        SessionsCommand::Show { id, place } => {
+            let (_, store) = place.open()?;
+            let record = store
+                .session(&id)?
+                .ok_or_else(|| crate::store::StoreError::UnknownSession(id.clone()))?;
+            println!(
+                "session {} — {} / {} in {}, {} turns, updated {}",
+                record.id,
+                record.provider,
+                record.model,
+                record.workspace,
+                record.turns,
+                record.updated_at
+            );
+            let summaries = store.archival(&id, &crate::compaction::batch_label_prefix(&id))?;
+            if !summaries.is_empty() {
+                println!(
+                    "\n({} summary batches of earlier, compacted turns)",
+                    summaries.len()
+                );
+            }
+            for stored in store.turns(&id)? {
+                match serde_json::from_str::<Turn>(&stored.body) {
+                    Ok(turn) => print_turn(&turn),
+                    Err(_) => println!("\n[{}] (unreadable turn)", stored.timestamp),
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        SessionsCommand::Delete { id, place } => {
+            let (_, store) = place.open()?;
+            if !store.delete_session(&id)? {
+                return Err(crate::store::StoreError::UnknownSession(id).into());
+            }
+            println!("deleted session {id}");
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn print_turn(turn: &Turn) {
+    let clean = |t: &str| super::terminal::sanitize(t).into_owned();
+    match &turn.kind {
+        TurnKind::User { text } => println!("\n[{}] user:\n{}", turn.timestamp, clean(text)),
+        TurnKind::Steering { text } => {
+            println!("\n[{}] steering:\n{}", turn.timestamp, clean(text))
+        }
+        TurnKind::System { text } => println!("\n[{}] system:\n{}", turn.timestamp, clean(text)),
+        TurnKind::Assistant {
+            text, tool_calls, ..
+        } => {
+            println!("\n[{}] assistant:", turn.timestamp);
+            if !text.is_empty() {
+                println!("{}", clean(text));
+            }
+            for call in tool_calls {
+                println!("→ {} {}", call.name, clean(&call.arguments.to_string()));
+            }
+        }
+        TurnKind::ToolResults { results } => {
+            for r in results {
+                let first: String = r.content.lines().take(3).collect::<Vec<_>>().join("\n");
+                println!(
+                    "← {}{}: {}",
+                    r.name,
+                    if r.is_error { " (error)" } else { "" },
+                    clean(&first)
+                );
+            }
+        }
+    }
+}
