@@ -60,7 +60,12 @@ pub(super) mod tests {
         Entry {
             id: format!("t{i}"),
             timestamp: format!("2026-01-01T00:00:{i:02}Z"),
-            role: if i.is_multiple_of(2) { "user" } else { "assistant" }.into(),
+            role: if i.is_multiple_of(2) {
+                "user"
+            } else {
+                "assistant"
+            }
+            .into(),
             text: format!("message number {i}"),
             calls: Vec::new(),
             answers: Vec::new(),

@@ -4,6 +4,7 @@
 mod errors;
 mod lifecycle;
 mod looping;
+mod memory;
 mod steering;
 mod subagents;
 
