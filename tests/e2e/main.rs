@@ -26,5 +26,6 @@ mod process_sandbox_test;
 mod profiles_test;
 mod provider_rules;
 mod sandbox_escape_test;
+mod sessions_test;
 mod third_party_tools_test;
 mod trust_config_test;

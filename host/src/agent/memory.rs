@@ -272,6 +272,16 @@ impl Session {
     /// Compact when the context is over the budget.
     pub(super) async fn compact_if_over_budget(&self) {
         let Some(memory) = &self.memory else { return };
+        let compressible = self
+            .lock()
+            .history
+            .iter()
+            .filter(|t| t.id != SUMMARY_TURN_ID)
+            .count()
+            > memory.compactor.config().keep_recent;
+        if !compressible {
+            return;
+        }
         let window = self.profile.info.context_window.max(1);
         if memory
             .compactor

@@ -149,7 +149,11 @@ async fn a_resumed_session_continues_with_every_committed_turn_repaired() {
     });
     let started = crate::agent::Turn::new(TurnKind::Assistant {
         text: String::new(),
-        tool_calls: vec![crate::llm::ToolCall::new("c8", "shell", json!({"command": "make"}))],
+        tool_calls: vec![crate::llm::ToolCall::new(
+            "c8",
+            "shell",
+            json!({"command": "make"}),
+        )],
         reasoning: None,
         usage: Default::default(),
     });

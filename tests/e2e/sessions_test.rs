@@ -1,0 +1,308 @@
+//! Durable sessions and compaction through the binary: a long conversation
+//! compacts instead of failing (the next request starts with the summary
+//! and is valid for the provider), `memory_read` finds what was compacted,
+//! `chat --continue` after `kill -9` goes on with every committed turn, and
+//! `sandcrab sessions` lists, shows and deletes.
+
+use std::io::Write;
+use std::process::Stdio;
+use std::time::Duration;
+
+use sandcrab::llm::ProviderKind;
+use serde_json::{Value, json};
+
+use crate::cli_support::{sandcrab, tool_result};
+use crate::llm_transcripts::{Answer, complete, stream, tool};
+use crate::mock_llm::{MockLlm, Recorded};
+use crate::support::{Scene, sandcrab_cmd};
+
+const KIND: ProviderKind = ProviderKind::OpenAiCompatible;
+
+/// What the default summarizer plugin's prompt always contains.
+const SUMMARY_PROMPT: &str = "New messages to fold into the summary";
+
+/// The text of every message of a chat-completions request.
+fn texts(request: &Recorded) -> Vec<(String, String)> {
+    request.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap_or_default().to_string(),
+                m["content"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn is_summary_request(r: &Recorded) -> bool {
+    texts(r).iter().any(|(_, t)| t.contains(SUMMARY_PROMPT))
+}
+
+/// A long input: about 400 tokens, with `fact` in it.
+fn long_input(n: usize, fact: &str) -> String {
+    format!(
+        "Step {n}: {fact} {}",
+        "Some detail about the task. ".repeat(55)
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_conversation_compacts_and_memory_read_finds_what_was_compacted() {
+    let scene = Scene::new();
+    scene.write_user_config(
+        "[providers.openai-compatible]\ncontext_window = 4000\n\
+         [summarization]\nkeep_recent = 2\nchunk_size = 4\n",
+    );
+    let server = MockLlm::strict(KIND).await;
+    for _ in 0..10 {
+        server.push_for(
+            SUMMARY_PROMPT,
+            complete(
+                KIND,
+                &Answer::Text(vec!["The user said the deploy key rotates on Tuesdays."]),
+            ),
+        );
+    }
+    let facts = [
+        "the deploy key rotates on Tuesdays.",
+        "the staging host is called heron.",
+        "tests run with make check.",
+        "logs live in /var/log/app.",
+        "the release branch is stable.",
+        "the owner is Dana.",
+    ];
+    for i in 0..facts.len() {
+        server.push_for(
+            &format!("Step {i}:"),
+            stream(KIND, &Answer::Text(vec!["Noted."])),
+        );
+    }
+    server.push_for(
+        "What did I say about the deploy key?",
+        stream(
+            KIND,
+            &Answer::Tools(vec![tool(
+                "m1",
+                "memory_read",
+                json!({"query": "deploy key"}),
+            )]),
+        ),
+    );
+    server.push_for(
+        "What did I say about the deploy key?",
+        stream(KIND, &Answer::Text(vec!["It rotates on Tuesdays."])),
+    );
+
+    let mut lines: Vec<String> = facts
+        .iter()
+        .enumerate()
+        .map(|(i, f)| long_input(i, f))
+        .collect();
+    lines.push("What did I say about the deploy key?".into());
+    lines.push("/exit".into());
+    let mut child = sandcrab(&scene, KIND, &server, "chat")
+        .args(["--json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for line in &lines {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(server.rejections(), Vec::<String>::new());
+
+    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ends: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "COMPACTION_END")
+        .collect();
+    assert!(!ends.is_empty(), "no compaction: {stderr}");
+    let first = &ends[0]["data"];
+    assert!(first["messagesCompressed"].as_u64().unwrap() > 0, "{first}");
+    assert!(
+        first["tokensEstimateBefore"].as_u64() > first["tokensEstimateAfter"].as_u64(),
+        "{first}"
+    );
+
+    // After the first compaction, model requests carry the summary right
+    // after the system prompt, and no tool call without its result.
+    let requests = server.requests();
+    let model_requests: Vec<&Recorded> =
+        requests.iter().filter(|r| !is_summary_request(r)).collect();
+    let last = model_requests.last().unwrap();
+    let messages = texts(last);
+    assert_eq!(messages[1].0, "system", "{messages:?}");
+    assert!(
+        messages[1].1.starts_with("[Context Summary"),
+        "{messages:?}"
+    );
+    assert!(
+        !messages.iter().any(|(_, t)| t.contains("Step 0:")),
+        "step 0 was compacted"
+    );
+
+    // memory_read found the archived summary holding the first fact.
+    let found = tool_result(KIND, last, "m1", "memory_read");
+    assert!(found.contains("deploy key rotates on Tuesdays"), "{found}");
+    assert!(found.contains("compaction-batch-"), "{found}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_continue_after_kill_9_keeps_every_committed_turn() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.push_for(
+        "first question",
+        stream(KIND, &Answer::Text(vec!["First answer."])),
+    );
+    server.push_for(
+        "second question",
+        stream(
+            KIND,
+            &Answer::Tools(vec![tool(
+                "c1",
+                "write_file",
+                json!({"file_path": "a.txt", "content": "A"}),
+            )]),
+        ),
+    );
+    // The follow-up request ends with the tool's result.
+    server.push_for(
+        "Created a.txt",
+        stream(KIND, &Answer::Text(vec!["Wrote a.txt."])),
+    );
+    // The third answer never comes in time: the process is killed while
+    // it waits.
+    server.push_for(
+        "third question",
+        stream(KIND, &Answer::Text(vec!["too late"])).delayed(Duration::from_secs(30)),
+    );
+
+    let mut child = sandcrab(&scene, KIND, &server, "chat")
+        .arg("--json")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for line in ["first question", "second question", "third question"] {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    // Wait for the third request to reach the provider, then kill -9.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !server
+        .requests()
+        .iter()
+        .any(|r| texts(r).iter().any(|(_, t)| t == "third question"))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the third request never came"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    child.kill().unwrap();
+    drop(stdin);
+    let killed = child.wait_with_output().unwrap();
+    let events = String::from_utf8_lossy(&killed.stdout).to_string();
+
+    // The session is listed, with its title.
+    let out = sandcrab_cmd(&scene)
+        .args(["sessions", "list", "-w"])
+        .arg(scene.workspace())
+        .output()
+        .unwrap();
+    let listing = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(listing.contains("first question"), "{listing}");
+    let id = listing.split_whitespace().next().unwrap().to_string();
+
+    server.push_for(
+        "fourth question",
+        stream(KIND, &Answer::Text(vec!["Fourth answer."])),
+    );
+    let out = sandcrab(&scene, KIND, &server, "chat")
+        .arg("--continue")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            writeln!(c.stdin.take().unwrap(), "fourth question\n/exit").unwrap();
+            c.wait_with_output()
+        })
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("resumed session {id}")),
+        "{stderr}"
+    );
+    assert_eq!(server.rejections(), Vec::<String>::new());
+    let resumed = server
+        .requests()
+        .into_iter()
+        .find(|r| texts(r).iter().any(|(_, t)| t == "fourth question"))
+        .unwrap();
+    let said: Vec<String> = texts(&resumed).into_iter().map(|(_, t)| t).collect();
+    for expected in [
+        "first question",
+        "First answer.",
+        "second question",
+        "Wrote a.txt.",
+        "third question",
+    ] {
+        assert!(
+            said.iter().any(|t| t == expected),
+            "{expected} missing: {:?}\nevents before the kill:\n{events}",
+            &said[1..]
+        );
+    }
+
+    // show and delete; a bad id is a one-line error.
+    let out = sandcrab_cmd(&scene)
+        .args(["sessions", "show", &id])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("→ write_file") && shown.contains("fourth question"),
+        "{shown}"
+    );
+    let out = sandcrab_cmd(&scene)
+        .args(["sessions", "delete", &id])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let out = sandcrab_cmd(&scene)
+        .args(["sessions", "show", &id])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains(&format!("no session with id '{id}'")), "{err}");
+    let out = sandcrab(&scene, KIND, &server, "chat")
+        .args(["--resume", "bogus"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no session with id 'bogus'"));
+}
