@@ -487,12 +487,7 @@ async fn the_config_file_sets_provider_base_url_model_and_retries() {
         500,
         error_body(ProviderKind::OpenAiCompatible, 500, "down"),
     ));
-    let out = Command::new(env!("CARGO_BIN_EXE_sandcrab"))
-        .env(
-            "XDG_CACHE_HOME",
-            std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("xdg-cache"),
-        )
-        .env("XDG_CONFIG_HOME", scene.root.path().join("config"))
+    let out = crate::support::sandcrab_cmd(&scene)
         .env_remove("OPENAI_API_KEY")
         .env_remove("OPENAI_BASE_URL")
         .args(["run", "-w"])
