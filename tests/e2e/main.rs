@@ -9,6 +9,7 @@ mod agent_abort_test;
 mod agent_cli_test;
 mod agent_loop_test;
 mod background_jobs_test;
+mod bridge_test;
 mod cli_plugins_test;
 mod coding_tools_test;
 mod component_cache_test;

@@ -52,6 +52,16 @@ impl AgentArgs {
     /// Load plugins and build the agent; with `defer`, third-party plugins
     /// that must be compiled first are left in `Setup::deferred`.
     async fn kit(&self, defer: bool) -> anyhow::Result<(super::setup::Setup, AgentKit)> {
+        self.kit_with(defer, false).await
+    }
+
+    /// Like `kit`; with `stub_ok`, a provider without a key is kept (every
+    /// model call then fails with what to set) instead of refused.
+    pub(super) async fn kit_with(
+        &self,
+        defer: bool,
+        stub_ok: bool,
+    ) -> anyhow::Result<(super::setup::Setup, AgentKit)> {
         let setup = if defer {
             self.host.setup_deferring().await?
         } else {
@@ -70,7 +80,7 @@ impl AgentArgs {
         })
         .await;
         let kit = match kit {
-            Ok(kit) if kit.configured => kit,
+            Ok(kit) if kit.configured || stub_ok => kit,
             Ok(kit) => {
                 setup.print_warnings();
                 anyhow::bail!("{}", kit.unconfigured_reason);

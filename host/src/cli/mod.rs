@@ -1,9 +1,11 @@
 //! The `sandcrab` command line.
 
 mod agent_cmd;
+mod bridge_client_cmd;
 mod plugins;
 mod render;
 mod sandbox_cmd;
+mod serve_cmd;
 mod sessions_cmd;
 mod setup;
 mod terminal;
@@ -66,6 +68,12 @@ enum Command {
     /// What this host's kernel lets sandcrab enforce.
     #[command(subcommand)]
     Sandbox(sandbox_cmd::SandboxCommand),
+    /// Serve the agent over HTTP on 127.0.0.1 (the lifecycle harness and
+    /// its event stream; see `sandcrab agent` for a client).
+    Serve(serve_cmd::ServeArgs),
+    /// Drive a running `sandcrab serve`: init, start, stop, send,
+    /// interrupt, status, clear, history, events.
+    Agent(bridge_client_cmd::AgentClientArgs),
     /// Saved sessions: list, show, delete (continue one with
     /// `chat --resume ID` or `--continue`).
     #[command(subcommand)]
@@ -105,6 +113,8 @@ pub fn main() -> ExitCode {
             Command::Trust(args) => trust_cmd::run(args),
             Command::Sandbox(cmd) => sandbox_cmd::run(cmd),
             Command::Sessions(cmd) => sessions_cmd::run(cmd),
+            Command::Serve(args) => serve_cmd::run(args).await,
+            Command::Agent(args) => bridge_client_cmd::run(args).await,
         }
     });
     // A plugin call that timed out while blocked in a file operation (a

@@ -1,0 +1,129 @@
+//! `sandcrab serve`: the lifecycle harness behind the HTTP bridge.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use clap::Args;
+
+use super::agent_cmd::AgentArgs;
+use crate::agent::AgentKit;
+use crate::harness::{AgentFactory, Harness};
+use crate::server::{ServerConfig, router, serve, token};
+
+/// Options of `sandcrab serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Provider, model, plugins, sandbox, config (as for `chat`); without
+    /// --workspace, a client initializes one first.
+    #[command(flatten)]
+    agent: AgentArgs,
+    /// Port on 127.0.0.1 (0: any free port, printed at start).
+    #[arg(long, default_value_t = 9990)]
+    port: u16,
+    /// Listen on ADDR:PORT instead (beyond loopback needs --allow-remote).
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<std::net::IpAddr>,
+    /// Allow listening beyond loopback (the token is still required).
+    #[arg(long)]
+    allow_remote: bool,
+    /// A web origin allowed to call the bridge (repeatable), e.g.
+    /// `http://localhost:5173`; requests from any other origin are refused.
+    #[arg(long = "cors", value_name = "ORIGIN")]
+    cors: Vec<String>,
+    /// Where the bearer token is kept (created 0600 at first start).
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+}
+
+/// Builds the agent for a workspace with the command line's options.
+struct CliFactory {
+    args: AgentArgs,
+}
+
+#[async_trait::async_trait]
+impl AgentFactory for CliFactory {
+    async fn build(
+        &self,
+        workspace: &Path,
+    ) -> anyhow::Result<(AgentKit, Box<dyn std::any::Any + Send + Sync>)> {
+        let mut args = self.args.clone();
+        args.host.workspace = Some(workspace.to_path_buf());
+        let (setup, kit) = args.kit_with(false, true).await?;
+        setup.print_warnings();
+        Ok((kit, Box::new(setup.host)))
+    }
+}
+
+pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let ip = args.listen.unwrap_or(std::net::Ipv4Addr::LOCALHOST.into());
+    if !ip.is_loopback() && !args.allow_remote {
+        bail!(
+            "--listen {ip} is beyond loopback: add --allow-remote if you mean it (anyone who can reach it and has the token can run commands as you)"
+        );
+    }
+    let token_file = match &args.token_file {
+        Some(f) => f.clone(),
+        None => token::default_file()
+            .context("no runtime or config directory for the token: pass --token-file")?,
+    };
+    let token = token::load_or_create(&token_file)?;
+    let workspace = match &args.agent.host.workspace {
+        Some(dir) => Some(
+            dir.canonicalize()
+                .with_context(|| format!("workspace {} is not usable", dir.display()))?,
+        ),
+        None => None,
+    };
+    let harness = Arc::new(Harness::new(
+        Arc::new(CliFactory {
+            args: args.agent.clone(),
+        }),
+        workspace.clone(),
+    ));
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let app = router(
+        harness.clone(),
+        ServerConfig {
+            token,
+            cors: args.cors.clone(),
+            allow_remote: args.allow_remote,
+            heartbeat: std::time::Duration::from_secs(15),
+            shutdown: shutdown.clone(),
+        },
+    );
+    let listener = tokio::net::TcpListener::bind(SocketAddr::new(ip, args.port))
+        .await
+        .with_context(|| format!("cannot listen on {ip}:{}", args.port))?;
+    let bound = listener.local_addr()?;
+    if !ip.is_loopback() {
+        eprintln!("warning: listening beyond loopback on {bound}: keep the token secret");
+    }
+    eprintln!(
+        "sandcrab serve: listening on http://{bound} (workspace: {}); token in {}",
+        workspace
+            .as_deref()
+            .map_or("none yet: POST /workspace/initialize".to_string(), |w| w
+                .display()
+                .to_string()),
+        token_file.display()
+    );
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("SIGTERM handler");
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        stop.cancel();
+    });
+    let done = shutdown.clone();
+    serve(listener, app, async move { done.cancelled().await }).await?;
+    // Turns interrupted, programs and jobs stopped, the store flushed.
+    harness.stop().await;
+    eprintln!("sandcrab serve: stopped");
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,318 @@
+//! The lifecycle harness (SPEC §8): one agent per workspace that a program
+//! drives — start, stop, send a message (fire-and-forget: results arrive
+//! as events), interrupt, status, clear, history. The HTTP bridge
+//! (`server/`) and `sandcrab agent …` are its front ends.
+//!
+//! Unlike the seed, history persists (the session store) and clear starts
+//! a new stored session.
+
+pub mod events;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::agent::{AgentKit, Session, Turn};
+pub use events::{BridgeEvent, EventLog};
+
+/// Where the harness is in its life. Unit variants serialize as bare
+/// strings, `Error` as `{"Error": "message"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Lifecycle {
+    Stopped,
+    Starting,
+    Running,
+    Suspended,
+    Error(String),
+}
+
+/// `{lifecycle, is_streaming}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Status {
+    pub lifecycle: Lifecycle,
+    pub is_streaming: bool,
+}
+
+/// Why an operation was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HarnessError {
+    #[error("Agent manager not initialized for current workspace (initialize a workspace first)")]
+    NotInitialized,
+    #[error("the agent is already running (stop it first)")]
+    AlreadyRunning,
+    #[error("Agent harness is not running (start it first)")]
+    NotRunning,
+    #[error("{0}")]
+    Workspace(String),
+    #[error("the agent could not start: {0}")]
+    Start(String),
+    #[error("the conversation could not be read: {0}")]
+    History(String),
+}
+
+impl HarnessError {
+    /// A stable code for clients.
+    pub fn code(&self) -> &'static str {
+        match self {
+            HarnessError::NotInitialized => "not_initialized",
+            HarnessError::AlreadyRunning => "already_running",
+            HarnessError::NotRunning => "not_running",
+            HarnessError::Workspace(_) => "bad_workspace",
+            HarnessError::Start(_) => "start_failed",
+            HarnessError::History(_) => "history_unavailable",
+        }
+    }
+}
+
+/// What the harness needs to start an agent in a workspace: the same
+/// configuration, plugins and provider a `chat` would have.
+#[async_trait::async_trait]
+pub trait AgentFactory: Send + Sync {
+    /// Load plugins and build the agent for `workspace`; the second value
+    /// keeps alive what the agent's plugins need (their host).
+    async fn build(
+        &self,
+        workspace: &Path,
+    ) -> anyhow::Result<(AgentKit, Box<dyn std::any::Any + Send + Sync>)>;
+}
+
+struct Running {
+    kit: Arc<AgentKit>,
+    session: Arc<Session>,
+    _keep: Box<dyn std::any::Any + Send + Sync>,
+    pump: tokio::task::JoinHandle<()>,
+}
+
+struct State {
+    workspace: Option<PathBuf>,
+    lifecycle: Lifecycle,
+    running: Option<Running>,
+}
+
+/// One workspace's agent.
+pub struct Harness {
+    factory: Arc<dyn AgentFactory>,
+    state: tokio::sync::Mutex<State>,
+    /// Messages being processed (sent and not finished).
+    streaming: Arc<AtomicUsize>,
+    log: Arc<EventLog>,
+}
+
+impl Harness {
+    /// A harness for `workspace` (None: initialize one before starting).
+    pub fn new(factory: Arc<dyn AgentFactory>, workspace: Option<PathBuf>) -> Self {
+        Harness {
+            factory,
+            state: tokio::sync::Mutex::new(State {
+                workspace,
+                lifecycle: Lifecycle::Stopped,
+                running: None,
+            }),
+            streaming: Arc::new(AtomicUsize::new(0)),
+            log: Arc::new(EventLog::default()),
+        }
+    }
+
+    /// The event stream.
+    pub fn events(&self) -> &Arc<EventLog> {
+        &self.log
+    }
+
+    /// Open `path` as the workspace (stops a running agent of another one).
+    pub async fn initialize(&self, path: &Path) -> Result<PathBuf, HarnessError> {
+        let dir = path.canonicalize().map_err(|e| {
+            HarnessError::Workspace(format!("workspace {} is not usable: {e}", path.display()))
+        })?;
+        if !dir.is_dir() {
+            return Err(HarnessError::Workspace(format!(
+                "workspace {} is not a directory",
+                dir.display()
+            )));
+        }
+        let mut state = self.state.lock().await;
+        if state.workspace.as_deref() != Some(&dir) {
+            self.stop_locked(&mut state).await;
+            state.workspace = Some(dir.clone());
+        }
+        Ok(dir)
+    }
+
+    /// `{lifecycle, is_streaming}` now.
+    pub async fn status(&self) -> Status {
+        let state = self.state.lock().await;
+        Status {
+            lifecycle: state.lifecycle.clone(),
+            is_streaming: state.running.is_some() && self.streaming.load(Ordering::SeqCst) > 0,
+        }
+    }
+
+    /// Start the agent. Without a key the provider is a stub: start
+    /// succeeds and each message reports the missing configuration.
+    pub async fn start(&self) -> Result<(), HarnessError> {
+        let mut state = self.state.lock().await;
+        let Some(workspace) = state.workspace.clone() else {
+            return Err(HarnessError::NotInitialized);
+        };
+        if state.running.is_some() {
+            return Err(HarnessError::AlreadyRunning);
+        }
+        self.set(&mut state, Lifecycle::Starting);
+        match self.factory.build(&workspace).await {
+            Ok((kit, keep)) => {
+                let kit = Arc::new(kit);
+                let session = kit.session().await;
+                let pump = self.pump(&session);
+                state.running = Some(Running {
+                    kit,
+                    session,
+                    _keep: keep,
+                    pump,
+                });
+                self.set(&mut state, Lifecycle::Running);
+                Ok(())
+            }
+            Err(err) => {
+                let message = format!("{err:#}");
+                self.set(&mut state, Lifecycle::Error(message.clone()));
+                Err(HarnessError::Start(message))
+            }
+        }
+    }
+
+    /// Stop the agent: the turn in flight is interrupted, its programs and
+    /// jobs stopped. Nothing to do when stopped.
+    pub async fn stop(&self) {
+        let mut state = self.state.lock().await;
+        self.stop_locked(&mut state).await;
+    }
+
+    async fn stop_locked(&self, state: &mut State) {
+        let Some(running) = state.running.take() else {
+            if !matches!(state.lifecycle, Lifecycle::Stopped) {
+                self.set(state, Lifecycle::Stopped);
+            }
+            return;
+        };
+        running.session.interrupt();
+        running
+            .session
+            .stop_jobs(std::time::Duration::from_secs(3))
+            .await;
+        running.session.abort().await;
+        running.pump.abort();
+        self.streaming.store(0, Ordering::SeqCst);
+        self.set(state, Lifecycle::Stopped);
+    }
+
+    /// Send a message; returns at once (the answer arrives as events).
+    pub async fn send(&self, message: &str) -> Result<(), HarnessError> {
+        let mut state = self.state.lock().await;
+        let Some(running) = state.running.as_mut() else {
+            return Err(HarnessError::NotRunning);
+        };
+        if running.session.state() == crate::agent::SessionState::Closed {
+            // An error closed the last session: go on in a new one.
+            running.pump.abort();
+            running.session = running.kit.session().await;
+            running.pump = self.pump(&running.session);
+        }
+        let session = running.session.clone();
+        let streaming = self.streaming.clone();
+        let log = self.log.clone();
+        let status = |s: bool| json!({"lifecycle": Lifecycle::Running, "is_streaming": s});
+        if streaming.fetch_add(1, Ordering::SeqCst) == 0 {
+            log.publish("agent:status-changed", status(true));
+        }
+        let message = message.to_string();
+        tokio::spawn(async move {
+            // A turn already running: this one waits for it.
+            let _ = session.submit(&message).await;
+            let before = streaming
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                    Some(n.saturating_sub(1))
+                })
+                .unwrap_or(0);
+            if before == 1 {
+                log.publish("agent:status-changed", status(false));
+            }
+        });
+        Ok(())
+    }
+
+    /// Interrupt the turn in flight; nothing when idle or stopped.
+    pub async fn interrupt(&self) {
+        if let Ok(state) = self.state.try_lock()
+            && let Some(running) = &state.running
+        {
+            running.session.interrupt();
+            return;
+        }
+        // Busy (starting or stopping): wait for the lock, then interrupt.
+        let state = self.state.lock().await;
+        if let Some(running) = &state.running {
+            running.session.interrupt();
+        }
+    }
+
+    /// Start a new conversation (the old one stays in the store).
+    pub async fn clear(&self) -> Result<(), HarnessError> {
+        let mut state = self.state.lock().await;
+        let Some(running) = state.running.as_mut() else {
+            return Ok(());
+        };
+        running.session.interrupt();
+        running.session.abort().await;
+        running.pump.abort();
+        running.session = running.kit.session().await;
+        running.pump = self.pump(&running.session);
+        Ok(())
+    }
+
+    /// The conversation so far: the stored turns of the current session
+    /// (empty when stopped or fresh).
+    pub async fn history(&self) -> Result<Vec<Turn>, HarnessError> {
+        let state = self.state.lock().await;
+        let Some(running) = &state.running else {
+            return Ok(Vec::new());
+        };
+        let Some(store) = &running.kit.store else {
+            return Ok(running.session.history());
+        };
+        store
+            .turns(running.session.id())
+            .map_err(|e| HarnessError::History(e.to_string()))?
+            .into_iter()
+            .map(|t| {
+                serde_json::from_str(&t.body).map_err(|e| HarnessError::History(e.to_string()))
+            })
+            .collect()
+    }
+
+    fn set(&self, state: &mut State, lifecycle: Lifecycle) {
+        state.lifecycle = lifecycle.clone();
+        let streaming = state.running.is_some() && self.streaming.load(Ordering::SeqCst) > 0;
+        self.log.publish(
+            "agent:status-changed",
+            json!({"lifecycle": lifecycle, "is_streaming": streaming}),
+        );
+    }
+
+    /// Forward `session`'s events to the log.
+    fn pump(&self, session: &Arc<Session>) -> tokio::task::JoinHandle<()> {
+        // From SESSION_START on (the session is new and nobody else reads
+        // its first stream).
+        let mut events = session.events();
+        let log = self.log.clone();
+        tokio::spawn(async move {
+            while let Some(event) = events.next().await {
+                if let Some((name, data)) = events::translate(&event) {
+                    log.publish(name, data);
+                }
+            }
+        })
+    }
+}

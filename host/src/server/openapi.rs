@@ -1,0 +1,165 @@
+//! The OpenAPI 3.1 document of the bridge (`GET /openapi.json`), built from
+//! one table of operations; an end-to-end test calls every operation it
+//! lists against the real router, so the two cannot drift apart.
+
+use serde_json::{Value, json};
+
+/// One operation: method, path, summary, request body schema (if any),
+/// success status and response schema.
+struct Op {
+    method: &'static str,
+    path: &'static str,
+    summary: &'static str,
+    body: Option<fn() -> Value>,
+    status: &'static str,
+    response: fn() -> Value,
+}
+
+fn ok_body() -> Value {
+    json!({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]})
+}
+
+fn status_body() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "lifecycle": {"oneOf": [
+                {"type": "string", "enum": ["Stopped", "Starting", "Running", "Suspended"]},
+                {"type": "object", "properties": {"Error": {"type": "string"}}, "required": ["Error"]}
+            ]},
+            "is_streaming": {"type": "boolean"}
+        },
+        "required": ["lifecycle", "is_streaming"]
+    })
+}
+
+fn turns_body() -> Value {
+    json!({"type": "array", "items": {"type": "object", "properties": {
+        "id": {"type": "string"},
+        "timestamp": {"type": "string", "format": "date-time"},
+        "kind": {"type": "string", "enum": ["user", "assistant", "tool_results", "steering", "system"]}
+    }, "required": ["id", "timestamp", "kind"]}})
+}
+
+const OPERATIONS: &[Op] = &[
+    Op {
+        method: "post",
+        path: "/workspace/initialize",
+        summary: "Open a workspace (stops an agent running in another one)",
+        body: Some(
+            || json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"], "additionalProperties": false}),
+        ),
+        status: "200",
+        response: || json!({"type": "object", "properties": {"ok": {"type": "boolean"}, "workspace": {"type": "string"}}}),
+    },
+    Op {
+        method: "post",
+        path: "/agent/start",
+        summary: "Start the agent (409 already_running; a stub provider when no key is set)",
+        body: None,
+        status: "200",
+        response: ok_body,
+    },
+    Op {
+        method: "post",
+        path: "/agent/stop",
+        summary: "Stop the agent (no-op when stopped)",
+        body: None,
+        status: "200",
+        response: ok_body,
+    },
+    Op {
+        method: "post",
+        path: "/agent/messages",
+        summary: "Send a message; returns at once, results arrive on /events (409 not_running)",
+        body: Some(
+            || json!({"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"], "additionalProperties": false}),
+        ),
+        status: "202",
+        response: ok_body,
+    },
+    Op {
+        method: "post",
+        path: "/agent/interrupt",
+        summary: "Interrupt the turn in flight (no-op when idle)",
+        body: None,
+        status: "200",
+        response: ok_body,
+    },
+    Op {
+        method: "get",
+        path: "/agent/status",
+        summary: "Lifecycle and whether a turn is streaming",
+        body: None,
+        status: "200",
+        response: status_body,
+    },
+    Op {
+        method: "post",
+        path: "/agent/clear",
+        summary: "Start a new conversation (the old one stays in `sandcrab sessions`)",
+        body: None,
+        status: "200",
+        response: ok_body,
+    },
+    Op {
+        method: "get",
+        path: "/agent/history",
+        summary: "The stored turns of the current conversation",
+        body: None,
+        status: "200",
+        response: turns_body,
+    },
+    Op {
+        method: "get",
+        path: "/events",
+        summary: "Server-Sent Events (agent:status-changed, agent:message-chunk, agent:session-started, agent:session-completed, agent:session-interrupted, agent:tool-call, agent:error, job and compaction events); send Last-Event-ID to resume",
+        body: None,
+        status: "200",
+        response: || json!({"type": "string", "description": "text/event-stream"}),
+    },
+    Op {
+        method: "get",
+        path: "/openapi.json",
+        summary: "This document",
+        body: None,
+        status: "200",
+        response: || json!({"type": "object"}),
+    },
+];
+
+/// The document.
+pub fn document() -> Value {
+    let mut paths = serde_json::Map::new();
+    for op in OPERATIONS {
+        let mut operation = json!({
+            "summary": op.summary,
+            "operationId": format!("{}{}", op.method, op.path.replace(['/', '.'], "_")),
+            "security": [{"bearer": []}],
+            "responses": {
+                op.status: {"description": "success", "content": {"application/json": {"schema": (op.response)()}}},
+                "default": {"description": "error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+            }
+        });
+        if let Some(body) = op.body {
+            operation["requestBody"] =
+                json!({"required": true, "content": {"application/json": {"schema": body()}}});
+        }
+        let entry = paths
+            .entry(op.path.to_string())
+            .or_insert_with(|| json!({}));
+        entry[op.method] = operation;
+    }
+    json!({
+        "openapi": "3.1.0",
+        "info": {"title": "sandcrab bridge", "version": env!("CARGO_PKG_VERSION")},
+        "servers": [{"url": "http://127.0.0.1:9990"}],
+        "paths": paths,
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "schemas": {"Error": {"type": "object", "properties": {"error": {"type": "object", "properties": {
+                "code": {"type": "string"}, "message": {"type": "string"}
+            }, "required": ["code", "message"]}}, "required": ["error"]}}
+        }
+    })
+}

@@ -1,0 +1,704 @@
+//! The lifecycle harness through its HTTP bridge: `sandcrab serve` as a
+//! process on a free port, driven with real HTTP, one test per scenario of
+//! the agent-lifecycle seed (history and clear assert the persistent
+//! behaviour), then the bridge's guards, reconnection, the OpenAPI document
+//! and the `sandcrab agent` client.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use sandcrab::llm::ProviderKind;
+use serde_json::{Value, json};
+
+use crate::llm_transcripts::{Answer, stream};
+use crate::mock_llm::{MockLlm, Reply};
+use crate::support::{Scene, sandcrab_cmd};
+
+const KIND: ProviderKind = ProviderKind::OpenAiCompatible;
+const KEY: &str = "sk-test-secret-4242";
+
+/// A running `sandcrab serve`.
+struct Bridge {
+    child: Child,
+    url: String,
+    token: String,
+    stderr: Arc<Mutex<String>>,
+    http: reqwest::Client,
+}
+
+impl Drop for Bridge {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Start the bridge: with `provider`, against that loopback server (with a
+/// key); without, no key at all (the stub provider). With `workspace`, on
+/// the scene's workspace; without, none is open.
+fn bridge(scene: &Scene, provider: Option<&MockLlm>, workspace: bool) -> Bridge {
+    let token_file = scene.root.path().join("serve.token");
+    let mut cmd = sandcrab_cmd(scene);
+    cmd.args(["serve", "--port", "0", "--token-file"])
+        .arg(&token_file);
+    if workspace {
+        cmd.arg("-w").arg(scene.workspace());
+    }
+    if let Some(server) = provider {
+        cmd.env(KIND.key_vars()[0], KEY)
+            .args([
+                "--provider",
+                KIND.id(),
+                "--model",
+                "test-model",
+                "--base-url",
+            ])
+            .arg(server.base_url());
+    }
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = Arc::new(Mutex::new(String::new()));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let sink = stderr.clone();
+    let pipe = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+            if let Some(rest) = line.split("listening on ").nth(1) {
+                let _ = tx.send(
+                    rest.split_whitespace()
+                        .next()
+                        .unwrap_or_default()
+                        .to_string(),
+                );
+            }
+            let mut s = sink.lock().unwrap();
+            s.push_str(&line);
+            s.push('\n');
+        }
+    });
+    let url = rx
+        .recv_timeout(Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("the bridge did not start: {}", stderr.lock().unwrap()));
+    let token = std::fs::read_to_string(&token_file)
+        .unwrap()
+        .trim()
+        .to_string();
+    Bridge {
+        child,
+        url,
+        token,
+        stderr,
+        http: reqwest::Client::new(),
+    }
+}
+
+impl Bridge {
+    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        let url = format!("{}{path}", self.url);
+        let request = match method {
+            "GET" => self.http.get(url),
+            _ => self.http.post(url).json(&body.unwrap_or(json!({}))),
+        };
+        let response = request.bearer_auth(&self.token).send().await.unwrap();
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    async fn post(&self, path: &str) -> (u16, Value) {
+        self.call("POST", path, None).await
+    }
+
+    async fn status(&self) -> Value {
+        let (code, body) = self.call("GET", "/agent/status", None).await;
+        assert_eq!(code, 200, "{body}");
+        body
+    }
+
+    async fn send(&self, message: &str) -> (u16, Value) {
+        self.call("POST", "/agent/messages", Some(json!({"message": message})))
+            .await
+    }
+
+    /// Follow `/events` (after `last`, if given) into a shared list;
+    /// returns once the stream is open (nothing published later is missed).
+    async fn follow(&self, last: Option<u64>) -> Events {
+        let events = Events::default();
+        let sink = events.clone();
+        let mut request = self
+            .http
+            .get(format!("{}/events", self.url))
+            .bearer_auth(&self.token);
+        if let Some(id) = last {
+            request = request.header("Last-Event-ID", id.to_string());
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status().as_u16(), 200);
+        let task = tokio::spawn(async move {
+            let mut body = response.bytes_stream();
+            let mut buffer = String::new();
+            while let Some(Ok(chunk)) = body.next().await {
+                buffer.push_str(&String::from_utf8_lossy(&chunk));
+                while let Some(end) = buffer.find("\n\n") {
+                    let frame: String = buffer.drain(..end + 2).collect();
+                    let mut e = (0u64, String::new(), Value::Null);
+                    for line in frame.lines() {
+                        match line.split_once(':') {
+                            Some(("id", v)) => e.0 = v.trim().parse().unwrap(),
+                            Some(("event", v)) => e.1 = v.trim().to_string(),
+                            Some(("data", v)) => e.2 = serde_json::from_str(v.trim()).unwrap(),
+                            _ => {}
+                        }
+                    }
+                    if !e.1.is_empty() {
+                        sink.list.lock().unwrap().push(e);
+                    }
+                }
+            }
+        });
+        *events.task.lock().unwrap() = Some(task);
+        events
+    }
+}
+
+#[derive(Clone, Default)]
+struct Events {
+    list: Arc<Mutex<Vec<(u64, String, Value)>>>,
+    task: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
+}
+
+impl Events {
+    fn names(&self) -> Vec<String> {
+        self.list
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|e| e.1.clone())
+            .collect()
+    }
+
+    fn ids(&self) -> Vec<u64> {
+        self.list.lock().unwrap().iter().map(|e| e.0).collect()
+    }
+
+    async fn wait_for(&self, name: &str) -> (u64, String, Value) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(e) = self.list.lock().unwrap().iter().find(|e| e.1 == name) {
+                return e.clone();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no {name} event; got {:?}",
+                self.names()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    fn stop(&self) {
+        if let Some(task) = self.task.lock().unwrap().take() {
+            task.abort();
+        }
+    }
+}
+
+fn stopped() -> Value {
+    json!({"lifecycle": "Stopped", "is_streaming": false})
+}
+
+fn running(streaming: bool) -> Value {
+    json!({"lifecycle": "Running", "is_streaming": streaming})
+}
+
+/// A reply that streams `n` one-character chunks, one SSE event per
+/// network write, `gap` apart.
+fn slow(n: usize, gap: Duration) -> Reply {
+    let chunks: Vec<&'static str> = std::iter::repeat_n("x", n).collect();
+    let mut reply = stream(KIND, &Answer::Text(chunks));
+    let all: Vec<u8> = reply.chunks.iter().flat_map(|c| c.to_vec()).collect();
+    let text = String::from_utf8(all).unwrap();
+    reply.chunks = text
+        .split_inclusive("\n\n")
+        .map(|frame| bytes::Bytes::from(frame.to_string()))
+        .collect();
+    reply.delayed(gap)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_01_start_without_a_workspace_is_refused() {
+    let scene = Scene::new();
+    let b = bridge(&scene, None, false);
+    let (code, body) = b.post("/agent/start").await;
+    assert_eq!(code, 409, "{body}");
+    assert_eq!(body["error"]["code"], "not_initialized");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Agent manager not initialized for current workspace")
+    );
+    assert_eq!(b.status().await, stopped());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_02_start_without_a_provider_key_uses_the_stub() {
+    let scene = Scene::new();
+    let b = bridge(&scene, None, true);
+    let (code, body) = b.post("/agent/start").await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(b.status().await, running(false));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_03_a_second_start_is_already_running() {
+    let scene = Scene::new();
+    let b = bridge(&scene, None, true);
+    assert_eq!(b.post("/agent/start").await.0, 200);
+    let (code, body) = b.post("/agent/start").await;
+    assert_eq!(code, 409);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("already running")
+    );
+    assert_eq!(b.status().await, running(false));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_04_status_is_stopped_before_start() {
+    let scene = Scene::new();
+    let b = bridge(&scene, None, true);
+    assert_eq!(b.status().await, stopped());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_05_status_is_running_after_start() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    let b = bridge(&scene, Some(&server), true);
+    assert_eq!(b.post("/agent/start").await.0, 200);
+    assert_eq!(b.status().await, running(false));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_06_a_message_to_a_stopped_agent_is_refused_and_not_recorded() {
+    let scene = Scene::new();
+    let b = bridge(&scene, None, true);
+    let (code, body) = b.send("Hello").await;
+    assert_eq!(code, 409);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not running")
+    );
+    assert_eq!(b.status().await, stopped());
+    let (_, history) = b.call("GET", "/agent/history", None).await;
+    assert_eq!(history, json!([]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_07_the_stub_provider_error_arrives_as_an_event() {
+    let scene = Scene::new();
+    let b = bridge(&scene, None, true);
+    assert_eq!(b.post("/agent/start").await.0, 200);
+    let events = b.follow(None).await;
+    let started = Instant::now();
+    let (code, _) = b.send("What is in my workspace?").await;
+    assert_eq!(code, 202);
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "send must return at once"
+    );
+    let (_, _, error) = events.wait_for("agent:error").await;
+    assert!(
+        error["error"].as_str().unwrap().contains("not configured"),
+        "{error}"
+    );
+    // The harness stays usable.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while b.status().await != running(false) {
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(b.send("again").await.0, 202);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_08_stop_while_idle_then_start_again() {
+    let scene = Scene::new();
+    let b = bridge(&scene, None, true);
+    assert_eq!(b.post("/agent/start").await.0, 200);
+    assert_eq!(b.status().await, running(false));
+    assert_eq!(b.post("/agent/stop").await.0, 200);
+    assert_eq!(b.status().await, stopped());
+    assert_eq!(b.post("/agent/start").await.0, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_09_stop_when_stopped_is_a_no_op() {
+    let scene = Scene::new();
+    let b = bridge(&scene, None, true);
+    assert_eq!(b.post("/agent/stop").await.0, 200);
+    assert_eq!(b.status().await, stopped());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_10_interrupt_while_idle_is_a_no_op() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.push(stream(KIND, &Answer::Text(vec!["Hi."])));
+    let b = bridge(&scene, Some(&server), true);
+    assert_eq!(b.post("/agent/start").await.0, 200);
+    assert_eq!(b.post("/agent/interrupt").await.0, 200);
+    assert_eq!(b.status().await, running(false));
+    let events = b.follow(None).await;
+    assert_eq!(b.send("hello").await.0, 202);
+    events.wait_for("agent:session-completed").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_11_interrupt_while_streaming_ends_the_session_not_the_harness() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.push(slow(400, Duration::from_millis(10)));
+    server.push(stream(KIND, &Answer::Text(vec!["Next answer."])));
+    let b = bridge(&scene, Some(&server), true);
+    assert_eq!(b.post("/agent/start").await.0, 200);
+    let events = b.follow(None).await;
+    assert_eq!(b.send("write a long story").await.0, 202);
+    events.wait_for("agent:message-chunk").await;
+    assert_eq!(b.post("/agent/interrupt").await.0, 200);
+    events.wait_for("agent:session-interrupted").await;
+    assert!(
+        !events
+            .names()
+            .contains(&"agent:session-completed".to_string())
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while b.status().await != running(false) {
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(b.send("go on").await.0, 202);
+    events.wait_for("agent:session-completed").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_12_start_stop_start_is_reusable() {
+    let scene = Scene::new();
+    let b = bridge(&scene, None, true);
+    assert_eq!(b.post("/agent/start").await.0, 200);
+    assert_eq!(b.status().await, running(false));
+    assert_eq!(b.post("/agent/stop").await.0, 200);
+    assert_eq!(b.status().await, stopped());
+    assert_eq!(b.post("/agent/start").await.0, 200);
+    assert_eq!(b.status().await, running(false));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_13_status_reports_streaming_during_a_turn() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.push(slow(100, Duration::from_millis(10)));
+    let b = bridge(&scene, Some(&server), true);
+    assert_eq!(b.post("/agent/start").await.0, 200);
+    let events = b.follow(None).await;
+    assert_eq!(b.send("stream slowly").await.0, 202);
+    assert_eq!(b.status().await, running(true));
+    events.wait_for("agent:session-completed").await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while b.status().await != running(false) {
+        assert!(
+            Instant::now() < deadline,
+            "still streaming after completion"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_14_clear_succeeds_and_starts_a_new_conversation() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.push(stream(KIND, &Answer::Text(vec!["First."])));
+    let b = bridge(&scene, Some(&server), true);
+    assert_eq!(b.post("/agent/start").await.0, 200);
+    let events = b.follow(None).await;
+    assert_eq!(b.send("remember this").await.0, 202);
+    events.wait_for("agent:session-completed").await;
+    let (_, before) = b.call("GET", "/agent/history", None).await;
+    assert_eq!(before.as_array().unwrap().len(), 2, "{before}");
+    let (code, _) = b.post("/agent/clear").await;
+    assert_eq!(code, 200);
+    assert_eq!(b.status().await, running(false));
+    let (_, after) = b.call("GET", "/agent/history", None).await;
+    assert_eq!(after, json!([]));
+    // The cleared conversation is still a saved session.
+    let out = sandcrab_cmd(&scene)
+        .args(["sessions", "list", "-w"])
+        .arg(scene.workspace())
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("remember this"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_15_history_is_empty_when_fresh_and_persists_turns() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.push(stream(KIND, &Answer::Text(vec!["Hello back."])));
+    let b = bridge(&scene, Some(&server), true);
+    assert_eq!(b.post("/agent/start").await.0, 200);
+    let (code, history) = b.call("GET", "/agent/history", None).await;
+    assert_eq!(code, 200);
+    assert_eq!(history, json!([]));
+    let events = b.follow(None).await;
+    assert_eq!(b.send("hello").await.0, 202);
+    events.wait_for("agent:session-completed").await;
+    let (_, history) = b.call("GET", "/agent/history", None).await;
+    let kinds: Vec<&str> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["user", "assistant"]);
+    assert_eq!(history[1]["text"], "Hello back.");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bridge_refuses_what_a_web_page_or_a_stranger_would_send() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    let b = bridge(&scene, Some(&server), true);
+    let status_url = format!("{}/agent/status", b.url);
+    let http = &b.http;
+    let code = |r: reqwest::Response| r.status().as_u16();
+
+    assert_eq!(code(http.get(&status_url).send().await.unwrap()), 401);
+    assert_eq!(
+        code(
+            http.get(&status_url)
+                .bearer_auth("wrong")
+                .send()
+                .await
+                .unwrap()
+        ),
+        401
+    );
+    let events_url = format!("{}/events", b.url);
+    assert_eq!(code(http.get(&events_url).send().await.unwrap()), 401);
+    // EventSource cannot set headers: the token in the query works.
+    let r = http
+        .get(format!("{events_url}?token={}", b.token))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    drop(r);
+    // DNS rebinding: a page on evil.example resolving to 127.0.0.1.
+    let r = http
+        .get(&status_url)
+        .bearer_auth(&b.token)
+        .header("Host", "evil.example:9990")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code(r), 403);
+    // A cross-origin request from a page the user opened.
+    let r = http
+        .post(format!("{}/agent/start", b.url))
+        .bearer_auth(&b.token)
+        .header("Origin", "https://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code(r), 403);
+    assert_eq!(b.status().await, stopped(), "the refused start did not run");
+    // Oversize bodies.
+    let huge = "x".repeat(sandcrab::server::MAX_BODY + 1);
+    let r = http
+        .post(format!("{}/agent/messages", b.url))
+        .bearer_auth(&b.token)
+        .json(&json!({"message": huge}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code(r), 413);
+    // A malformed body names what is wrong.
+    let r = http
+        .post(format!("{}/agent/messages", b.url))
+        .bearer_auth(&b.token)
+        .header("content-type", "application/json")
+        .body("{\"msg\": 1}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 422);
+    let body: Value = r.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("message"),
+        "{body}"
+    );
+
+    // Nothing anywhere carries the key.
+    server.push(stream(KIND, &Answer::Text(vec!["ok"])));
+    assert_eq!(b.post("/agent/start").await.0, 200);
+    let events = b.follow(Some(0)).await;
+    assert_eq!(b.send("hi").await.0, 202);
+    events.wait_for("agent:session-completed").await;
+    let (_, history) = b.call("GET", "/agent/history", None).await;
+    let (_, status) = b.call("GET", "/agent/status", None).await;
+    let (_, api) = b.call("GET", "/openapi.json", None).await;
+    let everything = format!(
+        "{history}{status}{api}{:?}{}",
+        events.list.lock().unwrap(),
+        b.stderr.lock().unwrap()
+    );
+    assert!(!everything.contains(KEY));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_reconnects_gets_exactly_what_it_missed() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.push(slow(120, Duration::from_millis(5)));
+    let b = bridge(&scene, Some(&server), true);
+    assert_eq!(b.post("/agent/start").await.0, 200);
+    let witness = b.follow(None).await;
+    let dropped = b.follow(None).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(b.send("stream").await.0, 202);
+    // Drop mid-turn, after some chunks.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while dropped
+        .names()
+        .iter()
+        .filter(|n| *n == "agent:message-chunk")
+        .count()
+        < 10
+    {
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    dropped.stop();
+    let seen = dropped.ids();
+    let last = *seen.last().unwrap();
+    let resumed = b.follow(Some(last)).await;
+    resumed.wait_for("agent:session-completed").await;
+    witness.wait_for("agent:session-completed").await;
+    let mut combined = seen.clone();
+    combined.extend(resumed.ids());
+    let all: Vec<u64> = witness.ids();
+    // Compare from the first event both clients were connected for.
+    let from = all.iter().position(|i| *i == combined[0]).unwrap();
+    let upto = all.iter().position(|i| Some(i) == combined.last()).unwrap();
+    assert_eq!(
+        combined,
+        all[from..=upto],
+        "missed, duplicated or out of order"
+    );
+    // Several clients: the witness and the resumed one agree.
+    assert!(all.windows(2).all(|w| w[1] == w[0] + 1), "{all:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_operation_in_the_openapi_document_exists() {
+    let scene = Scene::new();
+    let b = bridge(&scene, None, true);
+    let (code, doc) = b.call("GET", "/openapi.json", None).await;
+    assert_eq!(code, 200);
+    assert_eq!(doc["openapi"], "3.1.0");
+    let paths = doc["paths"].as_object().unwrap();
+    assert!(paths.len() >= 10);
+    for (path, ops) in paths {
+        for method in ops.as_object().unwrap().keys() {
+            if path == "/events" {
+                continue;
+            }
+            let body = match path.as_str() {
+                "/workspace/initialize" => Some(json!({"path": scene.workspace()})),
+                "/agent/messages" => Some(json!({"message": "x"})),
+                _ => None,
+            };
+            let (code, answer) = b.call(&method.to_uppercase(), path, body).await;
+            assert!(
+                code != 404 && code != 405,
+                "{method} {path}: {code} {answer}"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_command_drives_the_bridge_from_a_shell() {
+    let scene = Scene::new();
+    let b = bridge(&scene, None, false);
+    let token_file = scene.root.path().join("serve.token");
+    let agent = |args: &[&str]| {
+        sandcrab_cmd(&scene)
+            .arg("agent")
+            .args(args)
+            .args(["--url", &b.url, "--token-file"])
+            .arg(&token_file)
+            .output()
+            .unwrap()
+    };
+    let out = agent(&["start"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("Agent manager not initialized") && err.contains("409"),
+        "{err}"
+    );
+    let ws = scene.workspace();
+    assert!(agent(&["init", ws.to_str().unwrap()]).status.success());
+    assert!(agent(&["start"]).status.success());
+    let out = agent(&["status"]);
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status, running(false));
+    assert!(agent(&["stop"]).status.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_stops_the_bridge_and_releases_the_port() {
+    let scene = Scene::new();
+    let mut b = bridge(&scene, None, true);
+    let events = b.follow(None).await;
+    assert_eq!(b.post("/agent/start").await.0, 200);
+    events.wait_for("agent:status-changed").await;
+    unsafe {
+        libc::kill(b.child.id() as i32, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Some(status) = b.child.try_wait().unwrap() {
+            assert!(status.success(), "{}", b.stderr.lock().unwrap());
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still running: {}",
+            b.stderr.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let addr = b.url.trim_start_matches("http://").to_string();
+    std::net::TcpListener::bind(addr).expect("the port was released");
+}
