@@ -702,3 +702,28 @@ async fn sigterm_stops_the_bridge_and_releases_the_port() {
     let addr = b.url.trim_start_matches("http://").to_string();
     std::net::TcpListener::bind(addr).expect("the port was released");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fifty_clients_each_get_every_event_of_a_10000_chunk_turn_in_order() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    let chunks: Vec<&'static str> = std::iter::repeat_n("y", 10_000).collect();
+    server.push(stream(KIND, &Answer::Text(chunks)));
+    let b = bridge(&scene, Some(&server), true);
+    assert_eq!(b.post("/agent/start").await.0, 200);
+    let mut clients = Vec::new();
+    for _ in 0..50 {
+        clients.push(b.follow(None).await);
+    }
+    assert_eq!(b.send("many chunks").await.0, 202);
+    for (n, client) in clients.iter().enumerate() {
+        client.wait_for("agent:session-completed").await;
+        let list = client.list.lock().unwrap();
+        let chunks = list.iter().filter(|e| e.1 == "agent:message-chunk").count();
+        assert_eq!(chunks, 10_000, "client {n}");
+        assert!(
+            list.windows(2).all(|w| w[1].0 == w[0].0 + 1),
+            "client {n}: ids not contiguous"
+        );
+    }
+}
