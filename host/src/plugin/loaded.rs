@@ -81,6 +81,9 @@ struct FreshCall {
 
 /// One call's parameters besides the guest work itself.
 struct CallSetup {
+    /// File operations block the calling thread (the call runs on a
+    /// thread of its own) instead of hopping to the blocking pool.
+    on_own_thread: bool,
     live: Option<crate::process::LiveOutput>,
     limit: Duration,
     /// Where the guest's programs run by default (0.2.0 guests).
@@ -150,16 +153,42 @@ impl LoadedPlugin {
             call_id: ctx.call_id.clone(),
         };
         let setup = CallSetup {
+            on_own_thread: true,
             live,
             limit: self.call_limit(),
             working_dir: Some(guest_ctx.working_dir.clone()),
         };
-        let mut call = self.fresh_instance(setup).await?;
+        let FreshCall {
+            mut permit,
+            clock,
+            limit,
+            store,
+        } = self.fresh_instance(setup).await?;
+        // The guest runs on a blocking-pool thread of its own, where its
+        // file operations run directly (one hop per call, not one per
+        // `stat` or `read`). The wall clock is kept out here: a guest
+        // spinning is interrupted by its epoch deadline, one blocked in the
+        // kernel (a FIFO) is abandoned at the limit and its thread left to
+        // finish alone.
+        let handle = tokio::runtime::Handle::current();
+        let (name, args_json) = (name.to_string(), args_json.to_string());
+        // Dropping this call (an interrupt, an abort, the limit) drops the
+        // guest's work on its thread too, which stops the programs it runs.
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let _cancel_on_drop = cancel.clone().drop_guard();
+        let task = tokio::task::spawn_blocking(move || {
+            let mut store = store;
+            let result = handle.block_on(async {
+                tokio::select! {
+                    r = guest.call(&mut store, &name, &args_json, &guest_ctx) => Some(r),
+                    () = cancel.cancelled() => None,
+                }
+            });
+            (store, result)
+        });
         let mut detach = ctx.detach.clone();
         let done = {
-            let work = call
-                .clock
-                .bound(guest.call(&mut call.store, name, args_json, &guest_ctx));
+            let work = clock.bound(task);
             tokio::pin!(work);
             loop {
                 tokio::select! {
@@ -170,7 +199,7 @@ impl LoadedPlugin {
                             // Free the foreground slot for calls the agent waits
                             // on; hold a background one if there is room.
                             match self.background.clone().try_acquire_owned() {
-                                Ok(slot) => call.permit = slot,
+                                Ok(slot) => permit = slot,
                                 Err(_) => tracing::debug!(
                                     "plugin {}: no background slot free; the call keeps its instance slot",
                                     self.name()
@@ -181,7 +210,19 @@ impl LoadedPlugin {
                 }
             }
         };
-        Ok(self.conclude(done, &call)??)
+        drop(permit);
+        match done {
+            Ok(Ok((store, Some(result)))) => Ok(result.map_err(|e| self.classify(e, &store))??),
+            Ok(Ok((_, None))) => Err(self.setup_error("the call was cancelled".into()).into()),
+            Ok(Err(join)) => Err(self
+                .setup_error(format!("the call's thread failed: {join}"))
+                .into()),
+            Err(TimedOut) => Err(CallError::Timeout {
+                plugin: self.name().to_string(),
+                limit_ms: limit.as_millis() as u64,
+            }
+            .into()),
+        }
     }
 
     /// `dir` (a host directory inside the workspace) as the guest sees it.
@@ -233,6 +274,7 @@ impl LoadedPlugin {
             return Err(self.not_a("summarizer"));
         };
         let setup = CallSetup {
+            on_own_thread: false,
             live: None,
             limit: self.call_limit(),
             working_dir: None,
@@ -245,9 +287,9 @@ impl LoadedPlugin {
         self.conclude(done, &call)
     }
 
-    fn tool_guest(&self) -> Result<&dyn ToolGuest, CallError> {
+    fn tool_guest(&self) -> Result<Arc<dyn ToolGuest>, CallError> {
         match &self.guest {
-            Guest::Tool(g) => Ok(g.as_ref()),
+            Guest::Tool(g) => Ok(g.clone()),
             _ => Err(self.not_a("tool")),
         }
     }
@@ -267,7 +309,12 @@ impl LoadedPlugin {
     async fn fresh_instance(&self, setup: CallSetup) -> Result<FreshCall, CallError> {
         let permit = self.permit().await?;
         let clock = CallClock::with_budget(setup.limit, self.sandbox.process_budget);
-        let store = self.store(setup.live, clock.clone(), setup.working_dir)?;
+        let store = self.store(
+            setup.live,
+            clock.clone(),
+            setup.working_dir,
+            setup.on_own_thread,
+        )?;
         Ok(FreshCall {
             permit,
             clock,
@@ -300,6 +347,7 @@ impl LoadedPlugin {
     /// Settings of a load-time call.
     fn load_setup(&self) -> CallSetup {
         CallSetup {
+            on_own_thread: false,
             live: None,
             limit: self.call_limit().min(LOAD_CALL_LIMIT),
             working_dir: None,
@@ -325,6 +373,7 @@ impl LoadedPlugin {
         live: Option<crate::process::LiveOutput>,
         clock: Arc<CallClock>,
         working_dir: Option<String>,
+        on_own_thread: bool,
     ) -> Result<Store<HostState>, CallError> {
         new_store(
             &self.engine,
@@ -333,6 +382,7 @@ impl LoadedPlugin {
             live,
             clock,
             working_dir,
+            on_own_thread,
         )
         .map_err(|e| self.setup_error(format!("{e:#}")))
     }

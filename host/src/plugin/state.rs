@@ -62,12 +62,14 @@ pub fn new_store(
     live_output: Option<crate::process::LiveOutput>,
     clock: Arc<CallClock>,
     working_dir: Option<String>,
+    on_own_thread: bool,
 ) -> wasmtime::Result<Store<HostState>> {
     let mut wasi = WasiCtxBuilder::new();
-    // File operations run on the blocking pool, never on a runtime thread:
-    // a guest blocked on a FIFO must not stall the host, and the call's
-    // clock must be able to end it.
-    wasi.allow_blocking_current_thread(false);
+    // File operations never block a runtime thread: a guest blocked on a
+    // FIFO must not stall the host, and the call's clock must be able to
+    // end it. A call that runs on a thread of its own does them there;
+    // others hop to the blocking pool for each one.
+    wasi.allow_blocking_current_thread(on_own_thread);
     for mount in &sandbox.mounts {
         let perms = match mount.access {
             Access::ReadWrite => FsPerms::ReadWrite,

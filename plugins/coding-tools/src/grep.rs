@@ -1,10 +1,10 @@
 //! `grep(pattern, path?, glob_filter?, case_insensitive?, max_results? = 100)`:
 //! regex search inside the plugin (no program needed).
 
-use regex::RegexBuilder;
 use sandcrab_sdk::prelude::*;
 
 use crate::fs;
+use crate::search::Matcher;
 use crate::walk::{GlobFilter, files};
 
 const MAX_LINE: usize = 500;
@@ -52,9 +52,7 @@ impl Tool for Grep {
     }
 
     fn run(args: Args, ctx: &CallContext) -> ToolResult {
-        let regex = RegexBuilder::new(&args.pattern)
-            .case_insensitive(args.case_insensitive)
-            .build()
+        let matcher = Matcher::new(&args.pattern, args.case_insensitive)
             .map_err(|e| ToolError::invalid(format!("invalid regex: {e}")))?;
         let filter = args
             .glob_filter
@@ -89,17 +87,21 @@ impl Tool for Grep {
             if fs::looks_binary(&bytes) {
                 continue;
             }
-            let text = String::from_utf8_lossy(&bytes);
-            let shown = fs::display(ctx, file.to_str().unwrap_or_default()).to_string();
-            for (index, line) in text.lines().enumerate() {
-                if regex.is_match(line) {
-                    if found == max {
-                        capped = true;
-                        break 'files;
-                    }
-                    found += 1;
-                    push_match(&mut out, &shown, index + 1, line);
+            let mut shown: Option<String> = None;
+            matcher.each_match(&bytes, |number, line| {
+                if found == max {
+                    capped = true;
+                    return false;
                 }
+                found += 1;
+                let shown = shown.get_or_insert_with(|| {
+                    fs::display(ctx, file.to_str().unwrap_or_default()).to_string()
+                });
+                push_match(&mut out, shown, number, &String::from_utf8_lossy(line));
+                true
+            });
+            if capped {
+                break 'files;
             }
         }
         if found == 0 {

@@ -13,6 +13,7 @@ mod guarded;
 mod list_dir;
 mod patch;
 mod read_file;
+mod search;
 mod shell;
 mod walk;
 mod write_file;

@@ -104,7 +104,8 @@ pub trait SummarizerGuest: Send + Sync {
 
 /// A linked component behind its world's guest interface.
 pub enum Guest {
-    Tool(Box<dyn ToolGuest>),
+    /// Shared: a tool call runs on its own thread (see `LoadedPlugin::call_tool`).
+    Tool(std::sync::Arc<dyn ToolGuest>),
     Profile(Box<dyn ProfileGuest>),
     Summarizer(Box<dyn SummarizerGuest>),
 }

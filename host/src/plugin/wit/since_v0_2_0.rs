@@ -57,7 +57,7 @@ pub fn add_to_linker(linker: &mut wasmtime::component::Linker<HostState>) -> was
 /// The guest for a component of this version.
 pub fn guest(kind: PluginKind, pre: InstancePre<HostState>) -> wasmtime::Result<Guest> {
     Ok(match kind {
-        PluginKind::Tool => Guest::Tool(Box::new(tool::ToolPluginPre::new(pre)?)),
+        PluginKind::Tool => Guest::Tool(std::sync::Arc::new(tool::ToolPluginPre::new(pre)?)),
         PluginKind::Profile => Guest::Profile(Box::new(profile::ProfilePluginPre::new(pre)?)),
         PluginKind::Summarizer => {
             Guest::Summarizer(Box::new(summarizer::SummarizerPluginPre::new(pre)?))
