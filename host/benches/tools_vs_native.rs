@@ -111,6 +111,21 @@ fn grep_rows(label: &str, dir: &Path, pattern: &str, runs: usize) {
     });
     report(&format!("{label} (one thread)"), t_ours, "rg -j1", t_rg1);
     report(&format!("{label} (all cores)"), t_ours, "rg", t_rg);
+    // Where the time goes: the same walk with no file read (a glob filter
+    // that matches nothing), against rg listing the files.
+    let walk_only = json!({"pattern": pattern, "glob_filter": "*.zq9none"});
+    let t_walk = median(runs, || {
+        tools.call("grep", walk_only.clone());
+    });
+    let t_rg_files = median(runs, || {
+        rg(&["-j1", "--files"], dir);
+    });
+    report(
+        &format!("{label}: the walk alone"),
+        t_walk,
+        "rg -j1 --files",
+        t_rg_files,
+    );
 }
 
 /// A tree with many matches: 3,000 files, every tenth line matching.
