@@ -71,6 +71,9 @@ impl Tool for Grep {
             Box::new(files(&root))
         };
         let mut out = String::new();
+        // One buffer for every file: no allocation, and no `fstat` + seek
+        // per file to size it (each is a crossing into the host).
+        let mut bytes: Vec<u8> = Vec::with_capacity(256 * 1024);
         let mut found = 0;
         let mut capped = false;
         'files: for file in candidates {
@@ -81,9 +84,9 @@ impl Tool for Grep {
             {
                 continue;
             }
-            let Ok(bytes) = std::fs::read(&file) else {
+            if read_into(&file, &mut bytes).is_err() {
                 continue;
-            };
+            }
             if fs::looks_binary(&bytes) {
                 continue;
             }
@@ -116,6 +119,17 @@ impl Tool for Grep {
         }
         Ok(out)
     }
+}
+
+/// Read `path` into `buffer` (cleared first).
+fn read_into(path: &std::path::Path, buffer: &mut Vec<u8>) -> std::io::Result<()> {
+    use std::io::Read;
+    buffer.clear();
+    // Through `Take`, `read_to_end` does not ask the file for its size.
+    std::fs::File::open(path)?
+        .take(u64::MAX)
+        .read_to_end(buffer)
+        .map(|_| ())
 }
 
 fn push_match(out: &mut String, path: &str, number: usize, line: &str) {
