@@ -727,3 +727,52 @@ async fn fifty_clients_each_get_every_event_of_a_10000_chunk_turn_in_order() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_reconnecting_after_a_bridge_restart_gets_what_it_missed() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.push(stream(KIND, &Answer::Text(vec!["one ", "two ", "three"])));
+    let first = bridge(&scene, Some(&server), true);
+    assert_eq!(first.post("/agent/start").await.0, 200);
+    let events = first.follow(Some(0)).await;
+    assert_eq!(first.send("count").await.0, 202);
+    events.wait_for("agent:session-completed").await;
+    let seen = events.list.lock().unwrap().clone();
+    let last = seen.last().unwrap().0;
+    // The client saw up to the first chunk, then the bridge went away.
+    let cut = seen
+        .iter()
+        .position(|e| e.1 == "agent:message-chunk")
+        .unwrap();
+    let resume_after = seen[cut].0;
+    events.stop();
+    drop(first);
+
+    let second = bridge(&scene, Some(&server), true);
+    let resumed = second.follow(Some(resume_after)).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while resumed.ids().last() != Some(&last) {
+        assert!(
+            Instant::now() < deadline,
+            "{:?} vs {seen:?}",
+            resumed.names()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let expected: Vec<u64> = seen
+        .iter()
+        .map(|e| e.0)
+        .filter(|i| *i > resume_after)
+        .collect();
+    assert_eq!(resumed.ids(), expected);
+    // New events go on from there.
+    assert_eq!(second.post("/agent/start").await.0, 200);
+    let (id, _, _) = resumed.wait_for("agent:status-changed").await;
+    let newest = *resumed.ids().last().unwrap();
+    assert!(
+        id > resume_after && newest > last,
+        "ids restarted: {:?}",
+        resumed.ids()
+    );
+}

@@ -77,11 +77,34 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         ),
         None => None,
     };
-    let harness = Arc::new(Harness::new(
+    // Events are kept in the session store too, per workspace, so a client
+    // that reconnects after a restart of the bridge gets what it missed.
+    let config_dir = match &workspace {
+        Some(w) => w.clone(),
+        None => std::env::current_dir()?,
+    };
+    let config =
+        crate::config::Config::load(&config_dir, args.agent.host.config.as_deref())?.config;
+    let stream = format!(
+        "bridge:{}",
+        workspace
+            .as_deref()
+            .map(|w| w.display().to_string())
+            .unwrap_or_default()
+    );
+    let log = match super::sessions_cmd::open_store(&config) {
+        Ok(store) => crate::harness::EventLog::stored(store, &stream)?,
+        Err(err) => {
+            eprintln!("warning: bridge events are kept in memory only: {err:#}");
+            crate::harness::EventLog::default()
+        }
+    };
+    let harness = Arc::new(Harness::with_log(
         Arc::new(CliFactory {
             args: args.agent.clone(),
         }),
         workspace.clone(),
+        log,
     ));
     let shutdown = tokio_util::sync::CancellationToken::new();
     let app = router(

@@ -28,6 +28,15 @@ pub struct BridgeEvent {
 pub struct EventLog {
     inner: Mutex<Kept>,
     live: broadcast::Sender<BridgeEvent>,
+    /// Where events are also kept (written in batches by a task), so a
+    /// client reconnecting after a restart gets what it missed.
+    stored: Option<Stored>,
+}
+
+struct Stored {
+    store: std::sync::Arc<dyn crate::store::Store>,
+    stream: String,
+    writer: tokio::sync::mpsc::UnboundedSender<BridgeEvent>,
 }
 
 struct Kept {
@@ -43,11 +52,56 @@ impl Default for EventLog {
                 events: VecDeque::new(),
             }),
             live: broadcast::channel(4096).0,
+            stored: None,
         }
     }
 }
 
 impl EventLog {
+    /// A log kept in `store` under `stream` as well; ids go on from the
+    /// last one kept. Needs a tokio runtime (for the writer task).
+    pub fn stored(
+        store: std::sync::Arc<dyn crate::store::Store>,
+        stream: &str,
+    ) -> Result<Self, crate::store::StoreError> {
+        let next = store.last_event_id(stream)? + 1;
+        let (writer, mut rx) = tokio::sync::mpsc::unbounded_channel::<BridgeEvent>();
+        let (task_store, task_stream) = (store.clone(), stream.to_string());
+        tokio::spawn(async move {
+            while let Some(first) = rx.recv().await {
+                let mut batch = vec![first];
+                while let Ok(more) = rx.try_recv() {
+                    batch.push(more);
+                }
+                let rows: Vec<crate::store::StoredEvent> = batch
+                    .into_iter()
+                    .map(|e| crate::store::StoredEvent {
+                        id: e.id,
+                        event: e.event,
+                        data: e.data.to_string(),
+                    })
+                    .collect();
+                let (s, name) = (task_store.clone(), task_stream.clone());
+                let _ = tokio::task::spawn_blocking(move || {
+                    if let Err(err) = s.append_events(&name, &rows) {
+                        tracing::warn!("bridge events not kept: {err}");
+                    }
+                })
+                .await;
+            }
+        });
+        let log = EventLog::default();
+        log.inner.lock().unwrap_or_else(|e| e.into_inner()).next = next;
+        Ok(EventLog {
+            stored: Some(Stored {
+                store,
+                stream: stream.to_string(),
+                writer,
+            }),
+            ..log
+        })
+    }
+
     /// Publish one event; its id.
     pub fn publish(&self, event: &str, data: Value) -> u64 {
         let mut kept = self.inner.lock().unwrap_or_else(|e| e.into_inner());
@@ -61,6 +115,9 @@ impl EventLog {
             kept.events.pop_front();
         }
         kept.events.push_back(e.clone());
+        if let Some(stored) = &self.stored {
+            let _ = stored.writer.send(e.clone());
+        }
         // Sent under the lock, so live order is id order.
         let _ = self.live.send(e);
         kept.next - 1
@@ -70,12 +127,25 @@ impl EventLog {
     /// (taken together, so nothing falls between them).
     pub fn follow(&self, after: u64) -> (Vec<BridgeEvent>, broadcast::Receiver<BridgeEvent>) {
         let kept = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let missed = kept
-            .events
-            .iter()
-            .filter(|e| e.id > after)
-            .cloned()
-            .collect();
+        // Older than what memory holds (a restart, or long ago): from the
+        // store, up to where memory begins.
+        let first_in_memory = kept.events.front().map_or(kept.next, |e| e.id);
+        let mut missed: Vec<BridgeEvent> = match &self.stored {
+            Some(stored) if after + 1 < first_in_memory => stored
+                .store
+                .events_after(&stored.stream, after, KEPT)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|e| e.id < first_in_memory)
+                .map(|e| BridgeEvent {
+                    id: e.id,
+                    event: e.event,
+                    data: serde_json::from_str(&e.data).unwrap_or(Value::Null),
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        missed.extend(kept.events.iter().filter(|e| e.id > after).cloned());
         (missed, self.live.subscribe())
     }
 

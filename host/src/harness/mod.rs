@@ -105,6 +105,16 @@ pub struct Harness {
 impl Harness {
     /// A harness for `workspace` (None: initialize one before starting).
     pub fn new(factory: Arc<dyn AgentFactory>, workspace: Option<PathBuf>) -> Self {
+        Self::with_log(factory, workspace, EventLog::default())
+    }
+
+    /// Like [`Harness::new`], its events also kept by `log` (see
+    /// [`EventLog::stored`]).
+    pub fn with_log(
+        factory: Arc<dyn AgentFactory>,
+        workspace: Option<PathBuf>,
+        log: EventLog,
+    ) -> Self {
         Harness {
             factory,
             state: tokio::sync::Mutex::new(State {
@@ -113,7 +123,7 @@ impl Harness {
                 running: None,
             }),
             streaming: Arc::new(AtomicUsize::new(0)),
-            log: Arc::new(EventLog::default()),
+            log: Arc::new(log),
         }
     }
 

@@ -119,6 +119,27 @@ pub trait Store: Send + Sync {
     ) -> Result<Vec<ArchivalBlock>, StoreError>;
     /// Apply one compaction atomically.
     fn compact(&self, conversation: &str, write: &CompactionWrite) -> Result<(), StoreError>;
+    /// Keep events of the event stream `stream` (one transaction).
+    fn append_events(&self, stream: &str, events: &[StoredEvent]) -> Result<(), StoreError>;
+    /// Events of `stream` with an id above `after`, in order, at most
+    /// `limit`.
+    fn events_after(
+        &self,
+        stream: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError>;
+    /// The highest event id kept for `stream` (0: none).
+    fn last_event_id(&self, stream: &str) -> Result<u64, StoreError>;
+}
+
+/// One kept event of an event stream (the HTTP bridge's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredEvent {
+    pub id: u64,
+    pub event: String,
+    /// JSON.
+    pub data: String,
 }
 
 /// The default database file: `$XDG_DATA_HOME/sandcrab/sandcrab.db`, else

@@ -44,4 +44,15 @@ pub const MIGRATIONS: &[&str] = &[
         INSERT INTO archival_fts (archival_fts, rowid, content) VALUES ('delete', old.id, old.content);
     END;
     "#,
+    // 2: the HTTP bridge's event streams, so a client reconnecting after a
+    // restart of the bridge gets what it missed.
+    r#"
+    CREATE TABLE events (
+        stream  TEXT NOT NULL,
+        id      INTEGER NOT NULL,
+        event   TEXT NOT NULL,
+        data    TEXT NOT NULL,
+        PRIMARY KEY (stream, id)
+    ) WITHOUT ROWID;
+    "#,
 ];

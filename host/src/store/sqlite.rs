@@ -7,7 +7,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::schema::MIGRATIONS;
 use super::{
-    ArchivalBlock, CompactionWrite, NewBlock, SessionRecord, Store, StoreError, StoredTurn,
+    ArchivalBlock, CompactionWrite, NewBlock, SessionRecord, Store, StoreError, StoredEvent,
+    StoredTurn,
 };
 
 /// The SQLite store.
@@ -271,6 +272,61 @@ impl Store for SqliteStore {
         tx.commit()?;
         Ok(())
     }
+
+    fn append_events(&self, stream: &str, events: &[StoredEvent]) -> Result<(), StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        {
+            let mut insert = tx.prepare_cached(
+                "INSERT OR REPLACE INTO events (stream, id, event, data) VALUES (?1, ?2, ?3, ?4)",
+            )?;
+            for e in events {
+                insert.execute(params![stream, e.id as i64, e.event, e.data])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn events_after(
+        &self,
+        stream: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        Ok(self.event_rows(stream, after, limit)?)
+    }
+
+    fn last_event_id(&self, stream: &str) -> Result<u64, StoreError> {
+        let id: Option<i64> = self.conn().query_row(
+            "SELECT MAX(id) FROM events WHERE stream = ?1",
+            [stream],
+            |r| r.get(0),
+        )?;
+        Ok(id.unwrap_or(0) as u64)
+    }
+}
+
+impl SqliteStore {
+    fn event_rows(
+        &self,
+        stream: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, rusqlite::Error> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, event, data FROM events WHERE stream = ?1 AND id > ?2 ORDER BY id LIMIT ?3",
+        )?;
+        let rows = stmt.query_map(params![stream, after as i64, limit as i64], |r| {
+            Ok(StoredEvent {
+                id: r.get::<_, i64>(0)? as u64,
+                event: r.get(1)?,
+                data: r.get(2)?,
+            })
+        })?;
+        rows.collect()
+    }
 }
 
 #[cfg(test)]
@@ -371,6 +427,28 @@ mod tests {
         let labels: Vec<&str> = hits.iter().map(|b| b.label.as_str()).collect();
         assert_eq!(labels, ["b", "a"]);
         assert!(store.search(None, "  ()  ", 10).unwrap().is_empty());
+    }
+
+    #[test]
+    fn event_streams_are_kept_in_order_per_stream() {
+        let store = SqliteStore::in_memory().unwrap();
+        let e = |id: u64| StoredEvent {
+            id,
+            event: "agent:message-chunk".into(),
+            data: format!("{{\"n\":{id}}}"),
+        };
+        store.append_events("a", &[e(1), e(2), e(3)]).unwrap();
+        store.append_events("b", &[e(1)]).unwrap();
+        assert_eq!(store.last_event_id("a").unwrap(), 3);
+        assert_eq!(store.last_event_id("none").unwrap(), 0);
+        let ids: Vec<u64> = store
+            .events_after("a", 1, 10)
+            .unwrap()
+            .iter()
+            .map(|e| e.id)
+            .collect();
+        assert_eq!(ids, [2, 3]);
+        assert_eq!(store.events_after("a", 0, 2).unwrap().len(), 2);
     }
 
     #[test]
