@@ -70,11 +70,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .context("no runtime or config directory for the token: pass --token-file")?,
     };
     let token = token::load_or_create(&token_file)?;
+    // No --workspace: none is open until a client initializes one.
     let workspace = match &args.agent.host.workspace {
-        Some(dir) => Some(
-            dir.canonicalize()
-                .with_context(|| format!("workspace {} is not usable", dir.display()))?,
-        ),
+        Some(dir) => Some(super::setup::resolve_workspace(Some(dir))?),
         None => None,
     };
     // Events are kept in the session store too, per workspace, so a client

@@ -48,13 +48,7 @@ pub struct Place {
 
 impl Place {
     fn open(&self) -> anyhow::Result<(PathBuf, Arc<dyn Store>)> {
-        let dir = match &self.workspace {
-            Some(d) => d.clone(),
-            None => std::env::current_dir().context("cannot determine the current directory")?,
-        };
-        let workspace = dir
-            .canonicalize()
-            .with_context(|| format!("workspace {} is not usable", dir.display()))?;
+        let workspace = super::setup::resolve_workspace(self.workspace.as_deref())?;
         let loaded = Config::load(&workspace, self.config.as_deref())?;
         Ok((workspace, open_store(&loaded.config)?))
     }

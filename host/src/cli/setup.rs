@@ -65,15 +65,20 @@ impl Setup {
     }
 }
 
+/// The workspace `dir` names (default: the current directory), resolved.
+pub fn resolve_workspace(dir: Option<&std::path::Path>) -> anyhow::Result<PathBuf> {
+    let dir = match dir {
+        Some(dir) => dir.to_path_buf(),
+        None => std::env::current_dir().context("cannot determine the current directory")?,
+    };
+    dir.canonicalize()
+        .with_context(|| format!("workspace {} is not usable", dir.display()))
+}
+
 impl HostArgs {
     /// The workspace directory.
     pub fn workspace_dir(&self) -> anyhow::Result<PathBuf> {
-        let dir = match &self.workspace {
-            Some(dir) => dir.clone(),
-            None => std::env::current_dir().context("cannot determine the current directory")?,
-        };
-        dir.canonicalize()
-            .with_context(|| format!("workspace {} is not usable", dir.display()))
+        resolve_workspace(self.workspace.as_deref())
     }
 
     /// Read the configuration, apply flags, start the plugin host and load

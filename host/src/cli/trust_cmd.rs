@@ -6,7 +6,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::Args;
 
 use crate::config::{Config, PROJECT_FILE, trust};
@@ -26,13 +25,7 @@ pub struct TrustArgs {
 }
 
 pub fn run(args: TrustArgs) -> anyhow::Result<ExitCode> {
-    let dir = match args.dir {
-        Some(dir) => dir,
-        None => std::env::current_dir().context("cannot determine the current directory")?,
-    };
-    let workspace = dir
-        .canonicalize()
-        .with_context(|| format!("workspace {} is not usable", dir.display()))?;
+    let workspace = super::setup::resolve_workspace(args.dir.as_deref())?;
     let file = match args.config {
         Some(file) => file,
         None => Config::user_file().ok_or(trust::TrustError::NoUserConfig)?,
