@@ -226,9 +226,7 @@ impl Harness {
         };
         if running.session.state() == crate::agent::SessionState::Closed {
             // An error closed the last session: go on in a new one.
-            running.pump.abort();
-            running.session = running.kit.session().await;
-            running.pump = self.pump(&running.session);
+            self.renew(running).await;
         }
         let session = running.session.clone();
         let streaming = self.streaming.clone();
@@ -276,10 +274,16 @@ impl Harness {
         };
         running.session.interrupt();
         running.session.abort().await;
+        self.renew(running).await;
+        Ok(())
+    }
+
+    /// Go on in a new session of the running agent (events of the old one
+    /// are no longer forwarded).
+    async fn renew(&self, running: &mut Running) {
         running.pump.abort();
         running.session = running.kit.session().await;
         running.pump = self.pump(&running.session);
-        Ok(())
     }
 
     /// The conversation so far: the stored turns of the current session
