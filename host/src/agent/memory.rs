@@ -134,23 +134,37 @@ impl SessionMemory {
         &self.store
     }
 
-    /// Store the turns of `history` not stored yet, in order.
-    fn persist(&self, history: &[Turn]) -> Result<(), StoreError> {
-        let mut persisted = self.persisted.lock().expect("memory lock");
-        let new: Vec<StoredTurn> = history
+    /// The turns of `history` not stored yet (in order, ready to store),
+    /// and the session's title if it has none yet.
+    fn unsaved(&self, history: &[Turn]) -> (Vec<StoredTurn>, Option<String>) {
+        let persisted = self.persisted.lock().expect("memory lock");
+        let new = history
             .iter()
             .filter(|t| t.id != SUMMARY_TURN_ID && !persisted.contains(&t.id))
             .map(stored)
             .collect();
+        let untitled = !*self.titled.lock().expect("memory lock");
+        (
+            new,
+            untitled
+                .then(|| history.iter().find_map(title_of))
+                .flatten(),
+        )
+    }
+
+    /// Store what [`Self::unsaved`] found.
+    fn save(&self, new: Vec<StoredTurn>, title: Option<String>) -> Result<(), StoreError> {
         if new.is_empty() {
             return Ok(());
         }
         self.store.append_turns(&self.id, &new)?;
-        persisted.extend(new.into_iter().map(|t| t.id));
-        let mut titled = self.titled.lock().expect("memory lock");
-        if !*titled && let Some(title) = history.iter().find_map(title_of) {
+        self.persisted
+            .lock()
+            .expect("memory lock")
+            .extend(new.into_iter().map(|t| t.id));
+        if let Some(title) = title {
             self.store.update_session(&self.id, Some(&title), None)?;
-            *titled = true;
+            *self.titled.lock().expect("memory lock") = true;
         }
         Ok(())
     }
@@ -263,14 +277,15 @@ impl Session {
     /// an input ends). A store failure is reported, not fatal.
     pub(super) fn persist(&self) {
         let Some(memory) = &self.memory else { return };
-        let history = self.lock().history.clone();
-        if let Err(err) = memory.persist(&history) {
+        // Only the new turns are copied out of the history, not all of it.
+        let (new, title) = memory.unsaved(&self.lock().history);
+        if let Err(err) = memory.save(new, title) {
             self.warn(&format!("the session could not be saved: {err}"));
         }
     }
 
-    /// Compact when the context is over the budget.
-    pub(super) async fn compact_if_over_budget(&self) {
+    /// Compact when the context (`tokens`, estimated) is over the budget.
+    pub(super) async fn compact_if_over_budget(&self, tokens: u64) {
         let Some(memory) = &self.memory else { return };
         let compressible = self
             .lock()
@@ -283,10 +298,7 @@ impl Session {
             return;
         }
         let window = self.profile.info.context_window.max(1);
-        if memory
-            .compactor
-            .should_compress(self.estimated_tokens(), window)
-        {
+        if memory.compactor.should_compress(tokens, window) {
             self.compact().await;
         }
     }

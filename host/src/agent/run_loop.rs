@@ -103,10 +103,16 @@ impl Session {
                 );
                 return Ok(Ended::Done);
             }
+            // One estimate of the context per round, when anything needs it.
+            let tokens = if !context_warned || self.memory.is_some() {
+                self.estimated_tokens()
+            } else {
+                0
+            };
             if !context_warned {
-                context_warned = self.check_context();
+                context_warned = self.check_context(tokens);
             }
-            self.compact_if_over_budget().await;
+            self.compact_if_over_budget(tokens).await;
             let mut partial = String::new();
             let response = tokio::select! {
                 r = self.call_model(&mut partial) => r,
@@ -333,9 +339,8 @@ impl Session {
     }
 
     /// Emit CONTEXT_WARNING above the threshold; true if emitted.
-    fn check_context(&self) -> bool {
+    fn check_context(&self, tokens: u64) -> bool {
         let window = self.profile.info.context_window.max(1);
-        let tokens = self.estimated_tokens();
         let usage = tokens as f64 / window as f64;
         if usage > self.config.context_warning_threshold {
             self.emit(
