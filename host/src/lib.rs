@@ -8,6 +8,7 @@ pub mod config;
 pub mod harness;
 pub mod jobs;
 pub mod llm;
+pub mod mcp;
 pub mod plugin;
 pub mod process;
 pub mod safe_fs;

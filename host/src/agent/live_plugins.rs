@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::profile::Profile;
-use super::tool_set::{ToolSelection, plugin_tools};
+use super::tool_set::{ToolSelection, plugin_tools, served_tools};
 use crate::plugin::watch::{Change, PluginWatcher};
 use crate::plugin::{LoadedPlugin, PluginHost, PluginSource};
 use crate::tools::ToolCatalog;
@@ -94,7 +94,8 @@ impl std::fmt::Display for PluginReport {
 pub struct LivePlugins {
     host: tokio::sync::Mutex<PluginHost>,
     catalog: ToolCatalog,
-    profile: Arc<Profile>,
+    /// None: every plugin tool counts as core (what MCP serves).
+    profile: Option<Arc<Profile>>,
     selection: ToolSelection,
 }
 
@@ -111,7 +112,18 @@ impl LivePlugins {
         Arc::new(LivePlugins {
             host: tokio::sync::Mutex::new(host),
             catalog,
-            profile,
+            profile: Some(profile),
+            selection,
+        })
+    }
+
+    /// Take over `host` for `sandcrab mcp serve`: tools are published to
+    /// `catalog` as [`served_tools`] chooses them.
+    pub fn serving(host: PluginHost, catalog: ToolCatalog, selection: ToolSelection) -> Arc<Self> {
+        Arc::new(LivePlugins {
+            host: tokio::sync::Mutex::new(host),
+            catalog,
+            profile: None,
             selection,
         })
     }
@@ -222,7 +234,10 @@ impl LivePlugins {
 
     /// Offer the tools of the plugins loaded now.
     fn publish(&self, host: &PluginHost) {
-        let set = plugin_tools(host, &self.profile, &self.selection);
+        let set = match &self.profile {
+            Some(profile) => plugin_tools(host, profile, &self.selection),
+            None => served_tools(host, &self.selection),
+        };
         self.catalog.publish(set.registry);
     }
 }

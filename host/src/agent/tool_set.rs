@@ -120,9 +120,19 @@ pub fn offer(
 
 /// The plugin tools to offer with `profile` under `selection`.
 pub fn plugin_tools(host: &PluginHost, profile: &Profile, selection: &ToolSelection) -> ToolSet {
+    tools_for(host, Some(profile), selection)
+}
+
+/// The tools `sandcrab mcp serve` offers: every loaded plugin tool (no
+/// profile narrows the built-in ones) under the operator's `selection`.
+pub fn served_tools(host: &PluginHost, selection: &ToolSelection) -> ToolSet {
+    tools_for(host, None, selection)
+}
+
+fn tools_for(host: &PluginHost, profile: Option<&Profile>, selection: &ToolSelection) -> ToolSet {
     let mut registry = ToolRegistry::new();
     for (tool, plugin) in host.tool_owners() {
-        if offer(host, Some(profile), selection, plugin.name(), tool) == Offer::Offered {
+        if offer(host, profile, selection, plugin.name(), tool) == Offer::Offered {
             registry.register_plugin_tool(plugin, tool);
         }
     }

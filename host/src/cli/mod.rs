@@ -2,6 +2,7 @@
 
 mod agent_cmd;
 mod bridge_client_cmd;
+mod mcp_cmd;
 mod plugins;
 mod render;
 mod sandbox_cmd;
@@ -74,6 +75,9 @@ enum Command {
     /// Drive a running `sandcrab serve`: init, start, stop, send,
     /// interrupt, status, clear, history, events.
     Agent(bridge_client_cmd::AgentClientArgs),
+    /// The Model Context Protocol: serve sandcrab's tools to MCP clients.
+    #[command(subcommand)]
+    Mcp(mcp_cmd::McpCommand),
     /// Saved sessions: list, show, delete (continue one with
     /// `chat --resume ID` or `--continue`).
     #[command(subcommand)]
@@ -113,6 +117,7 @@ pub fn main() -> ExitCode {
             Command::Trust(args) => trust_cmd::run(args),
             Command::Sandbox(cmd) => sandbox_cmd::run(cmd),
             Command::Sessions(cmd) => sessions_cmd::run(cmd),
+            Command::Mcp(cmd) => mcp_cmd::run(cmd).await,
             Command::Serve(args) => serve_cmd::run(args).await,
             Command::Agent(args) => bridge_client_cmd::run(args).await,
         }

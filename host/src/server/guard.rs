@@ -8,7 +8,19 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::{ApiError, Shared};
+use std::sync::Arc;
+
+use super::ApiError;
+
+/// What the guard admits: the token, the web origins allowed, and whether
+/// a non-loopback `Host` is accepted. Shared by the bridge and
+/// `sandcrab mcp serve --http`.
+#[derive(Debug, Clone)]
+pub struct Guard {
+    pub token: String,
+    pub cors: Vec<String>,
+    pub allow_remote: bool,
+}
 
 /// Whether `host` (a `Host` header value) names this machine's loopback.
 pub fn loopback_host(host: &str) -> bool {
@@ -55,9 +67,9 @@ fn refuse(status: StatusCode, code: &str, message: &str) -> Response {
 }
 
 /// The middleware.
-pub async fn check(State(shared): State<Shared>, request: Request, next: Next) -> Response {
+pub async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
     let headers = request.headers();
-    if !shared.config.allow_remote {
+    if !guard.allow_remote {
         let host = headers
             .get(header::HOST)
             .and_then(|v| v.to_str().ok())
@@ -72,7 +84,7 @@ pub async fn check(State(shared): State<Shared>, request: Request, next: Next) -
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or_default();
-        if !shared.config.cors.iter().any(|o| o == origin) {
+        if !guard.cors.iter().any(|o| o == origin) {
             return refuse(
                 StatusCode::FORBIDDEN,
                 "forbidden_origin",
@@ -97,8 +109,7 @@ pub async fn check(State(shared): State<Shared>, request: Request, next: Next) -
         );
         return response;
     }
-    let ok = presented_token(headers, request.uri().query())
-        .is_some_and(|t| same(t, &shared.config.token));
+    let ok = presented_token(headers, request.uri().query()).is_some_and(|t| same(t, &guard.token));
     if !ok {
         return refuse(
             StatusCode::UNAUTHORIZED,

@@ -15,7 +15,7 @@
 //! | `GET /events` | SSE; `Last-Event-ID` resumes |
 //! | `GET /openapi.json` | this API |
 
-mod guard;
+pub mod guard;
 pub mod openapi;
 mod routes;
 mod sse;
@@ -56,16 +56,18 @@ pub(crate) struct Shared {
 
 /// The bridge's routes for `harness`.
 pub fn router(harness: Arc<Harness>, config: ServerConfig) -> axum::Router {
+    let guard = Arc::new(guard::Guard {
+        token: config.token.clone(),
+        cors: config.cors.clone(),
+        allow_remote: config.allow_remote,
+    });
     let shared = Shared {
         harness,
         config: Arc::new(config),
     };
     routes::router()
         .route("/events", axum::routing::get(sse::events))
-        .layer(axum::middleware::from_fn_with_state(
-            shared.clone(),
-            guard::check,
-        ))
+        .layer(axum::middleware::from_fn_with_state(guard, guard::check))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
         .with_state(shared)
 }

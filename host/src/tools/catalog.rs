@@ -13,6 +13,8 @@ pub struct ToolCatalog {
     inner: Arc<RwLock<Published>>,
     /// Plugins still being compiled or loaded in the background.
     pending: Arc<tokio::sync::watch::Sender<usize>>,
+    /// The generation, for holders that react to changes.
+    changes: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 #[derive(Default)]
@@ -37,7 +39,14 @@ impl ToolCatalog {
                 generation: 0,
             })),
             pending: Arc::new(tokio::sync::watch::channel(0).0),
+            changes: Arc::new(tokio::sync::watch::channel(0).0),
         }
+    }
+
+    /// A receiver that sees every new generation (for telling clients the
+    /// tool list changed).
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
     }
 
     /// The registry now (a cheap copy: tools are shared).
@@ -61,6 +70,9 @@ impl ToolCatalog {
         let mut published = self.inner.write().unwrap_or_else(|e| e.into_inner());
         published.registry = registry;
         published.generation += 1;
+        let generation = published.generation;
+        drop(published);
+        self.changes.send_replace(generation);
     }
 
     /// Note that a plugin started loading in the background; the returned

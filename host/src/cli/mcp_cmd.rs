@@ -1,0 +1,143 @@
+//! `sandcrab mcp serve`: the tools of the loaded plugins (after the
+//! operator's include/exclude) served over MCP, on stdio or on streamable
+//! HTTP guarded like the bridge.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+use rmcp::ServiceExt;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+
+use super::setup::HostArgs;
+use crate::agent::{LivePlugins, PluginReport, SessionConfig, tool_set};
+use crate::mcp::ToolServer;
+use crate::plugin::watch::PluginWatcher;
+use crate::server::{guard, token};
+use crate::tools::{ToolCatalog, TruncationPolicy};
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Serve the tools of the loaded plugins to an MCP client (stdio by
+    /// default; streamable HTTP on 127.0.0.1 with --http PORT).
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    host: HostArgs,
+    /// Serve streamable HTTP at http://127.0.0.1:PORT/mcp instead of stdio
+    /// (0: any free port, printed at start). Every request needs the
+    /// bridge's bearer token.
+    #[arg(long, value_name = "PORT")]
+    http: Option<u16>,
+    /// A web origin allowed to call over HTTP (repeatable).
+    #[arg(long = "cors", value_name = "ORIGIN")]
+    cors: Vec<String>,
+    /// Where the bearer token is kept (created 0600 at first start).
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// Reload a plugin when its directory changes and tell clients the
+    /// tool list changed (`--watch-plugins false` turns it off).
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    watch_plugins: bool,
+}
+
+/// How often plugin folders are checked for changes.
+const WATCH_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
+
+pub async fn run(cmd: McpCommand) -> anyhow::Result<ExitCode> {
+    let McpCommand::Serve(args) = cmd;
+    serve(args).await
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let setup = args.host.setup().await?;
+    setup.print_warnings();
+    let mut session = SessionConfig::new("");
+    session
+        .apply(&setup.config.agent)
+        .map_err(|e| anyhow::anyhow!("[agent] in the configuration: {e}"))?;
+    let selection = session.tools;
+    let set = tool_set::served_tools(&setup.host, &selection);
+    for warning in &set.warnings {
+        eprintln!("warning: {}", super::terminal::sanitize(warning));
+    }
+    let catalog = ToolCatalog::new(set.registry);
+    let truncation =
+        TruncationPolicy::from_overrides(&setup.config.truncation).map_err(anyhow::Error::msg)?;
+    let server = ToolServer::new(catalog.clone(), truncation);
+    let live = LivePlugins::serving(setup.host, catalog, selection);
+    let report =
+        |r: PluginReport| eprintln!("plugins: {}", super::terminal::sanitize(&r.to_string()));
+    let _watching = args
+        .watch_plugins
+        .then(|| live.watch(PluginWatcher::new(setup.roots), WATCH_INTERVAL, report));
+    match args.http {
+        None => serve_stdio(server).await,
+        Some(port) => serve_http(server, port, &args).await,
+    }
+}
+
+async fn serve_stdio(server: ToolServer) -> anyhow::Result<ExitCode> {
+    let running = server
+        .serve(rmcp::transport::stdio())
+        .await
+        .context("MCP client did not initialize")?;
+    running.waiting().await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn serve_http(server: ToolServer, port: u16, args: &ServeArgs) -> anyhow::Result<ExitCode> {
+    let token_file = match &args.token_file {
+        Some(f) => f.clone(),
+        None => token::default_file()
+            .context("no runtime or config directory for the token: pass --token-file")?,
+    };
+    let token = token::load_or_create(&token_file)?;
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let mut config = StreamableHttpServerConfig::default();
+    config.cancellation_token = shutdown.child_token();
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let guard = Arc::new(guard::Guard {
+        token,
+        cors: args.cors.clone(),
+        allow_remote: false,
+    });
+    let app = axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn_with_state(guard, guard::check));
+    let ip = std::net::Ipv4Addr::LOCALHOST;
+    let listener = tokio::net::TcpListener::bind(SocketAddr::new(ip.into(), port))
+        .await
+        .with_context(|| format!("cannot listen on {ip}:{port}"))?;
+    let bound = listener.local_addr()?;
+    if bound.port() == 0 {
+        bail!("no port was bound");
+    }
+    eprintln!(
+        "sandcrab mcp serve: listening on http://{bound}/mcp; token in {}",
+        token_file.display()
+    );
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("SIGTERM handler");
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        stop.cancel();
+    });
+    crate::server::serve(listener, app, async move { shutdown.cancelled().await }).await?;
+    Ok(ExitCode::SUCCESS)
+}
