@@ -90,7 +90,14 @@ pub fn tool_result(kind: ProviderKind, request: &Recorded, call_id: &str, name: 
             .iter()
             .flat_map(|c| c["parts"].as_array().cloned().unwrap_or_default())
             .rfind(|p| p["functionResponse"]["name"] == name)
-            .map(|p| p["functionResponse"]["response"]["output"].clone()),
+            .map(|p| {
+                // Error results travel as `error`, the others as `output`.
+                let response = &p["functionResponse"]["response"];
+                match response.get("output") {
+                    Some(output) => output.clone(),
+                    None => response["error"].clone(),
+                }
+            }),
     };
     found
         .and_then(|v| v.as_str().map(str::to_string))

@@ -18,6 +18,7 @@ mod llm_client_test;
 mod llm_request_shape_test;
 mod llm_transcripts;
 mod manifest_policy_test;
+mod mcp_client_test;
 mod mcp_server_test;
 mod mock_llm;
 mod plugin_bounds_test;

@@ -11,7 +11,7 @@ use crate::config::Config;
 use crate::jobs::{BackgroundSettings, JobRegistry};
 use crate::llm::{LlmClient, ProviderConfig, ProviderKind, client_for};
 use crate::plugin::PluginHost;
-use crate::tools::{ToolCatalog, TruncationPolicy};
+use crate::tools::{ToolCatalog, ToolRegistry, TruncationPolicy};
 
 /// Choices that override the configuration file.
 #[derive(Debug, Clone, Default)]
@@ -43,8 +43,13 @@ pub struct AgentKit {
     /// The message to show when not configured.
     pub unconfigured_reason: String,
     pub profile: Arc<Profile>,
-    /// The plugin tools offered (replaced when plugins reload).
+    /// The plugin and MCP tools offered (replaced when plugins reload).
     pub tools: ToolCatalog,
+    /// The configured MCP servers (their programs stop when the last
+    /// holder drops them).
+    pub mcp: crate::mcp::McpServers,
+    /// The MCP servers' offered tools (kept when plugins reload).
+    pub mcp_tools: ToolRegistry,
     /// Things about the tool choice the operator should know.
     pub warnings: Vec<String>,
     pub config: SessionConfig,
@@ -146,7 +151,19 @@ impl AgentKit {
         if let Some(n) = options.max_tool_rounds {
             session_config.max_tool_rounds_per_input = n;
         }
-        let tool_set = super::tool_set::plugin_tools(host, &profile, &session_config.tools);
+        let mcp = crate::mcp::McpServers::new(&config.mcp.servers, host.sandbox_context());
+        let mut mcp_tools = ToolRegistry::new();
+        let mcp_warnings = mcp
+            .register_tools(&mut mcp_tools, |server, tool| {
+                session_config.tools.admits(tool, Some(server))
+            })
+            .await;
+        let known =
+            |name: &str| mcp_tools.get(name).is_some() || mcp.iter().any(|s| s.name() == name);
+        let mut tool_set =
+            super::tool_set::plugin_tools_knowing(host, &profile, &session_config.tools, &known);
+        tool_set.warnings.extend(mcp_warnings);
+        tool_set.registry.overlay(&mcp_tools);
         let summarization =
             crate::compaction::SummarizationConfig::from_table(&config.summarization)
                 .map_err(|e| BuildError::Config(e.to_string()))?;
@@ -175,6 +192,8 @@ impl AgentKit {
             unconfigured_reason,
             profile,
             tools: ToolCatalog::new(tool_set.registry),
+            mcp,
+            mcp_tools,
             warnings: tool_set.warnings,
             config: session_config,
             workspace: host.sandbox_context().workspace.clone(),

@@ -14,7 +14,7 @@ use super::profile::Profile;
 use super::tool_set::{ToolSelection, plugin_tools, served_tools};
 use crate::plugin::watch::{Change, PluginWatcher};
 use crate::plugin::{LoadedPlugin, PluginHost, PluginSource};
-use crate::tools::ToolCatalog;
+use crate::tools::{ToolCatalog, ToolRegistry};
 
 /// What happened to one plugin, for the operator.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,6 +97,8 @@ pub struct LivePlugins {
     /// None: every plugin tool counts as core (what MCP serves).
     profile: Option<Arc<Profile>>,
     selection: ToolSelection,
+    /// Tools from elsewhere (MCP servers) offered beside the plugins'.
+    kept: std::sync::RwLock<ToolRegistry>,
 }
 
 impl LivePlugins {
@@ -114,6 +116,7 @@ impl LivePlugins {
             catalog,
             profile: Some(profile),
             selection,
+            kept: Default::default(),
         })
     }
 
@@ -125,7 +128,14 @@ impl LivePlugins {
             catalog,
             profile: None,
             selection,
+            kept: Default::default(),
         })
+    }
+
+    /// Keep offering `tools` (an agent's MCP tools) beside the plugins'
+    /// whenever plugins reload.
+    pub fn keep_tools(&self, tools: ToolRegistry) {
+        *self.kept.write().unwrap_or_else(|e| e.into_inner()) = tools;
     }
 
     /// The loaded plugins now.
@@ -238,7 +248,9 @@ impl LivePlugins {
             Some(profile) => plugin_tools(host, profile, &self.selection),
             None => served_tools(host, &self.selection),
         };
-        self.catalog.publish(set.registry);
+        let mut registry = set.registry;
+        registry.overlay(&self.kept.read().unwrap_or_else(|e| e.into_inner()));
+        self.catalog.publish(registry);
     }
 }
 

@@ -33,6 +33,16 @@ impl ToolSelection {
     pub fn excludes(&self, tool: &str, plugin: Option<&str>) -> bool {
         names(&self.exclude, tool, plugin)
     }
+
+    /// Whether the tool `tool` of `source` (a plugin or an MCP server) may
+    /// be offered: not excluded, and included when `include` is set.
+    pub fn admits(&self, tool: &str, source: Option<&str>) -> bool {
+        !self.excludes(tool, source)
+            && self
+                .include
+                .as_ref()
+                .is_none_or(|include| names(include, tool, source))
+    }
 }
 
 fn names(list: &[String], tool: &str, plugin: Option<&str>) -> bool {
@@ -120,16 +130,32 @@ pub fn offer(
 
 /// The plugin tools to offer with `profile` under `selection`.
 pub fn plugin_tools(host: &PluginHost, profile: &Profile, selection: &ToolSelection) -> ToolSet {
-    tools_for(host, Some(profile), selection)
+    tools_for(host, Some(profile), selection, &|_| false)
+}
+
+/// Like [`plugin_tools`], where names `also_known` accepts (MCP servers
+/// and their tools) are not reported as matching nothing.
+pub fn plugin_tools_knowing(
+    host: &PluginHost,
+    profile: &Profile,
+    selection: &ToolSelection,
+    also_known: &dyn Fn(&str) -> bool,
+) -> ToolSet {
+    tools_for(host, Some(profile), selection, also_known)
 }
 
 /// The tools `sandcrab mcp serve` offers: every loaded plugin tool (no
 /// profile narrows the built-in ones) under the operator's `selection`.
 pub fn served_tools(host: &PluginHost, selection: &ToolSelection) -> ToolSet {
-    tools_for(host, None, selection)
+    tools_for(host, None, selection, &|_| false)
 }
 
-fn tools_for(host: &PluginHost, profile: Option<&Profile>, selection: &ToolSelection) -> ToolSet {
+fn tools_for(
+    host: &PluginHost,
+    profile: Option<&Profile>,
+    selection: &ToolSelection,
+    also_known: &dyn Fn(&str) -> bool,
+) -> ToolSet {
     let mut registry = ToolRegistry::new();
     for (tool, plugin) in host.tool_owners() {
         if offer(host, profile, selection, plugin.name(), tool) == Offer::Offered {
@@ -140,6 +166,7 @@ fn tools_for(host: &PluginHost, profile: Option<&Profile>, selection: &ToolSelec
         host.tool_owner(name).is_some()
             || host.get(name).is_some()
             || host_tool_names().any(|n| n == name)
+            || also_known(name)
     };
     let mut warnings = Vec::new();
     let lists = [

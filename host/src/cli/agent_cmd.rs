@@ -169,6 +169,7 @@ pub async fn chat(args: AgentArgs, watch_plugins: bool) -> anyhow::Result<ExitCo
         kit.profile.clone(),
         kit.config.tools.clone(),
     );
+    live.keep_tools(kit.mcp_tools.clone());
     let report =
         |r: PluginReport| eprintln!("plugins: {}", super::terminal::sanitize(&r.to_string()));
     let deferred = live.load_deferred(setup.deferred, report);

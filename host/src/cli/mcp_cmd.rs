@@ -15,7 +15,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
 use super::setup::HostArgs;
 use crate::agent::{LivePlugins, PluginReport, SessionConfig, tool_set};
-use crate::mcp::ToolServer;
+use crate::mcp::{McpServers, ToolServer};
 use crate::plugin::watch::PluginWatcher;
 use crate::server::{guard, token};
 use crate::tools::{ToolCatalog, TruncationPolicy};
@@ -25,6 +25,15 @@ pub enum McpCommand {
     /// Serve the tools of the loaded plugins to an MCP client (stdio by
     /// default; streamable HTTP on 127.0.0.1 with --http PORT).
     Serve(ServeArgs),
+    /// The configured MCP servers (`[mcp.servers.NAME]`): what each may
+    /// touch, and its tools (each server is started to list them).
+    List {
+        #[command(flatten)]
+        host: HostArgs,
+        /// Do not start the servers (grants only).
+        #[arg(long)]
+        no_connect: bool,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -52,8 +61,74 @@ pub struct ServeArgs {
 const WATCH_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
 
 pub async fn run(cmd: McpCommand) -> anyhow::Result<ExitCode> {
-    let McpCommand::Serve(args) = cmd;
-    serve(args).await
+    match cmd {
+        McpCommand::Serve(args) => serve(args).await,
+        McpCommand::List { host, no_connect } => list(host, no_connect).await,
+    }
+}
+
+async fn list(host: HostArgs, no_connect: bool) -> anyhow::Result<ExitCode> {
+    let setup = host.setup().await?;
+    setup.print_warnings();
+    let ctx = setup.host.sandbox_context();
+    let servers = McpServers::new(&setup.config.mcp.servers, ctx);
+    if servers.is_empty() {
+        println!(
+            "no MCP servers configured (add [mcp.servers.NAME] to ~/.config/sandcrab/config.toml)"
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let sanitize = super::terminal::sanitize;
+    for server in servers.iter() {
+        let s = server.settings();
+        let endpoint = match (&s.command, &s.url) {
+            (Some(command), _) => format!("{command} {}", s.args.join(" ")),
+            (None, Some(url)) => url.clone(),
+            (None, None) => "(neither command nor url)".into(),
+        };
+        println!("{}: {}", sanitize(server.name()), sanitize(endpoint.trim()));
+        if s.command.is_some() {
+            let spec = crate::mcp::confinement_spec(
+                server.grant(),
+                ctx,
+                std::path::Path::new("<scratch>"),
+            );
+            let paths = |list: &[PathBuf]| {
+                list.iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            println!("  sandbox:  {}", spec.mode);
+            println!("  reads:    {}", sanitize(&paths(&spec.read)));
+            println!("  writes:   {}", sanitize(&paths(&spec.write)));
+            println!("  network:  {}", if spec.network { "yes" } else { "no" });
+            println!(
+                "  env:      {}",
+                if s.env.is_empty() {
+                    "none".to_string()
+                } else {
+                    s.env.join(", ")
+                }
+            );
+        }
+        if no_connect {
+            continue;
+        }
+        match server.tools().await {
+            Ok(tools) => {
+                for tool in tools {
+                    println!(
+                        "  tool {}  {}",
+                        crate::mcp::tool_name(server.name(), &tool.name),
+                        sanitize(tool.description.lines().next().unwrap_or_default())
+                    );
+                }
+            }
+            Err(e) => println!("  error: {}", sanitize(&e.to_string())),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {

@@ -43,6 +43,13 @@ pub async fn run(cmd: ToolCommand) -> anyhow::Result<ExitCode> {
     for (tool, plugin) in setup.host.tool_owners() {
         registry.register_plugin_tool(plugin, tool);
     }
+    // And the configured MCP servers' tools, as `SERVER__tool`.
+    let mcp = crate::mcp::McpServers::new(&setup.config.mcp.servers, setup.host.sandbox_context());
+    if name.contains("__") {
+        for warning in mcp.register_tools(&mut registry, |_, _| true).await {
+            eprintln!("warning: {}", super::terminal::sanitize(&warning));
+        }
+    }
     let call = ToolCallRequest {
         id: "cli".into(),
         name: name.clone(),

@@ -73,10 +73,44 @@ pub struct Config {
     /// Where sessions are kept.
     #[serde(default)]
     pub store: StoreSettings,
+    /// MCP servers whose tools the model is offered (`[mcp.servers.NAME]`).
+    #[serde(default)]
+    pub mcp: McpSettings,
     /// Projects the operator trusts, by workspace path (written by
     /// `sandcrab trust`).
     #[serde(default)]
     pub trust: BTreeMap<String, TrustRecord>,
+}
+
+/// `[mcp]`: the MCP servers sandcrab uses as tool sources. Only the
+/// operator may set it (never an untrusted project file).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct McpSettings {
+    #[serde(default)]
+    pub servers: BTreeMap<String, McpServerSettings>,
+}
+
+/// One MCP server: a program to start (`command`, `args`) or a streamable
+/// HTTP endpoint (`url`).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerSettings {
+    /// The program (a name looked up on PATH, or a path).
+    pub command: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Names of environment variables passed to it, with their values
+    /// from sandcrab's environment (nothing else is: no secrets unless
+    /// named here).
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// A streamable HTTP endpoint instead of a program.
+    pub url: Option<String>,
+    /// Most milliseconds one tool call may take (default 60000).
+    pub timeout_ms: Option<u64>,
+    /// Most milliseconds to start and list tools (default 20000).
+    pub startup_timeout_ms: Option<u64>,
 }
 
 /// `[store]`: the session database.

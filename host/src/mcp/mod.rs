@@ -1,10 +1,18 @@
 //! The Model Context Protocol, both ways: [`ToolServer`] serves sandcrab's
-//! sandboxed tools to any MCP client; the client side (`client/`) uses MCP
-//! servers as a confined tool source.
+//! sandboxed tools to any MCP client; [`McpServers`] uses MCP servers as a
+//! tool source, each program confined by its `[policy.mcp.NAME]` grant.
 //!
-//! This folder sits beside `tools/`: it knows tool registries and the
-//! process sandbox, never the agent.
+//! This folder sits beside `tools/`: it knows tool registries, plugin
+//! grants and the process sandbox, never the agent.
 
+mod error;
+mod launch;
+mod remote_tool;
 mod server;
+mod servers;
 
+pub use error::McpError;
+pub use launch::confinement_spec;
+pub use remote_tool::McpTool;
 pub use server::{PROGRESS_EVERY, ToolServer, mcp_tool};
+pub use servers::{CALL_TIMEOUT, McpServer, McpServers, RemoteTool, STARTUP_TIMEOUT, tool_name};

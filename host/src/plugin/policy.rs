@@ -91,6 +91,38 @@ pub struct Policy {
     /// Grants by plugin name.
     #[serde(default)]
     pub plugins: BTreeMap<String, PluginGrant>,
+    /// Grants of the MCP servers sandcrab starts, by server name
+    /// (`[policy.mcp.NAME]`).
+    #[serde(default)]
+    pub mcp: BTreeMap<String, McpGrant>,
+}
+
+/// What an MCP server sandcrab starts may touch. Unset: read the
+/// workspace, nothing else beyond the system's runtime paths, no network.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct McpGrant {
+    #[serde(default = "read_access")]
+    pub workspace: Access,
+    /// Further paths (the server's own installation, a data directory).
+    #[serde(default)]
+    pub paths: Vec<PathAccess>,
+    #[serde(default)]
+    pub network: bool,
+}
+
+fn read_access() -> Access {
+    Access::Read
+}
+
+impl Default for McpGrant {
+    fn default() -> Self {
+        McpGrant {
+            workspace: Access::Read,
+            paths: Vec::new(),
+            network: false,
+        }
+    }
 }
 
 /// Where a plugin came from; first-party plugins are trusted with what

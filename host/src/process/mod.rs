@@ -15,6 +15,7 @@ mod filter;
 mod host;
 mod mode;
 mod runner;
+mod service;
 mod support;
 
 pub use confine::{ConfineError, Confinement, ConfinementSpec, MAX_FILE_SIZE, MAX_PROCESSES};
@@ -25,6 +26,7 @@ pub use runner::{
     LIVE_CHUNKS, LiveOutput, OutputChunk, OutputStream, ProcessError, ProcessOutput,
     ProcessRequest, run,
 };
+pub use service::{ServiceProcess, ServiceRequest, spawn_service};
 pub use support::{LANDLOCK_ABI_SCOPES, LANDLOCK_ABI_TRUNCATE, SandboxSupport, support};
 
 /// Default timeout when the caller gives none.

@@ -228,10 +228,10 @@ async fn capture(
 
 /// Kills the process group when dropped (the caller went away) and sends
 /// signals to it on request.
-struct GroupGuard(Option<i32>);
+pub(super) struct GroupGuard(pub(super) Option<i32>);
 
 impl GroupGuard {
-    fn signal(&self, signal: i32) {
+    pub(super) fn signal(&self, signal: i32) {
         if let Some(pgid) = self.0 {
             // SAFETY: kill(2) on our own child's group id; ESRCH is fine.
             unsafe {

@@ -1,0 +1,159 @@
+//! Starting one MCP server: a confined program on stdio, or a streamable
+//! HTTP endpoint. A program gets exactly its `[policy.mcp.NAME]` grant
+//! (default: read the workspace, no network), a private HOME and TMPDIR,
+//! the environment variables its configuration names and nothing else.
+
+use std::path::{Path, PathBuf};
+
+use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{RoleClient, ServiceExt};
+
+use super::McpError;
+use crate::config::McpServerSettings;
+use crate::plugin::policy::McpGrant;
+use crate::plugin::{Access, SandboxContext};
+use crate::process::{
+    ChildEnv, Confinement, ConfinementSpec, DEFAULT_PATH, SandboxMode, ServiceProcess,
+    ServiceRequest, find_on_path, spawn_service,
+};
+
+/// A live connection and what keeps it alive.
+pub struct Connection {
+    pub client: RunningService<RoleClient, ()>,
+    /// The program (None for HTTP servers); dropping it kills the group.
+    pub process: Option<ServiceProcess>,
+    /// Its private HOME and TMPDIR, removed with it.
+    pub _scratch: Option<tempfile::TempDir>,
+}
+
+impl Connection {
+    /// Whether the server can still answer.
+    pub fn alive(&mut self) -> bool {
+        !self.client.is_closed() && !self.process.as_mut().is_some_and(|p| p.exited())
+    }
+}
+
+/// Connect to server `name` as `settings` say.
+pub async fn connect(
+    name: &str,
+    settings: &McpServerSettings,
+    grant: &McpGrant,
+    ctx: &SandboxContext,
+) -> Result<Connection, McpError> {
+    match (&settings.command, &settings.url) {
+        (Some(_), Some(_)) | (None, None) => Err(McpError::Config {
+            server: name.to_string(),
+            message:
+                "set exactly one of `command` (a program on stdio) and `url` (streamable HTTP)"
+                    .into(),
+        }),
+        (None, Some(url)) => {
+            let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+            let client = ().serve(transport).await.map_err(|e| McpError::Start {
+                server: name.to_string(),
+                message: format!("{url}: {e}"),
+            })?;
+            Ok(Connection {
+                client,
+                process: None,
+                _scratch: None,
+            })
+        }
+        (Some(command), None) => spawn(name, command, settings, grant, ctx).await,
+    }
+}
+
+async fn spawn(
+    name: &str,
+    command: &str,
+    settings: &McpServerSettings,
+    grant: &McpGrant,
+    ctx: &SandboxContext,
+) -> Result<Connection, McpError> {
+    let start_error = |message: String| McpError::Start {
+        server: name.to_string(),
+        message,
+    };
+    let program = resolve_program(command, &ctx.host_path).ok_or_else(|| {
+        start_error(format!(
+            "program '{command}' not found (give an absolute path, or a name on PATH)"
+        ))
+    })?;
+    let scratch = tempfile::Builder::new()
+        .prefix(&format!("mcp-{name}-"))
+        .tempdir_in(&ctx.temp_dir)
+        .map_err(|e| start_error(format!("cannot make its scratch directory: {e}")))?;
+    let spec = confinement_spec(grant, ctx, scratch.path());
+    let confinement = Confinement::prepare(&spec).map_err(|e| start_error(e.to_string()))?;
+    let home = scratch.path().display().to_string();
+    let mut env = ChildEnv::base(scratch.path(), Some(DEFAULT_PATH), Some(&home));
+    for var in &settings.env {
+        match ctx.host_env.get(var) {
+            Some(value) => env.set(var, value),
+            None => tracing::warn!("MCP server '{name}': environment variable {var} is not set"),
+        }
+    }
+    let cwd = if grant.workspace == Access::None {
+        scratch.path().to_path_buf()
+    } else {
+        ctx.workspace.clone()
+    };
+    let request = ServiceRequest {
+        program,
+        args: settings.args.clone(),
+        cwd,
+        env,
+        label: format!("mcp server {name}"),
+    };
+    let (process, stdin, stdout) =
+        spawn_service(&request, &confinement).map_err(|e| start_error(e.to_string()))?;
+    let client = ().serve((stdout, stdin)).await.map_err(|e| {
+        start_error(format!(
+            "it did not complete the MCP handshake ({e}); run it with -v to see its stderr"
+        ))
+    })?;
+    Ok(Connection {
+        client,
+        process: Some(process),
+        _scratch: Some(scratch),
+    })
+}
+
+/// `command` as an absolute path: itself when it names a path, else found
+/// on `path`.
+fn resolve_program(command: &str, path: &str) -> Option<PathBuf> {
+    if command.contains('/') {
+        let p = Path::new(command);
+        return (p.is_absolute() && p.is_file()).then(|| p.to_path_buf());
+    }
+    find_on_path(command, path)
+}
+
+/// What a server program may touch: its grant, its scratch directory and
+/// the system's runtime paths; the workspace's protected paths stay
+/// read-only; no network unless granted (never in locked mode, never when
+/// the policy takes it away).
+pub fn confinement_spec(grant: &McpGrant, ctx: &SandboxContext, scratch: &Path) -> ConfinementSpec {
+    let mode = ctx.policy.sandbox_mode();
+    let locked = mode == SandboxMode::Locked;
+    let mut read = Vec::new();
+    let mut write = vec![scratch.to_path_buf()];
+    let mut add = |path: &Path, access: Access| match access {
+        Access::ReadWrite if !locked => write.push(path.to_path_buf()),
+        Access::ReadWrite | Access::Read => read.push(path.to_path_buf()),
+        Access::None => {}
+    };
+    add(&ctx.workspace, grant.workspace);
+    for p in &grant.paths {
+        add(&p.path, p.access);
+    }
+    ConfinementSpec {
+        mode,
+        read_everywhere: false,
+        read,
+        write,
+        network: grant.network && !locked && ctx.policy.network != Some(false),
+        protected: ctx.protected.clone(),
+    }
+}

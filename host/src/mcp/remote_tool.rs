@@ -1,0 +1,40 @@
+//! [`McpTool`]: a tool of an MCP server in sandcrab's registry, dispatched
+//! like any other (schema validation, truncation, background jobs).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::servers::McpServer;
+use crate::plugin::ToolOutput;
+use crate::tools::{ToolContext, ToolExecutor};
+
+/// One tool of one server.
+pub struct McpTool {
+    server: Arc<McpServer>,
+    /// The server's own name for the tool.
+    tool: String,
+}
+
+impl McpTool {
+    pub fn new(server: Arc<McpServer>, tool: &str) -> Self {
+        McpTool {
+            server,
+            tool: tool.to_string(),
+        }
+    }
+}
+
+#[async_trait]
+impl ToolExecutor for McpTool {
+    async fn execute(
+        &self,
+        args: serde_json::Value,
+        _ctx: &ToolContext,
+    ) -> Result<ToolOutput, String> {
+        self.server
+            .call(&self.tool, args)
+            .await
+            .map(ToolOutput::from)
+    }
+}

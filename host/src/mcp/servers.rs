@@ -1,0 +1,335 @@
+//! The MCP servers of one agent: each connected on first use, its tools
+//! offered as `SERVER__tool`, calls bounded by a timeout, and a server
+//! that died restarted on the next call after a backoff. Dropping
+//! [`McpServers`] stops every server program.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::model::{CallToolRequestParams, ContentBlock};
+
+use super::McpError;
+use super::launch::{Connection, connect};
+use crate::config::McpServerSettings;
+use crate::plugin::policy::McpGrant;
+use crate::plugin::{SandboxContext, ToolSpec};
+use crate::tools::ToolRegistry;
+
+/// Default bound on one tool call.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default bound on starting a server and listing its tools.
+pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(20);
+/// Longest wait before restarting a server that keeps failing.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// One configured server.
+pub struct McpServer {
+    name: String,
+    settings: McpServerSettings,
+    grant: McpGrant,
+    ctx: SandboxContext,
+    state: tokio::sync::Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    connection: Option<Connection>,
+    /// Failed starts in a row.
+    failures: u32,
+    /// No new start before this.
+    retry_at: Option<Instant>,
+    /// How many times it was (re)started.
+    starts: u32,
+}
+
+/// A tool of a server, as listed.
+#[derive(Debug, Clone)]
+pub struct RemoteTool {
+    /// The server's own name for it.
+    pub name: String,
+    pub description: String,
+    pub input_schema: serde_json::Value,
+}
+
+impl McpServer {
+    /// The server's configured name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its settings.
+    pub fn settings(&self) -> &McpServerSettings {
+        &self.settings
+    }
+
+    /// Its grant.
+    pub fn grant(&self) -> &McpGrant {
+        &self.grant
+    }
+
+    /// How many times it was started.
+    pub async fn starts(&self) -> u32 {
+        self.state.lock().await.starts
+    }
+
+    fn startup_timeout(&self) -> Duration {
+        self.settings
+            .startup_timeout_ms
+            .map_or(STARTUP_TIMEOUT, Duration::from_millis)
+    }
+
+    fn call_timeout(&self) -> Duration {
+        self.settings
+            .timeout_ms
+            .map_or(CALL_TIMEOUT, Duration::from_millis)
+    }
+
+    /// A live peer: the current connection, or a new one (not before the
+    /// backoff after a failed start has passed).
+    async fn peer(&self) -> Result<rmcp::Peer<rmcp::RoleClient>, McpError> {
+        let mut state = self.state.lock().await;
+        if let Some(conn) = state.connection.as_mut() {
+            if conn.alive() {
+                return Ok(conn.client.peer().clone());
+            }
+            state.connection = None;
+        }
+        if let Some(at) = state.retry_at
+            && let Some(wait) = at.checked_duration_since(Instant::now())
+        {
+            return Err(McpError::Start {
+                server: self.name.clone(),
+                message: format!(
+                    "it failed to start; next attempt in {} s",
+                    wait.as_secs().max(1)
+                ),
+            });
+        }
+        let started = tokio::time::timeout(
+            self.startup_timeout(),
+            connect(&self.name, &self.settings, &self.grant, &self.ctx),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            Err(McpError::Start {
+                server: self.name.clone(),
+                message: format!(
+                    "no MCP handshake within {} ms (raise [mcp.servers.{}] startup_timeout_ms)",
+                    self.startup_timeout().as_millis(),
+                    self.name
+                ),
+            })
+        });
+        state.starts += 1;
+        match started {
+            Ok(conn) => {
+                let peer = conn.client.peer().clone();
+                state.connection = Some(conn);
+                state.failures = 0;
+                state.retry_at = None;
+                Ok(peer)
+            }
+            Err(e) => {
+                state.failures += 1;
+                let backoff = Duration::from_secs(1 << state.failures.min(5)).min(MAX_BACKOFF);
+                state.retry_at = Some(Instant::now() + backoff);
+                Err(e)
+            }
+        }
+    }
+
+    /// Its tools now.
+    pub async fn tools(&self) -> Result<Vec<RemoteTool>, McpError> {
+        let peer = self.peer().await?;
+        let listed = tokio::time::timeout(self.startup_timeout(), peer.list_all_tools())
+            .await
+            .map_err(|_| self.failed("tools/list timed out"))?
+            .map_err(|e| self.failed(&format!("tools/list failed: {e}")))?;
+        Ok(listed
+            .into_iter()
+            .map(|t| RemoteTool {
+                name: t.name.to_string(),
+                description: t.description.map(|d| d.to_string()).unwrap_or_default(),
+                input_schema: serde_json::Value::Object((*t.input_schema).clone()),
+            })
+            .collect())
+    }
+
+    /// Call `tool`; `Err` is the message for the model.
+    pub async fn call(&self, tool: &str, args: serde_json::Value) -> Result<String, String> {
+        let peer = self.peer().await.map_err(|e| e.to_string())?;
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        params.arguments = match args {
+            serde_json::Value::Object(map) => Some(map),
+            serde_json::Value::Null => None,
+            other => return Err(format!("arguments must be a JSON object, not {other}")),
+        };
+        let timeout = self.call_timeout();
+        // Dropping the request on timeout tells the server it is cancelled.
+        let result = match tokio::time::timeout(timeout, peer.call_tool(params)).await {
+            Err(_) => {
+                return Err(format!(
+                    "MCP server '{}': {tool} did not answer within {} ms (raise [mcp.servers.{}] timeout_ms)",
+                    self.name,
+                    timeout.as_millis(),
+                    self.name
+                ));
+            }
+            Ok(Err(e)) => return Err(self.failed(&format!("{tool}: {e}")).to_string()),
+            Ok(Ok(result)) => result,
+        };
+        let mut text = String::new();
+        for block in &result.content {
+            match block {
+                ContentBlock::Text(t) => text.push_str(&t.text),
+                other => text.push_str(&format!("[{} content]", content_kind(other))),
+            }
+        }
+        if text.is_empty()
+            && let Some(structured) = &result.structured_content
+        {
+            text = structured.to_string();
+        }
+        if result.is_error == Some(true) {
+            Err(text)
+        } else {
+            Ok(text)
+        }
+    }
+
+    fn failed(&self, message: &str) -> McpError {
+        McpError::Call {
+            server: self.name.clone(),
+            message: message.to_string(),
+        }
+    }
+}
+
+fn content_kind(content: &ContentBlock) -> &'static str {
+    match content {
+        ContentBlock::Text(_) => "text",
+        ContentBlock::Image(_) => "image",
+        ContentBlock::Audio(_) => "audio",
+        ContentBlock::Resource(_) => "resource",
+        ContentBlock::ResourceLink(_) => "resource link",
+        _ => "other",
+    }
+}
+
+/// Every configured server of an agent.
+#[derive(Default, Clone)]
+pub struct McpServers {
+    servers: BTreeMap<String, Arc<McpServer>>,
+}
+
+impl McpServers {
+    /// The servers `settings` name, with their grants from `ctx.policy`.
+    pub fn new(settings: &BTreeMap<String, McpServerSettings>, ctx: &SandboxContext) -> Self {
+        let servers = settings
+            .iter()
+            .map(|(name, s)| {
+                let grant = ctx.policy.mcp.get(name).cloned().unwrap_or_default();
+                let server = McpServer {
+                    name: name.clone(),
+                    settings: s.clone(),
+                    grant,
+                    ctx: ctx.clone(),
+                    state: Default::default(),
+                };
+                (name.clone(), Arc::new(server))
+            })
+            .collect();
+        McpServers { servers }
+    }
+
+    /// The servers, by name.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<McpServer>> {
+        self.servers.values()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty()
+    }
+
+    /// Start every server (concurrently) and register its tools as
+    /// `SERVER__tool` where `offered(server, tool)` says so. A server
+    /// that fails is a warning; the others go on.
+    pub async fn register_tools(
+        &self,
+        registry: &mut ToolRegistry,
+        offered: impl Fn(&str, &str) -> bool,
+    ) -> Vec<String> {
+        let listed = futures::future::join_all(
+            self.servers
+                .values()
+                .map(|s| async move { (s, s.tools().await) }),
+        )
+        .await;
+        let mut warnings = Vec::new();
+        for (server, tools) in listed {
+            let tools = match tools {
+                Ok(tools) => tools,
+                Err(e) => {
+                    warnings.push(format!("{e}: its tools are not offered"));
+                    continue;
+                }
+            };
+            for tool in tools {
+                let name = tool_name(server.name(), &tool.name);
+                if !offered(server.name(), &name) {
+                    continue;
+                }
+                if registry.get(&name).is_some() {
+                    warnings.push(format!(
+                        "MCP server '{}': tool '{name}' is not offered: a tool of that name is already loaded",
+                        server.name()
+                    ));
+                    continue;
+                }
+                let spec = ToolSpec {
+                    name: name.clone(),
+                    description: tool.description.clone(),
+                    parameters: tool.input_schema.clone(),
+                    traits: Default::default(),
+                };
+                registry.register(
+                    spec,
+                    Arc::new(super::remote_tool::McpTool::new(server.clone(), &tool.name)),
+                );
+            }
+        }
+        warnings
+    }
+}
+
+/// The name the model sees for `tool` of `server`: `server__tool`, with
+/// characters providers refuse in tool names replaced by `_`, at most 64.
+pub fn tool_name(server: &str, tool: &str) -> String {
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    let mut name = format!("{}__{}", clean(server), clean(tool));
+    name.truncate(64);
+    name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_names_are_prefixed_and_safe_for_every_provider() {
+        assert_eq!(tool_name("github", "create_issue"), "github__create_issue");
+        assert_eq!(tool_name("fs.local", "read/file"), "fs_local__read_file");
+        assert_eq!(tool_name("s", &"x".repeat(100)).len(), 64);
+    }
+}

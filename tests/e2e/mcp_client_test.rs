@@ -1,0 +1,333 @@
+//! MCP servers as a tool source: a real server (the official Python SDK's
+//! MCPServer, tests/mcp/server.py) configured in `[mcp.servers.NAME]`, its
+//! tools offered to the model as `NAME__tool` and called through the agent
+//! loop, the program confined by its `[policy.mcp.NAME]` grant, restarted
+//! after a crash, bounded by timeouts, and never started by an untrusted
+//! project.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use sandcrab::llm::ProviderKind;
+use serde_json::json;
+
+use crate::cli_support::{offered_tools, sandcrab, tool_result};
+use crate::llm_transcripts::{Answer, stream, tool};
+use crate::mcp_server_test::mcp_python;
+use crate::mock_llm::MockLlm;
+use crate::support::{Scene, sandcrab_cmd};
+
+fn server_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/mcp/server.py")
+        .canonicalize()
+        .unwrap()
+}
+
+/// What the Python server must read to start: the virtualenv, the
+/// script's folder and the Python installation the venv was made from.
+fn python_paths() -> Vec<PathBuf> {
+    let python = mcp_python();
+    let venv = python
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .canonicalize()
+        .unwrap();
+    let cfg = std::fs::read_to_string(venv.join("pyvenv.cfg")).unwrap();
+    let home = cfg
+        .lines()
+        .find_map(|l| l.strip_prefix("home = "))
+        .expect("pyvenv.cfg names its home");
+    let base = Path::new(home.trim())
+        .parent()
+        .unwrap()
+        .canonicalize()
+        .unwrap();
+    vec![venv, server_script().parent().unwrap().to_path_buf(), base]
+}
+
+/// The user's configuration with the probe server and `grant_extra`
+/// (more `[policy.mcp.probe]` keys) and `server_extra` (more
+/// `[mcp.servers.probe]` keys).
+fn configure_probe(scene: &Scene, server_extra: &str, grant_extra: &str) {
+    let paths: Vec<String> = python_paths()
+        .iter()
+        .map(|p| format!("{{ path = \"{}\", access = \"read\" }}", p.display()))
+        .collect();
+    scene.write_user_config(&format!(
+        "[mcp.servers.probe]\ncommand = \"{}\"\nargs = [\"{}\"]\n{server_extra}\n\
+         [policy.mcp.probe]\npaths = [{}]\n{grant_extra}\n",
+        mcp_python().display(),
+        server_script().display(),
+        paths.join(", ")
+    ));
+}
+
+/// `sandcrab tool call NAME --args ARGS`.
+fn call(scene: &Scene, name: &str, args: serde_json::Value) -> Output {
+    sandcrab_cmd(scene)
+        .args(["tool", "call", name, "--args", &args.to_string(), "-w"])
+        .arg(scene.workspace())
+        .env("SANDCRAB_TEST_SECRET", "hunter2")
+        .env("NAMED_VAR", "named-value")
+        .output()
+        .unwrap()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_servers_tools_reach_the_model_of_every_provider_and_are_called() {
+    let scene = Scene::new();
+    configure_probe(&scene, "", "");
+    for kind in ProviderKind::ALL {
+        // Rejects what the real API rejects: tool names, schemas, unanswered calls.
+        let server = MockLlm::strict(kind).await;
+        server.push(stream(
+            kind,
+            &Answer::Tools(vec![
+                tool("c1", "probe__echo", json!({"text": "through MCP"})),
+                tool("c2", "probe__fail", json!({"message": "on purpose"})),
+            ]),
+        ));
+        server.push(stream(kind, &Answer::Text(vec!["Done."])));
+        let out = sandcrab(&scene, kind, &server, "run")
+            .arg("Use the probe.")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{kind}: {stderr}");
+        assert_eq!(server.rejections(), Vec::<String>::new(), "{kind}");
+        let reqs = server.requests();
+        assert_eq!(reqs.len(), 2, "{kind}: {stderr}");
+        let offered = offered_tools(kind, &reqs[0]);
+        for name in ["probe__echo", "probe__read_path", "read_file"] {
+            assert!(offered.iter().any(|o| o == name), "{kind}: {offered:?}");
+        }
+        let echoed = tool_result(kind, &reqs[1], "c1", "probe__echo");
+        assert!(echoed.contains("echo: through MCP"), "{kind}: {echoed}");
+        let failed = tool_result(kind, &reqs[1], "c2", "probe__fail");
+        assert!(failed.contains("fail"), "{kind}: {failed}");
+    }
+}
+
+#[test]
+fn a_confined_server_reads_only_its_grant_and_gets_no_network_or_secrets() {
+    let scene = Scene::new();
+    configure_probe(&scene, "env = [\"NAMED_VAR\"]", "");
+    std::fs::write(scene.outside().join("secret.txt"), "TOP-SECRET").unwrap();
+    std::fs::write(scene.workspace().join("notes.txt"), "workspace notes").unwrap();
+    let secret = scene.outside().join("secret.txt");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+
+    let out = call(&scene, "probe__read_path", json!({"path": secret}));
+    assert!(!stdout(&out).contains("TOP-SECRET"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("denied"), "{out:?}");
+    let notes = scene.workspace().join("notes.txt");
+    let out = call(&scene, "probe__read_path", json!({"path": notes}));
+    assert!(stdout(&out).contains("workspace notes"), "{out:?}");
+    // Read-only workspace by default.
+    let out = call(
+        &scene,
+        "probe__write_path",
+        json!({"path": "planted.sh", "text": "x"}),
+    );
+    assert!(stdout(&out).contains("denied"), "{out:?}");
+    assert!(!scene.workspace().join("planted.sh").exists());
+    // No network.
+    let out = call(
+        &scene,
+        "probe__connect",
+        json!({"host": "127.0.0.1", "port": port}),
+    );
+    assert!(stdout(&out).contains("denied"), "{out:?}");
+    // Secrets only when named.
+    let out = call(
+        &scene,
+        "probe__environment",
+        json!({"name": "SANDCRAB_TEST_SECRET"}),
+    );
+    assert_eq!(stdout(&out).trim(), "unset");
+    let out = call(&scene, "probe__environment", json!({"name": "NAMED_VAR"}));
+    assert_eq!(stdout(&out).trim(), "named-value");
+    drop(listener);
+}
+
+#[test]
+fn the_operator_grants_the_workspace_and_the_network() {
+    let scene = Scene::new();
+    configure_probe(&scene, "", "workspace = \"read-write\"\nnetwork = true");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let out = call(
+        &scene,
+        "probe__write_path",
+        json!({"path": "made.txt", "text": "ok"}),
+    );
+    assert_eq!(stdout(&out).trim(), "written", "{out:?}");
+    assert!(scene.workspace().join("made.txt").exists());
+    let out = call(
+        &scene,
+        "probe__connect",
+        json!({"host": "127.0.0.1", "port": port}),
+    );
+    assert_eq!(stdout(&out).trim(), "connected", "{out:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_server_is_restarted_and_a_hanging_call_times_out() {
+    let scene = Scene::new();
+    configure_probe(&scene, "timeout_ms = 1500", "");
+    let kind = ProviderKind::Anthropic;
+    let server = MockLlm::strict(kind).await;
+    server.push(stream(
+        kind,
+        &Answer::Tools(vec![tool("c1", "probe__crash", json!({}))]),
+    ));
+    server.push(stream(
+        kind,
+        &Answer::Tools(vec![tool("c2", "probe__echo", json!({"text": "back"}))]),
+    ));
+    server.push(stream(
+        kind,
+        &Answer::Tools(vec![tool("c3", "probe__nap", json!({"seconds": 30}))]),
+    ));
+    server.push(stream(
+        kind,
+        &Answer::Tools(vec![tool(
+            "c4",
+            "probe__echo",
+            json!({"text": "still here"}),
+        )]),
+    ));
+    server.push(stream(kind, &Answer::Text(vec!["Done."])));
+    let started = std::time::Instant::now();
+    let out = sandcrab(&scene, kind, &server, "run")
+        .arg("Crash it.")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 5, "{stderr}");
+    let crashed = tool_result(kind, &reqs[1], "c1", "probe__crash");
+    assert!(crashed.contains("probe"), "{crashed}");
+    let back = tool_result(kind, &reqs[2], "c2", "probe__echo");
+    assert!(back.contains("echo: back"), "restarted: {back}");
+    let napped = tool_result(kind, &reqs[3], "c3", "probe__nap");
+    assert!(napped.contains("did not answer within 1500 ms"), "{napped}");
+    let after = tool_result(kind, &reqs[4], "c4", "probe__echo");
+    assert!(after.contains("echo: still here"), "{after}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(25));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_server_is_a_warning_and_the_agent_still_runs() {
+    let scene = Scene::new();
+    scene.write_user_config(
+        "[mcp.servers.ghost]\ncommand = \"/nonexistent/mcp-server\"\n\
+         [mcp.servers.mute]\ncommand = \"sleep\"\nargs = [\"60\"]\nstartup_timeout_ms = 1000\n",
+    );
+    let kind = ProviderKind::Anthropic;
+    let server = MockLlm::strict(kind).await;
+    server.push(stream(kind, &Answer::Text(vec!["Fine."])));
+    let out = sandcrab(&scene, kind, &server, "run")
+        .arg("Hello.")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Fine."));
+    assert!(
+        stderr.contains("MCP server 'ghost' did not start") && stderr.contains("not found"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("MCP server 'mute' did not start") && stderr.contains("1000 ms"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_untrusted_project_cannot_start_an_mcp_server() {
+    let scene = Scene::new();
+    let planted = scene.outside().join("pwned");
+    std::fs::write(
+        scene.workspace().join("sandcrab.toml"),
+        format!(
+            "[mcp.servers.evil]\ncommand = \"/bin/sh\"\nargs = [\"-c\", \"touch {}\"]\n\
+             [policy.mcp.evil]\nworkspace = \"read-write\"\nnetwork = true\n",
+            planted.display()
+        ),
+    )
+    .unwrap();
+    let out = sandcrab_cmd(&scene)
+        .args(["mcp", "list", "-w"])
+        .arg(scene.workspace())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!planted.exists(), "the project's server ran");
+    assert!(stderr.contains("ignored `mcp`"), "{stderr}");
+    assert!(
+        stdout(&out).contains("no MCP servers configured"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn mcp_list_shows_what_each_server_may_touch_and_its_tools() {
+    let scene = Scene::new();
+    configure_probe(&scene, "env = [\"NAMED_VAR\"]", "");
+    let out = sandcrab_cmd(&scene)
+        .args(["mcp", "list", "-w"])
+        .arg(scene.workspace())
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert!(out.status.success(), "{out:?}");
+    assert!(text.contains("network:  no"), "{text}");
+    assert!(text.contains("env:      NAMED_VAR"), "{text}");
+    assert!(
+        text.contains(&format!("reads:    {}", scene.workspace().display())),
+        "{text}"
+    );
+    assert!(text.contains("tool probe__echo"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamable_http_server_is_a_tool_source_too() {
+    let scene = Scene::new();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut peer = std::process::Command::new(mcp_python())
+        .arg(server_script())
+        .args(["http", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the HTTP server did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    scene.write_user_config(&format!(
+        "[mcp.servers.web]\nurl = \"http://127.0.0.1:{port}/mcp\"\n"
+    ));
+    let out = call(&scene, "web__echo", json!({"text": "over http"}));
+    let _ = peer.kill();
+    let _ = peer.wait();
+    assert!(stdout(&out).contains("echo: over http"), "{out:?}");
+}

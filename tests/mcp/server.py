@@ -1,0 +1,89 @@
+"""A real MCP server (the official Python SDK's MCPServer) for the tests of
+sandcrab's MCP client. Its tools probe what the sandbox lets it do.
+
+Usage: server.py [stdio | http PORT]
+"""
+
+import os
+import socket
+import sys
+import time
+
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("probe")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Return the text."""
+    return f"echo: {text}"
+
+
+@server.tool()
+def read_path(path: str) -> str:
+    """Read a file and return its content, or the error."""
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError as e:
+        return f"denied: {e.strerror}"
+
+
+@server.tool()
+def write_path(path: str, text: str) -> str:
+    """Write a file, or return the error."""
+    try:
+        with open(path, "w") as f:
+            f.write(text)
+        return "written"
+    except OSError as e:
+        return f"denied: {e.strerror}"
+
+
+@server.tool()
+def connect(host: str, port: int) -> str:
+    """Open a TCP connection, or return the error."""
+    try:
+        socket.create_connection((host, port), timeout=3).close()
+        return "connected"
+    except OSError as e:
+        return f"denied: {e}"
+
+
+@server.tool()
+def environment(name: str) -> str:
+    """The value of an environment variable, or 'unset'."""
+    return os.environ.get(name, "unset")
+
+
+@server.tool()
+def crash() -> str:
+    """Exit the server process at once."""
+    os._exit(3)
+
+
+@server.tool()
+def pid() -> int:
+    """The server's process id (as it sees it)."""
+    return os.getpid()
+
+
+@server.tool()
+def nap(seconds: float) -> str:
+    """Sleep, then answer."""
+    time.sleep(seconds)
+    return "rested"
+
+
+@server.tool()
+def fail(message: str) -> str:
+    """Raise an error."""
+    raise ValueError(message)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "http":
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run()
