@@ -331,3 +331,35 @@ async fn a_streamable_http_server_is_a_tool_source_too() {
     let _ = peer.wait();
     assert!(stdout(&out).contains("echo: over http"), "{out:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_mcp_call_becomes_a_background_job_like_any_tool() {
+    let scene = Scene::new();
+    configure_probe(&scene, "", "");
+    let config = std::fs::read_to_string(scene.user_config()).unwrap();
+    scene.write_user_config(&format!("{config}\n[jobs]\nbackground_after_ms = 500\n"));
+    let kind = ProviderKind::Anthropic;
+    let server = MockLlm::strict(kind).await;
+    server.push(stream(
+        kind,
+        &Answer::Tools(vec![tool("c1", "probe__nap", json!({"seconds": 2}))]),
+    ));
+    server.push(stream(
+        kind,
+        &Answer::Text(vec!["It runs in the background."]),
+    ));
+    server.push(stream(kind, &Answer::Text(vec!["It is done."])));
+    let out = sandcrab(&scene, kind, &server, "run")
+        .arg("Nap.")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let reqs = server.requests();
+    let first = tool_result(kind, &reqs[1], "c1", "probe__nap");
+    let first: serde_json::Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(first["mode"], "background", "{first}");
+    // The job's result reaches the model when it is done.
+    let later = serde_json::to_string(&reqs.last().unwrap().body).unwrap();
+    assert!(later.contains("rested"), "{later}");
+}
