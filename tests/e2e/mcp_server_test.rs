@@ -345,3 +345,62 @@ async fn over_http_a_web_page_or_a_tokenless_caller_is_refused() {
     );
     assert_eq!(post(&[("authorization", &bearer)]).await, 200);
 }
+
+/// The official TypeScript SDK's client (`tests/mcp/client.mjs`).
+fn ts_client() -> Command {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp");
+    assert!(
+        dir.join("node_modules/@modelcontextprotocol/sdk").exists(),
+        "the MCP TypeScript SDK is not installed: run ./scripts/setup-polyglot (./scripts/test does)"
+    );
+    let mut cmd = Command::new("node");
+    cmd.arg(dir.join("client.mjs"));
+    cmd
+}
+
+#[test]
+fn the_typescript_sdk_client_works_over_stdio_and_http() {
+    let scene = Scene::new();
+    std::fs::write(scene.workspace().join("notes.txt"), "from typescript\n").unwrap();
+    let steps = json!([
+        {"list": true},
+        {"call": "read_file", "args": {"file_path": "notes.txt"}},
+        {"call": "read_file", "args": {"wrong": 1}},
+        {"call": "shell", "args": {"command": "echo early; sleep 1.5; echo late"}},
+    ]);
+    let serve = sandcrab_cmd(&scene);
+    let mut cmd = ts_client();
+    cmd.arg("stdio")
+        .arg(steps.to_string())
+        .arg("--")
+        .arg(serve.get_program())
+        .args(["mcp", "serve", "--workspace"])
+        .arg(scene.workspace());
+    for (k, v) in serve.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    let out = report(cmd.output().unwrap());
+    let s = out["steps"].as_array().unwrap();
+    assert_eq!(out["server"], "sandcrab");
+    assert!(tools_of(&s[0]).contains(&"grep".to_string()));
+    assert!(s[1]["text"].as_str().unwrap().contains("from typescript"));
+    assert_eq!(s[2]["is_error"], true, "{}", s[2]);
+    assert!(s[3]["progress"].to_string().contains("early"), "{}", s[3]);
+
+    let server = serve_http(&scene);
+    let out = ts_client()
+        .args(["http", &server.url, &server.token])
+        .arg(json!([{"call": "read_file", "args": {"file_path": "notes.txt"}}]).to_string())
+        .output()
+        .unwrap();
+    let out = report(out);
+    assert!(
+        out["steps"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("from typescript")
+    );
+}

@@ -20,6 +20,13 @@ use crate::tools::ToolRegistry;
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default bound on starting a server and listing its tools.
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(20);
+/// Most tools offered from one server (a server is untrusted code: it
+/// must not flood the model's context).
+pub const MAX_TOOLS: usize = 256;
+/// Longest tool description offered (longer ones are cut).
+pub const MAX_DESCRIPTION: usize = 2048;
+/// Largest input schema offered, serialized.
+pub const MAX_SCHEMA_BYTES: usize = 64 * 1024;
 /// Longest wait before restarting a server that keeps failing.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
@@ -275,8 +282,23 @@ impl McpServers {
                     continue;
                 }
             };
-            for tool in tools {
+            if tools.len() > MAX_TOOLS {
+                warnings.push(format!(
+                    "MCP server '{}' lists {} tools: only the first {MAX_TOOLS} are offered",
+                    server.name(),
+                    tools.len()
+                ));
+            }
+            for tool in tools.into_iter().take(MAX_TOOLS) {
                 let name = tool_name(server.name(), &tool.name);
+                if tool.input_schema.to_string().len() > MAX_SCHEMA_BYTES {
+                    warnings.push(format!(
+                        "MCP server '{}': tool '{name}' is not offered: its input schema is larger than {} KiB",
+                        server.name(),
+                        MAX_SCHEMA_BYTES / 1024
+                    ));
+                    continue;
+                }
                 if !offered(server.name(), &name) {
                     continue;
                 }
@@ -289,7 +311,7 @@ impl McpServers {
                 }
                 let spec = ToolSpec {
                     name: name.clone(),
-                    description: tool.description.clone(),
+                    description: tool.description.chars().take(MAX_DESCRIPTION).collect(),
                     parameters: tool.input_schema.clone(),
                     traits: Default::default(),
                 };
