@@ -6,30 +6,52 @@
 //! - `read_file` of 1 MB vs a native read that numbers the lines;
 //! - `glob **/*.rs` and `list_dir` vs a native walk of the same tree.
 //!
-//! Run: `cargo bench -p sandcrab --bench tools_vs_native` (ripgrep from
-//! the `ripgrep` Debian package; without it the rg rows are skipped).
+//! Run: `cargo bench -p sandcrab --bench tools_vs_native [-- ROW…]`
+//! (ROW: `grep`, `read`, `glob`, `list`; all by default). ripgrep comes
+//! from the `ripgrep` Debian package; without it the rg rows are skipped.
+//!
+//! `SANDCRAB_BENCH_CODING_TOOLS=path/to/coding_tools.wasm` measures that
+//! build of the coding tools instead of the one embedded in the binary, so
+//! a guest change is measured without relinking the host.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use sandcrab::plugin::{PluginHost, PluginHostConfig, discovery};
+use sandcrab::plugin::{PluginHost, PluginHostConfig, PluginSource, discovery};
 use sandcrab::tools::{ToolCallRequest, ToolContext, ToolRegistry, dispatch};
+use sandcrab_bundled_plugins::BundledPlugin;
 use serde_json::{Value, json};
 
-/// Median wall time of `runs` runs of `f`.
-fn median(runs: usize, mut f: impl FnMut()) -> Duration {
-    f(); // warm caches
-    let mut times: Vec<Duration> = (0..runs)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[runs / 2]
+/// Ours and a peer, run alternately `runs` times (so both see the same
+/// machine noise): their median times and the median of the per-pair
+/// ratios.
+fn paired(
+    runs: usize,
+    mut ours: impl FnMut(),
+    mut peer: impl FnMut(),
+) -> (Duration, Duration, f64) {
+    ours();
+    peer();
+    let mut a = Vec::with_capacity(runs);
+    let mut b = Vec::with_capacity(runs);
+    let mut ratios = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let t = Instant::now();
+        ours();
+        let t_ours = t.elapsed();
+        let t = Instant::now();
+        peer();
+        let t_peer = t.elapsed();
+        ratios.push(t_ours.as_secs_f64() / t_peer.as_secs_f64());
+        a.push(t_ours);
+        b.push(t_peer);
+    }
+    a.sort();
+    b.sort();
+    ratios.sort_by(f64::total_cmp);
+    (a[runs / 2], b[runs / 2], ratios[runs / 2])
 }
 
 struct Tools {
@@ -42,7 +64,7 @@ impl Tools {
     fn on(workspace: &Path) -> Tools {
         let rt = tokio::runtime::Runtime::new().unwrap();
         let mut host = PluginHost::new(PluginHostConfig::new(workspace)).unwrap();
-        rt.block_on(host.load_all(&discovery::bundled()));
+        rt.block_on(host.load_all(&plugins()));
         let registry = ToolRegistry::from_plugins(host.plugins());
         Tools {
             rt,
@@ -65,17 +87,47 @@ impl Tools {
     }
 }
 
+/// The bundled plugins, with the coding tools replaced by the build named
+/// in `SANDCRAB_BENCH_CODING_TOOLS` when it is set.
+fn plugins() -> Vec<PluginSource> {
+    let Some(path) = std::env::var_os("SANDCRAB_BENCH_CODING_TOOLS") else {
+        return discovery::bundled();
+    };
+    let wasm = std::fs::read(&path)
+        .unwrap_or_else(|e| panic!("SANDCRAB_BENCH_CODING_TOOLS: {}: {e}", path.display()));
+    discovery::bundled()
+        .into_iter()
+        .map(|source| match source {
+            PluginSource::Bundled(b) if b.name == "coding-tools" => {
+                PluginSource::Bundled(Box::leak(Box::new(BundledPlugin {
+                    wasm: wasm.clone().leak(),
+                    ..*b
+                })))
+            }
+            other => other,
+        })
+        .collect()
+}
+
+/// Whether the row `name` was asked for (every row when none was named).
+fn wanted(name: &str) -> bool {
+    let rows: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    rows.is_empty() || rows.iter().any(|r| r == name)
+}
+
 fn rg(args: &[&str], dir: &Path) -> Option<String> {
     let out = Command::new("rg").args(args).arg(dir).output().ok()?;
     Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn report(name: &str, ours: Duration, peer_name: &str, peer: Duration) {
+fn report(name: &str, peer_name: &str, (ours, peer, ratio): (Duration, Duration, f64)) {
     println!(
-        "{name}: sandcrab {:.1} ms, {peer_name} {:.1} ms, ratio {:.2}",
+        "{name}: sandcrab {:.1} ms, {peer_name} {:.1} ms, ratio {ratio:.2} (median of paired runs)",
         ours.as_secs_f64() * 1e3,
         peer.as_secs_f64() * 1e3,
-        ours.as_secs_f64() / peer.as_secs_f64()
     );
 }
 
@@ -88,14 +140,8 @@ fn grep_rows(label: &str, dir: &Path, pattern: &str, runs: usize) {
     } else {
         ours.lines().count()
     };
-    let t_ours = median(runs, || {
-        tools.call("grep", args.clone());
-    });
     let Some(counts) = rg(&["-j1", "-c", "--no-messages", pattern], dir) else {
-        println!(
-            "{label}: sandcrab {:.1} ms ({our_count} matches); ripgrep not installed (apt-get install ripgrep)",
-            t_ours.as_secs_f64() * 1e3
-        );
+        println!("{label}: {our_count} matches; ripgrep not installed (apt-get install ripgrep)",);
         return;
     };
     let rg_count: usize = counts
@@ -103,28 +149,42 @@ fn grep_rows(label: &str, dir: &Path, pattern: &str, runs: usize) {
         .filter_map(|l| l.rsplit(':').next()?.parse::<usize>().ok())
         .sum();
     println!("{label}: matching lines: sandcrab {our_count}, ripgrep {rg_count}");
-    let t_rg1 = median(runs, || {
-        rg(&["-j1", "-c", "--no-messages", pattern], dir);
-    });
-    let t_rg = median(runs, || {
-        rg(&["-c", "--no-messages", pattern], dir);
-    });
-    report(&format!("{label} (one thread)"), t_ours, "rg -j1", t_rg1);
-    report(&format!("{label} (all cores)"), t_ours, "rg", t_rg);
+    // ripgrep prints what the tool returns: `path:line:text` per match.
+    let ours = || {
+        tools.call("grep", args.clone());
+    };
+    report(
+        &format!("{label} (one thread)"),
+        "rg -j1 -n",
+        paired(runs, &ours, || {
+            rg(
+                &["-j1", "-n", "--no-heading", "--no-messages", pattern],
+                dir,
+            );
+        }),
+    );
+    report(
+        &format!("{label} (all cores)"),
+        "rg -n",
+        paired(runs, &ours, || {
+            rg(&["-n", "--no-heading", "--no-messages", pattern], dir);
+        }),
+    );
     // Where the time goes: the same walk with no file read (a glob filter
     // that matches nothing), against rg listing the files.
     let walk_only = json!({"pattern": pattern, "glob_filter": "*.zq9none"});
-    let t_walk = median(runs, || {
-        tools.call("grep", walk_only.clone());
-    });
-    let t_rg_files = median(runs, || {
-        rg(&["-j1", "--files"], dir);
-    });
     report(
         &format!("{label}: the walk alone"),
-        t_walk,
         "rg -j1 --files",
-        t_rg_files,
+        paired(
+            runs,
+            || {
+                tools.call("grep", walk_only.clone());
+            },
+            || {
+                rg(&["-j1", "--files"], dir);
+            },
+        ),
     );
 }
 
@@ -149,21 +209,107 @@ fn many_matches_tree() -> tempfile::TempDir {
     dir
 }
 
-fn native_walk(dir: &Path, out: &mut Vec<PathBuf>) {
+/// What `glob **/*.rs` does, natively: walk, match names, read each
+/// match's modification time, newest first.
+fn native_glob(dir: &Path) -> String {
+    fn walk(dir: &Path, out: &mut Vec<(std::time::SystemTime, PathBuf)>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let Ok(kind) = e.file_type() else { continue };
+            let name = e.file_name();
+            if kind.is_dir() {
+                if name != ".git" {
+                    walk(&e.path(), out);
+                }
+            } else if kind.is_file() && name.as_encoded_bytes().ends_with(b".rs") {
+                let path = e.path();
+                let modified = std::fs::symlink_metadata(&path)
+                    .and_then(|m| m.modified())
+                    .unwrap_or(std::time::UNIX_EPOCH);
+                out.push((modified, path));
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(dir, &mut found);
+    found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    // The tool lists the first 1,000 and says how many more there are.
+    let mut out: String = found
+        .iter()
+        .take(1000)
+        .map(|(_, p)| format!("{}\n", p.strip_prefix(dir).unwrap().display()))
+        .collect();
+    if found.len() > 1000 {
+        out.push_str(&format!("[{} more files not shown]\n", found.len() - 1000));
+    }
+    out
+}
+
+/// What `list_dir` does, natively: names sorted, directories marked,
+/// nested entries indented, at most 2,000 entries.
+fn native_list(dir: &Path, level: usize, depth: usize, out: &mut String, count: &mut usize) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
-    for e in entries.flatten() {
-        let path = e.path();
-        let Ok(kind) = e.file_type() else { continue };
-        if kind.is_dir() {
-            if e.file_name() != ".git" {
-                native_walk(&path, out);
-            }
-        } else {
-            out.push(path);
+    let mut entries: Vec<(String, bool)> = entries
+        .flatten()
+        .map(|e| {
+            let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+            (e.file_name().to_string_lossy().into_owned(), is_dir)
+        })
+        .collect();
+    entries.sort();
+    for (name, is_dir) in entries {
+        if *count >= 2000 {
+            return;
+        }
+        *count += 1;
+        for _ in 0..level {
+            out.push_str("  ");
+        }
+        out.push_str(&name);
+        out.push_str(if is_dir { "/\n" } else { "\n" });
+        if is_dir && level < depth && name != ".git" {
+            native_list(&dir.join(&name), level + 1, depth, out, count);
         }
     }
+}
+
+/// What `read_file` does, natively: read, validate UTF-8, number every line
+/// (right-aligned in six columns, as the tool does it).
+fn native_read(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut out = String::with_capacity(text.len() + 200_000);
+    let mut digits = itoa_buffer();
+    for (i, line) in text.lines().enumerate() {
+        out.push_str(number(&mut digits, i + 1));
+        out.push('\t');
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+fn itoa_buffer() -> [u8; 24] {
+    [b' '; 24]
+}
+
+/// `n` right-aligned in at least six columns.
+fn number(buf: &mut [u8; 24], mut n: usize) -> &str {
+    buf.fill(b' ');
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let start = at.min(buf.len() - 6);
+    std::str::from_utf8(&buf[start..]).unwrap()
 }
 
 fn main() {
@@ -172,14 +318,17 @@ fn main() {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
         .map(|c| c.join("registry/src"))
         .filter(|p| p.is_dir());
-    match &registry_src {
-        Some(dir) => grep_rows("grep no match, registry/src", dir, "zq9_no_such_token_x", 5),
-        None => println!("grep over registry/src: skipped ($CARGO_HOME/registry/src is absent)"),
-    }
     let tree = many_matches_tree();
-    grep_rows("grep many matches, 3,000 files", tree.path(), "TODO\\(", 7);
+    if wanted("grep") {
+        match &registry_src {
+            Some(dir) => grep_rows("grep no match, registry/src", dir, "zq9_no_such_token_x", 9),
+            None => {
+                println!("grep over registry/src: skipped ($CARGO_HOME/registry/src is absent)")
+            }
+        }
+        grep_rows("grep many matches, 3,000 files", tree.path(), "TODO\\(", 15);
+    }
 
-    // read_file 1 MB.
     let mut big = String::new();
     for i in 0..20_000 {
         writeln!(
@@ -190,37 +339,67 @@ fn main() {
     }
     std::fs::write(tree.path().join("big.txt"), &big).unwrap();
     let tools = Tools::on(tree.path());
-    let read = json!({"file_path": "big.txt", "limit": 100_000});
-    let t_ours = median(21, || {
-        tools.call("read_file", read.clone());
-    });
-    let t_native = median(21, || {
-        let text = std::fs::read_to_string(tree.path().join("big.txt")).unwrap();
-        let mut out = String::with_capacity(text.len() + 200_000);
-        for (i, line) in text.lines().enumerate() {
-            let _ = writeln!(out, "{:>6}\t{line}", i + 1);
-        }
-        std::hint::black_box(out);
-    });
-    report("read_file 1 MB", t_ours, "native read", t_native);
-
-    // glob and list_dir vs a native walk.
-    let t_walk = median(11, || {
-        let mut v = Vec::new();
-        native_walk(tree.path(), &mut v);
-        std::hint::black_box(v);
-    });
-    let t_glob = median(11, || {
-        tools.call("glob", json!({"pattern": "**/*.rs"}));
-    });
-    report("glob **/*.rs, 3,000 files", t_glob, "native walk", t_walk);
-    let t_list = median(11, || {
-        tools.call("list_dir", json!({"path": ".", "depth": 10}));
-    });
-    report(
-        "list_dir depth 10, 3,000 files",
-        t_list,
-        "native walk",
-        t_walk,
-    );
+    if wanted("read") {
+        let read = json!({"file_path": "big.txt", "limit": 100_000});
+        report(
+            "read_file 1 MB",
+            "native read + numbering",
+            paired(
+                31,
+                || {
+                    tools.call("read_file", read.clone());
+                },
+                || {
+                    std::hint::black_box(native_read(&tree.path().join("big.txt")));
+                },
+            ),
+        );
+    }
+    if wanted("glob") {
+        let ours = tools.call("glob", json!({"pattern": "**/*.rs"}));
+        let native = native_glob(tree.path());
+        assert_eq!(
+            ours.lines().count(),
+            native.lines().count(),
+            "glob: same files"
+        );
+        report(
+            "glob **/*.rs, 3,000 files",
+            "native walk + mtime + sort",
+            paired(
+                21,
+                || {
+                    tools.call("glob", json!({"pattern": "**/*.rs"}));
+                },
+                || {
+                    std::hint::black_box(native_glob(tree.path()));
+                },
+            ),
+        );
+    }
+    if wanted("list") {
+        let listing = |out: &mut String| {
+            let mut count = 0;
+            native_list(tree.path(), 1, 10, out, &mut count);
+        };
+        let ours = tools.call("list_dir", json!({"path": ".", "depth": 10}));
+        let mut native = String::new();
+        listing(&mut native);
+        assert!(ours.contains(&native), "list_dir: the same listing");
+        report(
+            "list_dir depth 10, 2,000 entries",
+            "native listing",
+            paired(
+                21,
+                || {
+                    tools.call("list_dir", json!({"path": ".", "depth": 10}));
+                },
+                || {
+                    let mut out = String::new();
+                    listing(&mut out);
+                    std::hint::black_box(out);
+                },
+            ),
+        );
+    }
 }

@@ -472,3 +472,111 @@ async fn edit_file_refuses_non_utf8_and_keeps_crlf() {
         "key = 10\r\nother = 20\r\nnew = 3\r\n"
     );
 }
+
+/// The WASM walk (one descriptor per directory, files opened by one name)
+/// applies the ignore rules the way ripgrep does and yields files in name
+/// order, depth first; links are never followed, so nothing outside the
+/// workspace is searched or listed.
+#[tokio::test]
+async fn grep_and_glob_walk_in_order_with_ripgreps_ignore_rules_and_never_through_links() {
+    let scene = Scene::new();
+    let ws = scene.workspace();
+    let files: &[(&str, &str)] = &[
+        (
+            ".gitignore",
+            "# build output\ntarget/\n*.log\n!keep.log\n/anchored.txt\nsub/**/deep.txt\ntrailing.txt   \n",
+        ),
+        (".ignore", "ignored_by_ignore.txt\n!whitelisted.log\n"),
+        ("sub/.gitignore", "!*.log\nlocal.txt\n"),
+        ("sub/nested/.gitignore", "/x.txt\r\nonly_dir/\r\n"),
+        ("bom/.gitignore", "\u{feff}bommed.txt\n"),
+    ];
+    for (path, text) in files {
+        std::fs::create_dir_all(ws.join(path).parent().unwrap()).unwrap();
+        std::fs::write(ws.join(path), text).unwrap();
+    }
+    for path in [
+        "bom/bommed.txt",
+        "bom/kept.txt",
+        "a.txt",
+        "B.txt",
+        "a-b",
+        "a.b",
+        "a/inner.txt",
+        "b.log",
+        "keep.log",
+        "whitelisted.log",
+        "anchored.txt",
+        "trailing.txt",
+        "ignored_by_ignore.txt",
+        "target/x.rs",
+        "sub/anchored.txt",
+        "sub/target/y.rs",
+        "sub/a/deep.txt",
+        "sub/b.log",
+        "sub/local.txt",
+        "sub/nested/x.txt",
+        "sub/nested/y/x.txt",
+        "sub/nested/only_dir",
+        "sub/nested/z/only_dir/inside.txt",
+        ".git/config",
+        "worktree/.git",
+        "worktree/code.rs",
+        ".hidden/file",
+    ] {
+        std::fs::create_dir_all(ws.join(path).parent().unwrap()).unwrap();
+        std::fs::write(ws.join(path), "needle\n").unwrap();
+    }
+    let outside = scene.outside();
+    std::fs::create_dir_all(outside.join("secrets")).unwrap();
+    std::fs::write(outside.join("secrets/key.txt"), "needle from outside\n").unwrap();
+    std::os::unix::fs::symlink(outside.join("secrets"), ws.join("linkdir")).unwrap();
+    std::os::unix::fs::symlink(outside.join("secrets/key.txt"), ws.join("link.txt")).unwrap();
+    let (_h, tools) = coding_tools(&scene, Policy::default()).await;
+
+    let out = ok(run_tool(
+        &tools,
+        "grep",
+        json!({"pattern": "needle", "max_results": 1000}),
+    )
+    .await);
+    let searched: Vec<&str> = out.lines().map(|l| l.split(':').next().unwrap()).collect();
+    let expected = vec![
+        ".hidden/file",
+        "B.txt",
+        "a/inner.txt",
+        "a-b",
+        "a.b",
+        "a.txt",
+        "bom/kept.txt",
+        "keep.log",
+        "sub/anchored.txt",
+        "sub/b.log",
+        "sub/nested/only_dir",
+        "sub/nested/y/x.txt",
+        "whitelisted.log",
+        "worktree/code.rs",
+    ];
+    assert_eq!(searched, expected);
+    assert!(!out.contains("outside"), "{out}");
+
+    let out = ok(run_tool(&tools, "glob", json!({"pattern": "*.txt"})).await);
+    let mut listed: Vec<&str> = out.lines().collect();
+    listed.sort();
+    assert_eq!(
+        listed,
+        vec![
+            "B.txt",
+            "a.txt",
+            "a/inner.txt",
+            "bom/kept.txt",
+            "sub/anchored.txt",
+            "sub/nested/y/x.txt"
+        ]
+    );
+    // list_dir shows the links as names (no trailing `/`) and does not
+    // descend into them.
+    let out = ok(run_tool(&tools, "list_dir", json!({"path": ".", "depth": 3})).await);
+    assert!(out.contains("\n  linkdir\n"), "{out}");
+    assert!(!out.contains("key.txt"), "{out}");
+}

@@ -5,7 +5,7 @@ use std::time::SystemTime;
 use sandcrab_sdk::prelude::*;
 
 use crate::fs;
-use crate::walk::{GlobFilter, files};
+use crate::walk::{self, Flow, GlobFilter};
 
 const MAX_RESULTS: usize = 1000;
 
@@ -43,18 +43,18 @@ impl Tool for Glob {
                 fs::display(ctx, &root)
             )));
         }
-        let mut matches: Vec<(SystemTime, String)> = files(&root)
-            .filter(|file| filter.matches(file.strip_prefix(&root).unwrap_or(file)))
-            .map(|file| {
-                let modified = std::fs::metadata(&file)
-                    .and_then(|m| m.modified())
+        let mut matches: Vec<(SystemTime, String)> = Vec::new();
+        walk::each_file(&root, |file| {
+            if filter.matches(walk::relative(&root, file.path), file.name) {
+                let modified = file
+                    .dir
+                    .modified(file.name)
                     .unwrap_or(SystemTime::UNIX_EPOCH);
-                (
-                    modified,
-                    fs::display(ctx, file.to_str().unwrap_or_default()).to_string(),
-                )
-            })
-            .collect();
+                matches.push((modified, fs::display(ctx, file.path).to_string()));
+            }
+            Flow::Continue
+        })
+        .map_err(|e| fs::io_error(fs::display(ctx, &root), e))?;
         if matches.is_empty() {
             return Ok(format!(
                 "No files match '{}' in {}",

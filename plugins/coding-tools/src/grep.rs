@@ -5,7 +5,7 @@ use sandcrab_sdk::prelude::*;
 
 use crate::fs;
 use crate::search::Matcher;
-use crate::walk::{GlobFilter, files};
+use crate::walk::{self, Flow, GlobFilter};
 
 const MAX_LINE: usize = 500;
 
@@ -65,48 +65,40 @@ impl Tool for Grep {
             std::fs::metadata(&root).map_err(|e| fs::io_error(fs::display(ctx, &root), e))?;
         let max = args.max_results.unwrap_or(100);
 
-        let candidates: Box<dyn Iterator<Item = std::path::PathBuf>> = if meta.is_file() {
-            Box::new(std::iter::once(root.clone().into()))
-        } else {
-            Box::new(files(&root))
+        let mut search = Search {
+            ctx,
+            matcher: &matcher,
+            max,
+            found: 0,
+            capped: false,
+            out: String::new(),
         };
-        let mut out = String::new();
-        // One buffer for every file: no allocation, and no `fstat` + seek
-        // per file to size it (each is a crossing into the host).
+        // One buffer for every file: no allocation per file.
         let mut bytes: Vec<u8> = Vec::with_capacity(256 * 1024);
-        let mut found = 0;
-        let mut capped = false;
-        'files: for file in candidates {
-            let relative_to_root = file.strip_prefix(&root).unwrap_or(&file);
-            if let Some(filter) = &filter
-                && meta.is_dir()
-                && !filter.matches(relative_to_root)
-            {
-                continue;
-            }
-            if read_into(&file, &mut bytes).is_err() {
-                continue;
-            }
-            if fs::looks_binary(&bytes) {
-                continue;
-            }
-            let mut shown: Option<String> = None;
-            matcher.each_match(&bytes, |number, line| {
-                if found == max {
-                    capped = true;
-                    return false;
+        if meta.is_file() {
+            read_into(std::path::Path::new(&root), &mut bytes)
+                .map_err(|e| fs::io_error(fs::display(ctx, &root), e))?;
+            search.file(&root, &bytes);
+        } else {
+            walk::each_file(&root, |file| {
+                if let Some(filter) = &filter
+                    && !filter.matches(walk::relative(&root, file.path), file.name)
+                {
+                    return Flow::Continue;
                 }
-                found += 1;
-                let shown = shown.get_or_insert_with(|| {
-                    fs::display(ctx, file.to_str().unwrap_or_default()).to_string()
-                });
-                push_match(&mut out, shown, number, &String::from_utf8_lossy(line));
-                true
-            });
-            if capped {
-                break 'files;
-            }
+                if file.dir.read_file(file.name, &mut bytes, false).is_err() {
+                    return Flow::Continue;
+                }
+                search.file(file.path, &bytes)
+            })
+            .map_err(|e| fs::io_error(fs::display(ctx, &root), e))?;
         }
+        let Search {
+            found,
+            capped,
+            mut out,
+            ..
+        } = search;
         if found == 0 {
             return Ok(format!(
                 "No matches for /{}/ in {}",
@@ -121,15 +113,54 @@ impl Tool for Grep {
     }
 }
 
+/// The matches found so far.
+struct Search<'a> {
+    ctx: &'a CallContext,
+    matcher: &'a Matcher,
+    max: usize,
+    found: usize,
+    capped: bool,
+    out: String,
+}
+
+impl Search<'_> {
+    /// Add the matches in `bytes` (the file at the guest path `path`);
+    /// binary files are skipped.
+    fn file(&mut self, path: &str, bytes: &[u8]) -> Flow {
+        if fs::looks_binary(bytes) {
+            return Flow::Continue;
+        }
+        let shown = fs::display(self.ctx, path);
+        let Search {
+            matcher,
+            max,
+            found,
+            capped,
+            out,
+            ..
+        } = self;
+        matcher.each_match(bytes, |number, line| {
+            if *found == *max {
+                *capped = true;
+                return false;
+            }
+            *found += 1;
+            push_match(out, shown, number, &String::from_utf8_lossy(line));
+            true
+        });
+        if self.capped {
+            Flow::Stop
+        } else {
+            Flow::Continue
+        }
+    }
+}
+
 /// Read `path` into `buffer` (cleared first).
 fn read_into(path: &std::path::Path, buffer: &mut Vec<u8>) -> std::io::Result<()> {
     use std::io::Read;
     buffer.clear();
-    // Through `Take`, `read_to_end` does not ask the file for its size.
-    std::fs::File::open(path)?
-        .take(u64::MAX)
-        .read_to_end(buffer)
-        .map(|_| ())
+    std::fs::File::open(path)?.read_to_end(buffer).map(|_| ())
 }
 
 fn push_match(out: &mut String, path: &str, number: usize, line: &str) {

@@ -3,6 +3,7 @@
 use sandcrab_sdk::prelude::*;
 
 use crate::fs;
+use crate::walk::{Dir, EntryKind};
 
 const MAX_ENTRIES: usize = 2000;
 
@@ -45,7 +46,8 @@ impl Tool for ListDir {
         }
         let mut out = format!("{shown}/\n");
         let mut count = 0;
-        list(&root, 1, args.depth.unwrap_or(1), &mut out, &mut count)
+        let dir = Dir::open_path(&root).map_err(|e| fs::io_error(&shown, e))?;
+        list(&dir, 1, args.depth.unwrap_or(1), &mut out, &mut count)
             .map_err(|e| fs::io_error(&shown, e))?;
         if count == 0 {
             out.push_str("  (empty)\n");
@@ -58,34 +60,32 @@ impl Tool for ListDir {
     }
 }
 
+/// Append the entries of `dir` (at `level`), descending to `depth`.
 fn list(
-    dir: &str,
+    dir: &Dir,
     level: usize,
     depth: usize,
     out: &mut String,
     count: &mut usize,
 ) -> std::io::Result<()> {
-    let mut entries: Vec<(String, bool)> = std::fs::read_dir(dir)?
-        .filter_map(Result::ok)
-        .map(|e| {
-            let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
-            (e.file_name().to_string_lossy().into_owned(), is_dir)
-        })
-        .collect();
-    entries.sort();
-    for (name, is_dir) in entries {
+    let mut entries = dir.entries()?;
+    entries.sort_unstable_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+    for entry in entries {
         if *count >= MAX_ENTRIES {
             return Ok(());
         }
         *count += 1;
-        let indent = "  ".repeat(level);
-        out.push_str(&format!(
-            "{indent}{name}{}\n",
-            if is_dir { "/" } else { "" }
-        ));
-        if is_dir && level < depth && name != ".git" {
+        let is_dir = entry.kind == EntryKind::Directory;
+        for _ in 0..level {
+            out.push_str("  ");
+        }
+        out.push_str(&entry.name);
+        out.push_str(if is_dir { "/\n" } else { "\n" });
+        if is_dir && level < depth && entry.name != ".git" {
             // Unreadable subdirectories are shown, not fatal.
-            let _ = list(&format!("{dir}/{name}"), level + 1, depth, out, count);
+            if let Ok(sub) = dir.open_dir(&entry.name) {
+                let _ = list(&sub, level + 1, depth, out, count);
+            }
         }
     }
     Ok(())

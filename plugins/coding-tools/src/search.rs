@@ -5,6 +5,7 @@
 //! same as testing every line, at a fraction of the cost.
 
 use regex::bytes::{Regex, RegexBuilder};
+use regex_syntax::hir::{Hir, HirKind, Look};
 
 /// The two forms of one pattern.
 pub struct Matcher {
@@ -12,9 +13,14 @@ pub struct Matcher {
     buffer: Regex,
     /// Over one line (the definition of a matching line).
     line: Regex,
-    /// The pattern anchors to the whole text (`\A`, `\z`), which a buffer
-    /// search would read differently: test line by line.
+    /// The pattern anchors to the whole text (`\A`, `\z`, `(?-m)^`), which
+    /// a buffer search would read differently: test line by line.
     per_line: bool,
+    /// The pattern anchors to line ends (`$`): a carriage return before
+    /// `\n` would hide them from a buffer search, so files holding one are
+    /// tested line by line. Other patterns need no such check, which
+    /// spares a pass over every file.
+    line_end: bool,
 }
 
 impl Matcher {
@@ -25,10 +31,21 @@ impl Matcher {
                 .multi_line(multi)
                 .build()
         };
+        let buffer = build(true)?;
+        let line = build(false)?;
+        // The pattern is valid (it just compiled), so it parses.
+        let hir = regex_syntax::ParserBuilder::new()
+            .multi_line(true)
+            .case_insensitive(case_insensitive)
+            .build()
+            .parse(pattern)
+            .map_err(|e| regex::Error::Syntax(e.to_string()))?;
+        let anchors = Anchors::of(&hir);
         Ok(Matcher {
-            buffer: build(true)?,
-            line: build(false)?,
-            per_line: pattern.contains("\\A") || pattern.contains("\\z"),
+            buffer,
+            line,
+            per_line: anchors.text,
+            line_end: anchors.line_end,
         })
     }
 
@@ -53,7 +70,7 @@ impl Matcher {
     pub fn each_match(&self, text: &[u8], mut found: impl FnMut(usize, &[u8]) -> bool) {
         // Carriage returns change what `$` and `.` see at a line's end
         // (a CRLF file): such files, and whole-text anchors, go line by line.
-        if self.per_line || memchr::memchr(b'\r', text).is_some() {
+        if self.per_line || (self.line_end && memchr::memchr(b'\r', text).is_some()) {
             return self.each_line(text, found);
         }
         let mut at = 0;
@@ -76,10 +93,44 @@ impl Matcher {
             number += memchr::memchr_iter(b'\n', &text[counted..start]).count();
             counted = start;
             let line = &text[start..end];
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
             if self.line.is_match(line) && !found(number, line) {
                 return;
             }
             at = end + 1;
+        }
+    }
+}
+
+/// Which anchors a pattern uses.
+#[derive(Default)]
+struct Anchors {
+    /// Start or end of the whole text.
+    text: bool,
+    /// End of a line.
+    line_end: bool,
+}
+
+impl Anchors {
+    fn of(hir: &Hir) -> Anchors {
+        let mut found = Anchors::default();
+        found.visit(hir);
+        found
+    }
+
+    fn visit(&mut self, hir: &Hir) {
+        match hir.kind() {
+            HirKind::Look(look) => match look {
+                Look::Start | Look::End => self.text = true,
+                Look::EndLF | Look::EndCRLF => self.line_end = true,
+                _ => {}
+            },
+            HirKind::Repetition(r) => self.visit(&r.sub),
+            HirKind::Capture(c) => self.visit(&c.sub),
+            HirKind::Concat(all) | HirKind::Alternation(all) => {
+                all.iter().for_each(|h| self.visit(h))
+            }
+            HirKind::Empty | HirKind::Literal(_) | HirKind::Class(_) => {}
         }
     }
 }
@@ -132,6 +183,8 @@ mod tests {
             b"end$\nend\r\n",
             b"lone\rcarriage a\rb\n",
             b"first\nsecond\n",
+            b"beta \r\nx\r\nsecond\r\n",
+            b"a\r\nb\r\n-\r\n",
         ];
         let patterns = [
             "beta",
@@ -152,6 +205,16 @@ mod tests {
             "\\Afirst",
             "\\Asecond",
             "second\\z",
+            "(?-m)^first",
+            "(?-m)^second",
+            "second(?-m)$",
+            "x$|nothing",
+            "(beta|x)\\s*$",
+            "a\\rb",
+            "\\r",
+            "a\\b",
+            "-\\B",
+            "\\W$",
         ];
         for text in texts {
             for p in patterns {

@@ -1,0 +1,67 @@
+//! Directories as paths, for native builds (the plugin's own unit tests):
+//! the same operations over std, never through a link below the root.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use super::{Entry, EntryKind};
+
+/// An open directory.
+pub struct Dir(PathBuf);
+
+fn not_through_link(path: &std::path::Path) -> io::Result<()> {
+    if std::fs::symlink_metadata(path)?.file_type().is_symlink() {
+        return Err(io::Error::other(format!("{} is a link", path.display())));
+    }
+    Ok(())
+}
+
+impl Dir {
+    pub fn open_path(path: &str) -> io::Result<Dir> {
+        if !std::fs::metadata(path)?.is_dir() {
+            return Err(io::ErrorKind::NotADirectory.into());
+        }
+        Ok(Dir(PathBuf::from(path)))
+    }
+
+    pub fn entries(&self) -> io::Result<Vec<Entry>> {
+        let mut entries = Vec::new();
+        for entry in std::fs::read_dir(&self.0)? {
+            let entry = entry?;
+            let ty = entry.file_type()?;
+            let kind = if ty.is_file() {
+                EntryKind::File
+            } else if ty.is_dir() {
+                EntryKind::Directory
+            } else {
+                EntryKind::Other
+            };
+            entries.push(Entry {
+                name: entry.file_name().to_string_lossy().into_owned(),
+                kind,
+            });
+        }
+        Ok(entries)
+    }
+
+    pub fn open_dir(&self, name: &str) -> io::Result<Dir> {
+        let path = self.0.join(name);
+        not_through_link(&path)?;
+        Ok(Dir(path))
+    }
+
+    pub fn read_file(&self, name: &str, buffer: &mut Vec<u8>, follow: bool) -> io::Result<()> {
+        buffer.clear();
+        let path = self.0.join(name);
+        if !follow {
+            not_through_link(&path)?;
+        }
+        File::open(path)?.read_to_end(buffer).map(|_| ())
+    }
+
+    pub fn modified(&self, name: &str) -> io::Result<SystemTime> {
+        std::fs::symlink_metadata(self.0.join(name))?.modified()
+    }
+}

@@ -1,0 +1,156 @@
+//! Walking the workspace the way the search tools need it: depth first,
+//! siblings sorted by name, `.git` skipped, `.ignore` and `.gitignore`
+//! files honoured (a `.ignore` rule wins over a `.gitignore` rule, deeper
+//! files over shallower ones, the last matching line of a file decides),
+//! symbolic links never followed.
+//!
+//! Inside WASM every directory is a descriptor and every file is opened
+//! relative to its directory by one name ([`Dir`]), so the host resolves
+//! one path component per call instead of the whole path from the
+//! workspace root, and an ignore file is read only where the listing shows
+//! one (no failed opens).
+
+mod rules;
+
+#[cfg(not(target_family = "wasm"))]
+mod dir_native;
+#[cfg(target_family = "wasm")]
+mod dir_wasm;
+
+#[cfg(not(target_family = "wasm"))]
+pub use dir_native::Dir;
+#[cfg(target_family = "wasm")]
+pub use dir_wasm::Dir;
+
+use rules::Rules;
+
+/// What a directory entry is, without following a link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    File,
+    Directory,
+    /// A symbolic link, device, FIFO or socket.
+    Other,
+}
+
+/// One name in a directory.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub name: String,
+    pub kind: EntryKind,
+}
+
+/// Whether a walk goes on after a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    Stop,
+}
+
+/// A file the walk found: its directory, its name there, and its guest
+/// path.
+pub struct Found<'a> {
+    pub dir: &'a Dir,
+    pub name: &'a str,
+    pub path: &'a str,
+}
+
+/// Visit every file under the directory `root` (a guest path), in order,
+/// until `visit` says stop. Directories that cannot be read are skipped,
+/// as are unreadable ignore files.
+pub fn each_file(root: &str, mut visit: impl FnMut(Found<'_>) -> Flow) -> std::io::Result<()> {
+    let root = root.trim_end_matches('/');
+    let root = if root.is_empty() { "/" } else { root };
+    let dir = Dir::open_path(root)?;
+    let mut rules = Rules::default();
+    walk_dir(&dir, root, &mut rules, &mut visit);
+    Ok(())
+}
+
+fn walk_dir(
+    dir: &Dir,
+    path: &str,
+    rules: &mut Rules,
+    visit: &mut impl FnMut(Found<'_>) -> Flow,
+) -> Flow {
+    let Ok(mut entries) = dir.entries() else {
+        return Flow::Continue;
+    };
+    entries.sort_unstable_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+    let pushed = rules.enter(dir, path, &entries);
+    let mut flow = Flow::Continue;
+    let mut child = String::with_capacity(path.len() + 64);
+    for entry in &entries {
+        if entry.name == ".git" || entry.kind == EntryKind::Other {
+            continue;
+        }
+        child.clear();
+        child.push_str(path.trim_end_matches('/'));
+        child.push('/');
+        child.push_str(&entry.name);
+        let is_dir = entry.kind == EntryKind::Directory;
+        if rules.ignores(&child, is_dir) {
+            continue;
+        }
+        flow = if is_dir {
+            match dir.open_dir(&entry.name) {
+                Ok(sub) => walk_dir(&sub, &child, rules, visit),
+                Err(_) => Flow::Continue,
+            }
+        } else {
+            visit(Found {
+                dir,
+                name: &entry.name,
+                path: &child,
+            })
+        };
+        if flow == Flow::Stop {
+            break;
+        }
+    }
+    if pushed {
+        rules.leave();
+    }
+    flow
+}
+
+/// A glob matcher: patterns with a `/` match the path relative to the
+/// search root, others match the file name.
+pub struct GlobFilter {
+    set: globset::GlobMatcher,
+    by_path: bool,
+}
+
+impl GlobFilter {
+    pub fn new(pattern: &str) -> Result<Self, String> {
+        let glob = globset::GlobBuilder::new(pattern)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| format!("invalid glob '{pattern}': {e}"))?;
+        Ok(GlobFilter {
+            set: glob.compile_matcher(),
+            by_path: pattern.contains('/'),
+        })
+    }
+
+    /// Whether the file `name` at `relative` (a path relative to the search
+    /// root) matches.
+    pub fn matches(&self, relative: &str, name: &str) -> bool {
+        if self.by_path {
+            self.set.is_match(relative)
+        } else {
+            self.set.is_match(name)
+        }
+    }
+}
+
+/// `path` relative to `root` (both guest paths, `path` beneath `root`).
+pub fn relative<'a>(root: &str, path: &'a str) -> &'a str {
+    let root = root.trim_end_matches('/');
+    path.strip_prefix(root)
+        .map(|rest| rest.trim_start_matches('/'))
+        .unwrap_or(path)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,172 @@
+//! The walk against ripgrep's own walker (the `ignore` crate's
+//! `WalkBuilder` with the settings the tools used before): same files,
+//! same order, on a tree whose ignore files exercise precedence,
+//! negation, anchoring, directory patterns, CRLF and a BOM.
+
+use std::path::{Path, PathBuf};
+
+use super::{Flow, each_file};
+
+struct Tree(PathBuf);
+
+impl Tree {
+    fn new(tag: &str) -> Tree {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let dir = std::env::temp_dir().join(format!("walk-{tag}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Tree(dir)
+    }
+
+    fn file(&self, path: &str, content: &str) -> &Tree {
+        let path = self.0.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+        self
+    }
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// What ripgrep's walker yields with the tools' settings.
+fn reference(root: &Path) -> Vec<String> {
+    ignore::WalkBuilder::new(root)
+        .hidden(false)
+        .git_ignore(true)
+        .git_global(false)
+        .git_exclude(false)
+        .require_git(false)
+        .parents(false)
+        .follow_links(false)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .filter_entry(|e| e.file_name() != ".git")
+        .build()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+        .map(|e| e.into_path().to_string_lossy().into_owned())
+        .collect()
+}
+
+fn ours(root: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    each_file(root.to_str().unwrap(), |f| {
+        found.push(f.path.to_string());
+        Flow::Continue
+    })
+    .unwrap();
+    found
+}
+
+fn tricky_tree() -> Tree {
+    let t = Tree::new("tricky");
+    t.file(
+        ".gitignore",
+        "# build output\ntarget/\n*.log\n!keep.log\n/anchored.txt\nsub/**/deep.txt\ntrailing.txt   \n",
+    )
+    .file(".ignore", "ignored_by_ignore.txt\n!whitelisted.log\n")
+    .file("sub/.gitignore", "!*.log\nlocal.txt\n")
+    .file("sub/nested/.gitignore", "/x.txt\r\nonly_dir/\r\n")
+    .file("bom/.gitignore", "\u{feff}bommed.txt\n")
+    .file("bom/bommed.txt", "")
+    .file("bom/kept.txt", "")
+    .file("a.txt", "")
+    .file("B.txt", "")
+    .file("a-b", "")
+    .file("a.b", "")
+    .file("a/inner.txt", "")
+    .file("b.log", "")
+    .file("keep.log", "")
+    .file("whitelisted.log", "")
+    .file("anchored.txt", "")
+    .file("trailing.txt", "")
+    .file("ignored_by_ignore.txt", "")
+    .file("target/x.rs", "")
+    .file("sub/anchored.txt", "")
+    .file("sub/target/y.rs", "")
+    .file("sub/a/deep.txt", "")
+    .file("sub/b.log", "")
+    .file("sub/local.txt", "")
+    .file("sub/nested/x.txt", "")
+    .file("sub/nested/y/x.txt", "")
+    .file("sub/nested/only_dir", "a file, not the directory the rule names")
+    .file("sub/nested/z/only_dir/inside.txt", "")
+    .file(".git/config", "")
+    .file("worktree/.git", "gitdir: elsewhere")
+    .file("worktree/code.rs", "")
+    .file(".hidden/file", "");
+    std::os::unix::fs::symlink(t.0.join("a.txt"), t.0.join("link.txt")).unwrap();
+    std::os::unix::fs::symlink(t.0.join("sub"), t.0.join("linkdir")).unwrap();
+    t
+}
+
+#[test]
+fn the_walk_yields_what_ripgreps_walker_yields_in_the_same_order() {
+    let tree = tricky_tree();
+    let expected = reference(&tree.0);
+    assert_eq!(ours(&tree.0), expected);
+    // The tree really exercises the rules (the reference is not vacuous).
+    let shown: Vec<&str> = expected
+        .iter()
+        .map(|p| p.strip_prefix(tree.0.to_str().unwrap()).unwrap())
+        .collect();
+    for kept in [
+        "/keep.log",
+        "/whitelisted.log",
+        "/sub/b.log",
+        "/sub/anchored.txt",
+        "/sub/nested/y/x.txt",
+        "/sub/nested/only_dir",
+        "/bom/kept.txt",
+        "/.hidden/file",
+    ] {
+        assert!(shown.contains(&kept), "{kept} missing from {shown:?}");
+    }
+    for gone in [
+        "/b.log",
+        "/anchored.txt",
+        "/target/x.rs",
+        "/sub/target/y.rs",
+        "/sub/a/deep.txt",
+        "/sub/local.txt",
+        "/sub/nested/x.txt",
+        "/sub/nested/z/only_dir/inside.txt",
+        "/ignored_by_ignore.txt",
+        "/trailing.txt",
+        "/bom/bommed.txt",
+        "/link.txt",
+        "/.git/config",
+        "/worktree/.git",
+    ] {
+        assert!(!shown.contains(&gone), "{gone} listed: {shown:?}");
+    }
+}
+
+#[test]
+fn a_walk_below_the_root_ignores_the_ignore_files_above_it() {
+    let tree = tricky_tree();
+    let sub = tree.0.join("sub");
+    assert_eq!(ours(&sub), reference(&sub));
+    assert!(ours(&sub).iter().any(|p| p.ends_with("/sub/target/y.rs")));
+}
+
+#[test]
+fn stopping_ends_the_walk_at_once() {
+    let tree = tricky_tree();
+    let mut seen = 0;
+    each_file(tree.0.to_str().unwrap(), |_| {
+        seen += 1;
+        if seen == 3 {
+            Flow::Stop
+        } else {
+            Flow::Continue
+        }
+    })
+    .unwrap();
+    assert_eq!(seen, 3);
+}
