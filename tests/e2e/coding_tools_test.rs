@@ -580,3 +580,36 @@ async fn grep_and_glob_walk_in_order_with_ripgreps_ignore_rules_and_never_throug
     assert!(out.contains("\n  linkdir\n"), "{out}");
     assert!(!out.contains("key.txt"), "{out}");
 }
+
+/// A FIFO named `.gitignore` (the model can make one with the shell) would
+/// block any reader that opens it: the walk never opens an ignore file that
+/// is not a regular file, so grep and glob answer at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fifo_named_gitignore_does_not_hang_grep_or_glob() {
+    let scene = Scene::new();
+    let ws = scene.workspace();
+    std::fs::create_dir_all(ws.join("sub")).unwrap();
+    std::fs::write(ws.join("sub/a.txt"), "needle\n").unwrap();
+    let fifo = ws.join("sub/.gitignore");
+    let c = std::ffi::CString::new(fifo.display().to_string()).unwrap();
+    // SAFETY: mkfifo on a temp path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let (_h, tools) = coding_tools(&scene, Policy::default()).await;
+    let searches = async {
+        let grep = run_tool(&tools, "grep", json!({"pattern": "needle"})).await;
+        let glob = run_tool(&tools, "glob", json!({"pattern": "*.txt"})).await;
+        (grep, glob)
+    };
+    let answered = tokio::time::timeout(Duration::from_secs(10), searches).await;
+    // Release a reader left blocked on the FIFO, if any.
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo);
+    }
+    let (grep, glob) = answered.expect("grep and glob answer without opening the FIFO");
+    assert_eq!(ok(grep), "sub/a.txt:1:needle\n");
+    assert_eq!(ok(glob), "sub/a.txt\n");
+}

@@ -183,7 +183,15 @@ impl McpServer {
                     self.name
                 ));
             }
-            Ok(Err(e)) => return Err(self.failed(&format!("{tool}: {e}")).to_string()),
+            Ok(Err(e)) => {
+                if !matches!(e, rmcp::ServiceError::McpError(_)) {
+                    // The connection broke (the server died, say): the next
+                    // call starts the server again rather than finding the
+                    // dead connection before its end has been noticed.
+                    self.state.lock().await.connection = None;
+                }
+                return Err(self.failed(&format!("{tool}: {e}")).to_string());
+            }
             Ok(Ok(result)) => result,
         };
         let mut text = String::new();

@@ -61,6 +61,10 @@ impl Dir {
         File::open(path)?.read_to_end(buffer).map(|_| ())
     }
 
+    pub fn is_file(&self, name: &str) -> bool {
+        std::fs::metadata(self.0.join(name)).is_ok_and(|m| m.is_file())
+    }
+
     pub fn modified(&self, name: &str) -> io::Result<SystemTime> {
         std::fs::symlink_metadata(self.0.join(name))?.modified()
     }

@@ -123,6 +123,13 @@ impl Dir {
         }
     }
 
+    /// Whether `name`, followed if it is a link, is a regular file.
+    pub fn is_file(&self, name: &str) -> bool {
+        self.0
+            .stat_at(PathFlags::SYMLINK_FOLLOW, name)
+            .is_ok_and(|s| s.type_ == DescriptorType::RegularFile)
+    }
+
     /// When the file `name` was last modified (not through a link).
     pub fn modified(&self, name: &str) -> io::Result<SystemTime> {
         let stat = self.0.stat_at(PathFlags::empty(), name).map_err(io_err)?;

@@ -5,7 +5,7 @@
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
-use super::{Dir, Entry};
+use super::{Dir, Entry, EntryKind};
 
 const IGNORE_FILES: [&str; 2] = [".ignore", ".gitignore"];
 
@@ -28,7 +28,13 @@ impl Rules {
     /// show; true when a level was pushed (call [`Rules::leave`] after the
     /// directory).
     pub fn enter(&mut self, dir: &Dir, path: &str, entries: &[Entry]) -> bool {
-        let present = |file: &str| entries.iter().any(|e| e.name == file);
+        let present = |file: &str| {
+            entries.iter().any(|e| {
+                // A link may name a file; a FIFO or device named
+                // `.gitignore` would block the read, so is never opened.
+                e.name == file && (e.kind == EntryKind::File || dir.is_file(file))
+            })
+        };
         if !IGNORE_FILES.iter().any(|f| present(f)) {
             return false;
         }

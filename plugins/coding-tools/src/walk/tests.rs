@@ -170,3 +170,20 @@ fn stopping_ends_the_walk_at_once() {
     .unwrap();
     assert_eq!(seen, 3);
 }
+
+#[test]
+fn an_ignore_file_that_is_not_a_regular_file_is_never_opened() {
+    let tree = Tree::new("fifo");
+    tree.file("sub/a.txt", "");
+    let fifo = std::ffi::CString::new(tree.0.join("sub/.gitignore").to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo on a temp path (a blocking open would hang this test).
+    assert_eq!(unsafe { libc_mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    let found = ours(&tree.0);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].ends_with("/sub/a.txt"));
+}
+
+unsafe extern "C" {
+    #[link_name = "mkfifo"]
+    fn libc_mkfifo(path: *const std::ffi::c_char, mode: u32) -> i32;
+}
