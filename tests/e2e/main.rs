@@ -14,6 +14,7 @@ mod cli_plugins_test;
 mod coding_tools_test;
 mod component_cache_test;
 mod confinement_test;
+mod fs_interface_test;
 mod llm_client_test;
 mod llm_request_shape_test;
 mod llm_transcripts;

@@ -292,6 +292,15 @@ impl PluginSandbox {
         (!self.programs.is_empty() && !sees_workspace).then(|| scratch_warning(&self.plugin))
     }
 
+    /// The mount holding the guest path `guest`, and the rest of the path
+    /// inside it (no `..`).
+    pub(crate) fn mount_for<'a>(&self, guest: &'a str) -> Option<(&Mount, &'a str)> {
+        self.mounts
+            .iter()
+            .filter_map(|m| guest_relative(&m.guest, guest).map(|rest| (m, rest)))
+            .max_by_key(|(m, _)| m.guest.len())
+    }
+
     /// Map a guest directory to the host, refusing anything outside a mount
     /// (including through symlinks).
     fn resolve_cwd(&self, guest: &str) -> Result<PathBuf, ProcessDenied> {
@@ -302,10 +311,7 @@ impl PluginSandbox {
             ))
         };
         let (mount, rest) = self
-            .mounts
-            .iter()
-            .filter_map(|m| guest_relative(&m.guest, guest).map(|rest| (m, rest)))
-            .max_by_key(|(m, _)| m.guest.len())
+            .mount_for(guest)
             .ok_or_else(|| invalid("is not inside a directory granted to the plugin"))?;
         let host = mount
             .host

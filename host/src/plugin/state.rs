@@ -42,6 +42,11 @@ impl WasiView for HostState {
 }
 
 impl HostState {
+    /// The call's resources (host-side objects the guest holds handles to).
+    pub(super) fn table(&mut self) -> &mut ResourceTable {
+        &mut self.table
+    }
+
     /// Whether the guest was refused memory during this call.
     pub fn memory_exhausted(&self) -> bool {
         self.limiter.denied

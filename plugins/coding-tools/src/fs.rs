@@ -86,7 +86,35 @@ pub fn read_text(ctx: &CallContext, path: &str) -> Result<(String, String), Tool
 fn read_bytes(ctx: &CallContext, path: &str) -> Result<(String, Vec<u8>), ToolError> {
     let guest = resolve(ctx, path)?;
     let shown = display(ctx, &guest).to_string();
-    let meta = std::fs::metadata(&guest).map_err(|e| io_error(&shown, e))?;
+    let bytes = match read_fast(&guest) {
+        Ok(bytes) => bytes,
+        // The slow way names what is wrong (a directory, a FIFO, missing,
+        // outside the sandbox) — and reads what the fast way cannot.
+        Err(_) => read_checked(&guest, &shown)?,
+    };
+    if looks_binary(&bytes) {
+        return Err(ToolError::failed(format!(
+            "{shown} appears to be a binary file ({} bytes); only text files can be read",
+            bytes.len()
+        )));
+    }
+    Ok((guest, bytes))
+}
+
+/// The file in one host call (links followed within the granted
+/// directory; only regular files).
+fn read_fast(guest: &str) -> std::io::Result<Vec<u8>> {
+    let (parent, name) = guest
+        .rsplit_once('/')
+        .ok_or_else(|| std::io::Error::from(ErrorKind::InvalidInput))?;
+    let dir = crate::walk::Dir::open_path(if parent.is_empty() { "/" } else { parent })?;
+    let mut bytes = Vec::new();
+    dir.read_file(name, &mut bytes, true)?;
+    Ok(bytes)
+}
+
+fn read_checked(guest: &str, shown: &str) -> Result<Vec<u8>, ToolError> {
+    let meta = std::fs::metadata(guest).map_err(|e| io_error(shown, e))?;
     if meta.is_dir() {
         return Err(ToolError::failed(format!(
             "{shown} is a directory, not a file (use list_dir to see what it holds)"
@@ -97,14 +125,7 @@ fn read_bytes(ctx: &CallContext, path: &str) -> Result<(String, Vec<u8>), ToolEr
             "{shown} is not a regular file (a FIFO, socket or device); only files can be read"
         )));
     }
-    let bytes = std::fs::read(&guest).map_err(|e| io_error(&shown, e))?;
-    if looks_binary(&bytes) {
-        return Err(ToolError::failed(format!(
-            "{shown} appears to be a binary file ({} bytes); only text files can be read",
-            bytes.len()
-        )));
-    }
-    Ok((guest, bytes))
+    std::fs::read(guest).map_err(|e| io_error(shown, e))
 }
 
 /// A NUL byte in the first 8 KiB means binary.

@@ -1,11 +1,9 @@
 //! `glob(pattern, path?)`: files matching a glob, newest first.
 
-use std::time::SystemTime;
-
 use sandcrab_sdk::prelude::*;
 
 use crate::fs;
-use crate::walk::{self, Flow, GlobFilter};
+use crate::walk::{self, Dir, Flow, Found, GlobFilter, Visit};
 
 const MAX_RESULTS: usize = 1000;
 
@@ -43,18 +41,15 @@ impl Tool for Glob {
                 fs::display(ctx, &root)
             )));
         }
-        let mut matches: Vec<(SystemTime, String)> = Vec::new();
-        walk::each_file(&root, |file| {
-            if filter.matches(walk::relative(&root, file.path), file.name) {
-                let modified = file
-                    .dir
-                    .modified(file.name)
-                    .unwrap_or(SystemTime::UNIX_EPOCH);
-                matches.push((modified, fs::display(ctx, file.path).to_string()));
-            }
-            Flow::Continue
-        })
-        .map_err(|e| fs::io_error(fs::display(ctx, &root), e))?;
+        let mut found = Matches {
+            filter: &filter,
+            root: &root,
+            ctx,
+            pending: Vec::new(),
+            matches: Vec::new(),
+        };
+        walk::walk(&root, &mut found).map_err(|e| fs::io_error(fs::display(ctx, &root), e))?;
+        let mut matches = found.matches;
         if matches.is_empty() {
             return Ok(format!(
                 "No files match '{}' in {}",
@@ -76,5 +71,49 @@ impl Tool for Glob {
             ));
         }
         Ok(out)
+    }
+}
+
+/// The files matching the pattern, with their modification times (read
+/// once per directory, for all its matches together).
+struct Matches<'a> {
+    filter: &'a GlobFilter,
+    root: &'a str,
+    ctx: &'a CallContext,
+    /// Per open directory: its matching files (name, as shown).
+    pending: Vec<Vec<(String, String)>>,
+    /// (modified, as shown).
+    matches: Vec<(u64, String)>,
+}
+
+impl Visit for Matches<'_> {
+    fn file(&mut self, file: Found<'_>) -> Flow {
+        if self
+            .filter
+            .matches(walk::relative(self.root, file.path), file.name)
+            && let Some(here) = self.pending.last_mut()
+        {
+            here.push((
+                file.name.to_string(),
+                fs::display(self.ctx, file.path).to_string(),
+            ));
+        }
+        Flow::Continue
+    }
+
+    fn enter(&mut self, _dir: &Dir) {
+        self.pending.push(Vec::new());
+    }
+
+    fn leave(&mut self, dir: &Dir) {
+        let files = self.pending.pop().unwrap_or_default();
+        if files.is_empty() {
+            return;
+        }
+        let names: Vec<&str> = files.iter().map(|(name, _)| name.as_str()).collect();
+        let times = dir.modified(&names);
+        for ((_, shown), time) in files.into_iter().zip(times) {
+            self.matches.push((time.unwrap_or(0), shown));
+        }
     }
 }

@@ -1,6 +1,7 @@
-//! The host side of the plugin imports (`process`, `log`). Each WIT version
-//! binds its own traits; all of them forward here.
+//! The host side of the plugin imports (`process`, `log`, `fs`). Each WIT
+//! version binds its own traits; all of them forward here.
 
+pub mod fs;
 mod log;
 mod process;
 

@@ -5,6 +5,7 @@
 //! host never sees a version. [`detect`] tells which version and world a
 //! component implements.
 
+pub mod fs_v0_1_0;
 pub mod since_v0_1_0;
 pub mod since_v0_2_0;
 
@@ -127,7 +128,8 @@ impl Guest {
 /// Add the host imports of every supported version to `linker`.
 pub fn add_to_linker(linker: &mut wasmtime::component::Linker<HostState>) -> wasmtime::Result<()> {
     since_v0_1_0::add_to_linker(linker)?;
-    since_v0_2_0::add_to_linker(linker)
+    since_v0_2_0::add_to_linker(linker)?;
+    fs_v0_1_0::add_to_linker(linker)
 }
 
 /// The exported instance names of `component` (e.g.

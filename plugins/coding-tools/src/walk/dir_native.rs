@@ -65,7 +65,17 @@ impl Dir {
         std::fs::metadata(self.0.join(name)).is_ok_and(|m| m.is_file())
     }
 
-    pub fn modified(&self, name: &str) -> io::Result<SystemTime> {
-        std::fs::symlink_metadata(self.0.join(name))?.modified()
+    pub fn modified(&self, names: &[&str]) -> Vec<Option<u64>> {
+        names
+            .iter()
+            .map(|name| {
+                let time = std::fs::symlink_metadata(self.0.join(name))
+                    .ok()?
+                    .modified()
+                    .ok()?;
+                let since = time.duration_since(SystemTime::UNIX_EPOCH).ok()?;
+                u64::try_from(since.as_nanos()).ok()
+            })
+            .collect()
     }
 }

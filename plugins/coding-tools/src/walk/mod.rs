@@ -55,29 +55,50 @@ pub struct Found<'a> {
     pub path: &'a str,
 }
 
+/// What a walk does with what it finds.
+pub trait Visit {
+    /// A file, in walk order; `Stop` ends the walk.
+    fn file(&mut self, found: Found<'_>) -> Flow;
+
+    /// The walk enters `dir`: its files (and its subdirectories') follow.
+    fn enter(&mut self, _dir: &Dir) {}
+
+    /// Every entry of `dir` has been visited.
+    fn leave(&mut self, _dir: &Dir) {}
+}
+
+struct EachFile<F>(F);
+
+impl<F: FnMut(Found<'_>) -> Flow> Visit for EachFile<F> {
+    fn file(&mut self, found: Found<'_>) -> Flow {
+        (self.0)(found)
+    }
+}
+
 /// Visit every file under the directory `root` (a guest path), in order,
 /// until `visit` says stop. Directories that cannot be read are skipped,
 /// as are unreadable ignore files.
-pub fn each_file(root: &str, mut visit: impl FnMut(Found<'_>) -> Flow) -> std::io::Result<()> {
+pub fn each_file(root: &str, visit: impl FnMut(Found<'_>) -> Flow) -> std::io::Result<()> {
+    walk(root, &mut EachFile(visit))
+}
+
+/// Walk the directory `root` (a guest path) with `visitor`.
+pub fn walk(root: &str, visitor: &mut impl Visit) -> std::io::Result<()> {
     let root = root.trim_end_matches('/');
     let root = if root.is_empty() { "/" } else { root };
     let dir = Dir::open_path(root)?;
     let mut rules = Rules::default();
-    walk_dir(&dir, root, &mut rules, &mut visit);
+    walk_dir(&dir, root, &mut rules, visitor);
     Ok(())
 }
 
-fn walk_dir(
-    dir: &Dir,
-    path: &str,
-    rules: &mut Rules,
-    visit: &mut impl FnMut(Found<'_>) -> Flow,
-) -> Flow {
+fn walk_dir(dir: &Dir, path: &str, rules: &mut Rules, visit: &mut impl Visit) -> Flow {
     let Ok(mut entries) = dir.entries() else {
         return Flow::Continue;
     };
     entries.sort_unstable_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
     let pushed = rules.enter(dir, path, &entries);
+    visit.enter(dir);
     let mut flow = Flow::Continue;
     let mut child = String::with_capacity(path.len() + 64);
     for entry in &entries {
@@ -98,7 +119,7 @@ fn walk_dir(
                 Err(_) => Flow::Continue,
             }
         } else {
-            visit(Found {
+            visit.file(Found {
                 dir,
                 name: &entry.name,
                 path: &child,
@@ -108,6 +129,7 @@ fn walk_dir(
             break;
         }
     }
+    visit.leave(dir);
     if pushed {
         rules.leave();
     }

@@ -289,7 +289,82 @@ impl Tool for LogSpam {
     }
 }
 
+mod fs_bindings {
+    wit_bindgen::generate!({
+        path: "../../../wit/fs/since_v0.1.0",
+        world: "fs-user",
+    });
+}
+
+#[derive(Deserialize)]
+struct FsArgs {
+    /// Directory to open (a guest path).
+    dir: String,
+    /// What to do there: `list`, `open-dir`, `read`, `read-follow`,
+    /// `modified`.
+    op: String,
+    #[serde(default)]
+    name: String,
+}
+
+/// Use `sandcrab:fs/directories` with whatever names the test gives.
+struct FsProbe;
+impl Tool for FsProbe {
+    const NAME: &'static str = "fs_probe";
+    const DESCRIPTION: &'static str = "Probe sandcrab:fs";
+    type Args = FsArgs;
+    fn parameters() -> Schema {
+        Schema::object()
+            .required("dir", Schema::string("dir"))
+            .required("op", Schema::string("op"))
+            .optional("name", Schema::string("name"))
+            .into()
+    }
+    fn run(args: FsArgs, _ctx: &CallContext) -> ToolResult {
+        use fs_bindings::sandcrab::fs::directories::Directory;
+        let dir =
+            Directory::open(&args.dir).map_err(|e| ToolError::failed(format!("open: {e:?}")))?;
+        let failed = |e| ToolError::failed(format!("{}: {e:?}", args.op));
+        Ok(match args.op.as_str() {
+            "list" => {
+                let mut names: Vec<String> = dir
+                    .entries()
+                    .map_err(failed)?
+                    .into_iter()
+                    .map(|e| e.name)
+                    .collect();
+                names.sort();
+                names.join("\n")
+            }
+            "open-dir" => {
+                let sub = dir.open_directory(&args.name).map_err(failed)?;
+                let mut names: Vec<String> = sub
+                    .entries()
+                    .map_err(failed)?
+                    .into_iter()
+                    .map(|e| e.name)
+                    .collect();
+                names.sort();
+                names.join("\n")
+            }
+            "read" | "read-follow" => {
+                let content = dir
+                    .read_file(&args.name, args.op == "read-follow", 0, u64::MAX)
+                    .map_err(failed)?;
+                format!(
+                    "{} bytes, complete {}: {}",
+                    content.bytes.len(),
+                    content.complete,
+                    String::from_utf8_lossy(&content.bytes[..content.bytes.len().min(64)])
+                )
+            }
+            "modified" => format!("{:?}", dir.modified(std::slice::from_ref(&args.name))),
+            other => return Err(ToolError::invalid(format!("unknown op {other}"))),
+        })
+    }
+}
+
 export_tools!(
     ReadPath, WritePath, Run, Env, Spin, MemoryBomb, Trap, Echo, Connect, BadSchema, Sleep,
-    RunForever, LogSpam
+    RunForever, LogSpam, FsProbe
 );
