@@ -131,3 +131,24 @@ async fn a_fifo_is_refused_at_once_and_a_big_file_comes_in_bounded_parts() {
         &got[..got.len().min(80)]
     );
 }
+
+/// Every open directory is a host file descriptor: a guest that hoards
+/// them is refused at a bound, and its next call starts afresh.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_cannot_hoard_host_file_descriptors() {
+    let scene = Scene::new();
+    let (_host, plugin) = scene.hostile(Policy::default()).await;
+    for _ in 0..2 {
+        let got = outcome(
+            call(
+                &plugin,
+                "fs_probe",
+                json!({"dir": "/workspace", "op": "hoard"}),
+            )
+            .await,
+        );
+        assert!(got.starts_with("ok: refused after 256:"), "{got}");
+        assert!(got.contains("too many open directories"), "{got}");
+    }
+    assert_still_works(&plugin).await;
+}

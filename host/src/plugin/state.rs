@@ -30,6 +30,9 @@ pub struct HostState {
     pub(super) working_dir: Option<String>,
     /// Where program output goes as it arrives (for live tool output).
     pub(super) live_output: Option<crate::process::LiveOutput>,
+    /// Directories the guest holds open through `sandcrab:fs` (bounded:
+    /// each is a host file descriptor).
+    pub(super) open_directories: usize,
 }
 
 impl WasiView for HostState {
@@ -121,6 +124,7 @@ pub fn new_store(
         log,
         working_dir,
         live_output,
+        open_directories: 0,
     };
     let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.limiter);

@@ -24,6 +24,9 @@ use crate::plugin::wit::fs_v0_1_0::sandcrab::fs::directories::{
 
 /// The most one `read-file` call reads (bounds the host's buffer).
 const MAX_READ: u64 = 16 << 20;
+/// The most directories one call holds open (each is a host file
+/// descriptor; a walk holds one per level).
+const MAX_OPEN_DIRECTORIES: usize = 256;
 
 /// A directory a guest holds open.
 pub struct FsDirectory {
@@ -110,6 +113,24 @@ impl HostState {
     fn fs_dir(&mut self, dir: &Resource<FsDirectory>) -> wasmtime::Result<&FsDirectory> {
         Ok(self.table().get(dir)?)
     }
+
+    /// Hand `dir` to the guest, within the bound on open directories.
+    fn hand_out(
+        &mut self,
+        dir: Result<FsDirectory, Errno>,
+    ) -> wasmtime::Result<Result<Resource<FsDirectory>, Error>> {
+        let dir = match dir {
+            Ok(dir) => dir,
+            Err(e) => return Ok(Err(error(e))),
+        };
+        if self.open_directories >= MAX_OPEN_DIRECTORIES {
+            return Ok(Err(Error::Other(format!(
+                "too many open directories (at most {MAX_OPEN_DIRECTORIES} per call): drop some"
+            ))));
+        }
+        self.open_directories += 1;
+        Ok(Ok(self.table().push(dir)?))
+    }
 }
 
 impl Host for HostState {}
@@ -132,10 +153,7 @@ impl HostDirectory for HostState {
                 path: rest,
             })
         });
-        match opened {
-            Ok(dir) => Ok(Ok(self.table().push(dir)?)),
-            Err(e) => Ok(Err(error(e))),
-        }
+        self.hand_out(opened)
     }
 
     fn entries(
@@ -197,10 +215,7 @@ impl HostDirectory for HostState {
             Mode::empty(),
         )
         .map(|fd| parent.child(fd, name));
-        match opened {
-            Ok(child) => Ok(Ok(self.table().push(child)?)),
-            Err(e) => Ok(Err(error(e))),
-        }
+        self.hand_out(opened)
     }
 
     fn read_file(
@@ -244,6 +259,7 @@ impl HostDirectory for HostState {
 
     fn drop(&mut self, dir: Resource<FsDirectory>) -> wasmtime::Result<()> {
         self.table().delete(dir)?;
+        self.open_directories -= 1;
         Ok(())
     }
 }

@@ -358,6 +358,18 @@ impl Tool for FsProbe {
                     String::from_utf8_lossy(&content.bytes[..content.bytes.len().min(64)])
                 )
             }
+            "hoard" => {
+                let mut held = vec![dir];
+                loop {
+                    match Directory::open(&args.dir) {
+                        Ok(more) => held.push(more),
+                        Err(e) => break format!("refused after {}: {e:?}", held.len()),
+                    }
+                    if held.len() > 100_000 {
+                        break "never refused".to_string();
+                    }
+                }
+            }
             "modified" => format!("{:?}", dir.modified(std::slice::from_ref(&args.name))),
             other => return Err(ToolError::invalid(format!("unknown op {other}"))),
         })
