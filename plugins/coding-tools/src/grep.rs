@@ -163,16 +163,21 @@ fn read_into(path: &std::path::Path, buffer: &mut Vec<u8>) -> std::io::Result<()
     std::fs::File::open(path)?.read_to_end(buffer).map(|_| ())
 }
 
+/// Append `path:number:line` (the line cut at `MAX_LINE` bytes).
 fn push_match(out: &mut String, path: &str, number: usize, line: &str) {
+    use std::fmt::Write as _;
     let line = line.trim_end_matches('\r');
-    let shown = if line.len() > MAX_LINE {
+    out.push_str(path);
+    let _ = write!(out, ":{number}:");
+    if line.len() > MAX_LINE {
         let mut cut = MAX_LINE;
         while !line.is_char_boundary(cut) {
             cut -= 1;
         }
-        format!("{}…", &line[..cut])
+        out.push_str(&line[..cut]);
+        out.push('…');
     } else {
-        line.to_string()
-    };
-    out.push_str(&format!("{path}:{number}:{shown}\n"));
+        out.push_str(line);
+    }
+    out.push('\n');
 }

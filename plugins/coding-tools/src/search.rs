@@ -94,7 +94,12 @@ impl Matcher {
             counted = start;
             let line = &text[start..end];
             let line = line.strip_suffix(b"\r").unwrap_or(line);
-            if self.line.is_match(line) && !found(number, line) {
+            // A match inside the line is a match of the line: every
+            // assertion reads the same there (a line's edges look like the
+            // text's edges to `^`, `$` and `\b`). Only a match running past
+            // the line's end needs the line tested on its own.
+            let inside = m.start() >= start && m.end() <= start + line.len();
+            if (inside || self.line.is_match(line)) && !found(number, line) {
                 return;
             }
             at = end + 1;
@@ -215,6 +220,12 @@ mod tests {
             "a\\b",
             "-\\B",
             "\\W$",
+            "\\bbeta\\b",
+            "\\s",
+            "a\\s+b",
+            "beta\\s*",
+            "\\B",
+            "[a-z]+\\s*\\n?",
         ];
         for text in texts {
             for p in patterns {
