@@ -252,7 +252,8 @@ impl HostDirectory for HostState {
                 let name = plain(name).ok()?;
                 let st = rustix::fs::statat(&dir.fd, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
                 let seconds = u64::try_from(st.st_mtime).ok()?;
-                Some(seconds * 1_000_000_000 + st.st_mtime_nsec as u64)
+                let nanos = st.st_mtime_nsec;
+                seconds.checked_mul(1_000_000_000)?.checked_add(nanos)
             })
             .collect())
     }
