@@ -24,6 +24,10 @@ use sandcrab::tools::{ToolCallRequest, ToolContext, ToolRegistry, dispatch};
 use sandcrab_bundled_plugins::BundledPlugin;
 use serde_json::{Value, json};
 
+#[path = "peers/native_read.rs"]
+mod peers;
+use peers::native_read;
+
 /// Ours and a peer, run alternately `runs` times (so both see the same
 /// machine noise): their median times and the median of the per-pair
 /// ratios.
@@ -275,41 +279,6 @@ fn native_list(dir: &Path, level: usize, depth: usize, out: &mut String, count: 
             native_list(&dir.join(&name), level + 1, depth, out, count);
         }
     }
-}
-
-/// What `read_file` does, natively: read, validate UTF-8, number every line
-/// (right-aligned in six columns, as the tool does it).
-fn native_read(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut out = String::with_capacity(text.len() + 200_000);
-    let mut digits = itoa_buffer();
-    for (i, line) in text.lines().enumerate() {
-        out.push_str(number(&mut digits, i + 1));
-        out.push('\t');
-        out.push_str(line);
-        out.push('\n');
-    }
-    out
-}
-
-fn itoa_buffer() -> [u8; 24] {
-    [b' '; 24]
-}
-
-/// `n` right-aligned in at least six columns.
-fn number(buf: &mut [u8; 24], mut n: usize) -> &str {
-    buf.fill(b' ');
-    let mut at = buf.len();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    let start = at.min(buf.len() - 6);
-    std::str::from_utf8(&buf[start..]).unwrap()
 }
 
 fn main() {
