@@ -31,5 +31,6 @@ mod profiles_test;
 mod provider_rules;
 mod sandbox_escape_test;
 mod sessions_test;
+mod sharded_calls_test;
 mod third_party_tools_test;
 mod trust_config_test;

@@ -68,15 +68,31 @@ impl Scene {
 
     /// A plugin host for this workspace with `policy` (shared cache).
     pub fn host(&self, policy: Policy) -> PluginHost {
+        self.host_sharded(policy, sandcrab::plugin::default_max_shards())
+    }
+
+    /// A host whose shardable tool calls use at most `max_shards` shards.
+    pub fn host_sharded(&self, policy: Policy, max_shards: usize) -> PluginHost {
         let mut config = PluginHostConfig::new(self.workspace());
         config.policy = policy;
         config.cache_dir = Some(cache_dir());
+        config.max_shards = max_shards;
         PluginHost::new(config).unwrap()
     }
 
     /// Install the hostile fixture and load it under `policy` (pinned to
     /// its digest in locked mode, which loads only pinned third-party code).
-    pub async fn hostile(&self, mut policy: Policy) -> (PluginHost, std::sync::Arc<LoadedPlugin>) {
+    pub async fn hostile(&self, policy: Policy) -> (PluginHost, std::sync::Arc<LoadedPlugin>) {
+        self.hostile_sharded(policy, sandcrab::plugin::default_max_shards())
+            .await
+    }
+
+    /// The hostile fixture in a host using at most `max_shards` shards.
+    pub async fn hostile_sharded(
+        &self,
+        mut policy: Policy,
+        max_shards: usize,
+    ) -> (PluginHost, std::sync::Arc<LoadedPlugin>) {
         let dir = install_plugin(
             &self.plugins(),
             "test-fixtures/hostile-tool",
@@ -90,7 +106,7 @@ impl Scene {
                 .sha256
                 .get_or_insert(sandcrab::plugin::integrity::sha256_hex(&wasm));
         }
-        let mut host = self.host(policy);
+        let mut host = self.host_sharded(policy, max_shards);
         let plugin = host.load(&PluginSource::Dir(dir)).await.unwrap();
         (host, plugin)
     }
@@ -128,7 +144,16 @@ pub async fn coding_tools(
     scene: &Scene,
     policy: Policy,
 ) -> (PluginHost, sandcrab::tools::ToolRegistry) {
-    let mut host = scene.host(policy);
+    coding_tools_sharded(scene, policy, sandcrab::plugin::default_max_shards()).await
+}
+
+/// The coding tools in a host using at most `max_shards` shards per call.
+pub async fn coding_tools_sharded(
+    scene: &Scene,
+    policy: Policy,
+    max_shards: usize,
+) -> (PluginHost, sandcrab::tools::ToolRegistry) {
+    let mut host = scene.host_sharded(policy, max_shards);
     let source = sandcrab::plugin::discovery::bundled()
         .into_iter()
         .find(|s| matches!(s, PluginSource::Bundled(b) if b.name == "coding-tools"))

@@ -111,8 +111,8 @@ impl SessionChildren for Subagents {
                         &["task"],
                     ),
                     traits: crate::plugin::ToolTraits {
-                        writes: crate::plugin::Writes::Nothing,
                         background: true,
+                        ..Default::default()
                     },
                 },
                 tool(|me, parent, args| Box::pin(async move { me.spawn(parent, args).await })),

@@ -99,7 +99,7 @@ mod tests {
                 ToolSpec {
                     traits: ToolTraits {
                         writes,
-                        background: false,
+                        ..Default::default()
                     },
                     ..ToolSpec::new(name, "", json!({"type": "object"}))
                 },

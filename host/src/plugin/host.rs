@@ -39,6 +39,19 @@ pub struct PluginHostConfig {
     /// Time one call may spend waiting on programs without it counting
     /// against the plugin's time limit.
     pub process_budget: std::time::Duration,
+    /// Most instances one call of a shardable tool is spread over (1: never
+    /// shard). Defaults to the machine's cores, at most [`MAX_SHARDS`].
+    pub max_shards: usize,
+}
+
+/// Most shards a call is ever split into.
+pub const MAX_SHARDS: usize = 8;
+
+/// The default for [`PluginHostConfig::max_shards`]: one per core.
+pub fn default_max_shards() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, MAX_SHARDS)
 }
 
 impl PluginHostConfig {
@@ -52,6 +65,7 @@ impl PluginHostConfig {
             output_cap: crate::process::DEFAULT_OUTPUT_CAP,
             host_env: None,
             process_budget: super::clock::PROCESS_BUDGET,
+            max_shards: default_max_shards(),
         }
     }
 }
@@ -100,6 +114,8 @@ pub struct PluginHost {
     /// Which plugin provides each tool name.
     owners: Owners,
     diagnostics: Vec<Diagnostic>,
+    /// See [`PluginHostConfig::max_shards`].
+    max_shards: usize,
 }
 
 impl PluginHost {
@@ -148,6 +164,7 @@ impl PluginHost {
             .map(|rel| workspace.join(rel))
             .collect();
         Ok(PluginHost {
+            max_shards: config.max_shards.clamp(1, MAX_SHARDS),
             ctx: SandboxContext {
                 workspace,
                 temp_dir: temp_path,
@@ -295,6 +312,7 @@ impl PluginHost {
             version,
             cache,
             guest,
+            sharded,
         } = self.prepare(source)?;
         let taken = self
             .plugins
@@ -319,7 +337,7 @@ impl PluginHost {
         }
         let sandbox =
             PluginSandbox::new(&manifest.name, source.origin(), &decision.grants, &self.ctx);
-        Ok(LoadedPlugin::new(
+        let mut plugin = LoadedPlugin::new(
             manifest,
             source.origin(),
             manifest_path,
@@ -329,7 +347,11 @@ impl PluginHost {
             sandbox,
             guest,
             self.engine.engine().clone(),
-        ))
+        );
+        if let Some(sharded) = sharded {
+            plugin.allow_shards(sharded, self.max_shards);
+        }
+        Ok(plugin)
     }
 
     /// Keep the valid tools of a staged plugin and add it to the host.
@@ -390,6 +412,11 @@ impl PluginHost {
                 "it needs an import the host does not provide: {e:#}"
             ))
         })?;
+        let sharded = match manifest.kind {
+            PluginKind::Tool => wit::shards_v0_1_0::guest(&component, engine, &instance_pre)
+                .map_err(|e| wrong_world(format!("{e:#}")))?,
+            _ => None,
+        };
         let guest = wit::Guest::new(version, manifest.kind, instance_pre)
             .map_err(|e| wrong_world(format!("{e:#}")))?;
         Ok(Prepared {
@@ -398,6 +425,7 @@ impl PluginHost {
             version,
             cache,
             guest,
+            sharded,
         })
     }
 
@@ -534,6 +562,8 @@ struct Prepared {
     version: wit::WitVersion,
     cache: super::cache::CacheOutcome,
     guest: wit::Guest,
+    /// The optional `sandcrab:shards` export of a tool plugin.
+    sharded: Option<Arc<dyn wit::ShardedGuest>>,
 }
 
 /// The manifest, the wasm path (for messages) and the wasm bytes.

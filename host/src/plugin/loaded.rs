@@ -20,7 +20,7 @@ use super::state::{HostState, new_store};
 use super::types::{
     ProfileInfo, SummaryMessage, ToolCallContext, ToolFailure, ToolOutput, ToolSpec,
 };
-use super::wit::{Guest, GuestContext, ProfileGuest, RawTool, ToolGuest, WitVersion};
+use super::wit::{Guest, GuestContext, ProfileGuest, RawTool, ShardedGuest, ToolGuest, WitVersion};
 
 /// Longest wait for a free instance before a call fails as busy.
 pub const INSTANCE_WAIT: Duration = Duration::from_secs(30);
@@ -47,8 +47,11 @@ pub struct LoadedPlugin {
     pub tools: Vec<ToolSpec>,
     pub(crate) sandbox: Arc<PluginSandbox>,
     guest: Guest,
+    /// The optional `sandcrab:shards` export of a tool plugin and the most
+    /// shards a call may use.
+    pub(super) sharding: Option<(Arc<dyn ShardedGuest>, usize)>,
     engine: wasmtime::Engine,
-    instances: Arc<Semaphore>,
+    pub(super) instances: Arc<Semaphore>,
     background: Arc<Semaphore>,
 }
 
@@ -72,7 +75,7 @@ async fn moved_to_background(detach: &mut Option<tokio::sync::watch::Receiver<bo
 }
 
 /// A call in progress: its instance slot, clock and store.
-struct FreshCall {
+pub(super) struct FreshCall {
     permit: tokio::sync::OwnedSemaphorePermit,
     clock: Arc<CallClock>,
     limit: Duration,
@@ -80,7 +83,7 @@ struct FreshCall {
 }
 
 /// One call's parameters besides the guest work itself.
-struct CallSetup {
+pub(super) struct CallSetup {
     /// File operations block the calling thread (the call runs on a
     /// thread of its own) instead of hopping to the blocking pool.
     on_own_thread: bool,
@@ -114,10 +117,17 @@ impl LoadedPlugin {
             tools: Vec::new(),
             sandbox,
             guest,
+            sharding: None,
             engine,
             instances: Arc::new(Semaphore::new(permits)),
             background: Arc::new(Semaphore::new(MAX_BACKGROUND_CALLS)),
         }
+    }
+
+    /// Let calls of the tools this plugin's `sandcrab:shards` export
+    /// names run as up to `max_shards` shards.
+    pub(crate) fn allow_shards(&mut self, guest: Arc<dyn ShardedGuest>, max_shards: usize) {
+        self.sharding = Some((guest, max_shards));
     }
 
     /// The plugin's name.
@@ -136,7 +146,8 @@ impl LoadedPlugin {
     }
 
     /// Call tool `name` with `args_json`. Output of programs the tool starts
-    /// is also sent to `live` as it arrives.
+    /// is also sent to `live` as it arrives. A shardable tool runs as
+    /// several shards at once when instance slots are free.
     pub async fn call_tool(
         &self,
         name: &str,
@@ -145,48 +156,92 @@ impl LoadedPlugin {
         live: Option<crate::process::LiveOutput>,
     ) -> Result<ToolOutput, ToolCallError> {
         let guest = self.tool_guest()?;
-        let guest_ctx = GuestContext {
+        let guest_ctx = self.guest_context(ctx);
+        let permit = self.permit().await?;
+        if let Some(shards) = self.shard_slots(name) {
+            return self
+                .call_sharded(name, args_json, &guest_ctx, ctx, permit, shards)
+                .await;
+        }
+        let setup = self.tool_call_setup(&guest_ctx, live);
+        let call = self.fresh_instance_holding(permit, setup)?;
+        let (name, args_json) = (name.to_string(), args_json.to_string());
+        let result = self
+            .run_on_own_thread(call, ctx.detach.clone(), move |store| {
+                Box::pin(async move { guest.call(store, &name, &args_json, &guest_ctx).await })
+            })
+            .await?;
+        Ok(result?)
+    }
+
+    /// How a tool call (or a shard of one) runs.
+    pub(super) fn tool_call_setup(
+        &self,
+        guest_ctx: &GuestContext,
+        live: Option<crate::process::LiveOutput>,
+    ) -> CallSetup {
+        CallSetup {
+            on_own_thread: true,
+            live,
+            limit: self.call_limit(),
+            working_dir: Some(guest_ctx.working_dir.clone()),
+        }
+    }
+
+    /// What the guest is told about a call.
+    pub(super) fn guest_context(&self, ctx: &ToolCallContext) -> GuestContext {
+        GuestContext {
             workspace_root: GUEST_WORKSPACE.to_string(),
             host_workspace_root: self.sandbox.host_workspace.display().to_string(),
             working_dir: self.guest_working_dir(ctx.working_dir.as_deref()),
             session_id: ctx.session_id.clone(),
             call_id: ctx.call_id.clone(),
-        };
-        let setup = CallSetup {
-            on_own_thread: true,
-            live,
-            limit: self.call_limit(),
-            working_dir: Some(guest_ctx.working_dir.clone()),
-        };
+        }
+    }
+
+    /// Run `work` in `call`'s fresh instance on a blocking-pool thread of
+    /// its own, where the guest's file operations run directly (one hop
+    /// per call, not one per `stat` or `read`). The wall clock is kept out
+    /// here: a guest spinning is interrupted by its epoch deadline, one
+    /// blocked in the kernel (a FIFO) is abandoned at the limit and its
+    /// thread left to finish alone. Dropping the returned future (an
+    /// interrupt, an abort, the limit) drops the guest's work on its thread
+    /// too, which stops the programs it runs. When `detach` turns true the
+    /// call gives up its instance slot for a background one.
+    pub(super) async fn run_on_own_thread<T, W>(
+        &self,
+        call: FreshCall,
+        detach: Option<tokio::sync::watch::Receiver<bool>>,
+        work: W,
+    ) -> Result<T, CallError>
+    where
+        T: Send + 'static,
+        W: for<'s> FnOnce(
+                &'s mut Store<HostState>,
+            ) -> futures::future::BoxFuture<'s, wasmtime::Result<T>>
+            + Send
+            + 'static,
+    {
         let FreshCall {
             mut permit,
             clock,
             limit,
             store,
-        } = self.fresh_instance(setup).await?;
-        // The guest runs on a blocking-pool thread of its own, where its
-        // file operations run directly (one hop per call, not one per
-        // `stat` or `read`). The wall clock is kept out here: a guest
-        // spinning is interrupted by its epoch deadline, one blocked in the
-        // kernel (a FIFO) is abandoned at the limit and its thread left to
-        // finish alone.
+        } = call;
         let handle = tokio::runtime::Handle::current();
-        let (name, args_json) = (name.to_string(), args_json.to_string());
-        // Dropping this call (an interrupt, an abort, the limit) drops the
-        // guest's work on its thread too, which stops the programs it runs.
         let cancel = tokio_util::sync::CancellationToken::new();
         let _cancel_on_drop = cancel.clone().drop_guard();
         let task = tokio::task::spawn_blocking(move || {
             let mut store = store;
             let result = handle.block_on(async {
                 tokio::select! {
-                    r = guest.call(&mut store, &name, &args_json, &guest_ctx) => Some(r),
+                    r = work(&mut store) => Some(r),
                     () = cancel.cancelled() => None,
                 }
             });
             (store, result)
         });
-        let mut detach = ctx.detach.clone();
+        let mut detach = detach;
         let done = {
             let work = clock.bound(task);
             tokio::pin!(work);
@@ -212,16 +267,13 @@ impl LoadedPlugin {
         };
         drop(permit);
         match done {
-            Ok(Ok((store, Some(result)))) => Ok(result.map_err(|e| self.classify(e, &store))??),
-            Ok(Ok((_, None))) => Err(self.setup_error("the call was cancelled".into()).into()),
-            Ok(Err(join)) => Err(self
-                .setup_error(format!("the call's thread failed: {join}"))
-                .into()),
+            Ok(Ok((store, Some(result)))) => result.map_err(|e| self.classify(e, &store)),
+            Ok(Ok((_, None))) => Err(self.setup_error("the call was cancelled".into())),
+            Ok(Err(join)) => Err(self.setup_error(format!("the call's thread failed: {join}"))),
             Err(TimedOut) => Err(CallError::Timeout {
                 plugin: self.name().to_string(),
                 limit_ms: limit.as_millis() as u64,
-            }
-            .into()),
+            }),
         }
     }
 
@@ -237,11 +289,24 @@ impl LoadedPlugin {
     }
 
     /// Ask a tool plugin for its tools (raw, unvalidated).
+    /// Tools that its `sandcrab:shards` export names are marked shardable.
     pub(crate) async fn list_tools(&self) -> Result<Vec<RawTool>, CallError> {
         let guest = self.tool_guest()?;
-        let mut call = self.fresh_instance(self.load_setup()).await?;
-        let done = call.clock.bound(guest.tools(&mut call.store)).await;
-        self.conclude(done, &call)
+        let mut tools = {
+            let mut call = self.fresh_instance(self.load_setup()).await?;
+            let done = call.clock.bound(guest.tools(&mut call.store)).await;
+            self.conclude(done, &call)?
+        };
+        // The first instance's slot is free again (a plugin may have one).
+        if let Some((sharded, _)) = &self.sharding {
+            let mut call = self.fresh_instance(self.load_setup()).await?;
+            let done = call.clock.bound(sharded.shardable(&mut call.store)).await;
+            let names = self.conclude(done, &call)?;
+            for tool in &mut tools {
+                tool.traits.shardable = names.contains(&tool.name);
+            }
+        }
+        Ok(tools)
     }
 
     /// A profile plugin's facts.
@@ -308,6 +373,15 @@ impl LoadedPlugin {
     /// `call.clock.bound(...)`.
     async fn fresh_instance(&self, setup: CallSetup) -> Result<FreshCall, CallError> {
         let permit = self.permit().await?;
+        self.fresh_instance_holding(permit, setup)
+    }
+
+    /// A fresh store for one call that already holds its instance slot.
+    pub(super) fn fresh_instance_holding(
+        &self,
+        permit: tokio::sync::OwnedSemaphorePermit,
+        setup: CallSetup,
+    ) -> Result<FreshCall, CallError> {
         let clock = CallClock::with_budget(setup.limit, self.sandbox.process_budget);
         let store = self.store(
             setup.live,
@@ -356,7 +430,7 @@ impl LoadedPlugin {
 
     /// A free instance slot, waited for at most [`INSTANCE_WAIT`] (or the
     /// plugin's own time limit, if shorter).
-    async fn permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, CallError> {
+    pub(super) async fn permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, CallError> {
         let wait = INSTANCE_WAIT.min(self.call_limit());
         match tokio::time::timeout(wait, self.instances.clone().acquire_owned()).await {
             Ok(permit) => permit.map_err(|e| self.setup_error(e.to_string())),
@@ -387,7 +461,7 @@ impl LoadedPlugin {
         .map_err(|e| self.setup_error(format!("{e:#}")))
     }
 
-    fn setup_error(&self, message: String) -> CallError {
+    pub(super) fn setup_error(&self, message: String) -> CallError {
         CallError::Setup {
             plugin: self.name().to_string(),
             message,

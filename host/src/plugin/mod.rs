@@ -14,6 +14,7 @@ mod loaded;
 pub mod manifest;
 pub mod policy;
 mod sandbox;
+mod sharded_call;
 mod state;
 pub mod tool_owners;
 mod types;
@@ -26,7 +27,8 @@ pub use discovery::PluginSource;
 pub use engine::{EPOCH_TICK, EngineOptions, PluginEngine};
 pub use error::{CallError, EngineError, LoadError};
 pub use host::{
-    Checked, Diagnostic, HostError, PluginHost, PluginHostConfig, Severity, component_digest,
+    Checked, Diagnostic, HostError, MAX_SHARDS, PluginHost, PluginHostConfig, Severity,
+    component_digest, default_max_shards,
 };
 pub use loaded::{LoadedPlugin, ToolCallError};
 pub use manifest::{Access, Manifest, PluginKind};

@@ -38,6 +38,8 @@ pub struct ToolTraits {
     /// The model may start a call as a background job
     /// (`run_in_background: true`).
     pub background: bool,
+    /// A call may run as several shards at once (`sandcrab:shards`).
+    pub shardable: bool,
 }
 
 impl ToolTraits {

@@ -52,75 +52,165 @@ impl Tool for Grep {
     }
 
     fn run(args: Args, ctx: &CallContext) -> ToolResult {
-        let matcher = Matcher::new(&args.pattern, args.case_insensitive)
-            .map_err(|e| ToolError::invalid(format!("invalid regex: {e}")))?;
-        let filter = args
-            .glob_filter
-            .as_deref()
-            .map(GlobFilter::new)
-            .transpose()
-            .map_err(ToolError::invalid)?;
-        let root = fs::resolve(ctx, args.path.as_deref().unwrap_or("."))?;
-        let meta =
-            std::fs::metadata(&root).map_err(|e| fs::io_error(fs::display(ctx, &root), e))?;
-        let max = args.max_results.unwrap_or(100);
+        let found = search(&args, ctx, Shard::WHOLE)?;
+        answer(&args, ctx, found.matches().map(|m| m.text), found.len())
+    }
+}
 
-        let mut search = Search {
-            ctx,
-            matcher: &matcher,
-            max,
-            found: 0,
-            capped: false,
-            out: String::new(),
-        };
-        // One buffer for every file: no allocation per file.
-        let mut bytes: Vec<u8> = Vec::with_capacity(256 * 1024);
-        if meta.is_file() {
+impl Args {
+    fn max(&self) -> usize {
+        self.max_results.unwrap_or(100)
+    }
+}
+
+/// Part `index` of `count` of a search: the files whose number in walk
+/// order is `index` modulo `count`. Every shard walks the same tree, so
+/// the numbers agree and the parts together search each file once.
+#[derive(Debug, Clone, Copy)]
+pub struct Shard {
+    pub index: u32,
+    pub count: u32,
+}
+
+impl Shard {
+    /// The whole search in one part.
+    pub const WHOLE: Shard = Shard { index: 0, count: 1 };
+
+    fn takes(&self, file_number: u64) -> bool {
+        file_number % u64::from(self.count.max(1)) == u64::from(self.index)
+    }
+}
+
+/// What a search (or one shard of it) found: up to `max_results + 1`
+/// matches, in walk order, formatted one after another.
+pub struct Findings {
+    text: String,
+    ends: Vec<MatchEnd>,
+}
+
+/// Where a match's line ends in [`Findings::text`], and its place.
+struct MatchEnd {
+    file: u64,
+    line: u64,
+    end: usize,
+}
+
+/// One match: its file's number in walk order, its line number and its
+/// formatted `path:line:text\n`.
+pub struct Match<'a> {
+    pub file: u64,
+    pub line: u64,
+    pub text: &'a str,
+}
+
+impl Findings {
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// The search stopped at `max_results + 1` matches.
+    pub fn stopped_early(&self, args: &Args) -> bool {
+        self.len() > args.max()
+    }
+
+    pub fn matches(&self) -> impl Iterator<Item = Match<'_>> {
+        let starts = std::iter::once(0).chain(self.ends.iter().map(|e| e.end));
+        self.ends.iter().zip(starts).map(|(e, start)| Match {
+            file: e.file,
+            line: e.line,
+            text: &self.text[start..e.end],
+        })
+    }
+}
+
+/// Search the files of `shard`, stopping after `max_results + 1` matches.
+pub fn search(args: &Args, ctx: &CallContext, shard: Shard) -> Result<Findings, ToolError> {
+    let matcher = Matcher::new(&args.pattern, args.case_insensitive)
+        .map_err(|e| ToolError::invalid(format!("invalid regex: {e}")))?;
+    let filter = args
+        .glob_filter
+        .as_deref()
+        .map(GlobFilter::new)
+        .transpose()
+        .map_err(ToolError::invalid)?;
+    let root = fs::resolve(ctx, args.path.as_deref().unwrap_or("."))?;
+    let meta = std::fs::metadata(&root).map_err(|e| fs::io_error(fs::display(ctx, &root), e))?;
+
+    let mut search = Search {
+        ctx,
+        matcher: &matcher,
+        limit: args.max().saturating_add(1),
+        file: 0,
+        found: Findings {
+            text: String::new(),
+            ends: Vec::new(),
+        },
+    };
+    // One buffer for every file: no allocation per file.
+    let mut bytes: Vec<u8> = Vec::with_capacity(256 * 1024);
+    if meta.is_file() {
+        if shard.takes(0) {
             read_into(std::path::Path::new(&root), &mut bytes)
                 .map_err(|e| fs::io_error(fs::display(ctx, &root), e))?;
             search.file(&root, &bytes);
-        } else {
-            walk::each_file(&root, |file| {
-                if let Some(filter) = &filter
-                    && !filter.matches(walk::relative(&root, file.path), file.name)
-                {
-                    return Flow::Continue;
-                }
-                if file.dir.read_file(file.name, &mut bytes, false).is_err() {
-                    return Flow::Continue;
-                }
-                search.file(file.path, &bytes)
-            })
-            .map_err(|e| fs::io_error(fs::display(ctx, &root), e))?;
         }
-        let Search {
-            found,
-            capped,
-            mut out,
-            ..
-        } = search;
-        if found == 0 {
-            return Ok(format!(
-                "No matches for /{}/ in {}",
-                args.pattern,
-                fs::display(ctx, &root)
-            ));
-        }
-        if capped {
-            out.push_str(&format!("[results capped at {max} matches; narrow the pattern, path or glob_filter, or raise max_results]\n"));
-        }
-        Ok(out)
+    } else {
+        let mut number = 0u64;
+        walk::each_file(&root, |file| {
+            if let Some(filter) = &filter
+                && !filter.matches(walk::relative(&root, file.path), file.name)
+            {
+                return Flow::Continue;
+            }
+            let this = number;
+            number += 1;
+            if !shard.takes(this) || file.dir.read_file(file.name, &mut bytes, false).is_err() {
+                return Flow::Continue;
+            }
+            search.file = this;
+            search.file(file.path, &bytes)
+        })
+        .map_err(|e| fs::io_error(fs::display(ctx, &root), e))?;
     }
+    Ok(search.found)
+}
+
+/// The answer from all matches in order (`count` of them; only the first
+/// `max_results` are shown).
+pub fn answer<'a>(
+    args: &Args,
+    ctx: &CallContext,
+    matches: impl Iterator<Item = &'a str>,
+    count: usize,
+) -> ToolResult {
+    if count == 0 {
+        let root = fs::resolve(ctx, args.path.as_deref().unwrap_or("."))?;
+        return Ok(format!(
+            "No matches for /{}/ in {}",
+            args.pattern,
+            fs::display(ctx, &root)
+        ));
+    }
+    let max = args.max();
+    let mut out = String::new();
+    for text in matches.take(max) {
+        out.push_str(text);
+    }
+    if count > max {
+        out.push_str(&format!("[results capped at {max} matches; narrow the pattern, path or glob_filter, or raise max_results]\n"));
+    }
+    Ok(out)
 }
 
 /// The matches found so far.
 struct Search<'a> {
     ctx: &'a CallContext,
     matcher: &'a Matcher,
-    max: usize,
-    found: usize,
-    capped: bool,
-    out: String,
+    /// Stop at this many matches.
+    limit: usize,
+    /// The number of the file being searched.
+    file: u64,
+    found: Findings,
 }
 
 impl Search<'_> {
@@ -133,22 +223,26 @@ impl Search<'_> {
         let shown = fs::display(self.ctx, path);
         let Search {
             matcher,
-            max,
+            limit,
+            file,
             found,
-            capped,
-            out,
             ..
         } = self;
         matcher.each_match(bytes, |number, line| {
-            if *found == *max {
-                *capped = true;
-                return false;
-            }
-            *found += 1;
-            push_match(out, shown, number, &String::from_utf8_lossy(line));
-            true
+            push_match(
+                &mut found.text,
+                shown,
+                number,
+                &String::from_utf8_lossy(line),
+            );
+            found.ends.push(MatchEnd {
+                file: *file,
+                line: number as u64,
+                end: found.text.len(),
+            });
+            found.ends.len() < *limit
         });
-        if self.capped {
+        if self.found.ends.len() >= self.limit {
             Flow::Stop
         } else {
             Flow::Continue
@@ -181,3 +275,6 @@ fn push_match(out: &mut String, path: &str, number: usize, line: &str) {
     }
     out.push('\n');
 }
+
+#[cfg(test)]
+mod tests;

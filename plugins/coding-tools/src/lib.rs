@@ -14,7 +14,11 @@ mod list_dir;
 mod patch;
 mod read_file;
 mod search;
+#[cfg(target_family = "wasm")]
+mod sharded;
 mod shell;
+#[cfg(test)]
+mod test_tree;
 mod walk;
 mod write_file;
 

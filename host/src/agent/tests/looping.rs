@@ -226,7 +226,7 @@ async fn parallel_writes_to_one_file_land_in_the_models_order() {
         ToolSpec {
             traits: ToolTraits {
                 writes: Writes::Paths(vec!["file_path".into()]),
-                background: false,
+                ..Default::default()
             },
             ..ToolSpec::new(
                 "append",

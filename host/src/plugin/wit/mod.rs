@@ -6,6 +6,7 @@
 //! component implements.
 
 pub mod fs_v0_1_0;
+pub mod shards_v0_1_0;
 pub mod since_v0_1_0;
 pub mod since_v0_2_0;
 
@@ -81,6 +82,56 @@ pub trait ToolGuest: Send + Sync {
         name: &str,
         args_json: &str,
         ctx: &GuestContext,
+    ) -> wasmtime::Result<Result<ToolOutput, ToolFailure>>;
+}
+
+/// Which part of a sharded call an instance does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: u32,
+    pub count: u32,
+}
+
+/// One finding of a shard, placed in the answer by (`major`, `minor`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Piece {
+    pub major: u64,
+    pub minor: u64,
+    pub text: String,
+}
+
+/// What one shard found.
+#[derive(Debug, Clone, Default)]
+pub struct ShardOutput {
+    pub pieces: Vec<Piece>,
+    /// The shard stopped before doing all of its part.
+    pub stopped_early: bool,
+}
+
+/// A tool plugin's optional `sandcrab:shards` export: one call run as
+/// several shards in separate instances, then merged in one more.
+#[async_trait]
+pub trait ShardedGuest: Send + Sync {
+    /// The tools that may be sharded.
+    async fn shardable(&self, store: &mut Store<HostState>) -> wasmtime::Result<Vec<String>>;
+    /// Run part `shard` of a call.
+    async fn call_shard(
+        &self,
+        store: &mut Store<HostState>,
+        name: &str,
+        args_json: &str,
+        ctx: &GuestContext,
+        shard: Shard,
+    ) -> wasmtime::Result<Result<ShardOutput, ToolFailure>>;
+    /// The call's answer from every shard's pieces, in key order.
+    async fn merge(
+        &self,
+        store: &mut Store<HostState>,
+        name: &str,
+        args_json: &str,
+        ctx: &GuestContext,
+        pieces: Vec<Piece>,
+        stopped_early: bool,
     ) -> wasmtime::Result<Result<ToolOutput, ToolFailure>>;
 }
 

@@ -84,6 +84,7 @@ impl ToolGuest for tool::ToolPluginPre<HostState> {
                         W::Workspace => Writes::Workspace,
                     },
                     background: s.background,
+                    shardable: false,
                 },
             })
             .collect())

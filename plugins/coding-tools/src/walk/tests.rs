@@ -3,36 +3,10 @@
 //! same order, on a tree whose ignore files exercise precedence,
 //! negation, anchoring, directory patterns, CRLF and a BOM.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::{Flow, each_file};
-
-struct Tree(PathBuf);
-
-impl Tree {
-    fn new(tag: &str) -> Tree {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let dir = std::env::temp_dir().join(format!("walk-{tag}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        Tree(dir)
-    }
-
-    fn file(&self, path: &str, content: &str) -> &Tree {
-        let path = self.0.join(path);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, content).unwrap();
-        self
-    }
-}
-
-impl Drop for Tree {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use crate::test_tree::Tree;
 
 /// What ripgrep's walker yields with the tools' settings.
 fn reference(root: &Path) -> Vec<String> {

@@ -376,7 +376,34 @@ impl Tool for FsProbe {
     }
 }
 
+#[cfg(target_family = "wasm")]
+mod shards;
+
+#[derive(Deserialize)]
+struct ShardProbeArgs {}
+
+/// Sharded through `sandcrab:shards` (see `shards.rs`); called whole, it
+/// says so.
+struct ShardProbe;
+impl Tool for ShardProbe {
+    const NAME: &'static str = "shard_probe";
+    const DESCRIPTION: &'static str = "Probe sandcrab:shards";
+    type Args = ShardProbeArgs;
+    fn parameters() -> Schema {
+        Schema::object()
+            .optional("pieces", Schema::integer("pieces per shard"))
+            .optional("fail", Schema::integer("failing shard"))
+            .optional("trap", Schema::integer("trapping shard"))
+            .optional("spin", Schema::integer("spinning shard"))
+            .optional("read", Schema::string("path each shard reads"))
+            .into()
+    }
+    fn run(_args: ShardProbeArgs, _ctx: &CallContext) -> ToolResult {
+        Ok("called whole".into())
+    }
+}
+
 export_tools!(
     ReadPath, WritePath, Run, Env, Spin, MemoryBomb, Trap, Echo, Connect, BadSchema, Sleep,
-    RunForever, LogSpam, FsProbe
+    RunForever, LogSpam, FsProbe, ShardProbe
 );
