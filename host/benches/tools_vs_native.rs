@@ -1,6 +1,6 @@
 //! The coding tools against real native peers, in one run, as ratios:
-//! - `grep` (one call, in process) vs ripgrep (`rg -j1` and `rg`, whole
-//!   process) over `$CARGO_HOME/registry/src` with a pattern that matches
+//! - `grep` (one call, in process; in one instance vs `rg -j1`, sharded
+//!   over one instance per core vs `rg`; ripgrep as a whole process) over `$CARGO_HOME/registry/src` with a pattern that matches
 //!   nothing (both walk and read everything), and over a generated tree
 //!   with many matches (match counts compared);
 //! - `read_file` of 1 MB vs a native read that numbers the lines;
@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use sandcrab::plugin::{PluginHost, PluginHostConfig, PluginSource, discovery};
+use sandcrab::plugin::{PluginHost, PluginHostConfig, PluginSource, default_max_shards, discovery};
 use sandcrab::tools::{ToolCallRequest, ToolContext, ToolRegistry, dispatch};
 use sandcrab_bundled_plugins::BundledPlugin;
 use serde_json::{Value, json};
@@ -65,9 +65,13 @@ struct Tools {
 }
 
 impl Tools {
-    fn on(workspace: &Path) -> Tools {
+    /// The tools on `workspace`, a shardable call spread over at most
+    /// `max_shards` instances.
+    fn on(workspace: &Path, max_shards: usize) -> Tools {
         let rt = tokio::runtime::Runtime::new().unwrap();
-        let mut host = PluginHost::new(PluginHostConfig::new(workspace)).unwrap();
+        let mut config = PluginHostConfig::new(workspace);
+        config.max_shards = max_shards;
+        let mut host = PluginHost::new(config).unwrap();
         rt.block_on(host.load_all(&plugins()));
         let registry = ToolRegistry::from_plugins(host.plugins());
         Tools {
@@ -136,9 +140,17 @@ fn report(name: &str, peer_name: &str, (ours, peer, ratio): (Duration, Duration,
 }
 
 fn grep_rows(label: &str, dir: &Path, pattern: &str, runs: usize) {
-    let tools = Tools::on(dir);
+    // One instance per call, and one per core (sandcrab:shards).
+    let tools = Tools::on(dir, 1);
+    let cores = default_max_shards();
+    let sharded = Tools::on(dir, cores);
     let args = json!({"pattern": pattern, "max_results": 10_000_000});
     let ours = tools.call("grep", args.clone());
+    assert_eq!(
+        ours,
+        sharded.call("grep", args.clone()),
+        "sharded and whole answers differ"
+    );
     let our_count = if ours.starts_with("No matches") {
         0
     } else {
@@ -167,10 +179,13 @@ fn grep_rows(label: &str, dir: &Path, pattern: &str, runs: usize) {
             );
         }),
     );
+    let ours_sharded = || {
+        sharded.call("grep", args.clone());
+    };
     report(
-        &format!("{label} (all cores)"),
+        &format!("{label} ({cores} shards)"),
         "rg -n",
-        paired(runs, &ours, || {
+        paired(runs, ours_sharded, || {
             rg(&["-n", "--no-heading", "--no-messages", pattern], dir);
         }),
     );
@@ -307,7 +322,7 @@ fn main() {
         .unwrap();
     }
     std::fs::write(tree.path().join("big.txt"), &big).unwrap();
-    let tools = Tools::on(tree.path());
+    let tools = Tools::on(tree.path(), 1);
     if wanted("read") {
         let read = json!({"file_path": "big.txt", "limit": 100_000});
         report(

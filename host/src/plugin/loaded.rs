@@ -80,12 +80,15 @@ pub(super) struct FreshCall {
     clock: Arc<CallClock>,
     limit: Duration,
     store: Store<HostState>,
+    /// See [`CallSetup::on_own_thread`].
+    on_own_thread: bool,
 }
 
 /// One call's parameters besides the guest work itself.
 pub(super) struct CallSetup {
-    /// File operations block the calling thread (the call runs on a
-    /// thread of its own) instead of hopping to the blocking pool.
+    /// The guest runs on a blocking-pool thread of its own, where its WASI
+    /// file operations run directly, instead of on the caller's task, where
+    /// each of them hops to the blocking pool.
     on_own_thread: bool,
     live: Option<crate::process::LiveOutput>,
     limit: Duration,
@@ -163,25 +166,31 @@ impl LoadedPlugin {
                 .call_sharded(name, args_json, &guest_ctx, ctx, permit, shards)
                 .await;
         }
-        let setup = self.tool_call_setup(&guest_ctx, live);
+        let setup = self.tool_call_setup(&guest_ctx, live, false);
         let call = self.fresh_instance_holding(permit, setup)?;
         let (name, args_json) = (name.to_string(), args_json.to_string());
         let result = self
-            .run_on_own_thread(call, ctx.detach.clone(), move |store| {
+            .run_guest(call, ctx.detach.clone(), move |store| {
                 Box::pin(async move { guest.call(store, &name, &args_json, &guest_ctx).await })
             })
             .await?;
         Ok(result?)
     }
 
-    /// How a tool call (or a shard of one) runs.
+    /// How a tool call (or a shard of one) runs. A plain call runs on the
+    /// caller's task: no thread hop, and the file operations of the tools
+    /// that matter go through `sandcrab:fs`, which never blocks (FIFOs are
+    /// opened non-blocking and refused); WASI file operations hop to the
+    /// blocking pool one by one. Shards run on threads of their own, so
+    /// they use several cores whatever the caller's runtime.
     pub(super) fn tool_call_setup(
         &self,
         guest_ctx: &GuestContext,
         live: Option<crate::process::LiveOutput>,
+        on_own_thread: bool,
     ) -> CallSetup {
         CallSetup {
-            on_own_thread: true,
+            on_own_thread,
             live,
             limit: self.call_limit(),
             working_dir: Some(guest_ctx.working_dir.clone()),
@@ -199,16 +208,16 @@ impl LoadedPlugin {
         }
     }
 
-    /// Run `work` in `call`'s fresh instance on a blocking-pool thread of
-    /// its own, where the guest's file operations run directly (one hop
-    /// per call, not one per `stat` or `read`). The wall clock is kept out
-    /// here: a guest spinning is interrupted by its epoch deadline, one
-    /// blocked in the kernel (a FIFO) is abandoned at the limit and its
-    /// thread left to finish alone. Dropping the returned future (an
-    /// interrupt, an abort, the limit) drops the guest's work on its thread
-    /// too, which stops the programs it runs. When `detach` turns true the
-    /// call gives up its instance slot for a background one.
-    pub(super) async fn run_on_own_thread<T, W>(
+    /// Run `work` in `call`'s fresh instance, on the caller's task or on a
+    /// blocking-pool thread of its own (see [`CallSetup::on_own_thread`]).
+    /// Either way the wall clock is kept out here: a guest spinning is
+    /// interrupted by its epoch deadline, and one blocked in the kernel (a
+    /// FIFO) is abandoned at the limit, its blocking thread left to finish
+    /// alone. Dropping the returned future (an interrupt, an abort, the
+    /// limit) drops the guest's work too, which stops the programs it runs.
+    /// When `detach` turns true the call gives up its instance slot for a
+    /// background one.
+    pub(super) async fn run_guest<T, W>(
         &self,
         call: FreshCall,
         detach: Option<tokio::sync::watch::Receiver<bool>>,
@@ -226,13 +235,28 @@ impl LoadedPlugin {
             mut permit,
             clock,
             limit,
-            store,
+            mut store,
+            on_own_thread,
         } = call;
+        let timed_out = || CallError::Timeout {
+            plugin: self.name().to_string(),
+            limit_ms: limit.as_millis() as u64,
+        };
+        if !on_own_thread {
+            let done = {
+                let work = clock.bound(work(&mut store));
+                self.detachable(work, detach, &mut permit).await
+            };
+            drop(permit);
+            return match done {
+                Ok(result) => result.map_err(|e| self.classify(e, &store)),
+                Err(TimedOut) => Err(timed_out()),
+            };
+        }
         let handle = tokio::runtime::Handle::current();
         let cancel = tokio_util::sync::CancellationToken::new();
         let _cancel_on_drop = cancel.clone().drop_guard();
         let task = tokio::task::spawn_blocking(move || {
-            let mut store = store;
             let result = handle.block_on(async {
                 tokio::select! {
                     r = work(&mut store) => Some(r),
@@ -241,39 +265,45 @@ impl LoadedPlugin {
             });
             (store, result)
         });
-        let mut detach = detach;
-        let done = {
-            let work = clock.bound(task);
-            tokio::pin!(work);
-            loop {
-                tokio::select! {
-                    done = &mut work => break done,
-                    moved = moved_to_background(&mut detach) => {
-                        detach = None;
-                        if moved {
-                            // Free the foreground slot for calls the agent waits
-                            // on; hold a background one if there is room.
-                            match self.background.clone().try_acquire_owned() {
-                                Ok(slot) => permit = slot,
-                                Err(_) => tracing::debug!(
-                                    "plugin {}: no background slot free; the call keeps its instance slot",
-                                    self.name()
-                                ),
-                            }
-                        }
-                    }
-                }
-            }
-        };
+        let done = self
+            .detachable(clock.bound(task), detach, &mut permit)
+            .await;
         drop(permit);
         match done {
             Ok(Ok((store, Some(result)))) => result.map_err(|e| self.classify(e, &store)),
             Ok(Ok((_, None))) => Err(self.setup_error("the call was cancelled".into())),
             Ok(Err(join)) => Err(self.setup_error(format!("the call's thread failed: {join}"))),
-            Err(TimedOut) => Err(CallError::Timeout {
-                plugin: self.name().to_string(),
-                limit_ms: limit.as_millis() as u64,
-            }),
+            Err(TimedOut) => Err(timed_out()),
+        }
+    }
+
+    /// Await `work`; if `detach` turns true meanwhile (the call moved to
+    /// the background), trade `permit` for a background slot.
+    async fn detachable<F: std::future::Future>(
+        &self,
+        work: F,
+        mut detach: Option<tokio::sync::watch::Receiver<bool>>,
+        permit: &mut tokio::sync::OwnedSemaphorePermit,
+    ) -> F::Output {
+        tokio::pin!(work);
+        loop {
+            tokio::select! {
+                done = &mut work => return done,
+                moved = moved_to_background(&mut detach) => {
+                    detach = None;
+                    if moved {
+                        // Free the foreground slot for calls the agent waits
+                        // on; hold a background one if there is room.
+                        match self.background.clone().try_acquire_owned() {
+                            Ok(slot) => *permit = slot,
+                            Err(_) => tracing::debug!(
+                                "plugin {}: no background slot free; the call keeps its instance slot",
+                                self.name()
+                            ),
+                        }
+                    }
+                }
+            }
         }
     }
 
@@ -394,6 +424,7 @@ impl LoadedPlugin {
             clock,
             limit: setup.limit,
             store,
+            on_own_thread: setup.on_own_thread,
         })
     }
 

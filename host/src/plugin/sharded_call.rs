@@ -78,8 +78,10 @@ impl LoadedPlugin {
         }
         // Stable: equal keys keep shard order.
         pieces.sort_by_key(|p| (p.major, p.minor));
-        let call = self
-            .fresh_instance_holding(self.permit().await?, self.tool_call_setup(guest_ctx, None))?;
+        let call = self.fresh_instance_holding(
+            self.permit().await?,
+            self.tool_call_setup(guest_ctx, None, false),
+        )?;
         let (guest, name, args_json, guest_ctx) = (
             guest.clone(),
             name.to_string(),
@@ -87,7 +89,7 @@ impl LoadedPlugin {
             guest_ctx.clone(),
         );
         let merged = self
-            .run_on_own_thread(call, ctx.detach.clone(), move |store| {
+            .run_guest(call, ctx.detach.clone(), move |store| {
                 Box::pin(async move {
                     guest
                         .merge(store, &name, &args_json, &guest_ctx, pieces, stopped_early)
@@ -110,11 +112,12 @@ impl LoadedPlugin {
         permit: OwnedSemaphorePermit,
         shard: Shard,
     ) -> Result<ShardOutput, ToolCallError> {
-        let call = self.fresh_instance_holding(permit, self.tool_call_setup(guest_ctx, None))?;
+        let call =
+            self.fresh_instance_holding(permit, self.tool_call_setup(guest_ctx, None, true))?;
         let (name, args_json, guest_ctx) =
             (name.to_string(), args_json.to_string(), guest_ctx.clone());
         let output = self
-            .run_on_own_thread(call, ctx.detach.clone(), move |store| {
+            .run_guest(call, ctx.detach.clone(), move |store| {
                 Box::pin(async move {
                     guest
                         .call_shard(store, &name, &args_json, &guest_ctx, shard)

@@ -70,9 +70,13 @@ fn plain(name: &str) -> Result<&str, Error> {
     Ok(name)
 }
 
+/// Directories are opened non-blocking too: calls run on the caller's
+/// task, and nothing named like a directory may hold it (a FIFO fails
+/// `O_DIRECTORY` before it could block, and this makes that explicit).
 const DIR_FLAGS: OFlags = OFlags::DIRECTORY
     .union(OFlags::RDONLY)
-    .union(OFlags::CLOEXEC);
+    .union(OFlags::CLOEXEC)
+    .union(OFlags::NONBLOCK);
 
 /// Open `path` (relative, may be several names) beneath `root`, following
 /// links only while they stay beneath it.
