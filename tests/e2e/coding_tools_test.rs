@@ -613,3 +613,41 @@ async fn a_fifo_named_gitignore_does_not_hang_grep_or_glob() {
     assert_eq!(ok(grep), "sub/a.txt:1:needle\n");
     assert_eq!(ok(glob), "sub/a.txt\n");
 }
+
+/// A FIFO given as the path to search or list is refused at once, with a
+/// message that says what it is (the tools try `sandcrab:fs` first and ask
+/// WASI only what the path is, never opening it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fifo_given_as_the_path_is_refused_at_once_by_grep_glob_and_list_dir() {
+    let scene = Scene::new();
+    let fifo = scene.workspace().join("pipe");
+    let c = std::ffi::CString::new(fifo.display().to_string()).unwrap();
+    // SAFETY: mkfifo on a temp path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let (_h, tools) = coding_tools(&scene, Policy::default()).await;
+    let calls = async {
+        (
+            run_tool(&tools, "grep", json!({"pattern": "x", "path": "pipe"})).await,
+            run_tool(&tools, "glob", json!({"pattern": "*", "path": "pipe"})).await,
+            run_tool(&tools, "list_dir", json!({"path": "pipe"})).await,
+        )
+    };
+    let answered = tokio::time::timeout(Duration::from_secs(10), calls).await;
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo);
+    }
+    let (grep, glob, list) = answered.expect("the tools answer without opening the FIFO");
+    for (tool, out) in [("grep", grep), ("glob", glob), ("list_dir", list)] {
+        assert!(out.is_error, "{tool}: {}", out.content);
+        assert!(out.content.contains("pipe"), "{tool}: {}", out.content);
+        assert!(
+            out.content.contains("FIFO") || out.content.contains("not a directory"),
+            "{tool}: {}",
+            out.content
+        );
+    }
+}

@@ -113,6 +113,31 @@ fn read_fast(guest: &str) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// What a path the tools search or list names.
+pub enum Root {
+    Directory,
+    File,
+    /// A FIFO, socket or device: never opened.
+    Other,
+}
+
+/// Whether `guest` is a directory or a file: in one `sandcrab:fs` call
+/// when it is a directory (the common case), else through WASI, which
+/// also names precisely what is wrong.
+pub fn root_kind(guest: &str, shown: &str) -> Result<Root, ToolError> {
+    if crate::walk::Dir::open_path(guest).is_ok() {
+        return Ok(Root::Directory);
+    }
+    let meta = std::fs::metadata(guest).map_err(|e| io_error(shown, e))?;
+    Ok(if meta.is_dir() {
+        Root::Directory
+    } else if meta.is_file() {
+        Root::File
+    } else {
+        Root::Other
+    })
+}
+
 fn read_checked(guest: &str, shown: &str) -> Result<Vec<u8>, ToolError> {
     let meta = std::fs::metadata(guest).map_err(|e| io_error(shown, e))?;
     if meta.is_dir() {

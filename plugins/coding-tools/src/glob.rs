@@ -33,9 +33,10 @@ impl Tool for Glob {
     fn run(args: Args, ctx: &CallContext) -> ToolResult {
         let filter = GlobFilter::new(&args.pattern).map_err(ToolError::invalid)?;
         let root = fs::resolve(ctx, args.path.as_deref().unwrap_or("."))?;
-        let meta =
-            std::fs::metadata(&root).map_err(|e| fs::io_error(fs::display(ctx, &root), e))?;
-        if !meta.is_dir() {
+        if !matches!(
+            fs::root_kind(&root, fs::display(ctx, &root))?,
+            fs::Root::Directory
+        ) {
             return Err(ToolError::invalid(format!(
                 "{} is not a directory",
                 fs::display(ctx, &root)

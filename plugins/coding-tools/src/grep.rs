@@ -134,7 +134,7 @@ pub fn search(args: &Args, ctx: &CallContext, shard: Shard) -> Result<Findings, 
         .transpose()
         .map_err(ToolError::invalid)?;
     let root = fs::resolve(ctx, args.path.as_deref().unwrap_or("."))?;
-    let meta = std::fs::metadata(&root).map_err(|e| fs::io_error(fs::display(ctx, &root), e))?;
+    let kind = fs::root_kind(&root, fs::display(ctx, &root))?;
 
     let mut search = Search {
         ctx,
@@ -148,7 +148,13 @@ pub fn search(args: &Args, ctx: &CallContext, shard: Shard) -> Result<Findings, 
     };
     // One buffer for every file: no allocation per file.
     let mut bytes: Vec<u8> = Vec::with_capacity(256 * 1024);
-    if meta.is_file() {
+    if let fs::Root::Other = kind {
+        return Err(ToolError::failed(format!(
+            "{} is not a regular file or a directory (a FIFO, socket or device)",
+            fs::display(ctx, &root)
+        )));
+    }
+    if let fs::Root::File = kind {
         if shard.takes(0) {
             read_into(std::path::Path::new(&root), &mut bytes)
                 .map_err(|e| fs::io_error(fs::display(ctx, &root), e))?;

@@ -38,11 +38,18 @@ impl Tool for ListDir {
     fn run(args: Args, ctx: &CallContext) -> ToolResult {
         let root = fs::resolve(ctx, &args.path)?;
         let shown = fs::display(ctx, &root).to_string();
-        let meta = std::fs::metadata(&root).map_err(|e| fs::io_error(&shown, e))?;
-        if !meta.is_dir() {
-            return Err(ToolError::invalid(format!(
-                "{shown} is a file, not a directory (use read_file)"
-            )));
+        match fs::root_kind(&root, &shown)? {
+            fs::Root::Directory => {}
+            fs::Root::File => {
+                return Err(ToolError::invalid(format!(
+                    "{shown} is a file, not a directory (use read_file)"
+                )));
+            }
+            fs::Root::Other => {
+                return Err(ToolError::invalid(format!(
+                    "{shown} is not a directory (a FIFO, socket or device)"
+                )));
+            }
         }
         let mut out = format!("{shown}/\n");
         let mut count = 0;
