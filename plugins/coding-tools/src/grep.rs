@@ -5,7 +5,7 @@ use sandcrab_sdk::prelude::*;
 
 use crate::fs;
 use crate::search::Matcher;
-use crate::walk::{self, Flow, GlobFilter};
+use crate::walk::{self, Flow, GlobFilter, Part};
 
 const MAX_LINE: usize = 500;
 
@@ -52,7 +52,7 @@ impl Tool for Grep {
     }
 
     fn run(args: Args, ctx: &CallContext) -> ToolResult {
-        let found = search(&args, ctx, Shard::WHOLE)?;
+        let found = search(&args, ctx, Part::WHOLE)?;
         answer(&args, ctx, found.matches().map(|m| m.text), found.len())
     }
 }
@@ -60,24 +60,6 @@ impl Tool for Grep {
 impl Args {
     fn max(&self) -> usize {
         self.max_results.unwrap_or(100)
-    }
-}
-
-/// Part `index` of `count` of a search: the files whose number in walk
-/// order is `index` modulo `count`. Every shard walks the same tree, so
-/// the numbers agree and the parts together search each file once.
-#[derive(Debug, Clone, Copy)]
-pub struct Shard {
-    pub index: u32,
-    pub count: u32,
-}
-
-impl Shard {
-    /// The whole search in one part.
-    pub const WHOLE: Shard = Shard { index: 0, count: 1 };
-
-    fn takes(&self, file_number: u64) -> bool {
-        file_number % u64::from(self.count.max(1)) == u64::from(self.index)
     }
 }
 
@@ -90,13 +72,14 @@ pub struct Findings {
 
 /// Where a match's line ends in [`Findings::text`], and its place.
 struct MatchEnd {
+    /// The file's key in the whole walk ([`walk::each_file_of`]).
     file: u64,
     line: u64,
     end: usize,
 }
 
-/// One match: its file's number in walk order, its line number and its
-/// formatted `path:line:text\n`.
+/// One match: its file's key in walk order ([`walk::each_file_of`]), its
+/// line number and its formatted `path:line:text\n`.
 pub struct Match<'a> {
     pub file: u64,
     pub line: u64,
@@ -123,8 +106,9 @@ impl Findings {
     }
 }
 
-/// Search the files of `shard`, stopping after `max_results + 1` matches.
-pub fn search(args: &Args, ctx: &CallContext, shard: Shard) -> Result<Findings, ToolError> {
+/// Search the files of `part` of the walk, stopping after `max_results + 1`
+/// matches. The parts of a search together search every file once.
+pub fn search(args: &Args, ctx: &CallContext, part: Part) -> Result<Findings, ToolError> {
     let matcher = Matcher::new(&args.pattern, args.case_insensitive)
         .map_err(|e| ToolError::invalid(format!("invalid regex: {e}")))?;
     let filter = args
@@ -155,25 +139,22 @@ pub fn search(args: &Args, ctx: &CallContext, shard: Shard) -> Result<Findings, 
         )));
     }
     if let fs::Root::File = kind {
-        if shard.takes(0) {
+        if part.takes(0) {
             read_into(std::path::Path::new(&root), &mut bytes)
                 .map_err(|e| fs::io_error(fs::display(ctx, &root), e))?;
             search.file(&root, &bytes);
         }
     } else {
-        let mut number = 0u64;
-        walk::each_file(&root, |file| {
+        walk::each_file_of(&root, part, |file, key| {
             if let Some(filter) = &filter
                 && !filter.matches(walk::relative(&root, file.path), file.name)
             {
                 return Flow::Continue;
             }
-            let this = number;
-            number += 1;
-            if !shard.takes(this) || file.dir.read_file(file.name, &mut bytes, false).is_err() {
+            if file.dir.read_file(file.name, &mut bytes, false).is_err() {
                 return Flow::Continue;
             }
-            search.file = this;
+            search.file = key;
             search.file(file.path, &bytes)
         })
         .map_err(|e| fs::io_error(fs::display(ctx, &root), e))?;
@@ -214,7 +195,7 @@ struct Search<'a> {
     matcher: &'a Matcher,
     /// Stop at this many matches.
     limit: usize,
-    /// The number of the file being searched.
+    /// The key of the file being searched.
     file: u64,
     found: Findings,
 }

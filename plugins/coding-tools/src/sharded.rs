@@ -1,12 +1,13 @@
 //! The `sandcrab:shards/sharded-tool` export (`wit/shards/since_v0.1.0`):
 //! the host may run one `grep` call as several shards in separate
-//! instances, one per core, each searching every n-th file of the same
-//! walk, and merge their matches in walk order here. A plain `grep` call
+//! instances, one per core, each walking its own share of the tree
+//! ([`walk::each_file_of`]), and merge their matches in walk order here. A plain `grep` call
 //! runs shard 0 of 1 and the same merge, so both answer alike.
 
 use sandcrab_sdk::prelude::*;
 
 use crate::grep::{self, Grep};
+use crate::walk;
 
 mod bindings {
     wit_bindgen::generate!({
@@ -32,7 +33,7 @@ impl wit::Guest for Sharded {
     ) -> Result<wit::ShardOutput, wit::ToolError> {
         let args = grep_args(&name, &args_json)?;
         let ctx = call_context(context);
-        let shard = grep::Shard {
+        let shard = walk::Part {
             index: shard.index,
             count: shard.count,
         };

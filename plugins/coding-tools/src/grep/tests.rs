@@ -4,8 +4,9 @@
 
 use sandcrab_sdk::CallContext;
 
-use super::{Args, Shard, answer, search};
+use super::{Args, answer, search};
 use crate::test_tree::Tree;
+use crate::walk::Part as Shard;
 
 fn context(tree: &Tree) -> CallContext {
     let root = tree.0.to_str().unwrap().to_string();

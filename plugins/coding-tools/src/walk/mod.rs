@@ -10,6 +10,7 @@
 //! workspace root, and an ignore file is read only where the listing shows
 //! one (no failed opens).
 
+mod partition;
 mod rules;
 
 #[cfg(not(target_family = "wasm"))]
@@ -22,6 +23,7 @@ pub use dir_native::Dir;
 #[cfg(target_family = "wasm")]
 pub use dir_wasm::Dir;
 
+pub use partition::{Part, each_file_of};
 use rules::Rules;
 
 /// What a directory entry is, without following a link.
@@ -47,18 +49,25 @@ pub enum Flow {
     Stop,
 }
 
-/// A file the walk found: its directory, its name there, and its guest
-/// path.
+/// A file the walk found: its directory, its name there, its guest path
+/// and its depth below the walk's root (1 for a file in the root).
 pub struct Found<'a> {
     pub dir: &'a Dir,
     pub name: &'a str,
     pub path: &'a str,
+    pub depth: usize,
 }
 
 /// What a walk does with what it finds.
 pub trait Visit {
     /// A file, in walk order; `Stop` ends the walk.
     fn file(&mut self, found: Found<'_>) -> Flow;
+
+    /// Whether to walk into the directory at `path`, `depth` below the
+    /// root (1 for a directory in the root); asked before it is opened.
+    fn descend(&mut self, _path: &str, _depth: usize) -> bool {
+        true
+    }
 
     /// The walk enters `dir`: its files (and its subdirectories') follow.
     fn enter(&mut self, _dir: &Dir) {}
@@ -88,11 +97,18 @@ pub fn walk(root: &str, visitor: &mut impl Visit) -> std::io::Result<()> {
     let root = if root.is_empty() { "/" } else { root };
     let dir = Dir::open_path(root)?;
     let mut rules = Rules::default();
-    walk_dir(&dir, root, &mut rules, visitor);
+    walk_dir(&dir, root, 0, &mut rules, visitor);
     Ok(())
 }
 
-fn walk_dir(dir: &Dir, path: &str, rules: &mut Rules, visit: &mut impl Visit) -> Flow {
+/// Walk `dir`, `depth` below the root.
+fn walk_dir(
+    dir: &Dir,
+    path: &str,
+    depth: usize,
+    rules: &mut Rules,
+    visit: &mut impl Visit,
+) -> Flow {
     let Ok(mut entries) = dir.entries() else {
         return Flow::Continue;
     };
@@ -114,8 +130,11 @@ fn walk_dir(dir: &Dir, path: &str, rules: &mut Rules, visit: &mut impl Visit) ->
             continue;
         }
         flow = if is_dir {
+            if !visit.descend(&child, depth + 1) {
+                continue;
+            }
             match dir.open_dir(&entry.name) {
-                Ok(sub) => walk_dir(&sub, &child, rules, visit),
+                Ok(sub) => walk_dir(&sub, &child, depth + 1, rules, visit),
                 Err(_) => Flow::Continue,
             }
         } else {
@@ -123,6 +142,7 @@ fn walk_dir(dir: &Dir, path: &str, rules: &mut Rules, visit: &mut impl Visit) ->
                 dir,
                 name: &entry.name,
                 path: &child,
+                depth: depth + 1,
             })
         };
         if flow == Flow::Stop {

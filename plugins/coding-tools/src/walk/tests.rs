@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use super::{Flow, each_file};
+use super::{Flow, Part, each_file, each_file_of};
 use crate::test_tree::Tree;
 
 /// What ripgrep's walker yields with the tools' settings.
@@ -160,4 +160,89 @@ fn an_ignore_file_that_is_not_a_regular_file_is_never_opened() {
 unsafe extern "C" {
     #[link_name = "mkfifo"]
     fn libc_mkfifo(path: *const std::ffi::c_char, mode: u32) -> i32;
+}
+
+/// Every part's files with their keys.
+fn parts(root: &Path, count: u32) -> Vec<Vec<(u64, String)>> {
+    (0..count)
+        .map(|index| {
+            let mut found = Vec::new();
+            each_file_of(root.to_str().unwrap(), Part { index, count }, |f, key| {
+                found.push((key, f.path.to_string()));
+                Flow::Continue
+            })
+            .unwrap();
+            found
+        })
+        .collect()
+}
+
+/// A wide tree (like a source cache: one directory holding many) beside
+/// the tricky one's rules, a deep narrow branch and files at every level.
+fn wide_tree() -> Tree {
+    let t = tricky_tree();
+    for i in 0..45 {
+        t.file(&format!("cache/crate{i:02}/src/lib.rs"), "");
+        for j in 0..(i % 4) {
+            t.file(&format!("cache/crate{i:02}/src/m{j}.rs"), "");
+        }
+        t.file(&format!("cache/crate{i:02}/Cargo.toml"), "");
+    }
+    t.file("cache/crate07/.gitignore", "src/m1.rs\n")
+        .file("cache/README", "")
+        .file("deep/a/b/c/d/e/f/g/h/i/j/leaf.txt", "");
+    t
+}
+
+#[test]
+fn parts_of_a_walk_visit_every_file_once_and_their_keys_give_the_whole_order() {
+    for tree in [tricky_tree(), wide_tree()] {
+        let whole = ours(&tree.0);
+        for count in 1..=9 {
+            let parts = parts(&tree.0, count);
+            let mut merged: Vec<(u64, String)> = parts.iter().flatten().cloned().collect();
+            merged.sort_by_key(|(key, _)| *key);
+            let merged: Vec<String> = merged.into_iter().map(|(_, path)| path).collect();
+            assert_eq!(merged, whole, "{count} parts of {:?}", tree.0);
+            for part in &parts {
+                assert!(
+                    part.windows(2).all(|w| w[0].0 < w[1].0),
+                    "keys rise in walk order"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_part_walks_into_its_own_subtrees_only() {
+    let tree = wide_tree();
+    // Two parts split at cache/crateNN: each crate is in one part, whole,
+    // and the crates are shared out evenly.
+    let parts = parts(&tree.0, 2);
+    let crate_of = |path: &str| {
+        path.split("/cache/")
+            .nth(1)
+            .and_then(|rest| rest.strip_prefix("crate"))
+            .map(|rest| rest[..2].to_string())
+    };
+    let mut owner = std::collections::HashMap::new();
+    let mut per_part = [0usize; 2];
+    for (index, part) in parts.iter().enumerate() {
+        for (_, path) in part {
+            if let Some(krate) = crate_of(path) {
+                let first = *owner.entry(krate.clone()).or_insert(index);
+                assert_eq!(first, index, "crate{krate} split between parts");
+                if first == index && path.ends_with("/Cargo.toml") {
+                    per_part[index] += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(owner.len(), 45);
+    assert!(
+        per_part.iter().all(|n| (20..=25).contains(n)),
+        "{per_part:?}"
+    );
+    assert!(parts.iter().all(|p| !p.is_empty()), "every part has work");
 }
