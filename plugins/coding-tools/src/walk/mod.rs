@@ -76,21 +76,6 @@ pub trait Visit {
     fn leave(&mut self, _dir: &Dir) {}
 }
 
-struct EachFile<F>(F);
-
-impl<F: FnMut(Found<'_>) -> Flow> Visit for EachFile<F> {
-    fn file(&mut self, found: Found<'_>) -> Flow {
-        (self.0)(found)
-    }
-}
-
-/// Visit every file under the directory `root` (a guest path), in order,
-/// until `visit` says stop. Directories that cannot be read are skipped,
-/// as are unreadable ignore files.
-pub fn each_file(root: &str, visit: impl FnMut(Found<'_>) -> Flow) -> std::io::Result<()> {
-    walk(root, &mut EachFile(visit))
-}
-
 /// Walk the directory `root` (a guest path) with `visitor`.
 pub fn walk(root: &str, visitor: &mut impl Visit) -> std::io::Result<()> {
     let root = root.trim_end_matches('/');

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use super::{Flow, Part, each_file, each_file_of};
+use super::{Flow, Part, each_file_of};
 use crate::test_tree::Tree;
 
 /// What ripgrep's walker yields with the tools' settings.
@@ -29,7 +29,7 @@ fn reference(root: &Path) -> Vec<String> {
 
 fn ours(root: &Path) -> Vec<String> {
     let mut found = Vec::new();
-    each_file(root.to_str().unwrap(), |f| {
+    each_file_of(root.to_str().unwrap(), Part::WHOLE, |f, _| {
         found.push(f.path.to_string());
         Flow::Continue
     })
@@ -133,7 +133,7 @@ fn a_walk_below_the_root_ignores_the_ignore_files_above_it() {
 fn stopping_ends_the_walk_at_once() {
     let tree = tricky_tree();
     let mut seen = 0;
-    each_file(tree.0.to_str().unwrap(), |_| {
+    each_file_of(tree.0.to_str().unwrap(), Part::WHOLE, |_, _| {
         seen += 1;
         if seen == 3 {
             Flow::Stop
