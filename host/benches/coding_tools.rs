@@ -96,7 +96,7 @@ fn tools(c: &mut Criterion) {
         b.to_async(&rt).iter(|| dispatch(&registry, &read, &ctx))
     });
     group.bench_function("native", |b| {
-        b.iter(|| native_read(&ws.path().join("big.txt")))
+        b.iter(|| native_read(&ws.path().join("big.txt"), 100_000))
     });
     let read1 = call("read_file", json!({"file_path": "big.txt", "limit": 1}));
     group.bench_function("wasm_plugin_first_line_only", |b| {

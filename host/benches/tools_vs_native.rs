@@ -324,20 +324,35 @@ fn main() {
     std::fs::write(tree.path().join("big.txt"), &big).unwrap();
     let tools = Tools::on(tree.path(), 1);
     if wanted("read") {
-        let read = json!({"file_path": "big.txt", "limit": 100_000});
-        report(
-            "read_file 1 MB",
-            "native read + numbering",
-            paired(
-                31,
-                || {
-                    tools.call("read_file", read.clone());
-                },
-                || {
-                    std::hint::black_box(native_read(&tree.path().join("big.txt")));
-                },
-            ),
-        );
+        let big = tree.path().join("big.txt");
+        // The whole file, and the tool's default window (the first 2,000
+        // lines numbered, the others counted), as an agent reads it.
+        for (row, limit) in [
+            ("read_file 1 MB, every line", 100_000),
+            ("read_file 1 MB, first 2,000 lines", 2_000),
+        ] {
+            let read = json!({"file_path": "big.txt", "limit": limit});
+            let ours = tools.call("read_file", read.clone());
+            let native = native_read(&big, limit);
+            assert_eq!(
+                ours.lines().next(),
+                native.lines().next(),
+                "{row}: the same first line"
+            );
+            report(
+                row,
+                "native read + numbering",
+                paired(
+                    31,
+                    || {
+                        tools.call("read_file", read.clone());
+                    },
+                    || {
+                        std::hint::black_box(native_read(&big, limit));
+                    },
+                ),
+            );
+        }
     }
     if wanted("glob") {
         let ours = tools.call("glob", json!({"pattern": "**/*.rs"}));

@@ -68,22 +68,8 @@ pub fn read_utf8(ctx: &CallContext, path: &str) -> Result<(String, String), Tool
     }
 }
 
-/// Read a text file; binary files and directories are errors. Invalid
-/// UTF-8 is shown with replacement characters.
-pub fn read_text(ctx: &CallContext, path: &str) -> Result<(String, String), ToolError> {
-    let (guest, bytes) = read_bytes(ctx, path)?;
-    // SIMD validation (simd128 on wasm): several times faster than std's.
-    let text = if simdutf8::basic::from_utf8(&bytes).is_ok() {
-        // SAFETY: just validated as UTF-8.
-        unsafe { String::from_utf8_unchecked(bytes) }
-    } else {
-        String::from_utf8_lossy(&bytes).into_owned()
-    };
-    Ok((guest, text))
-}
-
 /// The bytes of a regular, non-binary file.
-fn read_bytes(ctx: &CallContext, path: &str) -> Result<(String, Vec<u8>), ToolError> {
+pub fn read_bytes(ctx: &CallContext, path: &str) -> Result<(String, Vec<u8>), ToolError> {
     let guest = resolve(ctx, path)?;
     let shown = display(ctx, &guest).to_string();
     let bytes = match read_fast(&guest) {

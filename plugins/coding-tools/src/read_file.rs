@@ -37,31 +37,14 @@ impl Tool for ReadFile {
     }
 
     fn run(args: Args, ctx: &CallContext) -> ToolResult {
-        let (guest, text) = fs::read_text(ctx, &args.file_path)?;
+        let (guest, bytes) = fs::read_bytes(ctx, &args.file_path)?;
         let shown = fs::display(ctx, &guest);
         let offset = args.offset.unwrap_or(1).max(1);
         let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
-        if text.is_empty() {
+        if bytes.is_empty() {
             return Ok(format!("({shown} is empty)"));
         }
-        let mut out = String::with_capacity(text.len().min(limit.saturating_mul(100)) + 64);
-        let mut total = 0;
-        let end = offset.saturating_add(limit);
-        let mut start = 0;
-        // memchr finds line ends with SIMD; lines past the window are only
-        // counted.
-        for newline in
-            memchr::memchr_iter(b'\n', text.as_bytes()).chain(std::iter::once(text.len()))
-        {
-            if newline == text.len() && start == text.len() {
-                break;
-            }
-            total += 1;
-            if total >= offset && total < end {
-                number_line(&mut out, total, &text[start..newline]);
-            }
-            start = newline + 1;
-        }
+        let Numbered { mut text, total } = number_lines(&bytes, offset, limit);
         if offset > total {
             return Err(ToolError::invalid(format!(
                 "offset {offset} is past the end of {shown}, which has {total} lines"
@@ -69,19 +52,92 @@ impl Tool for ReadFile {
         }
         let last = (offset - 1).saturating_add(limit).min(total);
         if last < total {
-            out.push_str(&format!(
+            text.push_str(&format!(
                 "\n({} more lines in {shown}; continue with offset={})\n",
                 total - last,
                 last + 1
             ));
         }
-        Ok(out)
+        Ok(text)
     }
 }
 
-/// Append `     N\tline\n` (number right-aligned in 6 columns).
-fn number_line(out: &mut String, number: usize, line: &str) {
-    let line = line.strip_suffix('\r').unwrap_or(line);
+/// Lines of a file, numbered.
+struct Numbered {
+    /// The lines asked for, each `     N\tline\n`.
+    text: String,
+    /// How many lines the file has.
+    total: usize,
+}
+
+/// Number `limit` lines of `bytes` from line `offset` (1-based). Only the
+/// lines shown are checked as UTF-8 (invalid sequences shown as U+FFFD);
+/// the others are only counted, with SIMD (memchr).
+fn number_lines(bytes: &[u8], offset: usize, limit: usize) -> Numbered {
+    let skipped = offset.saturating_sub(1);
+    let start = match skipped {
+        0 => Some(0),
+        n => memchr::memchr_iter(b'\n', bytes).nth(n - 1).map(|i| i + 1),
+    };
+    let Some(start) = start else {
+        return Numbered {
+            text: String::new(),
+            total: count_lines(bytes),
+        };
+    };
+    let rest = &bytes[start..];
+    let (out, end, shown) = number_window(rest, offset, limit);
+    // The lines shown are checked after numbering, with SIMD (simd128 on
+    // wasm); only invalid text is numbered again, replacement characters
+    // and all.
+    let text = match simdutf8::basic::from_utf8(&rest[..end]) {
+        // SAFETY: `out` holds ASCII and whole lines of `rest[..end]`,
+        // just checked as UTF-8, each cut (if at all) where no character
+        // continues.
+        Ok(_) => unsafe { String::from_utf8_unchecked(out) },
+        Err(_) => {
+            let lossy = String::from_utf8_lossy(&rest[..end]);
+            let (out, _, _) = number_window(lossy.as_bytes(), offset, limit);
+            // SAFETY: as above; `lossy` is UTF-8.
+            unsafe { String::from_utf8_unchecked(out) }
+        }
+    };
+    Numbered {
+        text,
+        total: skipped + shown + count_lines(&rest[end..]),
+    }
+}
+
+/// Lines in `bytes`: one per newline, and one for text after the last.
+fn count_lines(bytes: &[u8]) -> usize {
+    let ends = memchr::memchr_iter(b'\n', bytes).count();
+    ends + usize::from(bytes.last().is_some_and(|b| *b != b'\n'))
+}
+
+/// The first `limit` lines of `bytes` numbered from `first`: the text,
+/// where the last line numbered ends in `bytes`, and how many were.
+fn number_window(bytes: &[u8], first: usize, limit: usize) -> (Vec<u8>, usize, usize) {
+    // The numbers and tabs add 7 bytes a line; a cut line adds its marker.
+    let mut out = Vec::with_capacity(bytes.len().min(limit.saturating_mul(128)) * 5 / 4 + 64);
+    let mut count = 0;
+    let mut start = 0;
+    for newline in memchr::memchr_iter(b'\n', bytes).chain(std::iter::once(bytes.len())) {
+        if count == limit || (newline == bytes.len() && start == bytes.len()) {
+            break;
+        }
+        number_line(&mut out, first + count, bytes, start, newline);
+        count += 1;
+        start = (newline + 1).min(bytes.len());
+    }
+    (out, start, count)
+}
+
+/// Append `     N\tline\n` (number right-aligned in 6 columns) for the
+/// line `text[start..end]`.
+fn number_line(out: &mut Vec<u8>, number: usize, text: &[u8], start: usize, mut end: usize) {
+    if end > start && text[end - 1] == b'\r' {
+        end -= 1;
+    }
     let mut buf = [b' '; 24];
     let mut at = buf.len();
     let mut n = number;
@@ -93,22 +149,26 @@ fn number_line(out: &mut String, number: usize, line: &str) {
             break;
         }
     }
-    let start = at.min(buf.len() - 6);
-    // SAFETY: only ASCII spaces and digits were written.
-    out.push_str(unsafe { std::str::from_utf8_unchecked(&buf[start..]) });
-    out.push('\t');
-    if line.len() > MAX_LINE {
-        out.push_str(&line[..floor_boundary(line, MAX_LINE)]);
-        out.push_str("… [line cut at 2000 characters]");
+    out.extend_from_slice(&buf[at.min(buf.len() - 6)..]);
+    out.push(b'\t');
+    if end - start > MAX_LINE {
+        let line = &text[start..end];
+        out.extend_from_slice(&line[..floor_boundary(line, MAX_LINE)]);
+        out.extend_from_slice("… [line cut at 2000 characters]".as_bytes());
     } else {
-        out.push_str(line);
+        out.extend_from_slice(&text[start..end]);
     }
-    out.push('\n');
+    out.push(b'\n');
 }
 
-fn floor_boundary(s: &str, mut i: usize) -> usize {
-    while !s.is_char_boundary(i) {
-        i -= 1;
+/// The last position at or before `at` where no UTF-8 character of
+/// `text` continues.
+fn floor_boundary(text: &[u8], mut at: usize) -> usize {
+    while at > 0 && at < text.len() && text[at] & 0xC0 == 0x80 {
+        at -= 1;
     }
-    i
+    at
 }
+
+#[cfg(test)]
+mod tests;
