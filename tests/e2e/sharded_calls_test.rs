@@ -91,6 +91,74 @@ async fn a_call_is_sharded_only_over_free_instance_slots() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_merge_runs_in_a_slot_its_shards_held_not_behind_calls_queued_meanwhile() {
+    let scene = Scene::new();
+    let two_slots = grant(
+        "hostile-tool",
+        PluginGrant {
+            limits: Limits {
+                max_instances: Some(2),
+                ..Limits::default()
+            },
+            ..PluginGrant::default()
+        },
+    );
+    let (_host, plugin) = scene.hostile_sharded(two_slots, 4).await;
+    let started = std::time::Instant::now();
+    // Two shards hold both slots for 300 ms; two calls queue behind them
+    // and then hold both slots for a second (the time limit is 1.5 s).
+    let sharded = async {
+        let out = call(
+            &plugin,
+            "shard_probe",
+            json!({"pieces": 1, "sleep_ms": 300}),
+        )
+        .await;
+        (out, started.elapsed())
+    };
+    let queued = || async {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let out = call(&plugin, "sleep", json!({"seconds": 1})).await;
+        (out, started.elapsed())
+    };
+    let ((sharded, merged_at), (first, first_at), (second, _)) =
+        tokio::join!(sharded, queued(), queued());
+    assert_eq!(sharded.unwrap(), merged(2, 1));
+    first.unwrap();
+    second.unwrap();
+    assert!(
+        merged_at < first_at,
+        "the merge waited behind the queued calls: merged at {merged_at:?}, they ended at {first_at:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pieces_too_many_to_merge_in_one_instance_make_the_call_run_whole() {
+    let scene = Scene::new();
+    let small = grant(
+        "hostile-tool",
+        PluginGrant {
+            limits: Limits {
+                memory_mb: Some(16),
+                ..Limits::default()
+            },
+            ..PluginGrant::default()
+        },
+    );
+    let (_host, plugin) = scene.hostile_sharded(small, 2).await;
+    let out = call(&plugin, "shard_probe", json!({"pieces": 3}))
+        .await
+        .unwrap();
+    assert_eq!(out, merged(2, 3));
+    // 2 x 60,000 pieces of ~50 bytes: more than a quarter of 16 MiB.
+    let out = call(&plugin, "shard_probe", json!({"pieces": 60_000}))
+        .await
+        .unwrap();
+    assert!(out == "called whole", "{}", &out[..out.len().min(200)]);
+    assert_still_works(&plugin).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_trapping_or_spinning_shard_fails_the_call_and_the_plugin_keeps_working() {
     let scene = Scene::new();
     let (_host, plugin) = scene.hostile_sharded(Policy::default(), 3).await;
@@ -196,7 +264,7 @@ fn grep_tree(scene: &Scene) {
 async fn grep_sharded_answers_exactly_what_grep_whole_answers() {
     let scene = Scene::new();
     grep_tree(&scene);
-    let (_whole_host, whole) = coding_tools_sharded(&scene, Policy::default(), 1).await;
+    let (whole_host, whole) = coding_tools_sharded(&scene, Policy::default(), 1).await;
     let (sharded_host, sharded) = coding_tools_sharded(&scene, Policy::default(), 3).await;
     let grep = sharded_host
         .plugins()
@@ -205,6 +273,13 @@ async fn grep_sharded_answers_exactly_what_grep_whole_answers() {
         .find(|t| t.name == "grep")
         .unwrap();
     assert!(grep.traits.shardable, "grep is shardable");
+    let sharded_calls = || {
+        sharded_host
+            .plugins()
+            .iter()
+            .map(|p| p.sharded_calls())
+            .sum::<u64>()
+    };
 
     let cases = [
         json!({"pattern": "needle"}),
@@ -221,10 +296,16 @@ async fn grep_sharded_answers_exactly_what_grep_whole_answers() {
         json!({"pattern": "(unclosed"}),
     ];
     for case in cases {
+        let before = sharded_calls();
         let a = run_tool(&whole, "grep", case.clone()).await;
         let b = run_tool(&sharded, "grep", case.clone()).await;
         assert_eq!((a.is_error, &a.content), (b.is_error, &b.content), "{case}");
+        assert_eq!(sharded_calls(), before + 1, "{case} ran as shards");
     }
+    assert!(
+        whole_host.plugins().iter().all(|p| p.sharded_calls() == 0),
+        "max_shards = 1 runs calls whole"
+    );
     let all = run_tool(
         &sharded,
         "grep",

@@ -16,6 +16,7 @@ use super::error::CallError;
 use super::manifest::{Manifest, PluginKind};
 use super::policy::{Decision, Origin};
 use super::sandbox::{GUEST_WORKSPACE, PluginSandbox};
+use super::sharded_call::Sharded;
 use super::state::{HostState, new_store};
 use super::types::{
     ProfileInfo, SummaryMessage, ToolCallContext, ToolFailure, ToolOutput, ToolSpec,
@@ -50,6 +51,8 @@ pub struct LoadedPlugin {
     /// The optional `sandcrab:shards` export of a tool plugin and the most
     /// shards a call may use.
     pub(super) sharding: Option<(Arc<dyn ShardedGuest>, usize)>,
+    /// Calls that ran as shards so far.
+    pub(super) sharded_calls: std::sync::atomic::AtomicU64,
     engine: wasmtime::Engine,
     pub(super) instances: Arc<Semaphore>,
     background: Arc<Semaphore>,
@@ -96,6 +99,15 @@ pub(super) struct CallSetup {
     working_dir: Option<String>,
 }
 
+impl CallSetup {
+    /// The same call given at most `limit` (the rest of a time limit that
+    /// earlier parts of the call used some of).
+    pub(super) fn within(mut self, limit: Duration) -> Self {
+        self.limit = self.limit.min(limit);
+        self
+    }
+}
+
 impl LoadedPlugin {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
@@ -121,6 +133,7 @@ impl LoadedPlugin {
             sandbox,
             guest,
             sharding: None,
+            sharded_calls: std::sync::atomic::AtomicU64::new(0),
             engine,
             instances: Arc::new(Semaphore::new(permits)),
             background: Arc::new(Semaphore::new(MAX_BACKGROUND_CALLS)),
@@ -131,6 +144,13 @@ impl LoadedPlugin {
     /// names run as up to `max_shards` shards.
     pub(crate) fn allow_shards(&mut self, guest: Arc<dyn ShardedGuest>, max_shards: usize) {
         self.sharding = Some((guest, max_shards));
+    }
+
+    /// How many calls ran as several shards so far (a diagnostic: calls
+    /// run whole when no instance slot is free).
+    pub fn sharded_calls(&self) -> u64 {
+        self.sharded_calls
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The plugin's name.
@@ -160,11 +180,15 @@ impl LoadedPlugin {
     ) -> Result<ToolOutput, ToolCallError> {
         let guest = self.tool_guest()?;
         let guest_ctx = self.guest_context(ctx);
-        let permit = self.permit().await?;
+        let mut permit = self.permit().await?;
         if let Some(shards) = self.shard_slots(name) {
-            return self
+            match self
                 .call_sharded(name, args_json, &guest_ctx, ctx, permit, shards)
-                .await;
+                .await?
+            {
+                Sharded::Done(output) => return Ok(output),
+                Sharded::TooBigToMerge(slot) => permit = slot,
+            }
         }
         let setup = self.tool_call_setup(&guest_ctx, live, false);
         let call = self.fresh_instance_holding(permit, setup)?;
@@ -231,6 +255,27 @@ impl LoadedPlugin {
             + Send
             + 'static,
     {
+        let (result, _slot) = self.run_guest_keeping_slot(call, detach, work).await?;
+        Ok(result)
+    }
+
+    /// [`Self::run_guest`], handing back the instance slot of a call that
+    /// ended (its instance gone) for the caller's next instance; a call that
+    /// failed or timed out gives its slot up.
+    pub(super) async fn run_guest_keeping_slot<T, W>(
+        &self,
+        call: FreshCall,
+        detach: Option<tokio::sync::watch::Receiver<bool>>,
+        work: W,
+    ) -> Result<(T, tokio::sync::OwnedSemaphorePermit), CallError>
+    where
+        T: Send + 'static,
+        W: for<'s> FnOnce(
+                &'s mut Store<HostState>,
+            ) -> futures::future::BoxFuture<'s, wasmtime::Result<T>>
+            + Send
+            + 'static,
+    {
         let FreshCall {
             mut permit,
             clock,
@@ -247,9 +292,12 @@ impl LoadedPlugin {
                 let work = clock.bound(work(&mut store));
                 self.detachable(work, detach, &mut permit).await
             };
-            drop(permit);
             return match done {
-                Ok(result) => result.map_err(|e| self.classify(e, &store)),
+                Ok(result) => {
+                    let result = result.map_err(|e| self.classify(e, &store))?;
+                    drop(store);
+                    Ok((result, permit))
+                }
                 Err(TimedOut) => Err(timed_out()),
             };
         }
@@ -268,9 +316,12 @@ impl LoadedPlugin {
         let done = self
             .detachable(clock.bound(task), detach, &mut permit)
             .await;
-        drop(permit);
         match done {
-            Ok(Ok((store, Some(result)))) => result.map_err(|e| self.classify(e, &store)),
+            Ok(Ok((store, Some(result)))) => {
+                let result = result.map_err(|e| self.classify(e, &store))?;
+                drop(store);
+                Ok((result, permit))
+            }
             Ok(Ok((_, None))) => Err(self.setup_error("the call was cancelled".into())),
             Ok(Err(join)) => Err(self.setup_error(format!("the call's thread failed: {join}"))),
             Err(TimedOut) => Err(timed_out()),
@@ -445,7 +496,7 @@ impl LoadedPlugin {
     }
 
     /// The plugin's time limit per call.
-    fn call_limit(&self) -> Duration {
+    pub(super) fn call_limit(&self) -> Duration {
         Duration::from_millis(self.decision.grants.limits.timeout_ms)
     }
 

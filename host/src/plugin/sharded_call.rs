@@ -5,15 +5,33 @@
 //! they return are put in key order and merged by one more instance.
 //!
 //! Sharding only uses instance slots that are free at the moment: a call
-//! never waits for extra slots, so a busy plugin runs its calls whole.
+//! never waits for extra slots, so a busy plugin runs its calls whole. The
+//! merge runs in the slot of a shard that ended (it never queues behind
+//! other calls) and within what is left of the call's time limit.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::loaded::{LoadedPlugin, ToolCallError};
 use super::types::{ToolCallContext, ToolOutput};
 use super::wit::{GuestContext, Piece, Shard, ShardOutput, ShardedGuest};
+
+/// How a sharded call ended.
+pub(super) enum Sharded {
+    Done(ToolOutput),
+    /// The shards' pieces together would not fit in one instance's memory
+    /// for the merge: the call should run whole, in this slot.
+    TooBigToMerge(OwnedSemaphorePermit),
+}
+
+/// The least time a merge is given, even when the shards used nearly all
+/// of the call's.
+const MERGE_FLOOR: Duration = Duration::from_millis(50);
+
+/// Bytes a piece takes in the merging instance besides its text.
+const PIECE_OVERHEAD: usize = 32;
 
 impl LoadedPlugin {
     /// Extra instance slots for sharding a call of `name`, taken only if
@@ -42,13 +60,16 @@ impl LoadedPlugin {
         ctx: &ToolCallContext,
         permit: OwnedSemaphorePermit,
         extra: Vec<OwnedSemaphorePermit>,
-    ) -> Result<ToolOutput, ToolCallError> {
+    ) -> Result<Sharded, ToolCallError> {
         let Some((guest, _)) = &self.sharding else {
             return Err(self
                 .setup_error("the plugin cannot shard calls".into())
                 .into());
         };
+        let started = Instant::now();
         let count = 1 + extra.len() as u32;
+        self.sharded_calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let shards = std::iter::once(permit)
             .chain(extra)
             .enumerate()
@@ -72,16 +93,31 @@ impl LoadedPlugin {
         let outputs = futures::future::try_join_all(shards).await?;
         let mut pieces: Vec<Piece> = Vec::new();
         let mut stopped_early = false;
-        for output in outputs {
+        let mut slots = Vec::new();
+        for (output, slot) in outputs {
             stopped_early |= output.stopped_early;
             pieces.extend(output.pieces);
+            slots.push(slot);
+        }
+        // One slot for the merge; the others go back now.
+        let slot = slots.swap_remove(0);
+        drop(slots);
+        let bytes: usize = pieces.iter().map(|p| p.text.len() + PIECE_OVERHEAD).sum();
+        if bytes > self.merge_budget() {
+            tracing::debug!(
+                "plugin {}: {count} shards of {name} returned {bytes} bytes, too many to merge in one instance; running the call whole",
+                self.name()
+            );
+            return Ok(Sharded::TooBigToMerge(slot));
         }
         // Stable: equal keys keep shard order.
         pieces.sort_by_key(|p| (p.major, p.minor));
-        let call = self.fresh_instance_holding(
-            self.permit().await?,
-            self.tool_call_setup(guest_ctx, None, false),
-        )?;
+        let left = self
+            .call_limit()
+            .saturating_sub(started.elapsed())
+            .max(MERGE_FLOOR);
+        let setup = self.tool_call_setup(guest_ctx, None, false).within(left);
+        let call = self.fresh_instance_holding(slot, setup)?;
         let (guest, name, args_json, guest_ctx) = (
             guest.clone(),
             name.to_string(),
@@ -97,10 +133,18 @@ impl LoadedPlugin {
                 })
             })
             .await?;
-        Ok(merged?)
+        Ok(Sharded::Done(merged?))
     }
 
-    /// One shard in a fresh instance holding `permit`.
+    /// How many bytes of pieces one instance is given to merge: a quarter
+    /// of its memory limit (it holds them, its own copies and its answer).
+    fn merge_budget(&self) -> usize {
+        let limit_mb = self.decision.grants.limits.memory_mb;
+        usize::try_from(limit_mb << 20).unwrap_or(usize::MAX) / 4
+    }
+
+    /// One shard in a fresh instance holding `permit`; its slot is handed
+    /// back when it ends.
     #[allow(clippy::too_many_arguments)]
     async fn run_shard(
         &self,
@@ -111,13 +155,13 @@ impl LoadedPlugin {
         ctx: &ToolCallContext,
         permit: OwnedSemaphorePermit,
         shard: Shard,
-    ) -> Result<ShardOutput, ToolCallError> {
+    ) -> Result<(ShardOutput, OwnedSemaphorePermit), ToolCallError> {
         let call =
             self.fresh_instance_holding(permit, self.tool_call_setup(guest_ctx, None, true))?;
         let (name, args_json, guest_ctx) =
             (name.to_string(), args_json.to_string(), guest_ctx.clone());
-        let output = self
-            .run_guest(call, ctx.detach.clone(), move |store| {
+        let (output, slot) = self
+            .run_guest_keeping_slot(call, ctx.detach.clone(), move |store| {
                 Box::pin(async move {
                     guest
                         .call_shard(store, &name, &args_json, &guest_ctx, shard)
@@ -125,6 +169,6 @@ impl LoadedPlugin {
                 })
             })
             .await?;
-        Ok(output?)
+        Ok((output?, slot))
     }
 }

@@ -31,6 +31,12 @@ impl wit::Guest for Sharded {
         context: wit::CallContext,
         shard: wit::Shard,
     ) -> Result<wit::ShardOutput, wit::ToolError> {
+        if shard.count == 0 || shard.index >= shard.count {
+            return Err(wit::ToolError::InvalidArguments(format!(
+                "shard {} of {} does not exist (the index must be below the count)",
+                shard.index, shard.count
+            )));
+        }
         let args = grep_args(&name, &args_json)?;
         let ctx = call_context(context);
         let shard = walk::Part {

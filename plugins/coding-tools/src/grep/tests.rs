@@ -66,6 +66,14 @@ fn tree() -> Tree {
         );
     }
     t.file("src/m1/.gitignore", "f05.rs\n");
+    // Enough directories that shards split the tree at pkg/pNN and src/mN.
+    for p in 0..40 {
+        t.file(
+            &format!("pkg/p{p:02}/lib.rs"),
+            &format!("needle in package {p}\nplain\nneedle again\n"),
+        );
+    }
+    t.file("pkg/p07/.gitignore", "lib.rs\n");
     t
 }
 

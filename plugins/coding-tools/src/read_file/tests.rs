@@ -62,6 +62,15 @@ fn texts() -> Vec<Vec<u8>> {
     long.push_str(&"w".repeat(2001));
     long.push_str("\nshort\n");
     texts.push(long.into_bytes());
+    // Cuts: at a character that goes on past byte 2000, exactly 2000
+    // bytes (not cut), and a long line with invalid UTF-8 in it.
+    texts.push(format!("a{}\nnext\n", "é".repeat(1500)).into_bytes());
+    texts.push(format!("{}\n{}\n", "x".repeat(2000), "x".repeat(2001)).into_bytes());
+    let mut invalid_long = b"\xff".to_vec();
+    invalid_long.extend("x".repeat(2100).bytes());
+    invalid_long.extend(b"\n\xe2\x82");
+    invalid_long.extend("ü".repeat(1200).bytes());
+    texts.push(invalid_long);
     texts.push(b"\n\n\n".to_vec());
     let mut many = String::new();
     for i in 0..1_000_123 % 997 {

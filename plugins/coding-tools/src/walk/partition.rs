@@ -2,19 +2,20 @@
 //! opening only its own share of the tree.
 //!
 //! The tree is cut at a depth (the *split depth*): every directory at that
-//! depth is one unit, and so is every file above it. Units are numbered in
-//! walk order, and part `index` of `count` takes the units whose number is
-//! `index` modulo `count`. Every part walks the few levels above the split
-//! depth (so all agree on the numbers) but walks into only its own
-//! directories there. Each file gets a key, `unit << 32 | n` where `n`
-//! counts the part's files inside the unit, so sorting the parts' files by
-//! key gives exactly the order of the whole walk.
+//! depth is one unit, and so is every file above it. Every part walks the
+//! few levels above the split depth but walks into only its own
+//! directories there. A unit belongs to the part picked by a hash of its
+//! path, so parts agree on who owns what even if the tree changes while
+//! they walk (a file created meanwhile is seen or missed, never searched
+//! twice or by nobody). Units are also numbered in walk order, and each
+//! file gets a key, `unit << 32 | n` where `n` counts the files inside the
+//! unit, so sorting the parts' files by key gives the order of the whole
+//! walk.
 //!
 //! The split depth is the first at which there are enough units to spread
 //! subtrees of different sizes evenly ([`UNITS_PER_PART`] per part); the
 //! levels above it are listed once more to find it, which costs a few
-//! directory listings. Every part computes the same depth from the same
-//! tree (a tree changed between the parts' walks may be seen differently).
+//! directory listings.
 
 use std::io;
 
@@ -38,9 +39,22 @@ impl Part {
     /// The whole walk in one part.
     pub const WHOLE: Part = Part { index: 0, count: 1 };
 
-    /// Whether unit number `unit` belongs to this part.
+    /// Whether unit number `unit` belongs to this part (for a search
+    /// made of numbered units, such as one file: unit 0).
     pub fn takes(&self, unit: u64) -> bool {
         unit % u64::from(self.count.max(1)) == u64::from(self.index)
+    }
+
+    /// Whether the unit at `path` belongs to this part: by a hash of the
+    /// path (FNV-1a, the same in every instance).
+    fn owns(&self, path: &str) -> bool {
+        if self.count <= 1 {
+            return self.index == 0;
+        }
+        let hash = path.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        self.takes(hash)
     }
 }
 
@@ -95,28 +109,34 @@ impl<F> PartVisitor<F> {
     }
 }
 
+/// The key of file `within` of unit `unit` (each kept to 32 bits: past
+/// 4 billion units or files in one, order may be lost, never a file).
+fn key(unit: u64, within: u64) -> u64 {
+    unit.min(u64::from(u32::MAX)) << 32 | within.min(u64::from(u32::MAX))
+}
+
 impl<F: FnMut(Found<'_>, u64) -> Flow> Visit for PartVisitor<F> {
     fn file(&mut self, found: Found<'_>) -> Flow {
         if found.depth > self.split {
-            let key = self.unit << 32 | self.within;
+            let key = key(self.unit, self.within);
             self.within += 1;
             return (self.visit)(found, key);
         }
         let unit = self.next_unit();
-        if self.part.takes(unit) {
-            (self.visit)(found, unit << 32)
+        if self.part.owns(found.path) {
+            (self.visit)(found, key(unit, 0))
         } else {
             Flow::Continue
         }
     }
 
-    fn descend(&mut self, _path: &str, depth: usize) -> bool {
+    fn descend(&mut self, path: &str, depth: usize) -> bool {
         if depth != self.split {
             return true;
         }
         self.unit = self.next_unit();
         self.within = 0;
-        self.part.takes(self.unit)
+        self.part.owns(path)
     }
 }
 

@@ -218,7 +218,7 @@ fn parts_of_a_walk_visit_every_file_once_and_their_keys_give_the_whole_order() {
 fn a_part_walks_into_its_own_subtrees_only() {
     let tree = wide_tree();
     // Two parts split at cache/crateNN: each crate is in one part, whole,
-    // and the crates are shared out evenly.
+    // and the crates are shared out (by a hash of their paths).
     let parts = parts(&tree.0, 2);
     let crate_of = |path: &str| {
         path.split("/cache/")
@@ -240,9 +240,6 @@ fn a_part_walks_into_its_own_subtrees_only() {
         }
     }
     assert_eq!(owner.len(), 45);
-    assert!(
-        per_part.iter().all(|n| (20..=25).contains(n)),
-        "{per_part:?}"
-    );
+    assert!(per_part.iter().all(|n| *n >= 12), "{per_part:?}");
     assert!(parts.iter().all(|p| !p.is_empty()), "every part has work");
 }

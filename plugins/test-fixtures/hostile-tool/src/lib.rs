@@ -396,6 +396,10 @@ impl Tool for ShardProbe {
             .optional("trap", Schema::integer("trapping shard"))
             .optional("spin", Schema::integer("spinning shard"))
             .optional("read", Schema::string("path each shard reads"))
+            .optional(
+                "sleep_ms",
+                Schema::integer("how long each shard sleeps first"),
+            )
             .into()
     }
     fn run(_args: ShardProbeArgs, _ctx: &CallContext) -> ToolResult {

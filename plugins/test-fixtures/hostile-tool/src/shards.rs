@@ -27,6 +27,8 @@ pub struct ShardArgs {
     pub spin: Option<u32>,
     /// A path every shard tries to read (its outcome becomes a piece).
     pub read: Option<String>,
+    /// How long every shard sleeps first, in milliseconds.
+    pub sleep_ms: Option<u64>,
 }
 
 struct Sharded;
@@ -44,6 +46,9 @@ impl wit::Guest for Sharded {
     ) -> Result<wit::ShardOutput, wit::ToolError> {
         let args: ShardArgs = serde_json::from_str(&args_json)
             .map_err(|e| wit::ToolError::InvalidArguments(e.to_string()))?;
+        if let Some(ms) = args.sleep_ms {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
         let me = Some(shard.index);
         if args.fail == me {
             return Err(wit::ToolError::Failed(format!(
