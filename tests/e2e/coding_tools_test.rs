@@ -297,6 +297,24 @@ async fn grep_and_glob_search_a_small_tree() {
 }
 
 #[tokio::test]
+async fn grep_searches_large_text_files_to_their_end_and_skips_large_binary_ones() {
+    let scene = Scene::new();
+    let ws = scene.workspace();
+    // Text past the tool's first read (64 KB) and past a second read.
+    let mut big = "filler line without the word\n".repeat(10_000);
+    big.push_str("the needle at the end\n");
+    std::fs::write(ws.join("big.txt"), &big).unwrap();
+    // Binary: a NUL early, the word far past the first read.
+    let mut blob = b"\0header".to_vec();
+    blob.extend(std::iter::repeat_n(b'x', 300_000));
+    blob.extend(b"\nthe needle in a blob\n");
+    std::fs::write(ws.join("big.bin"), &blob).unwrap();
+    let (_h, tools) = coding_tools(&scene, Policy::default()).await;
+    let out = ok(run_tool(&tools, "grep", json!({"pattern": "needle"})).await);
+    assert_eq!(out, "big.txt:10001:the needle at the end\n");
+}
+
+#[tokio::test]
 async fn glob_lists_newest_first() {
     let scene = Scene::new();
     let ws = scene.workspace();

@@ -151,7 +151,8 @@ pub fn search(args: &Args, ctx: &CallContext, part: Part) -> Result<Findings, To
             {
                 return Flow::Continue;
             }
-            if file.dir.read_file(file.name, &mut bytes, false).is_err() {
+            // Binary files are skipped after reading only their start.
+            if !matches!(file.dir.read_text_file(file.name, &mut bytes), Ok(true)) {
                 return Flow::Continue;
             }
             search.file = key;

@@ -61,6 +61,11 @@ impl Dir {
         File::open(path)?.read_to_end(buffer).map(|_| ())
     }
 
+    pub fn read_text_file(&self, name: &str, buffer: &mut Vec<u8>) -> io::Result<bool> {
+        self.read_file(name, buffer, false)?;
+        Ok(!crate::fs::looks_binary(buffer))
+    }
+
     pub fn is_file(&self, name: &str) -> bool {
         std::fs::metadata(self.0.join(name)).is_ok_and(|m| m.is_file())
     }

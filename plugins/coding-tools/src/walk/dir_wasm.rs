@@ -20,6 +20,10 @@ use bindings::sandcrab::fs::directories::{self as fs, Directory};
 /// The most one read asks for (the host's limit per call).
 const CHUNK: u64 = 16 << 20;
 
+/// The first read of a file that may be binary: enough for most source
+/// files, little for a large binary one.
+const FIRST: u64 = 64 << 10;
+
 /// An open directory.
 pub struct Dir(Directory);
 
@@ -86,6 +90,31 @@ impl Dir {
             complete = more.complete;
         }
         Ok(())
+    }
+
+    /// Read the regular file `name` into `buffer` (replaced) unless it
+    /// looks binary ([`crate::fs::looks_binary`]): then only its start is
+    /// read, and the answer is false. Most source files come in the first
+    /// read; a large binary file is never read whole.
+    pub fn read_text_file(&self, name: &str, buffer: &mut Vec<u8>) -> io::Result<bool> {
+        let first = self.0.read_file(name, false, 0, FIRST).map_err(io_err)?;
+        *buffer = first.bytes;
+        if crate::fs::looks_binary(buffer) {
+            return Ok(false);
+        }
+        let mut complete = first.complete;
+        while !complete {
+            let more = self
+                .0
+                .read_file(name, false, buffer.len() as u64, CHUNK)
+                .map_err(io_err)?;
+            if more.bytes.is_empty() {
+                break;
+            }
+            buffer.extend_from_slice(&more.bytes);
+            complete = more.complete;
+        }
+        Ok(true)
     }
 
     /// Whether `name`, followed if it is a link, is a regular file.

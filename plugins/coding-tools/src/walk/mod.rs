@@ -23,6 +23,8 @@ pub use dir_native::Dir;
 #[cfg(target_family = "wasm")]
 pub use dir_wasm::Dir;
 
+#[cfg(test)]
+use partition::each_file_split;
 pub use partition::{Part, each_file_of};
 use rules::Rules;
 

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use super::{Flow, Part, each_file_of};
+use super::{Flow, Part, each_file_of, each_file_split};
 use crate::test_tree::Tree;
 
 /// What ripgrep's walker yields with the tools' settings.
@@ -162,12 +162,13 @@ unsafe extern "C" {
     fn libc_mkfifo(path: *const std::ffi::c_char, mode: u32) -> i32;
 }
 
-/// Every part's files with their keys.
-fn parts(root: &Path, count: u32) -> Vec<Vec<(u64, String)>> {
+/// Every part's files with their keys, aiming for `units` units a part.
+fn parts(root: &Path, count: u32, units: usize) -> Vec<Vec<(u64, String)>> {
     (0..count)
         .map(|index| {
             let mut found = Vec::new();
-            each_file_of(root.to_str().unwrap(), Part { index, count }, |f, key| {
+            let part = Part { index, count };
+            each_file_split(root.to_str().unwrap(), part, units, |f, key| {
                 found.push((key, f.path.to_string()));
                 Flow::Continue
             })
@@ -198,12 +199,16 @@ fn wide_tree() -> Tree {
 fn parts_of_a_walk_visit_every_file_once_and_their_keys_give_the_whole_order() {
     for tree in [tricky_tree(), wide_tree()] {
         let whole = ours(&tree.0);
-        for count in 1..=9 {
-            let parts = parts(&tree.0, count);
+        for (count, units) in (1..=9).flat_map(|c| [(c, 1), (c, 16), (c, 256)]) {
+            let parts = parts(&tree.0, count, units);
             let mut merged: Vec<(u64, String)> = parts.iter().flatten().cloned().collect();
             merged.sort_by_key(|(key, _)| *key);
             let merged: Vec<String> = merged.into_iter().map(|(_, path)| path).collect();
-            assert_eq!(merged, whole, "{count} parts of {:?}", tree.0);
+            assert_eq!(
+                merged, whole,
+                "{count} parts ({units} units) of {:?}",
+                tree.0
+            );
             for part in &parts {
                 assert!(
                     part.windows(2).all(|w| w[0].0 < w[1].0),
@@ -219,7 +224,7 @@ fn a_part_walks_into_its_own_subtrees_only() {
     let tree = wide_tree();
     // Two parts split at cache/crateNN: each crate is in one part, whole,
     // and the crates are shared out (by a hash of their paths).
-    let parts = parts(&tree.0, 2);
+    let parts = parts(&tree.0, 2, 16);
     let crate_of = |path: &str| {
         path.split("/cache/")
             .nth(1)
