@@ -266,6 +266,31 @@ fn native_glob(dir: &Path) -> String {
     out
 }
 
+/// `glob **/*.rs` over `dir` against [`native_glob`].
+fn glob_row(name: &str, tools: &Tools, dir: &Path) {
+    let args = json!({"pattern": "**/*.rs"});
+    let ours = tools.call("glob", args.clone());
+    let native = native_glob(dir);
+    assert_eq!(
+        ours.lines().count(),
+        native.lines().count(),
+        "{name}: as many files"
+    );
+    report(
+        name,
+        "native walk + mtime + sort",
+        paired(
+            21,
+            || {
+                tools.call("glob", args.clone());
+            },
+            || {
+                std::hint::black_box(native_glob(dir));
+            },
+        ),
+    );
+}
+
 /// What `list_dir` does, natively: names sorted, directories marked,
 /// nested entries indented, at most 2,000 entries.
 fn native_list(dir: &Path, level: usize, depth: usize, out: &mut String, count: &mut usize) {
@@ -355,26 +380,13 @@ fn main() {
         }
     }
     if wanted("glob") {
-        let ours = tools.call("glob", json!({"pattern": "**/*.rs"}));
-        let native = native_glob(tree.path());
-        assert_eq!(
-            ours.lines().count(),
-            native.lines().count(),
-            "glob: same files"
-        );
-        report(
-            "glob **/*.rs, 3,000 files",
-            "native walk + mtime + sort",
-            paired(
-                21,
-                || {
-                    tools.call("glob", json!({"pattern": "**/*.rs"}));
-                },
-                || {
-                    std::hint::black_box(native_glob(tree.path()));
-                },
-            ),
-        );
+        glob_row("glob **/*.rs, 3,000 files", &tools, tree.path());
+        match &registry_src {
+            Some(dir) => glob_row("glob **/*.rs, registry/src", &Tools::on(dir, 1), dir),
+            None => {
+                println!("glob over registry/src: skipped ($CARGO_HOME/registry/src is absent)")
+            }
+        }
     }
     if wanted("list") {
         let listing = |out: &mut String| {
