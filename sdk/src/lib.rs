@@ -29,7 +29,10 @@
 //! Build it with `cargo build --release --target wasm32-wasip2`; the `.wasm`
 //! is a component that `sandcrab plugins check` accepts. Profile and
 //! summarizer plugins use [`Profile`] / [`export_profile!`] and
-//! [`Summarizer`] / [`export_summarizer!`] the same way.
+//! [`Summarizer`] / [`export_summarizer!`] the same way. A tool whose work
+//! splits into parts can also implement [`ShardedTool`] and be listed in
+//! [`export_sharded_tools!`]: the host may then run one call on several
+//! cores.
 
 pub mod bindings;
 pub mod log;
@@ -37,19 +40,22 @@ pub mod paths;
 pub mod process;
 mod profile;
 mod schema;
+mod sharded;
 mod summarizer;
 mod tool;
 
 pub use profile::{Profile, ProfileInfo};
 pub use schema::{ObjectSchema, Schema};
+pub use sharded::{Piece, Shard, ShardOutput, ShardedTool, run_whole};
 pub use summarizer::{Message, Summarizer};
 pub use tool::{CallContext, Tool, ToolError, ToolOutput, ToolResult, ToolSpec, Writes};
 
 /// Everything a plugin usually needs, in one import.
 pub mod prelude {
     pub use crate::{
-        CallContext, ObjectSchema, Profile, ProfileInfo, Schema, Summarizer, Tool, ToolError,
-        ToolOutput, ToolResult, Writes, export_profile, export_summarizer, export_tools,
+        CallContext, ObjectSchema, Piece, Profile, ProfileInfo, Schema, Shard, ShardOutput,
+        ShardedTool, Summarizer, Tool, ToolError, ToolOutput, ToolResult, Writes, export_profile,
+        export_sharded_tools, export_summarizer, export_tools,
     };
     pub use serde::Deserialize;
     pub use serde_json::{Value, json};
@@ -57,6 +63,7 @@ pub mod prelude {
 
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::sharded::{dispatch_merge, dispatch_shard, shards_context, shards_error};
     pub use crate::tool::{dispatch, spec_of};
     pub use serde_json;
 }

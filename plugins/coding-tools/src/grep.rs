@@ -52,8 +52,47 @@ impl Tool for Grep {
     }
 
     fn run(args: Args, ctx: &CallContext) -> ToolResult {
+        // What `run_whole` does, without copying each match into a piece.
         let found = search(&args, ctx, Part::WHOLE)?;
         answer(&args, ctx, found.matches().map(|m| m.text), found.len())
+    }
+}
+
+/// Sharded, each shard walks its own share of the tree
+/// ([`walk::each_file_of`]) and its matches are keyed by their place in
+/// the whole walk; the merge shows the first `max_results`.
+impl ShardedTool for Grep {
+    fn run_shard(args: &Args, ctx: &CallContext, shard: Shard) -> Result<ShardOutput, ToolError> {
+        let part = Part {
+            index: shard.index,
+            count: shard.count,
+        };
+        let found = search(args, ctx, part)?;
+        Ok(ShardOutput {
+            stopped_early: found.stopped_early(args),
+            pieces: found
+                .matches()
+                .map(|m| Piece {
+                    major: m.file,
+                    minor: m.line,
+                    text: m.text.to_string(),
+                })
+                .collect(),
+        })
+    }
+
+    fn merge(
+        args: &Args,
+        ctx: &CallContext,
+        pieces: Vec<Piece>,
+        _stopped_early: bool,
+    ) -> ToolResult {
+        answer(
+            args,
+            ctx,
+            pieces.iter().map(|p| p.text.as_str()),
+            pieces.len(),
+        )
     }
 }
 

@@ -14,15 +14,13 @@ mod list_dir;
 mod patch;
 mod read_file;
 mod search;
-#[cfg(target_family = "wasm")]
-mod sharded;
 mod shell;
 #[cfg(test)]
 mod test_tree;
 mod walk;
 mod write_file;
 
-use sandcrab_sdk::export_tools;
+use sandcrab_sdk::{export_sharded_tools, export_tools};
 
 export_tools!(
     read_file::ReadFile,
@@ -34,3 +32,7 @@ export_tools!(
     glob::Glob,
     list_dir::ListDir,
 );
+
+// The host may run one grep call as several shards, one per free core
+// (`sandcrab:shards`), each walking its own share of the tree.
+export_sharded_tools!(grep::Grep);

@@ -96,6 +96,11 @@ fn shards_merged_in_order_answer_as_the_whole_search() {
     for case in cases {
         let args = args(case.clone());
         let expected = whole(&args, &ctx);
+        assert_eq!(
+            sandcrab_sdk::run_whole::<super::Grep>(&args, &ctx).unwrap(),
+            expected,
+            "{case}: the SDK's whole run (shard 0 of 1, then merge)"
+        );
         for count in [2, 3, 4, 7, 64] {
             let (got, _) = sharded(&args, &ctx, count);
             assert_eq!(got, expected, "{case} in {count} shards");

@@ -68,6 +68,10 @@ const SDK: &[File] = &[
         "wit/plugin.wit",
         include_str!("../../../../../sdk/wit/plugin.wit"),
     ),
+    (
+        "wit-shards/shards.wit",
+        include_str!("../../../../../sdk/wit-shards/shards.wit"),
+    ),
     ("src/lib.rs", include_str!("../../../../../sdk/src/lib.rs")),
     (
         "src/bindings.rs",
@@ -89,6 +93,10 @@ const SDK: &[File] = &[
     (
         "src/schema.rs",
         include_str!("../../../../../sdk/src/schema.rs"),
+    ),
+    (
+        "src/sharded.rs",
+        include_str!("../../../../../sdk/src/sharded.rs"),
     ),
     (
         "src/summarizer.rs",
@@ -330,5 +338,15 @@ mod tests {
             "copy wit/since_v0.2.0/plugin.wit to sdk/wit/"
         );
         assert!(sdk_version().starts_with("0.2."), "{}", sdk_version());
+        let shards_wit = SDK
+            .iter()
+            .find(|(p, _)| *p == "wit-shards/shards.wit")
+            .unwrap()
+            .1;
+        assert_eq!(
+            shards_wit,
+            include_str!("../../../../../wit/shards/since_v0.1.0/shards.wit"),
+            "copy wit/shards/since_v0.1.0/shards.wit to sdk/wit-shards/"
+        );
     }
 }
