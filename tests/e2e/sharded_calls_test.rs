@@ -7,11 +7,12 @@
 //! whole.
 
 use sandcrab::plugin::manifest::Limits;
-use sandcrab::plugin::policy::PluginGrant;
 use sandcrab::plugin::{CallError, Policy, ToolCallError, ToolFailure};
 use serde_json::json;
 
-use crate::support::{Scene, assert_still_works, call, coding_tools_sharded, grant, run_tool};
+use crate::support::{
+    Scene, assert_still_works, call, coding_tools_sharded, run_tool, with_limits,
+};
 
 /// What `shard_probe` merges from `count` shards of `pieces` each.
 fn merged(count: u64, pieces: u64) -> String {
@@ -57,14 +58,11 @@ async fn a_call_is_sharded_only_over_free_instance_slots() {
     assert_eq!(out, "called whole", "max_shards = 1 never shards");
 
     let slots = |n: u32| {
-        grant(
+        with_limits(
             "hostile-tool",
-            PluginGrant {
-                limits: Limits {
-                    max_instances: Some(n),
-                    ..Limits::default()
-                },
-                ..PluginGrant::default()
+            Limits {
+                max_instances: Some(n),
+                ..Limits::default()
             },
         )
     };
@@ -93,14 +91,11 @@ async fn a_call_is_sharded_only_over_free_instance_slots() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_merge_runs_in_a_slot_its_shards_held_not_behind_calls_queued_meanwhile() {
     let scene = Scene::new();
-    let two_slots = grant(
+    let two_slots = with_limits(
         "hostile-tool",
-        PluginGrant {
-            limits: Limits {
-                max_instances: Some(2),
-                ..Limits::default()
-            },
-            ..PluginGrant::default()
+        Limits {
+            max_instances: Some(2),
+            ..Limits::default()
         },
     );
     let (_host, plugin) = scene.hostile_sharded(two_slots, 4).await;
@@ -135,14 +130,11 @@ async fn the_merge_runs_in_a_slot_its_shards_held_not_behind_calls_queued_meanwh
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pieces_too_many_to_merge_in_one_instance_make_the_call_run_whole() {
     let scene = Scene::new();
-    let small = grant(
+    let small = with_limits(
         "hostile-tool",
-        PluginGrant {
-            limits: Limits {
-                memory_mb: Some(16),
-                ..Limits::default()
-            },
-            ..PluginGrant::default()
+        Limits {
+            memory_mb: Some(16),
+            ..Limits::default()
         },
     );
     let (_host, plugin) = scene.hostile_sharded(small, 2).await;

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use sandcrab::plugin::manifest::Limits;
 use sandcrab::plugin::policy::PluginGrant;
 use sandcrab::plugin::{
     LoadedPlugin, PluginHost, PluginHostConfig, PluginSource, Policy, PolicyMode, ToolCallContext,
@@ -117,6 +118,17 @@ pub fn grant(name: &str, grant: PluginGrant) -> Policy {
     let mut policy = Policy::default();
     policy.plugins.insert(name.to_string(), grant);
     policy
+}
+
+/// A policy granting the plugin `name` nothing but `limits`.
+pub fn with_limits(name: &str, limits: Limits) -> Policy {
+    grant(
+        name,
+        PluginGrant {
+            limits,
+            ..PluginGrant::default()
+        },
+    )
 }
 
 /// Call `tool` of `plugin` with JSON `args`.

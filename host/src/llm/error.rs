@@ -124,11 +124,7 @@ pub fn error_message(body: &str) -> String {
     if text.is_empty() {
         return "(empty response body)".into();
     }
-    let mut cut = text.len().min(2000);
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    text[..cut].to_string()
+    text[..text.floor_char_boundary(2000)].to_string()
 }
 
 /// Whether a provider's message says the prompt was too long.

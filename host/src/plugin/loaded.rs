@@ -283,23 +283,12 @@ impl LoadedPlugin {
             mut store,
             on_own_thread,
         } = call;
-        let timed_out = || CallError::Timeout {
-            plugin: self.name().to_string(),
-            limit_ms: limit.as_millis() as u64,
-        };
         if !on_own_thread {
             let done = {
                 let work = clock.bound(work(&mut store));
                 self.detachable(work, detach, &mut permit).await
             };
-            return match done {
-                Ok(result) => {
-                    let result = result.map_err(|e| self.classify(e, &store))?;
-                    drop(store);
-                    Ok((result, permit))
-                }
-                Err(TimedOut) => Err(timed_out()),
-            };
+            return Ok((self.conclude(done, &store, limit)?, permit));
         }
         let handle = tokio::runtime::Handle::current();
         let cancel = tokio_util::sync::CancellationToken::new();
@@ -318,13 +307,11 @@ impl LoadedPlugin {
             .await;
         match done {
             Ok(Ok((store, Some(result)))) => {
-                let result = result.map_err(|e| self.classify(e, &store))?;
-                drop(store);
-                Ok((result, permit))
+                Ok((self.conclude(Ok(result), &store, limit)?, permit))
             }
             Ok(Ok((_, None))) => Err(self.setup_error("the call was cancelled".into())),
             Ok(Err(join)) => Err(self.setup_error(format!("the call's thread failed: {join}"))),
-            Err(TimedOut) => Err(timed_out()),
+            Err(TimedOut) => Err(self.timeout(limit)),
         }
     }
 
@@ -376,13 +363,13 @@ impl LoadedPlugin {
         let mut tools = {
             let mut call = self.fresh_instance(self.load_setup()).await?;
             let done = call.clock.bound(guest.tools(&mut call.store)).await;
-            self.conclude(done, &call)?
+            self.conclude(done, &call.store, call.limit)?
         };
         // The first instance's slot is free again (a plugin may have one).
         if let Some((sharded, _)) = &self.sharding {
             let mut call = self.fresh_instance(self.load_setup()).await?;
             let done = call.clock.bound(sharded.shardable(&mut call.store)).await;
-            let names = self.conclude(done, &call)?;
+            let names = self.conclude(done, &call.store, call.limit)?;
             for tool in &mut tools {
                 tool.traits.shardable = names.contains(&tool.name);
             }
@@ -395,7 +382,7 @@ impl LoadedPlugin {
         let guest = self.profile_guest()?;
         let mut call = self.fresh_instance(self.load_setup()).await?;
         let done = call.clock.bound(guest.info(&mut call.store)).await;
-        self.conclude(done, &call)
+        self.conclude(done, &call.store, call.limit)
     }
 
     /// A profile plugin's base instructions.
@@ -406,7 +393,7 @@ impl LoadedPlugin {
             .clock
             .bound(guest.base_instructions(&mut call.store))
             .await;
-        self.conclude(done, &call)
+        self.conclude(done, &call.store, call.limit)
     }
 
     /// Render the summarization prompt with a summarizer plugin.
@@ -430,7 +417,7 @@ impl LoadedPlugin {
             .clock
             .bound(guest.render(&mut call.store, persona, existing_summary, messages))
             .await;
-        self.conclude(done, &call)
+        self.conclude(done, &call.store, call.limit)
     }
 
     fn tool_guest(&self) -> Result<Arc<dyn ToolGuest>, CallError> {
@@ -479,19 +466,25 @@ impl LoadedPlugin {
         })
     }
 
-    /// The call's result, a failure classified (timeout, out of memory,
-    /// trap, invalid result).
+    /// The result of a call with `store` and the time limit `limit`, a
+    /// failure classified (timeout, out of memory, trap, invalid result).
     fn conclude<T>(
         &self,
         done: Result<wasmtime::Result<T>, TimedOut>,
-        call: &FreshCall,
+        store: &Store<HostState>,
+        limit: Duration,
     ) -> Result<T, CallError> {
         match done {
-            Ok(result) => result.map_err(|e| self.classify(e, &call.store)),
-            Err(TimedOut) => Err(CallError::Timeout {
-                plugin: self.name().to_string(),
-                limit_ms: call.limit.as_millis() as u64,
-            }),
+            Ok(result) => result.map_err(|e| self.classify(e, store)),
+            Err(TimedOut) => Err(self.timeout(limit)),
+        }
+    }
+
+    /// A call that reached its time limit `limit`.
+    fn timeout(&self, limit: Duration) -> CallError {
+        CallError::Timeout {
+            plugin: self.name().to_string(),
+            limit_ms: limit.as_millis() as u64,
         }
     }
 

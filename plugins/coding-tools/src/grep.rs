@@ -181,7 +181,9 @@ pub fn search(args: &Args, ctx: &CallContext, part: Part) -> Result<Findings, To
         if part.takes(0) {
             read_into(std::path::Path::new(&root), &mut bytes)
                 .map_err(|e| fs::io_error(fs::display(ctx, &root), e))?;
-            search.file(&root, &bytes);
+            if !fs::looks_binary(&bytes) {
+                search.file(&root, &bytes);
+            }
         }
     } else {
         walk::each_file_of(&root, part, |file, key| {
@@ -241,12 +243,9 @@ struct Search<'a> {
 }
 
 impl Search<'_> {
-    /// Add the matches in `bytes` (the file at the guest path `path`);
-    /// binary files are skipped.
+    /// Add the matches in `bytes` (the text file at the guest path
+    /// `path`; binary files are skipped before reading them whole).
     fn file(&mut self, path: &str, bytes: &[u8]) -> Flow {
-        if fs::looks_binary(bytes) {
-            return Flow::Continue;
-        }
         let shown = fs::display(self.ctx, path);
         let Search {
             matcher,
@@ -291,11 +290,7 @@ fn push_match(out: &mut String, path: &str, number: usize, line: &str) {
     out.push_str(path);
     let _ = write!(out, ":{number}:");
     if line.len() > MAX_LINE {
-        let mut cut = MAX_LINE;
-        while !line.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        out.push_str(&line[..cut]);
+        out.push_str(&line[..line.floor_char_boundary(MAX_LINE)]);
         out.push('…');
     } else {
         out.push_str(line);

@@ -18,11 +18,7 @@ fn plain(bytes: &[u8], offset: usize, limit: usize) -> Numbered {
         let line = line.strip_suffix('\r').unwrap_or(line);
         out.push_str(&format!("{:>6}\t", i + 1));
         if line.len() > super::MAX_LINE {
-            let mut cut = super::MAX_LINE;
-            while !line.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            out.push_str(&line[..cut]);
+            out.push_str(&line[..line.floor_char_boundary(super::MAX_LINE)]);
             out.push_str("… [line cut at 2000 characters]");
         } else {
             out.push_str(line);

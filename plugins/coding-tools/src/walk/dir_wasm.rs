@@ -77,19 +77,7 @@ impl Dir {
     pub fn read_file(&self, name: &str, buffer: &mut Vec<u8>, follow: bool) -> io::Result<()> {
         let first = self.0.read_file(name, follow, 0, CHUNK).map_err(io_err)?;
         *buffer = first.bytes;
-        let mut complete = first.complete;
-        while !complete {
-            let more = self
-                .0
-                .read_file(name, follow, buffer.len() as u64, CHUNK)
-                .map_err(io_err)?;
-            if more.bytes.is_empty() {
-                break;
-            }
-            buffer.extend_from_slice(&more.bytes);
-            complete = more.complete;
-        }
-        Ok(())
+        self.read_rest(name, follow, buffer, first.complete)
     }
 
     /// Read the regular file `name` into `buffer` (replaced) unless it
@@ -102,11 +90,23 @@ impl Dir {
         if crate::fs::looks_binary(buffer) {
             return Ok(false);
         }
-        let mut complete = first.complete;
+        self.read_rest(name, false, buffer, first.complete)?;
+        Ok(true)
+    }
+
+    /// Append the rest of the file `name` to `buffer` (what came so far),
+    /// unless the last read said it was `complete`.
+    fn read_rest(
+        &self,
+        name: &str,
+        follow: bool,
+        buffer: &mut Vec<u8>,
+        mut complete: bool,
+    ) -> io::Result<()> {
         while !complete {
             let more = self
                 .0
-                .read_file(name, false, buffer.len() as u64, CHUNK)
+                .read_file(name, follow, buffer.len() as u64, CHUNK)
                 .map_err(io_err)?;
             if more.bytes.is_empty() {
                 break;
@@ -114,7 +114,7 @@ impl Dir {
             buffer.extend_from_slice(&more.bytes);
             complete = more.complete;
         }
-        Ok(true)
+        Ok(())
     }
 
     /// Whether `name`, followed if it is a link, is a regular file.

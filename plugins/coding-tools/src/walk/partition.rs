@@ -50,9 +50,6 @@ impl Part {
     /// Whether the unit at `path` belongs to this part: by a hash of the
     /// path (FNV-1a, the same in every instance).
     fn owns(&self, path: &str) -> bool {
-        if self.count <= 1 {
-            return self.index == 0;
-        }
         let hash = path.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
             (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
         });
