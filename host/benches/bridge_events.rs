@@ -4,12 +4,15 @@
 //! memory per idle client (RSS growth over 1,000 open streams; client and
 //! server side together). Run: `cargo bench -p sandcrab --bench bridge_events`.
 
+// A benchmark report and test diagnostics are our own text, not a peer's.
+#![allow(clippy::disallowed_macros)]
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use sandcrab::agent::AgentKit;
-use sandcrab::harness::{AgentFactory, Harness};
+use sandcrab::harness::{AgentFactory, Harness, Workspaces};
 use sandcrab::server::{ServerConfig, router};
 use serde_json::json;
 
@@ -74,7 +77,7 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let harness = Arc::new(Harness::new(Arc::new(NoAgent), None));
+        let harness = Arc::new(Harness::new(Arc::new(NoAgent), None, Workspaces::default()));
         let app = router(
             harness.clone(),
             ServerConfig {
@@ -87,7 +90,11 @@ fn main() {
         );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        tokio::spawn(async move {
+            sandcrab::server::serve(listener, app, Default::default(), std::future::pending())
+                .await
+                .unwrap()
+        });
         let epoch = Instant::now();
         let log = harness.events().clone();
         let publish = |n: u64| {

@@ -2,6 +2,9 @@
 //! plugins, the sandbox, and the `sandcrab` binary. One test binary, one
 //! module per feature.
 
+// Test diagnostics are our own text, not a peer's.
+#![allow(clippy::disallowed_macros)]
+
 mod cli_support;
 mod support;
 

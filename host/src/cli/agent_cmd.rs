@@ -93,7 +93,7 @@ impl AgentArgs {
         let kit = match super::sessions_cmd::open_store(&setup.config) {
             Ok(store) => kit.with_store(store),
             Err(err) => {
-                eprintln!(
+                errln!(
                     "warning: sessions are not saved: {}",
                     super::terminal::sanitize(&err.to_string())
                 );
@@ -116,7 +116,7 @@ impl AgentArgs {
             (None, false) => return Ok(kit.session().await),
         };
         let session = kit.resume(&id).await?;
-        eprintln!("resumed session {id} ({} turns)", session.history().len());
+        errln!("resumed session {id} ({} turns)", session.history().len());
         Ok(session)
     }
 }
@@ -152,7 +152,7 @@ pub async fn run(args: AgentArgs, prompt: String, wait_jobs: u64) -> anyhow::Res
     match result {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(err) => {
-            eprintln!("sandcrab: {}", super::terminal::sanitize(&err.to_string()));
+            errln!("sandcrab: {}", super::terminal::sanitize(&err.to_string()));
             Ok(ExitCode::FAILURE)
         }
     }
@@ -171,11 +171,11 @@ pub async fn chat(args: AgentArgs, watch_plugins: bool) -> anyhow::Result<ExitCo
     );
     live.keep_tools(kit.mcp_tools.clone());
     let report =
-        |r: PluginReport| eprintln!("plugins: {}", super::terminal::sanitize(&r.to_string()));
+        |r: PluginReport| errln!("plugins: {}", super::terminal::sanitize(&r.to_string()));
     let deferred = live.load_deferred(setup.deferred, report);
     let watching =
         watch_plugins.then(|| live.watch(PluginWatcher::new(setup.roots), WATCH_INTERVAL, report));
-    eprintln!(
+    errln!(
         "sandcrab chat — {} / {} in {}\nType a message; /exit quits, Ctrl-C interrupts the current turn, /retry asks again after an error.",
         kit.provider,
         kit.config.model,
@@ -184,11 +184,11 @@ pub async fn chat(args: AgentArgs, watch_plugins: bool) -> anyhow::Result<ExitCo
     let printer = tokio::spawn(render(session.events(), args.json));
     let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
     loop {
-        eprint!("> ");
+        err!("> ");
         let line = tokio::select! {
             line = lines.next_line() => line?,
             _ = tokio::signal::ctrl_c() => {
-                eprintln!("\n(type /exit to quit)");
+                errln!("\n(type /exit to quit)");
                 continue;
             }
         };
@@ -199,7 +199,7 @@ pub async fn chat(args: AgentArgs, watch_plugins: bool) -> anyhow::Result<ExitCo
             "/exit" | "/quit" => break,
             "/retry" => {
                 if let Some(reason) = retry(&session).await {
-                    eprintln!("sandcrab: {}", super::terminal::sanitize(&reason));
+                    errln!("sandcrab: {}", super::terminal::sanitize(&reason));
                     if session.state() == SessionState::Closed {
                         break;
                     }
@@ -225,7 +225,7 @@ pub async fn chat(args: AgentArgs, watch_plugins: bool) -> anyhow::Result<ExitCo
             _ => {}
         }
         if let Some(reason) = turn(&session, input).await {
-            eprintln!("sandcrab: {}", super::terminal::sanitize(&reason));
+            errln!("sandcrab: {}", super::terminal::sanitize(&reason));
             if session.state() == SessionState::Closed {
                 break;
             }
@@ -252,7 +252,7 @@ const WATCH_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500
 async fn list_plugins(live: &LivePlugins) {
     for plugin in live.plugins().await {
         let tools: Vec<&str> = plugin.tools.iter().map(|t| t.name.as_str()).collect();
-        eprintln!(
+        errln!(
             "{} {} ({}, {}){}{}",
             plugin.name(),
             plugin.manifest.version,
@@ -302,7 +302,7 @@ async fn interruptible(
                 };
             }
             _ = tokio::signal::ctrl_c() => {
-                eprintln!("\n(interrupted)");
+                errln!("\n(interrupted)");
                 session.interrupt();
             }
         }
@@ -315,10 +315,10 @@ fn list_jobs(kit: &AgentKit, session: &Session, all: bool) {
         all.then_some(&crate::jobs::JobStatus::ALL[..]),
     );
     if jobs.is_empty() {
-        eprintln!("no {}background jobs", if all { "" } else { "running " });
+        errln!("no {}background jobs", if all { "" } else { "running " });
     }
     for job in jobs {
-        eprintln!(
+        errln!(
             "{}  {:<14} {:<12} started {}",
             job.job_id,
             job.status.as_str(),
@@ -334,7 +334,7 @@ fn cancel_job(kit: &AgentKit, session: &Session, job_id: &str) {
         .registry
         .cancel(session.id(), job_id, crate::jobs::Actor::User)
     {
-        Ok(record) => eprintln!("job {} is now {}", record.job_id, record.status.as_str()),
-        Err(err) => eprintln!("cannot cancel: {err}"),
+        Ok(record) => errln!("job {} is now {}", record.job_id, record.status.as_str()),
+        Err(err) => errln!("cannot cancel: {err}"),
     }
 }

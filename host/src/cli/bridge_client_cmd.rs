@@ -1,20 +1,31 @@
 //! `sandcrab agent …`: drive a running `sandcrab serve` from a shell.
+//!
+//! The token goes only to a bridge on this machine's loopback that first
+//! proved it holds the token (see [`token::proof`]): a process squatting
+//! the port while the bridge is down, or a relay on another address, gets
+//! nothing. What the bridge answers is printed through the terminal
+//! sanitizer, and read with a size cap.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use crate::server::token;
+use crate::llm::sse::SseParser;
+use crate::server::{guard, token};
+
+/// Largest answer read from the bridge.
+const MAX_ANSWER: usize = 16 << 20;
 
 #[derive(Debug, Args)]
 pub struct AgentClientArgs {
     #[command(subcommand)]
     op: Op,
-    /// The bridge.
+    /// The bridge (on this machine's loopback).
     #[arg(long, global = true, default_value = "http://127.0.0.1:9990")]
     url: String,
     /// The bridge's token file (default: where `sandcrab serve` keeps it).
@@ -24,7 +35,7 @@ pub struct AgentClientArgs {
 
 #[derive(Debug, Subcommand)]
 enum Op {
-    /// Open a workspace on the bridge.
+    /// Open a workspace on the bridge (one the operator allowed).
     Init { path: PathBuf },
     /// Start the agent.
     Start,
@@ -51,11 +62,10 @@ enum Op {
 pub async fn run(args: AgentClientArgs) -> anyhow::Result<ExitCode> {
     let file = match &args.token_file {
         Some(f) => f.clone(),
-        None => token::default_file().context("no token file: pass --token-file")?,
+        None => token::default_file("serve.token").context("no token file: pass --token-file")?,
     };
     let token = token::read(&file)?;
-    let client = reqwest::Client::new();
-    let base = args.url.trim_end_matches('/');
+    let bridge = Bridge::verify(&args.url, &token).await?;
     let (method, path, body) = match &args.op {
         Op::Init { path } => {
             let abs = std::path::absolute(path)?;
@@ -68,77 +78,148 @@ pub async fn run(args: AgentClientArgs) -> anyhow::Result<ExitCode> {
         Op::Status => ("GET", "/agent/status", None),
         Op::Clear => ("POST", "/agent/clear", None),
         Op::History => ("GET", "/agent/history", None),
-        Op::Events { after } => return events(&client, base, &token, *after).await,
+        Op::Events { after } => return bridge.events(&token, *after).await,
     };
-    let url = format!("{base}{path}");
+    let url = format!("{}{path}", bridge.base);
     let request = match method {
-        "GET" => client.get(&url),
-        _ => client.post(&url).json(&body.unwrap_or(json!({}))),
+        "GET" => bridge.http.get(&url),
+        _ => bridge.http.post(&url).json(&body.unwrap_or(json!({}))),
     };
     let response = request.bearer_auth(&token).send().await.with_context(|| {
-        format!("cannot reach the bridge at {base} (is `sandcrab serve` running?)")
+        format!(
+            "cannot reach the bridge at {} (is `sandcrab serve` running?)",
+            bridge.base
+        )
     })?;
     let status = response.status();
-    let text = response.text().await.unwrap_or_default();
+    let text = capped_text(response).await?;
+    let answer = serde_json::from_str::<Value>(&text).ok();
     if !status.is_success() {
-        let message = serde_json::from_str::<Value>(&text)
-            .ok()
+        let message = answer
+            .as_ref()
             .and_then(|v| v["error"]["message"].as_str().map(str::to_string))
             .unwrap_or(text);
-        eprintln!(
-            "sandcrab: {} (HTTP {})",
-            super::terminal::sanitize(&message),
-            status.as_u16()
-        );
+        errln!("sandcrab: {message} (HTTP {})", status.as_u16());
         return Ok(ExitCode::FAILURE);
     }
-    println!("{text}");
+    match answer {
+        Some(value) => outln!("{}", super::terminal::json(&value)),
+        None => outln!("{text}"),
+    }
     Ok(ExitCode::SUCCESS)
 }
 
-/// Tail `/events`, one JSON object per event.
-async fn events(
-    client: &reqwest::Client,
-    base: &str,
-    token: &str,
-    after: Option<u64>,
-) -> anyhow::Result<ExitCode> {
-    let mut request = client.get(format!("{base}/events")).bearer_auth(token);
-    if let Some(id) = after {
-        request = request.header("Last-Event-ID", id.to_string());
-    }
-    let response = request.send().await.context("cannot reach the bridge")?;
-    if !response.status().is_success() {
-        eprintln!(
-            "sandcrab: the bridge refused the event stream (HTTP {})",
-            response.status().as_u16()
-        );
-        return Ok(ExitCode::FAILURE);
-    }
-    let mut body = response.bytes_stream();
-    let mut buffer = String::new();
-    while let Some(chunk) = body.next().await {
-        buffer.push_str(&String::from_utf8_lossy(&chunk?));
-        while let Some(end) = buffer.find("\n\n") {
-            let frame: String = buffer.drain(..end + 2).collect();
-            let mut event = json!({});
-            for line in frame.lines() {
-                if let Some((field, value)) = line.split_once(':') {
-                    let value = value.strip_prefix(' ').unwrap_or(value);
-                    match field {
-                        "id" => event["id"] = json!(value.parse::<u64>().unwrap_or(0)),
-                        "event" => event["event"] = json!(value),
-                        "data" => {
-                            event["data"] = serde_json::from_str(value).unwrap_or(json!(value))
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            if event.get("event").is_some() {
-                println!("{event}");
+/// A bridge that proved it holds the token, and a client pinned to the
+/// address it proved it on.
+struct Bridge {
+    base: String,
+    http: reqwest::Client,
+}
+
+impl Bridge {
+    /// Check `url` names this machine's loopback over plain http, then ask
+    /// each of its addresses for a proof; the first that gives a valid one
+    /// is the bridge.
+    async fn verify(url: &str, token: &str) -> anyhow::Result<Bridge> {
+        let parsed = url::Url::parse(url).with_context(|| format!("--url {url} is not a URL"))?;
+        let host = parsed.host_str().unwrap_or_default().to_string();
+        let host_header = match parsed.port() {
+            Some(port) => format!("{host}:{port}"),
+            None => host.clone(),
+        };
+        if parsed.scheme() != "http" || !guard::loopback_host(&host_header) {
+            bail!(
+                "--url {url}: `sandcrab agent` sends the bridge's token only to a bridge on this machine's loopback over http (http://127.0.0.1:PORT, http://localhost:PORT or http://[::1]:PORT)"
+            );
+        }
+        let port = parsed.port_or_known_default().unwrap_or(80);
+        let base = format!("http://{host_header}");
+        let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.trim_matches(['[', ']']), port))
+            .await
+            .with_context(|| format!("cannot resolve {host}"))?
+            .filter(|a| a.ip().is_loopback())
+            .collect();
+        let mut last = None;
+        for addr in addrs {
+            let http = reqwest::Client::builder()
+                .no_proxy()
+                .redirect(reqwest::redirect::Policy::none())
+                .resolve(host.trim_matches(['[', ']']), addr)
+                .build()?;
+            match prove(&http, &base, token).await {
+                Ok(()) => return Ok(Bridge { base, http }),
+                Err(err) => last = Some(err),
             }
         }
+        Err(last.unwrap_or_else(|| anyhow::anyhow!("{host} has no loopback address")))
     }
-    Ok(ExitCode::SUCCESS)
+
+    /// Tail `/events`, one JSON object per event.
+    async fn events(&self, token: &str, after: Option<u64>) -> anyhow::Result<ExitCode> {
+        let mut request = self
+            .http
+            .get(format!("{}/events", self.base))
+            .bearer_auth(token);
+        if let Some(id) = after {
+            request = request.header("Last-Event-ID", id.to_string());
+        }
+        let response = request.send().await.context("cannot reach the bridge")?;
+        if !response.status().is_success() {
+            errln!(
+                "sandcrab: the bridge refused the event stream (HTTP {})",
+                response.status().as_u16()
+            );
+            return Ok(ExitCode::FAILURE);
+        }
+        let mut body = response.bytes_stream();
+        let mut parser = SseParser::new();
+        while let Some(chunk) = body.next().await {
+            for frame in parser.feed(&chunk?)? {
+                if frame.event.is_empty() {
+                    continue;
+                }
+                let event = json!({
+                    "id": frame.id.as_deref().and_then(|id| id.parse::<u64>().ok()).unwrap_or(0),
+                    "event": frame.event,
+                    "data": serde_json::from_str::<Value>(&frame.data).unwrap_or(json!(frame.data)),
+                });
+                outln!("{}", super::terminal::json(&event));
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+/// Ask the server at `base` to prove it holds `token` for a fresh
+/// challenge, on the address this client reached.
+async fn prove(http: &reqwest::Client, base: &str, token: &str) -> anyhow::Result<()> {
+    let challenge = token::challenge();
+    let response = http
+        .get(format!("{base}{}?challenge={challenge}", guard::PROOF_ROUTE))
+        .send()
+        .await
+        .with_context(|| format!("cannot reach the bridge at {base} (is `sandcrab serve` running?)"))?;
+    let reached = response.remote_addr();
+    let answer: Value = serde_json::from_str(&capped_text(response).await?).unwrap_or_default();
+    let expected = reached.map(|addr| token::proof(token, &challenge, &addr));
+    match (answer["proof"].as_str(), expected) {
+        (Some(proof), Some(expected)) if proof == expected => Ok(()),
+        _ => bail!(
+            "the server at {base} is not the bridge whose token is in the token file (it could not prove it holds the token): the token was not sent. Is another program listening on that port, or was the bridge restarted with another token file?"
+        ),
+    }
+}
+
+/// The body as text, at most [`MAX_ANSWER`] bytes.
+async fn capped_text(response: reqwest::Response) -> anyhow::Result<String> {
+    let mut body = response.bytes_stream();
+    let mut bytes = Vec::new();
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk?;
+        if bytes.len() + chunk.len() > MAX_ANSWER {
+            bail!("the bridge's answer is larger than {} MiB", MAX_ANSWER >> 20);
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }

@@ -48,7 +48,8 @@ pub struct ServeArgs {
     /// A web origin allowed to call over HTTP (repeatable).
     #[arg(long = "cors", value_name = "ORIGIN")]
     cors: Vec<String>,
-    /// Where the bearer token is kept (created 0600 at first start).
+    /// Where the bearer token is kept (a new one at every start; default
+    /// `$XDG_RUNTIME_DIR/sandcrab/mcp.token`).
     #[arg(long, value_name = "FILE")]
     token_file: Option<PathBuf>,
     /// Reload a plugin when its directory changes and tell clients the
@@ -73,7 +74,7 @@ async fn list(host: HostArgs, no_connect: bool) -> anyhow::Result<ExitCode> {
     let ctx = setup.host.sandbox_context();
     let servers = McpServers::new(&setup.config.mcp.servers, ctx);
     if servers.is_empty() {
-        println!(
+        outln!(
             "no MCP servers configured (add [mcp.servers.NAME] to ~/.config/sandcrab/config.toml)"
         );
         return Ok(ExitCode::SUCCESS);
@@ -86,7 +87,7 @@ async fn list(host: HostArgs, no_connect: bool) -> anyhow::Result<ExitCode> {
             (None, Some(url)) => url.clone(),
             (None, None) => "(neither command nor url)".into(),
         };
-        println!("{}: {}", sanitize(server.name()), sanitize(endpoint.trim()));
+        outln!("{}: {}", sanitize(server.name()), sanitize(endpoint.trim()));
         if s.command.is_some() {
             let spec = crate::mcp::confinement_spec(
                 server.grant(),
@@ -99,11 +100,11 @@ async fn list(host: HostArgs, no_connect: bool) -> anyhow::Result<ExitCode> {
                     .collect::<Vec<_>>()
                     .join(", ")
             };
-            println!("  sandbox:  {}", spec.mode);
-            println!("  reads:    {}", sanitize(&paths(&spec.read)));
-            println!("  writes:   {}", sanitize(&paths(&spec.write)));
-            println!("  network:  {}", if spec.network { "yes" } else { "no" });
-            println!(
+            outln!("  sandbox:  {}", spec.mode);
+            outln!("  reads:    {}", sanitize(&paths(&spec.read)));
+            outln!("  writes:   {}", sanitize(&paths(&spec.write)));
+            outln!("  network:  {}", if spec.network { "yes" } else { "no" });
+            outln!(
                 "  env:      {}",
                 if s.env.is_empty() {
                     "none".to_string()
@@ -118,14 +119,14 @@ async fn list(host: HostArgs, no_connect: bool) -> anyhow::Result<ExitCode> {
         match server.tools().await {
             Ok(tools) => {
                 for tool in tools {
-                    println!(
+                    outln!(
                         "  tool {}  {}",
                         crate::mcp::tool_name(server.name(), &tool.name),
                         sanitize(tool.description.lines().next().unwrap_or_default())
                     );
                 }
             }
-            Err(e) => println!("  error: {}", sanitize(&e.to_string())),
+            Err(e) => outln!("  error: {}", sanitize(&e.to_string())),
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -141,7 +142,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let selection = session.tools;
     let set = tool_set::served_tools(&setup.host, &selection);
     for warning in &set.warnings {
-        eprintln!("warning: {}", super::terminal::sanitize(warning));
+        errln!("warning: {}", super::terminal::sanitize(warning));
     }
     let catalog = ToolCatalog::new(set.registry);
     let truncation =
@@ -149,7 +150,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let server = ToolServer::new(catalog.clone(), truncation);
     let live = LivePlugins::serving(setup.host, catalog, selection);
     let report =
-        |r: PluginReport| eprintln!("plugins: {}", super::terminal::sanitize(&r.to_string()));
+        |r: PluginReport| errln!("plugins: {}", super::terminal::sanitize(&r.to_string()));
     let _watching = args
         .watch_plugins
         .then(|| live.watch(PluginWatcher::new(setup.roots), WATCH_INTERVAL, report));
@@ -171,10 +172,10 @@ async fn serve_stdio(server: ToolServer) -> anyhow::Result<ExitCode> {
 async fn serve_http(server: ToolServer, port: u16, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let token_file = match &args.token_file {
         Some(f) => f.clone(),
-        None => token::default_file()
+        None => token::default_file("mcp.token")
             .context("no runtime or config directory for the token: pass --token-file")?,
     };
-    let token = token::load_or_create(&token_file)?;
+    let token = token::issue(&token_file)?;
     let shutdown = tokio_util::sync::CancellationToken::new();
     let mut config = StreamableHttpServerConfig::default();
     config.cancellation_token = shutdown.child_token();
@@ -199,7 +200,7 @@ async fn serve_http(server: ToolServer, port: u16, args: &ServeArgs) -> anyhow::
     if bound.port() == 0 {
         bail!("no port was bound");
     }
-    eprintln!(
+    errln!(
         "sandcrab mcp serve: listening on http://{bound}/mcp; token in {}",
         token_file.display()
     );
@@ -213,6 +214,9 @@ async fn serve_http(server: ToolServer, port: u16, args: &ServeArgs) -> anyhow::
         }
         stop.cancel();
     });
-    crate::server::serve(listener, app, async move { shutdown.cancelled().await }).await?;
+    crate::server::serve(listener, app, Default::default(), async move {
+        shutdown.cancelled().await
+    })
+    .await?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,5 +1,9 @@
 //! The `sandcrab` command line.
 
+// First: its print macros serve every module below.
+#[macro_use]
+mod terminal;
+
 mod agent_cmd;
 mod bridge_client_cmd;
 mod mcp_cmd;
@@ -9,7 +13,6 @@ mod sandbox_cmd;
 mod serve_cmd;
 mod sessions_cmd;
 mod setup;
-mod terminal;
 mod tool_cmd;
 mod trust_cmd;
 
@@ -97,7 +100,7 @@ pub fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(err) => {
-            eprintln!("sandcrab: cannot start the async runtime: {err}");
+            errln!("sandcrab: cannot start the async runtime: {err}");
             return ExitCode::FAILURE;
         }
     };
@@ -129,7 +132,7 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("sandcrab: {}", terminal::sanitize(&format!("{err:#}")));
+            errln!("sandcrab: {}", terminal::sanitize(&format!("{err:#}")));
             ExitCode::FAILURE
         }
     }

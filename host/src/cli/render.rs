@@ -2,7 +2,6 @@
 //! activity and notes on stderr, with control sequences made visible (see
 //! [`super::terminal`]); or every event as one JSON line (escaped by JSON).
 
-use std::io::Write;
 
 use futures::StreamExt;
 
@@ -14,9 +13,7 @@ pub async fn render(mut events: EventStream, json: bool) {
     let mut at_line_start = true;
     while let Some(event) = events.next().await {
         if json {
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{}", serde_json::to_string(&event).unwrap_or_default());
-            let _ = out.flush();
+            outln!("{}", super::terminal::json(&event));
             continue;
         }
         human(&event, &mut at_line_start);
@@ -29,19 +26,17 @@ fn human(event: &Event, at_line_start: &mut bool) {
     match event.kind {
         EventKind::AssistantTextDelta => {
             let delta = str_of("delta");
-            let mut out = std::io::stdout().lock();
-            let _ = out.write_all(delta.as_bytes());
-            let _ = out.flush();
+            out!("{delta}");
             if !delta.is_empty() {
                 *at_line_start = delta.ends_with('\n');
             }
         }
         EventKind::AssistantTextEnd if !*at_line_start => {
-            println!();
+            outln!();
             *at_line_start = true;
         }
         EventKind::ToolCallStart => {
-            eprintln!(
+            errln!(
                 "● {}({})",
                 str_of("name"),
                 sanitize(&short(&d["arguments"].to_string(), 120))
@@ -61,34 +56,34 @@ fn human(event: &Event, at_line_start: &mut bool) {
             } else {
                 "⎿"
             };
-            eprintln!("  {mark} {}{more}", short(first, 160));
+            errln!("  {mark} {}{more}", short(first, 160));
         }
-        EventKind::TurnLimit => eprintln!(
+        EventKind::TurnLimit => errln!(
             "note: turn limit reached ({} = {})",
             str_of("limit"),
             d["value"]
         ),
         EventKind::LoopDetection => {
-            eprintln!("note: the agent is repeating itself; it was asked to change approach")
+            errln!("note: the agent is repeating itself; it was asked to change approach")
         }
         EventKind::ContextWarning => {
             let pct = d["usage_percent"].as_f64().unwrap_or(0.0) * 100.0;
-            eprintln!("note: the conversation uses about {pct:.0}% of the model's context window");
+            errln!("note: the conversation uses about {pct:.0}% of the model's context window");
         }
-        EventKind::Warning => eprintln!("warning: {}", str_of("message")),
-        EventKind::Error => eprintln!("error: {}", str_of("error")),
-        EventKind::JobStarted => eprintln!(
+        EventKind::Warning => errln!("warning: {}", str_of("message")),
+        EventKind::Error => errln!("error: {}", str_of("error")),
+        EventKind::JobStarted => errln!(
             "● background job {} started ({})",
             str_of("job_id"),
             str_of("tool")
         ),
         EventKind::JobFinished => {
-            eprintln!("● background job {} {}", str_of("job_id"), str_of("status"))
+            errln!("● background job {} {}", str_of("job_id"), str_of("status"))
         }
         EventKind::CompactionEnd => {
             let n = |k: &str| d[k].as_u64().unwrap_or(0);
             if n("messagesCompressed") > 0 {
-                eprintln!(
+                errln!(
                     "● compacted {} messages into {} summary batches (about {} → {} tokens)",
                     n("messagesCompressed"),
                     n("batchesCreated"),
@@ -96,7 +91,7 @@ fn human(event: &Event, at_line_start: &mut bool) {
                     n("tokensEstimateAfter")
                 )
             } else {
-                eprintln!("● nothing to compact")
+                errln!("● nothing to compact")
             }
         }
         _ => {}

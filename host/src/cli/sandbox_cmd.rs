@@ -30,11 +30,11 @@ pub fn run(cmd: SandboxCommand) -> anyhow::Result<ExitCode> {
                 "missing": s.missing(*m, false),
             })).collect::<Vec<_>>(),
         });
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        outln!("{}", super::terminal::json_pretty(&value));
         return Ok(ExitCode::SUCCESS);
     }
     let yes = |b: bool| if b { "yes" } else { "NO" };
-    println!("What this host can enforce:");
+    outln!("What this host can enforce:");
     let landlock = match s.landlock_abi {
         0 => "NO".to_string(),
         abi => {
@@ -59,27 +59,27 @@ pub fn run(cmd: SandboxCommand) -> anyhow::Result<ExitCode> {
         ("private /proc", yes(s.private_proc).into()),
         ("seccomp filters", yes(s.seccomp).into()),
     ] {
-        println!("  {name:<20} {value}");
+        outln!("  {name:<20} {value}");
     }
-    println!("\nWhat each mode guarantees here:");
+    outln!("\nWhat each mode guarantees here:");
     for mode in modes {
         let missing = s.missing(mode, false);
         let name = mode.to_string();
         if missing.is_empty() {
-            println!("  {name:<16} enforced: {}", promise(mode));
+            outln!("  {name:<16} enforced: {}", promise(mode));
         } else {
-            println!(
+            outln!(
                 "  {name:<16} NOT enforceable: programs are refused (missing: {})",
                 missing.join(", ")
             );
         }
     }
-    println!(
+    outln!(
         "  {:<16} nothing is confined (programs run as you, with your files and network)",
         SandboxMode::Off.to_string()
     );
     if !s.private_proc {
-        println!(
+        outln!(
             "\nnote: no private /proc here; programs still cannot read sandcrab's /proc entries (sandcrab is non-dumpable and Landlock scopes ptrace), but they see other processes' command lines."
         );
     }

@@ -10,8 +10,8 @@ use clap::Args;
 
 use super::agent_cmd::AgentArgs;
 use crate::agent::AgentKit;
-use crate::harness::{AgentFactory, Harness};
-use crate::server::{ServerConfig, router, serve, token};
+use crate::harness::{AgentFactory, Harness, Workspaces};
+use crate::server::{ConnectionLimits, ServerConfig, router, serve, token};
 
 /// Options of `sandcrab serve`.
 #[derive(Debug, Args)]
@@ -33,9 +33,21 @@ pub struct ServeArgs {
     /// `http://localhost:5173`; requests from any other origin are refused.
     #[arg(long = "cors", value_name = "ORIGIN")]
     cors: Vec<String>,
-    /// Where the bearer token is kept (created 0600 at first start).
+    /// Where the bearer token is kept: a new one at every start, in a file
+    /// only you can read, in a directory only you can write.
     #[arg(long, value_name = "FILE")]
     token_file: Option<PathBuf>,
+    /// A directory a client may open with `POST /workspace/initialize`,
+    /// with every directory inside it (repeatable). Without it a client
+    /// may open only the --workspace given, or none.
+    #[arg(long = "allow-workspace", value_name = "DIR")]
+    allow_workspace: Vec<PathBuf>,
+    /// Milliseconds a client has to send a request's headers.
+    #[arg(long, value_name = "MS", default_value_t = 10_000, hide = true)]
+    header_timeout_ms: u64,
+    /// Milliseconds a connection may stay silent before it is closed.
+    #[arg(long, value_name = "MS", default_value_t = 60_000, hide = true)]
+    idle_timeout_ms: u64,
 }
 
 /// Builds the agent for a workspace with the command line's options.
@@ -66,15 +78,23 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     let token_file = match &args.token_file {
         Some(f) => f.clone(),
-        None => token::default_file()
+        None => token::default_file("serve.token")
             .context("no runtime or config directory for the token: pass --token-file")?,
     };
-    let token = token::load_or_create(&token_file)?;
-    // No --workspace: none is open until a client initializes one.
+    let token = token::issue(&token_file)?;
+    // No --workspace: none is open until a client initializes one of those
+    // the operator allowed.
     let workspace = match &args.agent.host.workspace {
         Some(dir) => Some(super::setup::resolve_workspace(Some(dir))?),
         None => None,
     };
+    let mut allowed = workspace
+        .as_deref()
+        .map(Workspaces::only)
+        .unwrap_or_default();
+    for dir in &args.allow_workspace {
+        allowed = allowed.and_under(&super::setup::resolve_workspace(Some(dir))?);
+    }
     // Events are kept in the session store too, per workspace, so a client
     // that reconnects after a restart of the bridge gets what it missed.
     let config_dir = match &workspace {
@@ -83,17 +103,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     };
     let config =
         crate::config::Config::load(&config_dir, args.agent.host.config.as_deref())?.config;
-    let stream = format!(
-        "bridge:{}",
-        workspace
-            .as_deref()
-            .map(|w| w.display().to_string())
-            .unwrap_or_default()
-    );
     let log = match super::sessions_cmd::open_store(&config) {
-        Ok(store) => crate::harness::EventLog::stored(store, &stream)?,
+        Ok(store) => crate::harness::EventLog::stored(store),
         Err(err) => {
-            eprintln!("warning: bridge events are kept in memory only: {err:#}");
+            errln!("warning: bridge events are kept in memory only: {err:#}");
             crate::harness::EventLog::default()
         }
     };
@@ -102,6 +115,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             args: args.agent.clone(),
         }),
         workspace.clone(),
+        allowed,
         log,
     ));
     let shutdown = tokio_util::sync::CancellationToken::new();
@@ -120,9 +134,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot listen on {ip}:{}", args.port))?;
     let bound = listener.local_addr()?;
     if !ip.is_loopback() {
-        eprintln!("warning: listening beyond loopback on {bound}: keep the token secret");
+        errln!("warning: listening beyond loopback on {bound}: keep the token secret");
     }
-    eprintln!(
+    errln!(
         "sandcrab serve: listening on http://{bound} (workspace: {}); token in {}",
         workspace
             .as_deref()
@@ -142,9 +156,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         stop.cancel();
     });
     let done = shutdown.clone();
-    serve(listener, app, async move { done.cancelled().await }).await?;
+    let limits = ConnectionLimits {
+        header_read: std::time::Duration::from_millis(args.header_timeout_ms.max(1)),
+        idle: std::time::Duration::from_millis(args.idle_timeout_ms.max(1)),
+    };
+    serve(listener, app, limits, async move { done.cancelled().await }).await?;
     // Turns interrupted, programs and jobs stopped, the store flushed.
     harness.stop().await;
-    eprintln!("sandcrab serve: stopped");
+    errln!("sandcrab serve: stopped");
     Ok(ExitCode::SUCCESS)
 }

@@ -71,7 +71,7 @@ pub fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
             let ws = workspace.display().to_string();
             let sessions = store.sessions((!all).then_some(ws.as_str()))?;
             if sessions.is_empty() {
-                eprintln!(
+                errln!(
                     "no saved sessions{}",
                     if all {
                         ""
@@ -81,7 +81,7 @@ pub fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
                 );
             }
             for s in sessions {
-                println!(
+                outln!(
                     "{}  {}  {:>4} turns  {}{}",
                     s.id,
                     s.updated_at,
@@ -101,7 +101,7 @@ pub fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
             let record = store
                 .session(&id)?
                 .ok_or_else(|| crate::store::StoreError::UnknownSession(id.clone()))?;
-            println!(
+            outln!(
                 "session {} — {} / {} in {}, {} turns, updated {}",
                 record.id,
                 record.provider,
@@ -112,7 +112,7 @@ pub fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
             );
             let summaries = store.archival(&id, &crate::compaction::batch_label_prefix(&id))?;
             if !summaries.is_empty() {
-                println!(
+                outln!(
                     "\n({} summary batches of earlier, compacted turns)",
                     summaries.len()
                 );
@@ -120,7 +120,7 @@ pub fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
             for stored in store.turns(&id)? {
                 match serde_json::from_str::<Turn>(&stored.body) {
                     Ok(turn) => print_turn(&turn),
-                    Err(_) => println!("\n[{}] (unreadable turn)", stored.timestamp),
+                    Err(_) => outln!("\n[{}] (unreadable turn)", stored.timestamp),
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -130,7 +130,7 @@ pub fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
             if !store.delete_session(&id)? {
                 return Err(crate::store::StoreError::UnknownSession(id).into());
             }
-            println!("deleted session {id}");
+            outln!("deleted session {id}");
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -139,26 +139,26 @@ pub fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
 fn print_turn(turn: &Turn) {
     let clean = |t: &str| super::terminal::sanitize(t).into_owned();
     match &turn.kind {
-        TurnKind::User { text } => println!("\n[{}] user:\n{}", turn.timestamp, clean(text)),
+        TurnKind::User { text } => outln!("\n[{}] user:\n{}", turn.timestamp, clean(text)),
         TurnKind::Steering { text } => {
-            println!("\n[{}] steering:\n{}", turn.timestamp, clean(text))
+            outln!("\n[{}] steering:\n{}", turn.timestamp, clean(text))
         }
-        TurnKind::System { text } => println!("\n[{}] system:\n{}", turn.timestamp, clean(text)),
+        TurnKind::System { text } => outln!("\n[{}] system:\n{}", turn.timestamp, clean(text)),
         TurnKind::Assistant {
             text, tool_calls, ..
         } => {
-            println!("\n[{}] assistant:", turn.timestamp);
+            outln!("\n[{}] assistant:", turn.timestamp);
             if !text.is_empty() {
-                println!("{}", clean(text));
+                outln!("{}", clean(text));
             }
             for call in tool_calls {
-                println!("→ {} {}", call.name, clean(&call.arguments.to_string()));
+                outln!("→ {} {}", call.name, clean(&call.arguments.to_string()));
             }
         }
         TurnKind::ToolResults { results } => {
             for r in results {
                 let first: String = r.content.lines().take(3).collect::<Vec<_>>().join("\n");
-                println!(
+                outln!(
                     "← {}{}: {}",
                     r.name,
                     if r.is_error { " (error)" } else { "" },

@@ -53,14 +53,14 @@ impl Setup {
     /// Print the setup warnings and the loader's diagnostics on stderr.
     pub fn print_warnings(&self) {
         for warning in &self.warnings {
-            eprintln!("warning: {}", super::terminal::sanitize(warning));
+            errln!("warning: {}", super::terminal::sanitize(warning));
         }
         for d in self.host.diagnostics() {
             let label = match d.severity {
                 crate::plugin::Severity::Error => "error",
                 crate::plugin::Severity::Warning => "warning",
             };
-            eprintln!("{label}: {}", super::terminal::sanitize(&d.message));
+            errln!("{label}: {}", super::terminal::sanitize(&d.message));
         }
     }
 }

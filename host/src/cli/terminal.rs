@@ -1,9 +1,16 @@
-//! Text for a terminal: model output, tool output and anything else a
-//! plugin or provider controls is printed without control sequences, so it
-//! cannot set the clipboard (OSC 52), retitle the window, plant hyperlinks,
-//! move the cursor over earlier lines or reorder text with bidi controls.
+//! Text for a terminal: everything sandcrab prints goes through here, so
+//! model output, tool output, config values, server answers and anything
+//! else a plugin, provider, repository or peer controls is printed without
+//! control sequences: it cannot set the clipboard (OSC 52), retitle the
+//! window, plant hyperlinks, clear the screen, move the cursor over earlier
+//! lines or reorder text with bidi controls.
+//!
+//! The command line prints only with [`outln!`], [`out!`], [`errln!`] and
+//! [`err!`] (the std print macros are refused by clippy in this crate), and
+//! JSON with [`json`].
 
 use std::borrow::Cow;
+use std::io::Write;
 
 /// `text` with every control character except newline and tab, and every
 /// bidirectional-override character, replaced by a visible escape.
@@ -27,6 +34,68 @@ fn needs_escape(c: char) -> bool {
         || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
+/// `value` as one line of JSON whose every character is safe on a
+/// terminal: what [`sanitize`] would escape is written as a JSON `\uXXXX`
+/// escape instead, so the line stays valid JSON with the same meaning.
+pub fn json(value: &impl serde::Serialize) -> String {
+    json_text(&serde_json::to_string(value).unwrap_or_default())
+}
+
+/// Like [`json`], pretty-printed.
+pub fn json_pretty(value: &impl serde::Serialize) -> String {
+    json_text(&serde_json::to_string_pretty(value).unwrap_or_default())
+}
+
+fn json_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        // Outside strings JSON has only ASCII punctuation and white space,
+        // so every such character is inside a string, where \u is valid.
+        if needs_escape(c) && c != '\n' && c != '\t' {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Write `text`, sanitized, to stdout (a closed pipe is not an error).
+pub fn write_out(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(sanitize(text).as_bytes());
+    let _ = out.flush();
+}
+
+/// Write `text`, sanitized, to stderr.
+pub fn write_err(text: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(sanitize(text).as_bytes());
+    let _ = err.flush();
+}
+
+/// `println!`, sanitized.
+macro_rules! outln {
+    () => { $crate::cli::terminal::write_out("\n") };
+    ($($arg:tt)*) => { $crate::cli::terminal::write_out(&format!("{}\n", format_args!($($arg)*))) };
+}
+
+/// `print!`, sanitized.
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::cli::terminal::write_out(&format!($($arg)*)) };
+}
+
+/// `eprintln!`, sanitized.
+macro_rules! errln {
+    () => { $crate::cli::terminal::write_err("\n") };
+    ($($arg:tt)*) => { $crate::cli::terminal::write_err(&format!("{}\n", format_args!($($arg)*))) };
+}
+
+/// `eprint!`, sanitized.
+macro_rules! err {
+    ($($arg:tt)*) => { $crate::cli::terminal::write_err(&format!($($arg)*)) };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -39,5 +108,15 @@ mod tests {
         assert!(!shown.contains('\u{9b}') && !shown.contains('\u{202e}'));
         assert!(shown.contains("\\u{1b}]52;c;cHduZWQ=") && shown.contains("\ttab\nnext"));
         assert!(matches!(sanitize("plain text\n"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn json_for_a_terminal_stays_valid_and_means_the_same() {
+        let value = serde_json::json!({"m": "a\u{7f}b\u{9b}c\u{202e}d\x1b]0;t\x07\n"});
+        for text in [json(&value), json_pretty(&value)] {
+            assert_eq!(sanitize(&text), text.as_str(), "nothing left to escape");
+            let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(back, value);
+        }
     }
 }

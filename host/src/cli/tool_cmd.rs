@@ -47,7 +47,7 @@ pub async fn run(cmd: ToolCommand) -> anyhow::Result<ExitCode> {
     let mcp = crate::mcp::McpServers::new(&setup.config.mcp.servers, setup.host.sandbox_context());
     if name.contains("__") {
         for warning in mcp.register_tools(&mut registry, |_, _| true).await {
-            eprintln!("warning: {}", super::terminal::sanitize(&warning));
+            errln!("warning: {}", super::terminal::sanitize(&warning));
         }
     }
     let call = ToolCallRequest {
@@ -71,12 +71,12 @@ pub async fn run(cmd: ToolCommand) -> anyhow::Result<ExitCode> {
         outcome.content
     };
     if outcome.is_error {
-        eprintln!("error: {text}");
+        errln!("error: {text}");
         return Ok(ExitCode::FAILURE);
     }
-    print!("{text}");
+    out!("{text}");
     if !text.ends_with('\n') {
-        println!();
+        outln!();
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -32,7 +32,7 @@ pub fn run(args: TrustArgs) -> anyhow::Result<ExitCode> {
     };
     if args.revoke {
         let found = trust::revoke(&file, &workspace)?;
-        println!(
+        outln!(
             "{} {}",
             if found {
                 "no longer trusted:"
@@ -45,7 +45,7 @@ pub fn run(args: TrustArgs) -> anyhow::Result<ExitCode> {
     }
     describe(&workspace);
     let sha = trust::trust(&file, &workspace)?;
-    println!(
+    outln!(
         "trusted: {} (fingerprint {}, recorded in {})",
         workspace.display(),
         &sha[..16],
@@ -63,7 +63,7 @@ fn describe(workspace: &std::path::Path) {
                 .parse::<toml::Table>()
                 .map(|t| t.keys().cloned().collect())
                 .unwrap_or_default();
-            println!(
+            outln!(
                 "{} sets: {}",
                 project.display(),
                 if keys.is_empty() {
@@ -73,7 +73,7 @@ fn describe(workspace: &std::path::Path) {
                 }
             );
         }
-        Err(_) => println!("{}: none", project.display()),
+        Err(_) => outln!("{}: none", project.display()),
     }
     let plugins = crate::plugin::discovery::workspace_plugin_dir(workspace);
     if let Ok(entries) = std::fs::read_dir(&plugins) {
@@ -82,7 +82,7 @@ fn describe(workspace: &std::path::Path) {
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect();
         names.sort();
-        println!(
+        outln!(
             "{} holds plugins that will be loaded: {}",
             plugins.display(),
             names.join(", ")

@@ -2,6 +2,11 @@
 //! vocabulary (`agent:message-chunk`, `agent:session-completed`, …), each
 //! with an increasing id, kept (the most recent [`KEPT`]) so a client that
 //! reconnects with `Last-Event-ID` gets what it missed.
+//!
+//! Events belong to the workspace they happened in: a stored log keeps
+//! them under `bridge:<canonical workspace path>`, and replays only the
+//! current workspace's, so one bridge never shows another workspace's
+//! events (or one it worked in before).
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -35,13 +40,20 @@ pub struct EventLog {
 
 struct Stored {
     store: std::sync::Arc<dyn crate::store::Store>,
-    stream: String,
-    writer: tokio::sync::mpsc::UnboundedSender<BridgeEvent>,
+    writer: tokio::sync::mpsc::UnboundedSender<(String, BridgeEvent)>,
 }
 
 struct Kept {
     next: u64,
     events: VecDeque<BridgeEvent>,
+    /// The stored stream of the current workspace (None: no workspace yet;
+    /// events are kept in memory only).
+    stream: Option<String>,
+}
+
+/// The stored stream of `workspace` (a canonical path).
+pub fn stream_of(workspace: &std::path::Path) -> String {
+    format!("bridge:{}", workspace.display())
 }
 
 impl Default for EventLog {
@@ -50,6 +62,7 @@ impl Default for EventLog {
             inner: Mutex::new(Kept {
                 next: 1,
                 events: VecDeque::new(),
+                stream: None,
             }),
             live: broadcast::channel(4096).0,
             stored: None,
@@ -58,48 +71,65 @@ impl Default for EventLog {
 }
 
 impl EventLog {
-    /// A log kept in `store` under `stream` as well; ids go on from the
-    /// last one kept. Needs a tokio runtime (for the writer task).
-    pub fn stored(
-        store: std::sync::Arc<dyn crate::store::Store>,
-        stream: &str,
-    ) -> Result<Self, crate::store::StoreError> {
-        let next = store.last_event_id(stream)? + 1;
-        let (writer, mut rx) = tokio::sync::mpsc::unbounded_channel::<BridgeEvent>();
-        let (task_store, task_stream) = (store.clone(), stream.to_string());
+    /// A log kept in `store` as well, per workspace (see
+    /// [`EventLog::switch_to`]). Needs a tokio runtime (for the writer
+    /// task).
+    pub fn stored(store: std::sync::Arc<dyn crate::store::Store>) -> Self {
+        let (writer, mut rx) = tokio::sync::mpsc::unbounded_channel::<(String, BridgeEvent)>();
+        let task_store = store.clone();
         tokio::spawn(async move {
             while let Some(first) = rx.recv().await {
                 let mut batch = vec![first];
                 while let Ok(more) = rx.try_recv() {
                     batch.push(more);
                 }
-                let rows: Vec<crate::store::StoredEvent> = batch
-                    .into_iter()
-                    .map(|e| crate::store::StoredEvent {
-                        id: e.id,
-                        event: e.event,
-                        data: e.data.to_string(),
-                    })
-                    .collect();
-                let (s, name) = (task_store.clone(), task_stream.clone());
+                let s = task_store.clone();
                 let _ = tokio::task::spawn_blocking(move || {
-                    if let Err(err) = s.append_events(&name, &rows) {
-                        tracing::warn!("bridge events not kept: {err}");
+                    // One write per run of events of the same stream.
+                    let mut rows: Vec<crate::store::StoredEvent> = Vec::new();
+                    let mut stream = String::new();
+                    for (name, e) in batch {
+                        if name != stream && !rows.is_empty() {
+                            append(&*s, &stream, &std::mem::take(&mut rows));
+                        }
+                        stream = name;
+                        rows.push(crate::store::StoredEvent {
+                            id: e.id,
+                            event: e.event,
+                            data: e.data.to_string(),
+                        });
+                    }
+                    if !rows.is_empty() {
+                        append(&*s, &stream, &rows);
                     }
                 })
                 .await;
             }
         });
-        let log = EventLog::default();
-        log.inner.lock().unwrap_or_else(|e| e.into_inner()).next = next;
-        Ok(EventLog {
-            stored: Some(Stored {
-                store,
-                stream: stream.to_string(),
-                writer,
-            }),
-            ..log
-        })
+        EventLog {
+            stored: Some(Stored { store, writer }),
+            ..EventLog::default()
+        }
+    }
+
+    /// Events from now on belong to `workspace` (canonical): a stored log
+    /// keeps them under its stream and replays only that stream; what was
+    /// kept in memory of another workspace is dropped. Ids keep growing
+    /// (past every id stored for `workspace`), so a client never sees one
+    /// twice.
+    pub fn switch_to(&self, workspace: &std::path::Path) -> Result<(), crate::store::StoreError> {
+        let stream = stream_of(workspace);
+        let mut kept = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.stream.as_deref() == Some(stream.as_str()) {
+            return Ok(());
+        }
+        if let Some(stored) = &self.stored {
+            let last = stored.store.last_event_id(&stream)?;
+            kept.next = kept.next.max(last.saturating_add(1));
+        }
+        kept.events.clear();
+        kept.stream = Some(stream);
+        Ok(())
     }
 
     /// Publish one event; its id.
@@ -115,8 +145,8 @@ impl EventLog {
             kept.events.pop_front();
         }
         kept.events.push_back(e.clone());
-        if let Some(stored) = &self.stored {
-            let _ = stored.writer.send(e.clone());
+        if let (Some(stored), Some(stream)) = (&self.stored, &kept.stream) {
+            let _ = stored.writer.send((stream.clone(), e.clone()));
         }
         // Sent under the lock, so live order is id order.
         let _ = self.live.send(e);
@@ -130,10 +160,10 @@ impl EventLog {
         // Older than what memory holds (a restart, or long ago): from the
         // store, up to where memory begins.
         let first_in_memory = kept.events.front().map_or(kept.next, |e| e.id);
-        let mut missed: Vec<BridgeEvent> = match &self.stored {
-            Some(stored) if after + 1 < first_in_memory => stored
+        let mut missed: Vec<BridgeEvent> = match (&self.stored, &kept.stream) {
+            (Some(stored), Some(stream)) if after.saturating_add(1) < first_in_memory => stored
                 .store
-                .events_after(&stored.stream, after, KEPT)
+                .events_after(stream, after, KEPT)
                 .unwrap_or_default()
                 .into_iter()
                 .filter(|e| e.id < first_in_memory)
@@ -152,6 +182,12 @@ impl EventLog {
     /// The id of the last event published (0: none).
     pub fn last_id(&self) -> u64 {
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).next - 1
+    }
+}
+
+fn append(store: &dyn crate::store::Store, stream: &str, rows: &[crate::store::StoredEvent]) {
+    if let Err(err) = store.append_events(stream, rows) {
+        tracing::warn!("bridge events not kept: {err}");
     }
 }
 
@@ -218,5 +254,31 @@ mod tests {
         log.publish("agent:session-completed", json!({}));
         assert_eq!(live.try_recv().unwrap().id, 6);
         assert_eq!(log.last_id(), 6);
+        let (missed, _) = log.follow(u64::MAX);
+        assert!(missed.is_empty(), "the largest id is after everything");
+    }
+
+    #[tokio::test]
+    async fn a_workspace_replays_only_its_own_stored_events() {
+        let store: std::sync::Arc<dyn crate::store::Store> =
+            std::sync::Arc::new(crate::store::SqliteStore::in_memory().unwrap());
+        let log = EventLog::stored(store.clone());
+        log.switch_to(std::path::Path::new("/a")).unwrap();
+        log.publish("agent:tool-result", json!({"output": "secret of a"}));
+        log.switch_to(std::path::Path::new("/b")).unwrap();
+        log.publish("agent:message-chunk", json!({"text": "b"}));
+        for _ in 0..100 {
+            if store.last_event_id("bridge:/b").unwrap() > 0 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        // A later bridge on /b (nothing in memory) replays from the store.
+        let again = EventLog::stored(store.clone());
+        again.switch_to(std::path::Path::new("/b")).unwrap();
+        let (missed, _) = again.follow(0);
+        assert_eq!(missed.len(), 1, "{missed:?}");
+        assert_eq!(missed[0].data["text"], "b");
+        assert!(again.publish("x", json!({})) > missed[0].id, "ids go on");
     }
 }

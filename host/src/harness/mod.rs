@@ -48,6 +48,9 @@ pub enum HarnessError {
     NotRunning,
     #[error("{0}")]
     Workspace(String),
+    /// The operator did not allow this workspace.
+    #[error("{0}")]
+    NotAllowed(String),
     #[error("the agent could not start: {0}")]
     Start(String),
     #[error("the conversation could not be read: {0}")]
@@ -62,8 +65,51 @@ impl HarnessError {
             HarnessError::AlreadyRunning => "already_running",
             HarnessError::NotRunning => "not_running",
             HarnessError::Workspace(_) => "bad_workspace",
+            HarnessError::NotAllowed(_) => "workspace_not_allowed",
             HarnessError::Start(_) => "start_failed",
             HarnessError::History(_) => "history_unavailable",
+        }
+    }
+}
+
+/// The workspaces a client may open: chosen by the operator when the
+/// harness is made, never widened by a client. Paths are canonical, so a
+/// link cannot lead a client out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Workspaces {
+    /// Exactly these directories.
+    exact: Vec<PathBuf>,
+    /// These directories and every directory inside them.
+    under: Vec<PathBuf>,
+}
+
+impl Workspaces {
+    /// Exactly `dir` (what `serve --workspace DIR` allows).
+    pub fn only(dir: &Path) -> Self {
+        Workspaces {
+            exact: vec![dir.to_path_buf()],
+            under: Vec::new(),
+        }
+    }
+
+    /// Also allow `dir` and everything inside it (canonical).
+    pub fn and_under(mut self, dir: &Path) -> Self {
+        self.under.push(dir.to_path_buf());
+        self
+    }
+
+    /// Whether a client may open `dir` (canonical).
+    pub fn allows(&self, dir: &Path) -> bool {
+        self.exact.iter().any(|d| d == dir) || self.under.iter().any(|d| dir.starts_with(d))
+    }
+
+    fn describe(&self) -> String {
+        let mut parts: Vec<String> = self.exact.iter().map(|d| d.display().to_string()).collect();
+        parts.extend(self.under.iter().map(|d| format!("{} and below", d.display())));
+        if parts.is_empty() {
+            "none".into()
+        } else {
+            parts.join(", ")
         }
     }
 }
@@ -96,6 +142,8 @@ struct State {
 /// One workspace's agent.
 pub struct Harness {
     factory: Arc<dyn AgentFactory>,
+    /// What a client may open with [`Harness::initialize`].
+    allowed: Workspaces,
     state: tokio::sync::Mutex<State>,
     /// Messages being processed (sent and not finished).
     streaming: Arc<AtomicUsize>,
@@ -103,9 +151,14 @@ pub struct Harness {
 }
 
 impl Harness {
-    /// A harness for `workspace` (None: initialize one before starting).
-    pub fn new(factory: Arc<dyn AgentFactory>, workspace: Option<PathBuf>) -> Self {
-        Self::with_log(factory, workspace, EventLog::default())
+    /// A harness for `workspace` (None: initialize one before starting);
+    /// a client may open only what `allowed` allows.
+    pub fn new(
+        factory: Arc<dyn AgentFactory>,
+        workspace: Option<PathBuf>,
+        allowed: Workspaces,
+    ) -> Self {
+        Self::with_log(factory, workspace, allowed, EventLog::default())
     }
 
     /// Like [`Harness::new`], its events also kept by `log` (see
@@ -113,10 +166,17 @@ impl Harness {
     pub fn with_log(
         factory: Arc<dyn AgentFactory>,
         workspace: Option<PathBuf>,
+        allowed: Workspaces,
         log: EventLog,
     ) -> Self {
+        if let Some(dir) = &workspace
+            && let Err(err) = log.switch_to(dir)
+        {
+            tracing::warn!("bridge events of {} not replayed: {err}", dir.display());
+        }
         Harness {
             factory,
+            allowed,
             state: tokio::sync::Mutex::new(State {
                 workspace,
                 lifecycle: Lifecycle::Stopped,
@@ -143,9 +203,19 @@ impl Harness {
                 dir.display()
             )));
         }
+        if !self.allowed.allows(&dir) {
+            return Err(HarnessError::NotAllowed(format!(
+                "workspace {} was not allowed by the operator (allowed: {}); the operator chooses workspaces when starting the bridge (`sandcrab serve --workspace DIR` or `--allow-workspace DIR`)",
+                dir.display(),
+                self.allowed.describe()
+            )));
+        }
         let mut state = self.state.lock().await;
         if state.workspace.as_deref() != Some(&dir) {
             self.stop_locked(&mut state).await;
+            self.log
+                .switch_to(&dir)
+                .map_err(|e| HarnessError::Workspace(format!("its events cannot be kept: {e}")))?;
             state.workspace = Some(dir.clone());
         }
         Ok(dir)

@@ -10,6 +10,8 @@ pub struct SseEvent {
     pub event: String,
     /// The `data:` lines joined with `\n`.
     pub data: String,
+    /// The event's `id:` field, if it had one.
+    pub id: Option<String>,
 }
 
 /// Largest event (all its lines together) accepted; a provider sending more
@@ -29,6 +31,7 @@ pub struct SseParser {
     after_cr: bool,
     event: String,
     data: String,
+    id: Option<String>,
     has_data: bool,
 }
 
@@ -76,9 +79,11 @@ impl SseParser {
                 events.push(SseEvent {
                     event: std::mem::take(&mut self.event),
                     data: std::mem::take(&mut self.data),
+                    id: self.id.take(),
                 });
             }
             self.event.clear();
+            self.id = None;
             self.has_data = false;
             return;
         }
@@ -102,7 +107,8 @@ impl SseParser {
                 self.data.push_str(value);
                 self.has_data = true;
             }
-            _ => {} // id, retry and unknown fields are ignored
+            "id" if !value.contains('\0') => self.id = Some(value.to_string()),
+            _ => {} // retry and unknown fields are ignored
         }
     }
 }
@@ -120,6 +126,7 @@ mod tests {
         SseEvent {
             event: event.into(),
             data: data.into(),
+            id: None,
         }
     }
 
@@ -128,7 +135,14 @@ mod tests {
         let text = b": keep-alive\nevent: ping\ndata: {}\n\ndata: a\ndata: b\n\nid: 7\nretry: 10\ndata:no-space\n\n";
         assert_eq!(
             parse_all(&[text]),
-            vec![ev("ping", "{}"), ev("", "a\nb"), ev("", "no-space")]
+            vec![
+                ev("ping", "{}"),
+                ev("", "a\nb"),
+                SseEvent {
+                    id: Some("7".into()),
+                    ..ev("", "no-space")
+                }
+            ]
         );
     }
 

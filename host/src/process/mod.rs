@@ -8,6 +8,7 @@
 //! This folder knows nothing about plugins: callers describe what a
 //! program may touch in a [`ConfinementSpec`].
 
+mod bounded;
 mod child;
 mod confine;
 mod env;
@@ -18,6 +19,7 @@ mod runner;
 mod service;
 mod support;
 
+pub use bounded::{LineLimited, forward_lines};
 pub use confine::{ConfineError, Confinement, ConfinementSpec, MAX_FILE_SIZE, MAX_PROCESSES};
 pub use env::{ChildEnv, DEFAULT_PATH, find_on_path};
 pub use host::harden_host;

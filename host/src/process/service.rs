@@ -7,12 +7,19 @@
 use std::path::PathBuf;
 use std::process::Stdio;
 
-use tokio::io::AsyncBufReadExt;
 use tokio::process::{Child, ChildStdin, ChildStdout};
+
+use super::bounded::{LineLimited, forward_lines};
 
 use super::confine::Confinement;
 use super::env::ChildEnv;
 use super::runner::{GroupGuard, ProcessError};
+
+/// Longest line a service may write to its stdout (one protocol message);
+/// a longer one fails the stream instead of growing memory.
+pub const MAX_SERVICE_LINE: usize = 16 << 20;
+/// Longest stderr line forwarded to the log; the rest of it is dropped.
+pub const MAX_LOG_LINE: usize = 2000;
 
 /// A program to keep running.
 #[derive(Debug, Clone)]
@@ -57,7 +64,7 @@ impl Drop for ServiceProcess {
 pub fn spawn_service(
     request: &ServiceRequest,
     confinement: &Confinement,
-) -> Result<(ServiceProcess, ChildStdin, ChildStdout), ProcessError> {
+) -> Result<(ServiceProcess, ChildStdin, LineLimited<ChildStdout>), ProcessError> {
     let program = request.program.display().to_string();
     let mut cmd = tokio::process::Command::new(&request.program);
     cmd.args(&request.args)
@@ -78,11 +85,13 @@ pub fn spawn_service(
     if let Some(stderr) = child.stderr.take() {
         let label = request.label.clone();
         tokio::spawn(async move {
-            let mut lines = tokio::io::BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                tracing::info!("{label}: {}", line.chars().take(2000).collect::<String>());
-            }
+            forward_lines(stderr, MAX_LOG_LINE, |line, cut| {
+                let more = if cut { " [line cut]" } else { "" };
+                tracing::info!("{label}: {line}{more}");
+            })
+            .await;
         });
     }
+    let stdout = LineLimited::new(stdout, MAX_SERVICE_LINE, &request.label);
     Ok((ServiceProcess { child, group }, stdin, stdout))
 }

@@ -1,10 +1,11 @@
 //! What every request must pass before a handler runs: a loopback `Host`
 //! (defeats DNS rebinding), no foreign `Origin` (a web page the user opens
 //! cannot drive the agent), and the bearer token (header, or `?token=` for
-//! EventSource, which cannot set headers).
+//! the event stream, which EventSource opens without headers). One route is
+//! open without the token: the proof a client asks for before it sends it.
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -22,23 +23,32 @@ pub struct Guard {
     pub allow_remote: bool,
 }
 
-/// Whether `host` (a `Host` header value) names this machine's loopback.
+/// Whether `host` (a `Host` header value) names this machine's loopback:
+/// `localhost`, `127.0.0.1` or `[::1]`, each with an optional port and
+/// nothing else.
 pub fn loopback_host(host: &str) -> bool {
-    let name = if let Some(rest) = host.strip_prefix('[') {
-        rest.split(']').next().unwrap_or_default()
+    let (name, port) = if let Some(rest) = host.strip_prefix('[') {
+        match rest.split_once(']') {
+            Some((name, after)) => (name, after),
+            None => return false,
+        }
     } else {
-        host.rsplit_once(':').map_or(host, |(name, port)| {
-            if port.chars().all(|c| c.is_ascii_digit()) {
-                name
-            } else {
-                host
-            }
-        })
+        match host.split_once(':') {
+            Some((name, _)) => (name, &host[name.len()..]),
+            None => (host, ""),
+        }
     };
-    matches!(
-        name.to_ascii_lowercase().as_str(),
-        "localhost" | "127.0.0.1" | "::1"
-    )
+    let port_ok = match port.strip_prefix(':') {
+        None => port.is_empty(),
+        Some(digits) => !digits.is_empty() && digits.len() <= 5 && digits.bytes().all(|b| b.is_ascii_digit()),
+    };
+    let bracketed = host.starts_with('[');
+    let name_ok = if bracketed {
+        name == "::1"
+    } else {
+        matches!(name.to_ascii_lowercase().as_str(), "localhost" | "127.0.0.1")
+    };
+    port_ok && name_ok
 }
 
 /// Compare without leaking where they differ.
@@ -50,17 +60,37 @@ fn same(a: &str, b: &str) -> bool {
             == 0
 }
 
-fn presented_token<'a>(headers: &'a HeaderMap, query: Option<&'a str>) -> Option<&'a str> {
-    headers
+/// The token a request presents: the `Authorization` header, or, for the
+/// event stream only (EventSource cannot set headers), `?token=`. A token
+/// in the query of any other request is not taken: URLs end up in logs and
+/// histories, and actions must not be triggerable by a link.
+fn presented_token(request: &Request) -> Option<&str> {
+    let header = request
+        .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .or_else(|| {
-            query?
-                .split('&')
-                .find_map(|pair| pair.strip_prefix("token="))
-        })
+        .and_then(|v| v.strip_prefix("Bearer "));
+    if header.is_some() {
+        return header;
+    }
+    let event_stream =
+        request.method() == axum::http::Method::GET && request.uri().path() == EVENT_STREAM;
+    if !event_stream {
+        return None;
+    }
+    request
+        .uri()
+        .query()?
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("token="))
 }
+
+/// The one route that takes `?token=`.
+const EVENT_STREAM: &str = "/events";
+
+/// The one route open without the token: a client asks the server to
+/// prove it holds the token before sending it (see [`super::token::proof`]).
+pub const PROOF_ROUTE: &str = "/bridge/proof";
 
 fn refuse(status: StatusCode, code: &str, message: &str) -> Response {
     ApiError::new(status, code, message).into_response()
@@ -109,7 +139,10 @@ pub async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next
         );
         return response;
     }
-    let ok = presented_token(headers, request.uri().query()).is_some_and(|t| same(t, &guard.token));
+    if request.method() == axum::http::Method::GET && request.uri().path() == PROOF_ROUTE {
+        return prove(&guard.token, &request);
+    }
+    let ok = presented_token(&request).is_some_and(|t| same(t, &guard.token));
     if !ok {
         return refuse(
             StatusCode::UNAUTHORIZED,
@@ -125,6 +158,32 @@ pub async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next
             .insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
     }
     response
+}
+
+/// `{"proof": …}` for `?challenge=` on the address the client reached.
+fn prove(token: &str, request: &Request) -> Response {
+    let challenge = request
+        .uri()
+        .query()
+        .unwrap_or_default()
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("challenge="))
+        .filter(|c| c.len() == 64 && c.bytes().all(|b| b.is_ascii_hexdigit()));
+    let reached = request
+        .extensions()
+        .get::<super::listen::Connection>()
+        .map(|c| c.local);
+    match (challenge, reached) {
+        (Some(challenge), Some(reached)) => axum::Json(serde_json::json!({
+            "proof": super::token::proof(token, challenge, &reached)
+        }))
+        .into_response(),
+        _ => refuse(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "?challenge= must be 64 hex digits",
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -148,6 +207,14 @@ mod tests {
             "127.0.0.1.evil.example",
             "",
             "10.0.0.1:9990",
+            "[::1]evil.example",
+            "[::1]:9990evil",
+            "[::1]:",
+            "localhost:",
+            "localhost:99x",
+            "[127.0.0.1]:9990",
+            "[::2]:9990",
+            "localhost:9990:1",
         ] {
             assert!(!loopback_host(bad), "{bad}");
         }

@@ -14,8 +14,10 @@
 //! | `GET /agent/history` | the stored turns |
 //! | `GET /events` | SSE; `Last-Event-ID` resumes |
 //! | `GET /openapi.json` | this API |
+//! | `GET /bridge/proof?challenge=` | proof the server holds the token (no token needed) |
 
 pub mod guard;
+mod listen;
 pub mod openapi;
 mod routes;
 mod sse;
@@ -29,6 +31,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::harness::{Harness, HarnessError};
+pub use listen::{Connection, ConnectionLimits};
 
 /// Largest request body.
 pub const MAX_BODY: usize = 256 * 1024;
@@ -106,19 +109,19 @@ impl From<HarnessError> for ApiError {
             HarnessError::AlreadyRunning | HarnessError::NotRunning => StatusCode::CONFLICT,
             HarnessError::NotInitialized => StatusCode::CONFLICT,
             HarnessError::Workspace(_) => StatusCode::BAD_REQUEST,
+            HarnessError::NotAllowed(_) => StatusCode::FORBIDDEN,
             HarnessError::Start(_) | HarnessError::History(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
         ApiError::new(status, err.code(), &err.to_string())
     }
 }
 
-/// Serve `router` on `listener` until `shutdown` resolves.
+/// Serve `router` on `listener` with `limits` until `shutdown` resolves.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     router: axum::Router,
+    limits: ConnectionLimits,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
+    listen::serve(listener, router, limits, shutdown).await
 }

@@ -120,6 +120,14 @@ const OPERATIONS: &[Op] = &[
     },
     Op {
         method: "get",
+        path: "/bridge/proof",
+        summary: "Proof that this server holds the token, for ?challenge= (64 hex digits): a keyed BLAKE3 hash of the challenge and of the address the client reached (see sandcrab's server::token::proof); the one route that needs no token. Clients check it before they send the token",
+        body: None,
+        status: "200",
+        response: || json!({"type": "object", "properties": {"proof": {"type": "string"}}, "required": ["proof"]}),
+    },
+    Op {
+        method: "get",
         path: "/openapi.json",
         summary: "This document",
         body: None,

@@ -23,16 +23,16 @@ pub fn check(dir: PathBuf, config: Option<PathBuf>, no_cache: bool) -> anyhow::R
     }
     let host = PluginHost::new(host_config)?;
     for d in host.diagnostics() {
-        eprintln!("warning: {}", crate::cli::terminal::sanitize(&d.message));
+        errln!("warning: {}", crate::cli::terminal::sanitize(&d.message));
     }
     match host.check(&PluginSource::Dir(dir.clone())) {
         Ok(checked) => {
             print_ok(&dir, &checked.manifest, &checked.version.to_string());
-            println!("compiled: {}", checked.cache.describe());
+            outln!("compiled: {}", checked.cache.describe());
             Ok(ExitCode::SUCCESS)
         }
         Err(err) => {
-            eprintln!(
+            errln!(
                 "error: {}",
                 crate::cli::terminal::sanitize(&err.to_string())
             );
@@ -42,26 +42,26 @@ pub fn check(dir: PathBuf, config: Option<PathBuf>, no_cache: bool) -> anyhow::R
 }
 
 fn print_ok(dir: &Path, manifest: &Manifest, version: &str) {
-    println!(
+    outln!(
         "ok: {} — {} {} ({} plugin, sandcrab:plugin@{version})",
         dir.display(),
         manifest.name,
         manifest.version,
         manifest.kind
     );
-    println!(
+    outln!(
         "requests: {}",
         serde_json::to_string(&manifest.capabilities).unwrap_or_default()
     );
     let caps = &manifest.capabilities;
     if !caps.programs.is_empty() && caps.workspace == crate::plugin::Access::None {
-        eprintln!(
+        errln!(
             "warning: {}",
             crate::plugin::scratch_warning(&manifest.name)
         );
     }
     if !caps.programs.is_empty() || caps.workspace == crate::plugin::Access::ReadWrite {
-        println!(
+        outln!(
             "grant what it needs in ~/.config/sandcrab/config.toml, for example:\n  [policy.plugins.{}]\n{}",
             manifest.name,
             grant_lines(manifest)

@@ -61,7 +61,7 @@ pub async fn list(args: HostArgs, json: bool) -> anyhow::Result<ExitCode> {
     let offers = Offers::resolve(&setup).await;
     for p in host.plugins() {
         if let Some(note) = p.sandbox().scratch_note() {
-            eprintln!("warning: {}", crate::cli::terminal::sanitize(&note));
+            errln!("warning: {}", crate::cli::terminal::sanitize(&note));
         }
     }
     if json {
@@ -71,10 +71,10 @@ pub async fn list(args: HostArgs, json: bool) -> anyhow::Result<ExitCode> {
             .map(|p| plugin_json(host, &offers, p))
             .collect();
         let out = serde_json::json!({ "plugins": plugins, "diagnostics": host.diagnostics() });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", crate::cli::terminal::json_pretty(&out));
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "{:<20} {:<11} {:<9} {:<10} {:<40} CAPABILITIES",
         "NAME", "KIND", "VERSION", "ORIGIN", "TOOLS"
     );
@@ -87,7 +87,7 @@ pub async fn list(args: HostArgs, json: bool) -> anyhow::Result<ExitCode> {
                 _ => format!("({})", t.name),
             })
             .collect();
-        println!(
+        outln!(
             "{:<20} {:<11} {:<9} {:<10} {:<40} {}",
             p.name(),
             p.kind().to_string(),
@@ -101,7 +101,7 @@ pub async fn list(args: HostArgs, json: bool) -> anyhow::Result<ExitCode> {
             capabilities(&p.decision.grants)
         );
     }
-    println!(
+    outln!(
         "\nTools in (parentheses) are not offered to the model ({}); `sandcrab plugins inspect NAME` says why.",
         offers.note
     );
@@ -116,7 +116,7 @@ pub async fn inspect(args: HostArgs, name: &str) -> anyhow::Result<ExitCode> {
     };
     let offers = Offers::resolve(&setup).await;
     let grants = &p.decision.grants;
-    println!(
+    outln!(
         "{} {} ({}, {}, ABI {})",
         p.name(),
         p.manifest.version,
@@ -125,9 +125,9 @@ pub async fn inspect(args: HostArgs, name: &str) -> anyhow::Result<ExitCode> {
         p.version
     );
     if !p.manifest.description.is_empty() {
-        println!("  {}", p.manifest.description);
+        outln!("  {}", p.manifest.description);
     }
-    println!("  source: {}", p.source.display());
+    outln!("  source: {}", p.source.display());
     if let Some(pin) = setup
         .config
         .policy
@@ -135,20 +135,20 @@ pub async fn inspect(args: HostArgs, name: &str) -> anyhow::Result<ExitCode> {
         .get(name)
         .and_then(|g| g.sha256.as_deref())
     {
-        println!("  pinned: sha256 {pin}");
+        outln!("  pinned: sha256 {pin}");
     }
-    println!(
+    outln!(
         "\nrequested: {}",
         serde_json::to_string(&p.manifest.capabilities)?
     );
-    println!("granted:   {}", capabilities(grants));
+    outln!("granted:   {}", capabilities(grants));
     for denied in &p.decision.denied {
-        println!("  not granted: {denied}");
+        outln!("  not granted: {denied}");
     }
     if let Some(note) = p.sandbox().scratch_note() {
-        println!("  warning: {note}");
+        outln!("  warning: {note}");
     }
-    println!(
+    outln!(
         "limits:    memory {} MiB, {} ms per call, {} concurrent instances",
         grants.limits.memory_mb, grants.limits.timeout_ms, grants.limits.max_instances
     );
@@ -170,15 +170,15 @@ pub async fn inspect(args: HostArgs, name: &str) -> anyhow::Result<ExitCode> {
         ),
         Err(why) => format!("{} — programs refused: {why}", policy.sandbox_mode()),
     };
-    println!("programs:  run under sandbox mode {sandbox}");
+    outln!("programs:  run under sandbox mode {sandbox}");
     for tool in &p.tools {
         let offer = offers.of(&setup.host, p, &tool.name);
         let seen = match offer {
             Offer::Offered => format!("offered to the model {}", offers.note),
             other => format!("not offered: {}", other.describe()),
         };
-        println!("\ntool {} ({seen}): {}", tool.name, tool.description);
-        println!("{}", serde_json::to_string_pretty(&tool.parameters)?);
+        outln!("\ntool {} ({seen}): {}", tool.name, tool.description);
+        outln!("{}", crate::cli::terminal::json_pretty(&tool.parameters));
     }
     Ok(ExitCode::SUCCESS)
 }

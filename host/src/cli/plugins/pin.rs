@@ -46,7 +46,7 @@ pub fn pin(args: HostArgs, name: &str) -> anyhow::Result<ExitCode> {
         .get(name)
         .and_then(|g| g.sha256.clone());
     crate::config::edit::pin_plugin(&file, name, &sha)?;
-    println!(
+    outln!(
         "pinned: {} {} ({}) to sha256 {sha} in {}",
         manifest.name,
         manifest.version,
@@ -54,7 +54,7 @@ pub fn pin(args: HostArgs, name: &str) -> anyhow::Result<ExitCode> {
         file.display()
     );
     if let Some(old) = previous.filter(|old| !old.eq_ignore_ascii_case(&sha)) {
-        println!("  (was {old})");
+        outln!("  (was {old})");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -164,15 +164,15 @@ pub fn new(args: NewArgs) -> anyhow::Result<ExitCode> {
     if args.lang == Lang::Python {
         make_executable(&dir.join("build.sh"))?;
     }
-    println!(
+    outln!(
         "created {} ({:?} tool plugin '{}', tool {})",
         dir.display(),
         args.lang,
         names.plugin,
         names.tool
     );
-    println!("build it:  cd {} && {build}", dir.display());
-    println!(
+    outln!("build it:  cd {} && {build}", dir.display());
+    outln!(
         "try it:    sandcrab tool call {} --args '{{\"path\": \"README.md\"}}' --plugins {}",
         names.tool,
         dir.display()
