@@ -241,6 +241,17 @@ impl AgentKit {
             .store
             .as_ref()
             .ok_or_else(|| crate::store::StoreError::UnknownSession(id.to_string()))?;
+        let record = store
+            .session(id)?
+            .ok_or_else(|| crate::store::StoreError::UnknownSession(id.to_string()))?;
+        let workspace = self.workspace.display().to_string();
+        if record.workspace != workspace {
+            return Err(crate::store::StoreError::OtherWorkspace {
+                id: id.to_string(),
+                session_workspace: record.workspace,
+                workspace,
+            });
+        }
         let memory =
             super::memory::SessionMemory::resume(store.clone(), self.compactor(store), id)?;
         Ok(self.start(Some(memory)).await)

@@ -2,7 +2,9 @@
 //! loaded again and its tools published to the sessions' [`ToolCatalog`]
 //! in one step. Calls already running finish on the version they started
 //! on; calls made afterwards get the new one. A new version that fails to
-//! load leaves the old one in place, and the report says why. Plugins
+//! load leaves the old one in place, and the report says why — except one
+//! the operator's trust no longer admits (a project changed since it was
+//! trusted): then the old one is unloaded too, as a fresh start would. Plugins
 //! whose first compile was deferred are loaded here too, in the
 //! background, while the catalog tells sessions to wait for them.
 
@@ -182,6 +184,19 @@ impl LivePlugins {
                     replaced,
                     took: started.elapsed(),
                     notes,
+                }
+            }
+            // Not admitted (a project changed since it was trusted): the
+            // old version goes too, as a fresh start would not load it.
+            Err(err @ crate::plugin::LoadError::NotAdmitted { .. }) => {
+                if replaced {
+                    host.unload(&source.manifest_path());
+                    self.publish(&host);
+                }
+                PluginReport::Failed {
+                    dir,
+                    message: err.to_string(),
+                    kept: false,
                 }
             }
             Err(err) => PluginReport::Failed {

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 
+use crate::config::trust::ProjectSeal;
 use crate::config::{Config, LoadedConfig};
 use crate::plugin::discovery::{self, PluginSource};
 use crate::plugin::{PluginHost, PluginHostConfig, SandboxMode};
@@ -63,6 +64,26 @@ impl Setup {
             errln!("{label}: {}", super::terminal::sanitize(&d.message));
         }
     }
+}
+
+/// Everything third-party plugins are loaded from, as it resolves: each
+/// plugin folder, each plugin directory, its manifest and its component.
+/// What of it lies inside the workspace is kept read-only for the file
+/// tools and programs, so the model cannot change a plugin the operator
+/// trusts (wherever a link puts it).
+fn trusted_plugin_paths(roots: &[PathBuf], sources: &[PluginSource]) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = roots.iter().filter_map(|r| r.canonicalize().ok()).collect();
+    for source in sources {
+        let PluginSource::Dir(dir) = source else {
+            continue;
+        };
+        let mut files = vec![dir.clone(), dir.join("plugin.toml")];
+        if let Ok(manifest) = crate::plugin::Manifest::read(dir) {
+            files.push(dir.join(manifest.wasm));
+        }
+        paths.extend(files.iter().filter_map(|f| f.canonicalize().ok()));
+    }
+    paths
 }
 
 /// The workspace `dir` names (default: the current directory), resolved.
@@ -142,14 +163,24 @@ impl HostArgs {
         if self.no_cache {
             host_config.cache_dir = None;
         }
-        let mut host = PluginHost::new(host_config)?;
         let sources = self.sources(&workspace, &config, loaded.workspace_plugins_allowed());
+        let roots = self.roots(&workspace, &config, loaded.workspace_plugins_allowed());
+        // The project's own plugins load only as they were trusted, checked
+        // on the bytes loaded, at start and at every reload.
+        host_config.admission = Some(std::sync::Arc::new(ProjectSeal::new(
+            &workspace,
+            &config.trust,
+        )));
+        host_config.protect = trusted_plugin_paths(&roots, &sources);
+        if let Some(project) = loaded.project.as_ref().filter(|p| p.trusted) {
+            host_config.protect.extend(project.link_targets.iter().cloned());
+        }
+        let mut host = PluginHost::new(host_config)?;
         let (deferred, now): (Vec<PluginSource>, Vec<PluginSource>) =
             sources.into_iter().partition(|s| {
                 defer_uncompiled && matches!(s, PluginSource::Dir(_)) && !host.is_compiled(s)
             });
         host.load_all(&now).await;
-        let roots = self.roots(&workspace, &config, loaded.workspace_plugins_allowed());
         Ok(Setup {
             workspace,
             config,

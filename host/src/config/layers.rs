@@ -64,6 +64,9 @@ pub struct ProjectLayer {
     pub path: PathBuf,
     /// The operator trusts the project as it is now.
     pub trusted: bool,
+    /// Where the links of a trusted project lead (canonical): loaded as
+    /// trusted, so kept read-only like the project itself.
+    pub link_targets: Vec<PathBuf>,
 }
 
 impl LoadedConfig {
@@ -121,7 +124,7 @@ pub fn load(workspace: &Path, explicit: Option<&Path>) -> Result<LoadedConfig, C
     let project_text = project_file(&project_path)?;
     let has_dot_dir = std::fs::symlink_metadata(workspace.join(trust::PROJECT_DIR)).is_ok();
     let project = if project_text.is_some() || has_dot_dir {
-        let state = trust::state(workspace, &trust_records);
+        let (state, found) = trust::state_of(workspace, &trust_records);
         if let TrustState::Changed = state {
             warnings.push(format!(
                 "{}: the project's configuration ({PROJECT_FILE}, {}/) changed since you trusted it; it is untrusted until you review it and run `sandcrab trust {}` again",
@@ -133,6 +136,7 @@ pub fn load(workspace: &Path, explicit: Option<&Path>) -> Result<LoadedConfig, C
         Some(ProjectLayer {
             path: project_path.clone(),
             trusted: state == TrustState::Trusted,
+            link_targets: found.map(|f| f.link_targets).unwrap_or_default(),
         })
     } else {
         None

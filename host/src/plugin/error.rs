@@ -51,6 +51,10 @@ pub enum LoadError {
         expected: String,
         actual: String,
     },
+    /// Where the plugin comes from is not trusted as it is now (a
+    /// project's own plugin after the project changed).
+    #[error("{path}: not loaded: {message}")]
+    NotAdmitted { path: PathBuf, message: String },
     /// Locked mode loads only pinned third-party plugins.
     #[error(
         "{path}: plugin '{plugin}' is not pinned, and locked mode loads third-party plugins only when pinned (review it, then run `sandcrab plugins pin {plugin}` to record sha256 {actual} in ~/.config/sandcrab/config.toml)"
@@ -77,6 +81,7 @@ impl LoadError {
             | LoadError::TooManyTools { path, .. }
             | LoadError::DuplicatePlugin { path, .. }
             | LoadError::PinMismatch { path, .. }
+            | LoadError::NotAdmitted { path, .. }
             | LoadError::Unpinned { path, .. }
             | LoadError::Initialization { path, .. } => path,
         }

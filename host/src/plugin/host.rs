@@ -42,6 +42,22 @@ pub struct PluginHostConfig {
     /// Most instances one call of a shardable tool is spread over (1: never
     /// shard). Defaults to the machine's cores, at most [`MAX_SHARDS`].
     pub max_shards: usize,
+    /// Asked before a plugin from a directory is compiled (None: every
+    /// directory is admitted).
+    pub admission: Option<Arc<dyn Admission>>,
+    /// More paths kept read-only for the file tools and programs (besides
+    /// the policy's protected paths): where trusted plugins are loaded
+    /// from inside the workspace. Absolute; those outside the workspace
+    /// are not writable anyway and are left out.
+    pub protect: Vec<PathBuf>,
+}
+
+/// The operator's trust in where a plugin comes from, asked with the
+/// bytes the loader read (so what is checked is what is loaded).
+pub trait Admission: Send + Sync + std::fmt::Debug {
+    /// Whether the plugin in `dir` with this manifest and component may
+    /// be loaded; the reason if not.
+    fn admit(&self, dir: &Path, manifest: &[u8], component: &[u8]) -> Result<(), String>;
 }
 
 /// Most shards a call is ever split into.
@@ -66,6 +82,8 @@ impl PluginHostConfig {
             host_env: None,
             process_budget: super::clock::PROCESS_BUDGET,
             max_shards: default_max_shards(),
+            admission: None,
+            protect: Vec::new(),
         }
     }
 }
@@ -116,6 +134,8 @@ pub struct PluginHost {
     diagnostics: Vec<Diagnostic>,
     /// See [`PluginHostConfig::max_shards`].
     max_shards: usize,
+    /// See [`PluginHostConfig::admission`].
+    admission: Option<Arc<dyn Admission>>,
 }
 
 impl PluginHost {
@@ -157,12 +177,18 @@ impl PluginHost {
             .get("PATH")
             .cloned()
             .unwrap_or_else(|| crate::process::DEFAULT_PATH.into());
-        let protected = config
+        let mut protected: Vec<PathBuf> = config
             .policy
             .protected_paths()
             .iter()
             .map(|rel| workspace.join(rel))
             .collect();
+        for path in &config.protect {
+            let path = path.canonicalize().unwrap_or_else(|_| path.clone());
+            if path.starts_with(&workspace) && path != workspace && !protected.contains(&path) {
+                protected.push(path);
+            }
+        }
         Ok(PluginHost {
             max_shards: config.max_shards.clamp(1, MAX_SHARDS),
             ctx: SandboxContext {
@@ -178,6 +204,7 @@ impl PluginHost {
             engine,
             linker,
             cache,
+            admission: config.admission,
             _temp_dir: temp_dir,
             plugins: Vec::new(),
             owners: Owners::new(),
@@ -290,7 +317,7 @@ impl PluginHost {
     /// cache (false when it would compile, or cannot be read at all).
     pub fn is_compiled(&self, source: &PluginSource) -> bool {
         read_source(source, &source.manifest_path())
-            .is_ok_and(|(_, _, bytes)| self.cache.has_entry(&bytes))
+            .is_ok_and(|(_, _, _, bytes)| self.cache.has_entry(&bytes))
     }
 
     fn index_of(&self, manifest_path: &Path) -> Option<usize> {
@@ -385,7 +412,15 @@ impl PluginHost {
     /// Everything up to (not including) running guest code.
     fn prepare(&self, source: &PluginSource) -> Result<Prepared, LoadError> {
         let manifest_path = source.manifest_path();
-        let (manifest, wasm_path, bytes) = read_source(source, &manifest_path)?;
+        let (manifest, text, wasm_path, bytes) = read_source(source, &manifest_path)?;
+        if let (PluginSource::Dir(dir), Some(admission)) = (source, &self.admission) {
+            admission
+                .admit(dir, text.as_bytes(), &bytes)
+                .map_err(|message| LoadError::NotAdmitted {
+                    path: manifest_path.clone(),
+                    message,
+                })?;
+        }
         integrity::verify(
             &self.ctx.policy,
             &manifest.name,
@@ -566,19 +601,20 @@ struct Prepared {
     sharded: Option<Arc<dyn wit::ShardedGuest>>,
 }
 
-/// The manifest, the wasm path (for messages) and the wasm bytes.
+/// The manifest (parsed, and its text), the wasm path (for messages) and
+/// the wasm bytes.
 fn read_source(
     source: &PluginSource,
     manifest_path: &Path,
-) -> Result<(Manifest, PathBuf, Vec<u8>), LoadError> {
+) -> Result<(Manifest, String, PathBuf, Vec<u8>), LoadError> {
     match source {
         PluginSource::Bundled(b) => {
             let manifest = Manifest::parse(b.manifest, manifest_path)?;
             let wasm_path = PathBuf::from(format!("builtin:{}/{}", b.name, manifest.wasm));
-            Ok((manifest, wasm_path, b.wasm.to_vec()))
+            Ok((manifest, b.manifest.to_string(), wasm_path, b.wasm.to_vec()))
         }
         PluginSource::Dir(dir) => {
-            let manifest = Manifest::read(dir)?;
+            let (manifest, text) = Manifest::read_with_text(dir)?;
             let wasm_path = dir.join(&manifest.wasm);
             let bytes = crate::safe_fs::read_regular(
                 &wasm_path,
@@ -590,7 +626,7 @@ fn read_source(
                 manifest: manifest_path.to_path_buf(),
                 source,
             })?;
-            Ok((manifest, wasm_path, bytes))
+            Ok((manifest, text, wasm_path, bytes))
         }
     }
 }
@@ -598,7 +634,7 @@ fn read_source(
 /// The manifest of a plugin and the SHA-256 of its component, read
 /// without compiling or running anything (for `sandcrab plugins pin`).
 pub fn component_digest(source: &PluginSource) -> Result<(Manifest, String), LoadError> {
-    let (manifest, _, bytes) = read_source(source, &source.manifest_path())?;
+    let (manifest, _, _, bytes) = read_source(source, &source.manifest_path())?;
     Ok((manifest, integrity::sha256_hex(&bytes)))
 }
 

@@ -177,6 +177,11 @@ impl Manifest {
 
     /// Read and parse `dir/plugin.toml` (a regular file of at most 64 KiB).
     pub fn read(dir: &Path) -> Result<Manifest, LoadError> {
+        Self::read_with_text(dir).map(|(manifest, _)| manifest)
+    }
+
+    /// Like [`Manifest::read`], with the text it was parsed from.
+    pub fn read_with_text(dir: &Path) -> Result<(Manifest, String), LoadError> {
         let path = dir.join("plugin.toml");
         let bytes = crate::safe_fs::read_regular(&path, 64 * 1024, crate::safe_fs::Links::Follow)
             .map_err(|source| LoadError::ManifestUnreadable {
@@ -187,7 +192,8 @@ impl Manifest {
             path: path.clone(),
             message: "the file is not UTF-8 text".into(),
         })?;
-        Manifest::parse(&text, &path)
+        let manifest = Manifest::parse(&text, &path)?;
+        Ok((manifest, text))
     }
 
     fn validate(&self, path: &Path) -> Result<(), LoadError> {

@@ -7,6 +7,7 @@
 //! Durability: every write is one transaction, committed before the call
 //! returns (WAL; survives the process being killed at any moment).
 
+mod private;
 mod schema;
 mod sqlite;
 
@@ -81,6 +82,14 @@ pub enum StoreError {
     Sql(#[from] rusqlite::Error),
     #[error("no session with id '{0}' (see `sandcrab sessions list --all`)")]
     UnknownSession(String),
+    #[error(
+        "session {id} belongs to the workspace {session_workspace}, not to {workspace}: its conversation stays with its workspace (resume it there: `sandcrab chat --workspace {session_workspace} --resume {id}`)"
+    )]
+    OtherWorkspace {
+        id: String,
+        session_workspace: String,
+        workspace: String,
+    },
 }
 
 /// Sessions, turns and archival memory.

@@ -32,6 +32,7 @@ impl SqliteStore {
                 .create(dir)
                 .map_err(|e| open_err(format!("cannot create {}: {e}", dir.display())))?;
         }
+        super::private::secure(path).map_err(open_err)?;
         let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
         Self::setup(conn).map_err(|e| open_err(e.to_string()))
     }
