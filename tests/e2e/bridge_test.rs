@@ -46,6 +46,9 @@ fn bridge(scene: &Scene, provider: Option<&MockLlm>, workspace: bool) -> Bridge 
         .arg(&token_file);
     if workspace {
         cmd.arg("-w").arg(scene.workspace());
+    } else {
+        // No workspace open; a client may initialize the scene's.
+        cmd.arg("--allow-workspace").arg(scene.workspace());
     }
     if let Some(server) = provider {
         cmd.env(KIND.key_vars()[0], KEY)

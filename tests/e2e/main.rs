@@ -35,5 +35,6 @@ mod provider_rules;
 mod sandbox_escape_test;
 mod sessions_test;
 mod sharded_calls_test;
+mod surfaces_test;
 mod third_party_tools_test;
 mod trust_config_test;

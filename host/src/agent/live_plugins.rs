@@ -186,11 +186,11 @@ impl LivePlugins {
                     notes,
                 }
             }
-            // Not admitted (a project changed since it was trusted): the
-            // old version goes too, as a fresh start would not load it.
+            // Not admitted (a project changed since it was trusted): what
+            // was loaded from it goes too, as a fresh start would not load
+            // it.
             Err(err @ crate::plugin::LoadError::NotAdmitted { .. }) => {
-                if replaced {
-                    host.unload(&source.manifest_path());
+                if !host.unload_scope_of(&dir).is_empty() {
                     self.publish(&host);
                 }
                 PluginReport::Failed {

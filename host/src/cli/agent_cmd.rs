@@ -170,8 +170,7 @@ pub async fn chat(args: AgentArgs, watch_plugins: bool) -> anyhow::Result<ExitCo
         kit.config.tools.clone(),
     );
     live.keep_tools(kit.mcp_tools.clone());
-    let report =
-        |r: PluginReport| errln!("plugins: {}", super::terminal::sanitize(&r.to_string()));
+    let report = |r: PluginReport| errln!("plugins: {}", super::terminal::sanitize(&r.to_string()));
     let deferred = live.load_deferred(setup.deferred, report);
     let watching =
         watch_plugins.then(|| live.watch(PluginWatcher::new(setup.roots), WATCH_INTERVAL, report));

@@ -195,10 +195,15 @@ impl Bridge {
 async fn prove(http: &reqwest::Client, base: &str, token: &str) -> anyhow::Result<()> {
     let challenge = token::challenge();
     let response = http
-        .get(format!("{base}{}?challenge={challenge}", guard::PROOF_ROUTE))
+        .get(format!(
+            "{base}{}?challenge={challenge}",
+            guard::PROOF_ROUTE
+        ))
         .send()
         .await
-        .with_context(|| format!("cannot reach the bridge at {base} (is `sandcrab serve` running?)"))?;
+        .with_context(|| {
+            format!("cannot reach the bridge at {base} (is `sandcrab serve` running?)")
+        })?;
     let reached = response.remote_addr();
     let answer: Value = serde_json::from_str(&capped_text(response).await?).unwrap_or_default();
     let expected = reached.map(|addr| token::proof(token, &challenge, &addr));
@@ -217,7 +222,10 @@ async fn capped_text(response: reqwest::Response) -> anyhow::Result<String> {
     while let Some(chunk) = body.next().await {
         let chunk = chunk?;
         if bytes.len() + chunk.len() > MAX_ANSWER {
-            bail!("the bridge's answer is larger than {} MiB", MAX_ANSWER >> 20);
+            bail!(
+                "the bridge's answer is larger than {} MiB",
+                MAX_ANSWER >> 20
+            );
         }
         bytes.extend_from_slice(&chunk);
     }

@@ -149,8 +149,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         TruncationPolicy::from_overrides(&setup.config.truncation).map_err(anyhow::Error::msg)?;
     let server = ToolServer::new(catalog.clone(), truncation);
     let live = LivePlugins::serving(setup.host, catalog, selection);
-    let report =
-        |r: PluginReport| errln!("plugins: {}", super::terminal::sanitize(&r.to_string()));
+    let report = |r: PluginReport| errln!("plugins: {}", super::terminal::sanitize(&r.to_string()));
     let _watching = args
         .watch_plugins
         .then(|| live.watch(PluginWatcher::new(setup.roots), WATCH_INTERVAL, report));

@@ -2,7 +2,6 @@
 //! activity and notes on stderr, with control sequences made visible (see
 //! [`super::terminal`]); or every event as one JSON line (escaped by JSON).
 
-
 use futures::StreamExt;
 
 use super::terminal::sanitize;

@@ -173,7 +173,9 @@ impl HostArgs {
         )));
         host_config.protect = trusted_plugin_paths(&roots, &sources);
         if let Some(project) = loaded.project.as_ref().filter(|p| p.trusted) {
-            host_config.protect.extend(project.link_targets.iter().cloned());
+            host_config
+                .protect
+                .extend(project.link_targets.iter().cloned());
         }
         let mut host = PluginHost::new(host_config)?;
         let (deferred, now): (Vec<PluginSource>, Vec<PluginSource>) =

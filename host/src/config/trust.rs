@@ -267,6 +267,10 @@ impl crate::plugin::Admission for ProjectSeal {
             Ok(())
         }
     }
+
+    fn scope(&self, dir: &Path) -> Option<PathBuf> {
+        self.covers(dir).then(|| self.workspace.join(PROJECT_DIR))
+    }
 }
 
 fn record(h: &mut Sha256, kind: u8, name: &[u8], content: &[u8]) {
@@ -374,7 +378,12 @@ mod tests {
         std::fs::write(ws.join(".sandcrab/plugins/p/plugin.toml"), "m").unwrap();
         std::fs::write(ws.join(".sandcrab/plugins/p/p.wasm"), "w").unwrap();
         let untrusted = ProjectSeal::new(&ws, &BTreeMap::new());
-        assert!(untrusted.admit(b"m", b"w").unwrap_err().contains("untrusted"));
+        assert!(
+            untrusted
+                .admit(b"m", b"w")
+                .unwrap_err()
+                .contains("untrusted")
+        );
         let file = dir.path().join("config.toml");
         trust(&file, &ws).unwrap();
         let records = crate::config::Config::read(&file).unwrap().trust;
@@ -382,9 +391,17 @@ mod tests {
         assert!(seal.covers(&ws.join(".sandcrab/plugins/p")));
         assert!(!seal.covers(&ws.join("vendor/p")));
         seal.admit(b"m", b"w").unwrap();
-        assert!(seal.admit(b"m", b"other").unwrap_err().contains("component"));
+        assert!(
+            seal.admit(b"m", b"other")
+                .unwrap_err()
+                .contains("component")
+        );
         std::fs::write(ws.join(".sandcrab/plugins/p/p.wasm"), "w2").unwrap();
-        assert!(seal.admit(b"m", b"w2").unwrap_err().contains("changed since"));
+        assert!(
+            seal.admit(b"m", b"w2")
+                .unwrap_err()
+                .contains("changed since")
+        );
     }
 
     #[test]

@@ -105,7 +105,11 @@ impl Workspaces {
 
     fn describe(&self) -> String {
         let mut parts: Vec<String> = self.exact.iter().map(|d| d.display().to_string()).collect();
-        parts.extend(self.under.iter().map(|d| format!("{} and below", d.display())));
+        parts.extend(
+            self.under
+                .iter()
+                .map(|d| format!("{} and below", d.display())),
+        );
         if parts.is_empty() {
             "none".into()
         } else {

@@ -58,6 +58,10 @@ pub trait Admission: Send + Sync + std::fmt::Debug {
     /// Whether the plugin in `dir` with this manifest and component may
     /// be loaded; the reason if not.
     fn admit(&self, dir: &Path, manifest: &[u8], component: &[u8]) -> Result<(), String>;
+
+    /// The folder a refusal for `dir` stands for (a project's plugins are
+    /// trusted together, so a refusal for one is a refusal for all).
+    fn scope(&self, dir: &Path) -> Option<PathBuf>;
 }
 
 /// Most shards a call is ever split into.
@@ -318,6 +322,20 @@ impl PluginHost {
     pub fn is_compiled(&self, source: &PluginSource) -> bool {
         read_source(source, &source.manifest_path())
             .is_ok_and(|(_, _, _, bytes)| self.cache.has_entry(&bytes))
+    }
+
+    /// Remove every plugin the admission no longer admits together with
+    /// `dir` (see [`Admission::scope`]); their names.
+    pub fn unload_scope_of(&mut self, dir: &Path) -> Vec<String> {
+        let Some(scope) = self.admission.as_ref().and_then(|a| a.scope(dir)) else {
+            return Vec::new();
+        };
+        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.plugins)
+            .into_iter()
+            .partition(|p| p.source.starts_with(&scope));
+        self.plugins = kept;
+        self.resolve_owners(&[]);
+        gone.iter().map(|p| p.name().to_string()).collect()
     }
 
     fn index_of(&self, manifest_path: &Path) -> Option<usize> {

@@ -27,8 +27,7 @@ pub use discovery::PluginSource;
 pub use engine::{EPOCH_TICK, EngineOptions, PluginEngine};
 pub use error::{CallError, EngineError, LoadError};
 pub use host::{
-    Admission,
-    Checked, Diagnostic, HostError, MAX_SHARDS, PluginHost, PluginHostConfig, Severity,
+    Admission, Checked, Diagnostic, HostError, MAX_SHARDS, PluginHost, PluginHostConfig, Severity,
     component_digest, default_max_shards,
 };
 pub use loaded::{LoadedPlugin, ToolCallError};

@@ -113,7 +113,10 @@ mod tests {
         let mut out = Vec::new();
         let err = r.read_to_end(&mut out).await.unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
-        assert!(err.to_string().contains("server sent a line longer than 1000 bytes"));
+        assert!(
+            err.to_string()
+                .contains("server sent a line longer than 1000 bytes")
+        );
         assert!(out.len() <= 1000 + 8192, "read {} bytes", out.len());
     }
 

@@ -40,13 +40,18 @@ pub fn loopback_host(host: &str) -> bool {
     };
     let port_ok = match port.strip_prefix(':') {
         None => port.is_empty(),
-        Some(digits) => !digits.is_empty() && digits.len() <= 5 && digits.bytes().all(|b| b.is_ascii_digit()),
+        Some(digits) => {
+            !digits.is_empty() && digits.len() <= 5 && digits.bytes().all(|b| b.is_ascii_digit())
+        }
     };
     let bracketed = host.starts_with('[');
     let name_ok = if bracketed {
         name == "::1"
     } else {
-        matches!(name.to_ascii_lowercase().as_str(), "localhost" | "127.0.0.1")
+        matches!(
+            name.to_ascii_lowercase().as_str(),
+            "localhost" | "127.0.0.1"
+        )
     };
     port_ok && name_ok
 }

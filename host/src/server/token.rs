@@ -116,9 +116,8 @@ pub fn read(file: &Path) -> Result<String, TokenError> {
             mode,
         });
     }
-    let bytes =
-        crate::safe_fs::read_regular(file, MAX_TOKEN_FILE, crate::safe_fs::Links::Refuse)
-            .map_err(unreadable)?;
+    let bytes = crate::safe_fs::read_regular(file, MAX_TOKEN_FILE, crate::safe_fs::Links::Refuse)
+        .map_err(unreadable)?;
     Ok(String::from_utf8_lossy(&bytes).trim().to_string())
 }
 

@@ -76,7 +76,11 @@ pub async fn list(args: HostArgs, json: bool) -> anyhow::Result<ExitCode> {
     }
     outln!(
         "{:<20} {:<11} {:<9} {:<10} {:<40} CAPABILITIES",
-        "NAME", "KIND", "VERSION", "ORIGIN", "TOOLS"
+        "NAME",
+        "KIND",
+        "VERSION",
+        "ORIGIN",
+        "TOOLS"
     );
     for p in host.plugins() {
         let tools: Vec<String> = p
@@ -150,7 +154,9 @@ pub async fn inspect(args: HostArgs, name: &str) -> anyhow::Result<ExitCode> {
     }
     outln!(
         "limits:    memory {} MiB, {} ms per call, {} concurrent instances",
-        grants.limits.memory_mb, grants.limits.timeout_ms, grants.limits.max_instances
+        grants.limits.memory_mb,
+        grants.limits.timeout_ms,
+        grants.limits.max_instances
     );
     let policy = &setup.host.sandbox_context().policy;
     let sandbox = match p.sandbox().confinement() {
