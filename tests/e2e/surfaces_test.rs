@@ -432,7 +432,7 @@ async fn f3_hot_reload_applies_the_trust_check_of_a_fresh_start() {
     );
 }
 
-/// Run `f` as the unprivileged user `nobody` (a second local user).
+/// Give `path` to the unprivileged user `nobody` (a second local user).
 fn as_nobody(path: &Path) {
     let nobody = 65534;
     std::os::unix::fs::chown(path, Some(nobody), Some(nobody)).unwrap();
@@ -462,13 +462,17 @@ fn f4_serve_refuses_a_token_file_someone_else_planted() {
         std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o600)).unwrap();
         as_nobody(&planted);
         as_nobody(&planted_dir);
-        let out = sandcrab_cmd(&scene)
+        let child = sandcrab_cmd(&scene)
             .args(["serve", "--port", "0", "-w"])
             .arg(scene.workspace())
             .env("XDG_RUNTIME_DIR", &shared)
             .stdin(Stdio::null())
-            .output()
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
             .unwrap();
+        let out = exits_within(child, Duration::from_secs(30))
+            .expect("served with a planted token (still running)");
         assert!(!out.status.success(), "served with a planted token");
         let err = text(&out.stderr);
         assert!(err.contains("not by you") && err.contains("65534"), "{err}");
@@ -492,6 +496,20 @@ fn f4_serve_refuses_a_token_file_someone_else_planted() {
         "{}",
         text(&out.stderr)
     );
+}
+
+/// The output of `child` if it exits within `limit` (else it is killed).
+fn exits_within(mut child: Child, limit: Duration) -> Option<Output> {
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Some(child.wait_with_output().unwrap())
 }
 
 /// A server that answers every request with `answer` and records what it

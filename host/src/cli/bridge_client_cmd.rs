@@ -217,17 +217,7 @@ async fn prove(http: &reqwest::Client, base: &str, token: &str) -> anyhow::Resul
 
 /// The body as text, at most [`MAX_ANSWER`] bytes.
 async fn capped_text(response: reqwest::Response) -> anyhow::Result<String> {
-    let mut body = response.bytes_stream();
-    let mut bytes = Vec::new();
-    while let Some(chunk) = body.next().await {
-        let chunk = chunk?;
-        if bytes.len() + chunk.len() > MAX_ANSWER {
-            bail!(
-                "the bridge's answer is larger than {} MiB",
-                MAX_ANSWER >> 20
-            );
-        }
-        bytes.extend_from_slice(&chunk);
-    }
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+    crate::llm::body::text_capped(response, MAX_ANSWER)
+        .await
+        .context("the bridge's answer could not be read")
 }

@@ -58,6 +58,9 @@ pub struct ServeArgs {
     watch_plugins: bool,
 }
 
+/// Largest MCP request body (a tool call's arguments) over HTTP.
+const MAX_MCP_BODY: usize = 16 << 20;
+
 /// How often plugin folders are checked for changes.
 const WATCH_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
 
@@ -187,6 +190,7 @@ async fn serve_http(server: ToolServer, port: u16, args: &ServeArgs) -> anyhow::
         token,
         cors: args.cors.clone(),
         allow_remote: false,
+        max_body: MAX_MCP_BODY,
     });
     let app = axum::Router::new()
         .nest_service("/mcp", service)

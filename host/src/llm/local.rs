@@ -77,7 +77,8 @@ async fn get_json(request: reqwest::RequestBuilder) -> Option<Value> {
     if !response.status().is_success() {
         return None;
     }
-    response.json().await.ok()
+    let bytes = super::body::read_capped(response, 1 << 20).await.ok()?;
+    serde_json::from_slice(&bytes).ok()
 }
 
 /// llama.cpp's `/props`: `default_generation_settings.n_ctx` (or `n_ctx`).

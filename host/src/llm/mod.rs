@@ -3,6 +3,7 @@
 //! Completions, Gemini), over real HTTP with retries and streaming.
 
 pub mod adapters;
+pub mod body;
 mod client;
 mod config;
 mod error;

@@ -15,6 +15,11 @@ use super::client::EventStream;
 use super::config::ProviderConfig;
 use super::error::{ErrorKind, LlmError};
 use super::retry::{Decision, parse_retry_after};
+
+/// Largest error body read (its text becomes the error's message).
+const MAX_ERROR_BODY: usize = 64 * 1024;
+/// Largest complete (non-streamed) answer.
+const MAX_ANSWER_BODY: usize = 64 << 20;
 use super::sse::SseParser;
 use super::types::{FinishReason, Reasoning, Request, Response, StreamEvent};
 
@@ -98,7 +103,10 @@ impl Transport {
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(parse_retry_after);
-        let text = response.text().await.unwrap_or_default();
+        // An error's body is for its message: a little is plenty.
+        let text = super::body::text_capped(response, MAX_ERROR_BODY)
+            .await
+            .unwrap_or_default();
         Err(LlmError::from_status(
             self.provider(),
             status.as_u16(),
@@ -129,7 +137,14 @@ impl Transport {
         request: &Request,
     ) -> Result<Response, LlmError> {
         let response = self.send(adapter, request, false).await?;
-        let text = response.text().await.map_err(|e| self.transport_error(e))?;
+        let text = super::body::text_capped(response, MAX_ANSWER_BODY)
+            .await
+            .map_err(|e| match e {
+                super::body::BodyError::Transport(e) => self.transport_error(e),
+                too_large => {
+                    LlmError::new(ErrorKind::Stream, self.provider(), too_large.to_string())
+                }
+            })?;
         let json: Value = serde_json::from_str(&text).map_err(|e| {
             LlmError::new(
                 ErrorKind::Stream,

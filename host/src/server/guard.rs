@@ -21,6 +21,8 @@ pub struct Guard {
     pub token: String,
     pub cors: Vec<String>,
     pub allow_remote: bool,
+    /// Largest request body read (whatever route or service reads it).
+    pub max_body: usize,
 }
 
 /// Whether `host` (a `Host` header value) names this machine's loopback:
@@ -156,7 +158,9 @@ pub async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next
         );
     }
     let origin = headers.get(header::ORIGIN).cloned();
-    let mut response = next.run(request).await;
+    let (parts, body) = request.into_parts();
+    let body = axum::body::Body::new(http_body_util::Limited::new(body, guard.max_body));
+    let mut response = next.run(Request::from_parts(parts, body)).await;
     if let Some(origin) = origin {
         response
             .headers_mut()

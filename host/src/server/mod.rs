@@ -63,6 +63,7 @@ pub fn router(harness: Arc<Harness>, config: ServerConfig) -> axum::Router {
         token: config.token.clone(),
         cors: config.cors.clone(),
         allow_remote: config.allow_remote,
+        max_body: MAX_BODY,
     });
     let shared = Shared {
         harness,
