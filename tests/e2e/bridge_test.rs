@@ -61,6 +61,27 @@ fn bridge(scene: &Scene, provider: Option<&MockLlm>, workspace: bool) -> Bridge 
             ])
             .arg(server.base_url());
     }
+    let (child, url, stderr) =
+        spawn_serve(cmd).unwrap_or_else(|err| panic!("the bridge did not start: {err}"));
+    let token = std::fs::read_to_string(&token_file)
+        .unwrap()
+        .trim()
+        .to_string();
+    Bridge {
+        child,
+        url,
+        token,
+        stderr,
+        http: reqwest::Client::new(),
+    }
+}
+
+/// Start `cmd` (a `sandcrab serve`) and wait for the address it listens
+/// on; the child, its URL and its stderr as it comes (or, if it never
+/// listens, what it printed).
+pub(crate) fn spawn_serve(
+    mut cmd: std::process::Command,
+) -> Result<(Child, String, Arc<Mutex<String>>), String> {
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -86,19 +107,14 @@ fn bridge(scene: &Scene, provider: Option<&MockLlm>, workspace: bool) -> Bridge 
             s.push('\n');
         }
     });
-    let url = rx
-        .recv_timeout(Duration::from_secs(60))
-        .unwrap_or_else(|_| panic!("the bridge did not start: {}", stderr.lock().unwrap()));
-    let token = std::fs::read_to_string(&token_file)
-        .unwrap()
-        .trim()
-        .to_string();
-    Bridge {
-        child,
-        url,
-        token,
-        stderr,
-        http: reqwest::Client::new(),
+    match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(url) => Ok((child, url, stderr)),
+        Err(_) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            std::thread::sleep(Duration::from_millis(200));
+            Err(stderr.lock().unwrap().clone())
+        }
     }
 }
 

@@ -143,7 +143,7 @@ async fn a_reload_under_load_loses_no_call_and_the_new_version_answers_afterward
 }
 
 /// Lines of the child's stderr, read on a thread into a shared buffer.
-fn collect(stderr: std::process::ChildStderr) -> Arc<std::sync::Mutex<String>> {
+pub(crate) fn collect(stderr: std::process::ChildStderr) -> Arc<std::sync::Mutex<String>> {
     let text = Arc::new(std::sync::Mutex::new(String::new()));
     let sink = text.clone();
     std::thread::spawn(move || {
@@ -157,7 +157,7 @@ fn collect(stderr: std::process::ChildStderr) -> Arc<std::sync::Mutex<String>> {
 }
 
 /// Wait until `text` contains `needle` (or fail after `limit`).
-fn wait_for(text: &std::sync::Mutex<String>, needle: &str, limit: Duration) {
+pub(crate) fn wait_for(text: &std::sync::Mutex<String>, needle: &str, limit: Duration) {
     wait_for_n(text, needle, 1, limit)
 }
 

@@ -6,7 +6,7 @@
 //! and idle timeouts). Each test performs the attack as an attacker would
 //! and checks it fails.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Output, Stdio};
@@ -16,9 +16,11 @@ use std::time::{Duration, Instant};
 use sandcrab::llm::ProviderKind;
 use serde_json::{Value, json};
 
+use crate::bridge_test::spawn_serve;
 use crate::cli_support::sandcrab;
 use crate::llm_transcripts::{Answer, stream};
 use crate::mock_llm::MockLlm;
+use crate::plugin_reload_test::{collect, wait_for};
 use crate::support::{Scene, install_plugin, sandcrab_cmd};
 
 fn text(bytes: &[u8]) -> String {
@@ -218,48 +220,17 @@ impl Drop for Bridge {
 
 impl Bridge {
     fn start(scene: &Scene, args: &[&str], token_file: &Path) -> Result<Bridge, String> {
-        let mut child = sandcrab_cmd(scene)
-            .args(["serve", "--port", "0", "--token-file"])
+        let mut cmd = sandcrab_cmd(scene);
+        cmd.args(["serve", "--port", "0", "--token-file"])
             .arg(token_file)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let (tx, rx) = std::sync::mpsc::channel();
-        let sink = stderr.clone();
-        let pipe = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                if let Some(rest) = line.split("listening on ").nth(1) {
-                    let _ = tx.send(
-                        rest.split_whitespace()
-                            .next()
-                            .unwrap_or_default()
-                            .to_string(),
-                    );
-                }
-                let mut s = sink.lock().unwrap();
-                s.push_str(&line);
-                s.push('\n');
-            }
-        });
-        match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(url) => Ok(Bridge {
-                child,
-                url,
-                token_file: token_file.to_path_buf(),
-                stderr,
-            }),
-            Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                std::thread::sleep(Duration::from_millis(200));
-                Err(stderr.lock().unwrap().clone())
-            }
-        }
+            .args(args);
+        let (child, url, stderr) = spawn_serve(cmd)?;
+        Ok(Bridge {
+            child,
+            url,
+            token_file: token_file.to_path_buf(),
+            stderr,
+        })
     }
 
     fn token(&self) -> String {
@@ -342,32 +313,6 @@ async fn f2_a_bridge_client_cannot_move_the_agent_out_of_its_workspace() {
         .call("POST", "/workspace/initialize", Some(json!({"path": ws})))
         .await;
     assert_eq!(code, 403);
-}
-
-/// Stderr lines of a child, collected on a thread.
-fn collect(pipe: impl Read + Send + 'static) -> Arc<Mutex<String>> {
-    let text = Arc::new(Mutex::new(String::new()));
-    let sink = text.clone();
-    std::thread::spawn(move || {
-        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-            let mut t = sink.lock().unwrap();
-            t.push_str(&line);
-            t.push('\n');
-        }
-    });
-    text
-}
-
-fn wait_for(text: &Mutex<String>, needle: &str, limit: Duration) {
-    let start = Instant::now();
-    while !text.lock().unwrap().contains(needle) {
-        assert!(
-            start.elapsed() < limit,
-            "waited {limit:?} for {needle:?}; so far:\n{}",
-            text.lock().unwrap()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// Finding 3: a running chat's watcher applies the same trust check as a

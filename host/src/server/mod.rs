@@ -31,7 +31,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::harness::{Harness, HarnessError};
-pub use listen::{Connection, ConnectionLimits};
+pub use listen::{Connection, ConnectionLimits, serve};
 
 /// Largest request body.
 pub const MAX_BODY: usize = 256 * 1024;
@@ -115,14 +115,4 @@ impl From<HarnessError> for ApiError {
         };
         ApiError::new(status, err.code(), &err.to_string())
     }
-}
-
-/// Serve `router` on `listener` with `limits` until `shutdown` resolves.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    router: axum::Router,
-    limits: ConnectionLimits,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    listen::serve(listener, router, limits, shutdown).await
 }
