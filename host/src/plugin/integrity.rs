@@ -8,7 +8,7 @@ use std::path::Path;
 use sha2::{Digest, Sha256};
 
 use super::error::LoadError;
-use super::policy::{Origin, Policy, PolicyMode};
+use super::policy::{Origin, Policy};
 
 /// The SHA-256 of `bytes`, lower-case hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -41,13 +41,11 @@ pub fn verify(
                 })
             }
         }
-        None if policy.mode == PolicyMode::Locked && origin == Origin::ThirdParty => {
-            Err(LoadError::Unpinned {
-                path: wasm_path.to_path_buf(),
-                plugin: name.to_string(),
-                actual: sha256_hex(bytes),
-            })
-        }
+        None if policy.locked() && origin == Origin::ThirdParty => Err(LoadError::Unpinned {
+            path: wasm_path.to_path_buf(),
+            plugin: name.to_string(),
+            actual: sha256_hex(bytes),
+        }),
         None => Ok(()),
     }
 }
@@ -55,7 +53,7 @@ pub fn verify(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugin::policy::PluginGrant;
+    use crate::plugin::policy::{PluginGrant, PolicyMode};
 
     fn pinned(sha: &str) -> Policy {
         let mut policy = Policy::default();

@@ -223,6 +223,13 @@ impl Policy {
         }
     }
 
+    /// Whether the one sandbox mode in force is `locked`, however it was
+    /// spelled (`[policy] mode`, `[policy] sandbox`, `--sandbox`): every
+    /// decision that depends on locked mode asks this, and only this.
+    pub fn locked(&self) -> bool {
+        self.sandbox_mode() == SandboxMode::Locked
+    }
+
     /// Settings the policy overrides, one warning each.
     pub fn warnings(&self) -> Vec<String> {
         let mut out = Vec::new();
@@ -320,6 +327,11 @@ impl Policy {
             let by_default = base.env.contains(var) && !is_secret_env(var);
             if by_name || by_default {
                 env.push(var.clone());
+            } else if self.locked() && origin == Origin::Builtin && !is_secret_env(var) {
+                // Locked mode passes no unnamed variable, by design: a
+                // first-party tool's programs get the sandbox's own base
+                // environment (PATH, a private HOME and TMPDIR) instead.
+                // Nothing for the operator to act on, so no warning.
             } else if is_secret_env(var) {
                 denied.push(format!(
                     "env: {var} is a secret, passed only when granted by name{}",
@@ -334,12 +346,13 @@ impl Policy {
         }
 
         let network_granted = base.network || explicit.is_some_and(|g| g.network);
-        let network = request.network
-            && network_granted
-            && self.mode != PolicyMode::Locked
-            && self.network != Some(false);
-        if request.network && !network {
-            denied.push(if self.mode == PolicyMode::Locked {
+        let network =
+            request.network && network_granted && !self.locked() && self.network != Some(false);
+        // A first-party tool without the network in locked mode is the
+        // mode working as documented, not something to warn about.
+        let by_design = self.locked() && origin == Origin::Builtin;
+        if request.network && !network && !by_design {
+            denied.push(if self.locked() {
                 "network (locked mode allows no network)".to_string()
             } else if self.network == Some(false) {
                 "network ([policy] network = false)".to_string()
@@ -370,18 +383,18 @@ impl Policy {
 
     /// What a plugin gets without being named in the policy.
     fn base_grant(&self, request: &Capabilities, origin: Origin) -> Capabilities {
-        match (origin, self.mode) {
-            (Origin::Builtin, PolicyMode::Default) => request.clone(),
+        match (origin, self.locked()) {
+            (Origin::Builtin, false) => request.clone(),
             // Locked mode passes no environment variable unless named.
-            (Origin::Builtin, PolicyMode::Locked) => Capabilities {
+            (Origin::Builtin, true) => Capabilities {
                 env: Vec::new(),
                 ..request.clone()
             },
-            (Origin::ThirdParty, PolicyMode::Default) => Capabilities {
+            (Origin::ThirdParty, false) => Capabilities {
                 workspace: Access::Read,
                 ..Capabilities::default()
             },
-            (Origin::ThirdParty, PolicyMode::Locked) => Capabilities::default(),
+            (Origin::ThirdParty, true) => Capabilities::default(),
         }
     }
 }

@@ -1,0 +1,82 @@
+//! One grant engine (issue #24): the sandbox mode means the same whichever
+//! way it is given, a plugin call's time limit bounds the programs it
+//! starts, and locked mode is quiet when nothing is wrong. Each test goes
+//! through the binary or the library as an operator or attacker would.
+
+use std::process::Output;
+
+use serde_json::json;
+
+use crate::support::{Scene, sandcrab_cmd};
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A loopback listener on the host; its port.
+fn listener() -> (std::net::TcpListener, u16) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    (l, port)
+}
+
+fn connect_command(port: u16) -> String {
+    format!(
+        "python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=2); print('CONNECTED')\""
+    )
+}
+
+fn shell(scene: &Scene, extra: &[&str], command: &str) -> Output {
+    sandcrab_cmd(scene)
+        .args(["tool", "call", "shell"])
+        .args(extra)
+        .arg("--workspace")
+        .arg(scene.workspace())
+        .args(["--args", &json!({"command": command}).to_string()])
+        .output()
+        .unwrap()
+}
+
+/// The issue's attack: `--sandbox locked` on the command line must close
+/// the network exactly as `[policy] mode = "locked"` does.
+#[test]
+fn locked_means_no_network_however_it_is_spelled() {
+    let scene = Scene::new();
+    let (_listener, port) = listener();
+    let flag = shell(&scene, &["--sandbox", "locked"], &connect_command(port));
+    assert!(
+        !text(&flag.stdout).contains("CONNECTED"),
+        "--sandbox locked left the network open: {}",
+        text(&flag.stdout)
+    );
+    scene.write_user_config("[policy]\nmode = \"locked\"\n");
+    let config = shell(&scene, &[], &connect_command(port));
+    assert!(!text(&config.stdout).contains("CONNECTED"));
+    scene.write_user_config("[policy]\nsandbox = \"locked\"\n");
+    let key = shell(&scene, &[], &connect_command(port));
+    assert!(!text(&key.stdout).contains("CONNECTED"));
+    // The default mode keeps the first-party shell's network (control).
+    scene.write_user_config("");
+    let open = shell(&scene, &[], &connect_command(port));
+    assert!(
+        text(&open.stdout).contains("CONNECTED"),
+        "{}{}",
+        text(&open.stdout),
+        text(&open.stderr)
+    );
+}
+
+/// Locked mode prints no warning about the first-party tools' environment:
+/// nothing there for the operator to act on.
+#[test]
+fn locked_mode_is_quiet_when_nothing_is_wrong() {
+    let scene = Scene::new();
+    let out = shell(&scene, &["--sandbox", "locked"], "echo hi");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).lines().next(), Some("hi"));
+    assert!(
+        text(&out.stderr).trim().is_empty(),
+        "warnings in locked mode: {}",
+        text(&out.stderr)
+    );
+}
