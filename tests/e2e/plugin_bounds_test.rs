@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use crate::llm_transcripts::{Answer, stream, tool};
 use crate::mock_llm::MockLlm;
 use crate::support::{
-    Scene, assert_still_works, cache_dir, call, grant, install_plugin, sandcrab_cmd,
+    Scene, assert_still_works, cache_dir, call, gone_soon, grant, install_plugin, sandcrab_cmd,
 };
 
 fn timed_out(result: Result<String, ToolCallError>) -> bool {
@@ -73,36 +73,52 @@ async fn finding_8_a_guest_blocked_on_a_fifo_is_stopped_and_the_host_stays_respo
     );
 }
 
+/// The call's limit (1.5 s) bounds the programs it starts: a guest
+/// looping over programs ends at the limit, not later (issue #24: it used
+/// to get a budget of program time beyond it).
 #[tokio::test]
-async fn finding_8_a_guest_looping_over_programs_is_stopped() {
+async fn finding_8_a_guest_looping_over_programs_is_stopped_at_its_limit() {
     let scene = Scene::new();
-    let mut config = PluginHostConfig::new(scene.workspace());
-    config.cache_dir = Some(cache_dir());
-    config.policy = grant(
+    let policy = grant(
         "hostile-tool",
         PluginGrant {
             programs: vec!["sh".into()],
             ..PluginGrant::default()
         },
     );
-    config.process_budget = Duration::from_secs(1);
-    let mut host = PluginHost::new(config).unwrap();
-    let dir = install_plugin(
-        &scene.plugins(),
-        "test-fixtures/hostile-tool",
-        "hostile",
-        |m| m,
-    );
-    let plugin = host.load(&PluginSource::Dir(dir)).await.unwrap();
+    let (_host, plugin) = scene.hostile(policy).await;
     let started = Instant::now();
     let out = call(&plugin, "run_forever", json!({})).await;
     assert!(timed_out(out));
-    // limit 1.5 s + budget 1 s, and some slack.
+    let took = started.elapsed();
     assert!(
-        started.elapsed() < Duration::from_secs(6),
-        "{:?}",
-        started.elapsed()
+        took >= Duration::from_millis(1000) && took < Duration::from_millis(2000),
+        "{took:?}"
     );
+}
+
+/// One long program is stopped when its call's time is up, and is gone.
+#[tokio::test]
+async fn a_program_does_not_outlive_its_calls_limit() {
+    let scene = Scene::new();
+    let policy = grant(
+        "hostile-tool",
+        PluginGrant {
+            programs: vec!["sh".into()],
+            ..PluginGrant::default()
+        },
+    );
+    let (_host, plugin) = scene.hostile(policy).await;
+    let started = Instant::now();
+    let out = call(
+        &plugin,
+        "run",
+        json!({"program": "sh", "args": ["-c", "sleep 37.25"], "timeout_ms": 60000}),
+    )
+    .await;
+    let took = started.elapsed();
+    assert!(took < Duration::from_millis(2000), "{took:?}: {out:?}");
+    assert!(gone_soon("sleep 37.25"), "the program outlived its call");
 }
 
 #[tokio::test]
@@ -120,11 +136,21 @@ async fn finding_8_waiting_for_a_busy_plugin_is_bounded() {
         },
     );
     let (_host, plugin) = scene.hostile(policy).await;
-    let busy = call(
-        &plugin,
-        "run",
-        json!({"program": "sh", "args": ["-c", "sleep 4"], "timeout_ms": 10000}),
-    );
+    // Four calls hold the one instance in turn (each until its program is
+    // stopped within its 1.5 s limit); a fifth, waiting behind them, gives
+    // up at its own limit.
+    let hold = |delay: u64| {
+        let plugin = &plugin;
+        async move {
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+            call(
+                plugin,
+                "run",
+                json!({"program": "sh", "args": ["-c", "sleep 4"], "timeout_ms": 10000}),
+            )
+            .await
+        }
+    };
     let waiting = async {
         tokio::time::sleep(Duration::from_millis(300)).await;
         let started = Instant::now();
@@ -133,9 +159,9 @@ async fn finding_8_waiting_for_a_busy_plugin_is_bounded() {
             started.elapsed(),
         )
     };
-    let (first, (second, waited)) = tokio::join!(busy, waiting);
-    assert!(first.is_ok(), "{first:?}");
-    match second {
+    let holders = futures::future::join_all([0, 50, 100, 150].map(hold));
+    let (_, (third, waited)) = tokio::join!(holders, waiting);
+    match third {
         Err(ToolCallError::Runtime(CallError::Busy { .. })) => {}
         other => panic!("expected a busy error, got {other:?}"),
     }

@@ -36,9 +36,6 @@ pub struct PluginHostConfig {
     /// Environment that granted variables are taken from (None: the
     /// process environment).
     pub host_env: Option<std::collections::BTreeMap<String, String>>,
-    /// Time one call may spend waiting on programs without it counting
-    /// against the plugin's time limit.
-    pub process_budget: std::time::Duration,
     /// Most instances one call of a shardable tool is spread over (1: never
     /// shard). Defaults to the machine's cores, at most [`MAX_SHARDS`].
     pub max_shards: usize,
@@ -84,7 +81,6 @@ impl PluginHostConfig {
             engine: EngineOptions::default(),
             output_cap: crate::process::DEFAULT_OUTPUT_CAP,
             host_env: None,
-            process_budget: super::clock::PROCESS_BUDGET,
             max_shards: default_max_shards(),
             admission: None,
             protect: Vec::new(),
@@ -201,7 +197,6 @@ impl PluginHost {
                 protected,
                 policy: config.policy,
                 output_cap: config.output_cap,
-                process_budget: config.process_budget,
                 host_path,
                 host_env,
             },

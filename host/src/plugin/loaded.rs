@@ -450,7 +450,7 @@ impl LoadedPlugin {
         permit: tokio::sync::OwnedSemaphorePermit,
         setup: CallSetup,
     ) -> Result<FreshCall, CallError> {
-        let clock = CallClock::with_budget(setup.limit, self.sandbox.process_budget);
+        let clock = CallClock::new(setup.limit);
         let store = self.store(
             setup.live,
             clock.clone(),

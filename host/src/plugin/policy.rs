@@ -156,8 +156,9 @@ pub mod limits {
     pub const DEFAULT_MAX_INSTANCES: u32 = 8;
     /// Largest memory any plugin can get (the engine's pool slot size).
     pub const MAX_MEMORY_MB: u64 = 2048;
-    /// Longest guest time any plugin can get.
-    pub const MAX_TIMEOUT_MS: u64 = 600_000;
+    /// Longest time any plugin call can get (its programs included): the
+    /// longest program timeout plus room to stop it.
+    pub const MAX_TIMEOUT_MS: u64 = 610_000;
     /// Most instances any plugin can get.
     pub const MAX_INSTANCES: u32 = 32;
 }

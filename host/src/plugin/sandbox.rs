@@ -31,8 +31,6 @@ pub struct SandboxContext {
     pub policy: Policy,
     /// Cap on captured stdout / stderr of each program.
     pub output_cap: usize,
-    /// Program-wait time a call may have beyond its limit.
-    pub process_budget: std::time::Duration,
     /// The host's PATH when sandcrab started (programs are resolved on it).
     pub host_path: String,
     /// The environment granted variables take their values from (the
@@ -92,8 +90,6 @@ pub struct PluginSandbox {
     pub programs: Vec<String>,
     /// The plugin (and so its programs) may use the network.
     pub network: bool,
-    /// Program-wait time a call may have beyond its limit.
-    pub process_budget: std::time::Duration,
     /// Protected paths, relative to the workspace (told to the guest as
     /// SANDCRAB_PROTECTED so the file tools refuse them too).
     pub protected: Vec<String>,
@@ -153,7 +149,6 @@ impl PluginSandbox {
             sandbox_mode: ctx.policy.sandbox_mode(),
             programs: grants.programs.clone(),
             network: grants.network,
-            process_budget: ctx.process_budget,
             protected,
             confinement: OnceLock::new(),
             confinement_spec,

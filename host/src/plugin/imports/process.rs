@@ -7,13 +7,32 @@ use crate::plugin::sandbox::{GuestCommand, ProcessDenied};
 use crate::plugin::state::HostState;
 use crate::process::ProcessOutput;
 
-/// Run `command` for the guest; waiting on the program is not guest time
-/// (up to the call's budget).
-async fn run(state: &mut HostState, command: GuestCommand) -> Result<ProcessOutput, ProcessDenied> {
-    state.clock.pause();
-    let result = state.sandbox.run(command, state.live_output.clone()).await;
-    state.clock.resume();
-    result
+/// Run `command` for the guest, within the time its call has left: the
+/// program gets its own timeout (and so a TERM, a grace and partial
+/// output) no later than the call's deadline.
+async fn run(
+    state: &mut HostState,
+    mut command: GuestCommand,
+) -> Result<ProcessOutput, ProcessDenied> {
+    let left = state.clock.remaining();
+    if left.is_zero() {
+        return Err(ProcessDenied::SpawnFailed(
+            "the call's time limit has passed".into(),
+        ));
+    }
+    command.timeout_ms = Some(program_timeout(command.timeout_ms, left));
+    state.sandbox.run(command, state.live_output.clone()).await
+}
+
+/// A program's timeout: what the guest asked for (or the default), but no
+/// more than `left` of the call minus the time a stopped program is given
+/// to exit, so it is stopped with its partial output before the call ends.
+fn program_timeout(asked_ms: Option<u64>, left: std::time::Duration) -> u64 {
+    let asked = asked_ms.map_or(crate::process::DEFAULT_TIMEOUT.as_millis() as u64, |ms| ms);
+    let room = left
+        .saturating_sub(crate::process::KILL_GRACE)
+        .max(left / 2);
+    asked.min(room.as_millis() as u64).max(1)
 }
 
 /// Implement one version's `process` host trait over [`run`];
@@ -66,3 +85,25 @@ macro_rules! process_host {
 
 process_host!(since_v0_1_0, |_state| None);
 process_host!(since_v0_2_0, |state| state.working_dir.clone());
+
+#[cfg(test)]
+mod tests {
+    use super::program_timeout;
+    use std::time::Duration;
+
+    #[test]
+    fn a_program_gets_no_more_than_the_call_has_left() {
+        assert_eq!(program_timeout(Some(5_000), Duration::from_secs(60)), 5_000);
+        assert_eq!(program_timeout(None, Duration::from_secs(60)), 10_000);
+        // Room for the kill grace before the call's deadline.
+        assert_eq!(
+            program_timeout(Some(600_000), Duration::from_secs(30)),
+            28_000
+        );
+        // Little time left: half of it.
+        assert_eq!(
+            program_timeout(Some(600_000), Duration::from_secs(3)),
+            1_500
+        );
+    }
+}
