@@ -14,13 +14,9 @@ use sandcrab::process::support;
 use sandcrab::tools::ToolRegistry;
 use serde_json::{Value, json};
 
-use crate::support::{Scene, call, coding_tools, gone_soon, grant, run_tool, sandcrab_cmd};
-
-/// The kernel can enforce every mode; otherwise these attacks would only
-/// show that the host refuses to run programs (tested elsewhere).
-fn confinable() -> bool {
-    support().missing(SandboxMode::Locked, false).is_empty()
-}
+use crate::support::{
+    Scene, call, coding_tools, confinable, gone_soon, grant, run_tool, sandcrab_cmd,
+};
 
 async fn shell(tools: &ToolRegistry, command: &str) -> String {
     let out = run_tool(

@@ -80,3 +80,103 @@ fn locked_mode_is_quiet_when_nothing_is_wrong() {
         text(&out.stderr)
     );
 }
+
+/// `sandcrab sandbox check` proves each mode by trying what it forbids,
+/// says which door is open when one is, and `sandbox status` shows the
+/// last check.
+#[test]
+fn sandbox_check_tries_every_door_and_reports_an_open_one() {
+    if !crate::support::confinable() {
+        return;
+    }
+    let scene = Scene::new();
+    let cache = scene.root.path().join("cache");
+    let check = |args: &[&str]| {
+        sandcrab_cmd(&scene)
+            .env("XDG_CACHE_HOME", &cache)
+            .args(["sandbox", "check", "--json"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = check(&[]);
+    assert!(
+        out.status.success(),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["holds"], true);
+    for c in report["checks"].as_array().unwrap() {
+        for o in c["outcomes"].as_array().unwrap() {
+            assert_eq!(o["ran"], true, "{o}");
+            if o["promised"] == true {
+                assert_eq!(o["open"], false, "{}: {o}", c["mode"]);
+            }
+        }
+    }
+    let status = sandcrab_cmd(&scene)
+        .env("XDG_CACHE_HOME", &cache)
+        .args(["sandbox", "status"])
+        .output()
+        .unwrap();
+    assert!(
+        text(&status.stdout).contains("every guarantee held"),
+        "{}",
+        text(&status.stdout)
+    );
+
+    // Weakened on purpose: the network row is reported OPEN, and fails.
+    let out = check(&["--mode", "locked", "--weaken", "network"]);
+    assert!(!out.status.success());
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let network = report["checks"][0]["outcomes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["attempt"] == "network")
+        .unwrap()
+        .clone();
+    assert_eq!(network["open"], true, "{network}");
+}
+
+/// Locked mode refuses to run when this boot's check found a door open.
+#[test]
+fn locked_mode_refuses_programs_when_a_guarantee_is_open() {
+    let scene = Scene::new();
+    let cache = scene.root.path().join("cache");
+    std::fs::create_dir_all(cache.join("sandcrab")).unwrap();
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    let outcome = |attempt: &str, open: bool| json!({"attempt": attempt, "ran": true, "open": open, "promised": true, "detail": ""});
+    let kept = json!({
+        "boot_id": boot.trim(),
+        "checked_at": "2026-01-01T00:00:00Z",
+        "checks": [{"mode": "locked", "unavailable": null, "outcomes": [
+            outcome("write-outside", false),
+            outcome("network", true),
+        ]}]
+    });
+    std::fs::write(cache.join("sandcrab/sandbox-check.json"), kept.to_string()).unwrap();
+    let out = sandcrab_cmd(&scene)
+        .env("XDG_CACHE_HOME", &cache)
+        .args([
+            "tool",
+            "call",
+            "shell",
+            "--sandbox",
+            "locked",
+            "--workspace",
+        ])
+        .arg(scene.workspace())
+        .args(["--args", &json!({"command": "echo RAN"}).to_string()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(!text(&out.stdout).contains("RAN"));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("locked mode refuses to run") && err.contains("loopback"),
+        "{err}"
+    );
+}

@@ -9,7 +9,7 @@ use sandcrab::process::support;
 use sandcrab::tools::ToolRegistry;
 use serde_json::json;
 
-use crate::support::{Scene, coding_tools, run_tool};
+use crate::support::{Scene, coding_tools, confinable, run_tool};
 
 fn policy(sandbox: SandboxMode, network: Option<bool>) -> Policy {
     Policy {
@@ -46,12 +46,6 @@ fn exit_code(output: &str) -> i32 {
         .unwrap()
         .parse()
         .unwrap()
-}
-
-/// The kernel features these tests need; without them the host must
-/// refuse (checked in `locked_mode_fails_closed_without_kernel_support`).
-fn confinable() -> bool {
-    support().missing(SandboxMode::Locked, false).is_empty()
 }
 
 #[tokio::test]

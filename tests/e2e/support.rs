@@ -4,12 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
+use sandcrab::plugin::SandboxMode;
 use sandcrab::plugin::manifest::Limits;
 use sandcrab::plugin::policy::PluginGrant;
 use sandcrab::plugin::{
     LoadedPlugin, PluginHost, PluginHostConfig, PluginSource, Policy, PolicyMode, ToolCallContext,
     ToolCallError,
 };
+use sandcrab::process::support as sandbox_support;
 use sandcrab_bundled_plugins::Artifact;
 use serde_json::Value;
 
@@ -279,4 +281,31 @@ impl Scene {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
     }
+}
+
+/// Set to skip the confinement tests knowingly on a kernel that cannot
+/// confine (they fail otherwise: a machine that cannot confine must not
+/// report green).
+pub const ALLOW_NO_SANDBOX: &str = "SANDCRAB_TESTS_ALLOW_NO_SANDBOX";
+
+/// Whether this kernel can enforce every mode, so a confinement test can
+/// run. When it cannot, the test fails, naming what is missing, unless
+/// [`ALLOW_NO_SANDBOX`] is set; then it says what it skips.
+pub fn confinable() -> bool {
+    let missing = sandbox_support().missing(SandboxMode::Locked, false);
+    if missing.is_empty() {
+        return true;
+    }
+    let test = std::thread::current().name().unwrap_or("?").to_string();
+    if std::env::var_os(ALLOW_NO_SANDBOX).is_some() {
+        eprintln!(
+            "SKIPPED {test}: this kernel cannot confine programs (missing: {}); {ALLOW_NO_SANDBOX} is set",
+            missing.join(", ")
+        );
+        return false;
+    }
+    panic!(
+        "{test}: this kernel cannot confine programs (missing: {}), so the confinement test cannot prove anything; run it where Landlock and user namespaces are available, or set {ALLOW_NO_SANDBOX}=1 to skip it knowingly",
+        missing.join(", ")
+    );
 }

@@ -118,7 +118,7 @@ pub fn main() -> ExitCode {
             Command::Plugins(cmd) => plugins::run(cmd).await,
             Command::Tool(cmd) => tool_cmd::run(cmd).await,
             Command::Trust(args) => trust_cmd::run(args),
-            Command::Sandbox(cmd) => sandbox_cmd::run(cmd),
+            Command::Sandbox(cmd) => sandbox_cmd::run(cmd).await,
             Command::Sessions(cmd) => sessions_cmd::run(cmd),
             Command::Mcp(cmd) => mcp_cmd::run(cmd).await,
             Command::Serve(args) => serve_cmd::run(args).await,

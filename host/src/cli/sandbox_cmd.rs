@@ -1,10 +1,12 @@
 //! `sandcrab sandbox status`: what this host can enforce, and what each
-//! mode therefore guarantees here.
+//! mode therefore guarantees here; `sandcrab sandbox check`: proof, by
+//! real confined programs trying what each mode forbids.
 
 use std::process::ExitCode;
 
 use clap::Subcommand;
 
+use crate::process::probe::{self, ModeCheck, Weaken};
 use crate::process::{LANDLOCK_ABI_SCOPES, LANDLOCK_ABI_TRUNCATE, SandboxMode, support};
 
 #[derive(Debug, Subcommand)]
@@ -15,14 +17,107 @@ pub enum SandboxCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Start real confined programs in each mode and try what the mode
+    /// forbids; exits non-zero if any guarantee a mode claims is open.
+    Check {
+        /// Only this mode (default: workspace-write and locked).
+        #[arg(long)]
+        mode: Vec<SandboxMode>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// Test only: weaken the confinement on purpose (`network`), to
+        /// see the check report it.
+        #[arg(long, hide = true)]
+        weaken: Vec<String>,
+    },
+    /// The probe program a check runs (confined); not for direct use.
+    #[command(hide = true)]
+    Probe { action: String, arg: String },
 }
 
-pub fn run(cmd: SandboxCommand) -> anyhow::Result<ExitCode> {
-    let SandboxCommand::Status { json } = cmd;
+pub async fn run(cmd: SandboxCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        SandboxCommand::Status { json } => status(json),
+        SandboxCommand::Check { mode, json, weaken } => check(mode, json, &weaken).await,
+        SandboxCommand::Probe { action, arg } => {
+            outln!("{}", probe::attempt_here(&action, &arg));
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+async fn check(modes: Vec<SandboxMode>, json: bool, weaken: &[String]) -> anyhow::Result<ExitCode> {
+    let modes = if modes.is_empty() {
+        vec![SandboxMode::WorkspaceWrite, SandboxMode::Locked]
+    } else {
+        modes
+    };
+    let mut weakened = Weaken::default();
+    for w in weaken {
+        match w.as_str() {
+            "network" => weakened.network = true,
+            other => anyhow::bail!("--weaken {other}: only `network` can be weakened"),
+        }
+    }
+    let me = std::env::current_exe()?;
+    let mut checks = Vec::new();
+    for mode in modes {
+        checks.push(probe::check(mode, &me, weakened).await);
+    }
+    if weakened == Weaken::default() {
+        probe::keep(&checks, crate::time::now_rfc3339());
+    }
+    let holds = checks.iter().all(ModeCheck::holds);
+    if json {
+        outln!(
+            "{}",
+            super::terminal::json_pretty(&serde_json::json!({"holds": holds, "checks": checks}))
+        );
+    } else {
+        for c in &checks {
+            print_check(c);
+        }
+        if !holds {
+            errln!(
+                "\nsandbox check: a guarantee is OPEN on this host; locked mode will refuse to run programs here"
+            );
+        }
+    }
+    Ok(if holds {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn print_check(c: &ModeCheck) {
+    outln!(
+        "{} (a third-party plugin's program, no grants but its workspace):",
+        c.mode
+    );
+    if let Some(why) = &c.unavailable {
+        outln!("  cannot confine here, so programs are refused: {why}");
+        return;
+    }
+    for o in &c.outcomes {
+        let verdict = match (o.ran, o.open, o.promised) {
+            (false, _, true) => "UNPROVEN (the probe did not run)",
+            (false, _, false) => "unproven",
+            (true, false, _) => "blocked",
+            (true, true, true) => "OPEN",
+            (true, true, false) => "open (not promised in this mode)",
+        };
+        outln!("  {:<8} {}", verdict, o.attempt.describe());
+    }
+}
+
+fn status(json: bool) -> anyhow::Result<ExitCode> {
     let s = support();
     let modes = [SandboxMode::WorkspaceWrite, SandboxMode::Locked];
     if json {
         let value = serde_json::json!({
+            "last_check": probe::last(),
             "support": s,
             "modes": modes.iter().map(|m| serde_json::json!({
                 "mode": m.to_string(),
@@ -78,6 +173,35 @@ pub fn run(cmd: SandboxCommand) -> anyhow::Result<ExitCode> {
         "  {:<16} nothing is confined (programs run as you, with your files and network)",
         SandboxMode::Off.to_string()
     );
+    match probe::last() {
+        Some(kept) => {
+            let open: Vec<String> = kept
+                .checks
+                .iter()
+                .flat_map(|c| {
+                    c.outcomes
+                        .iter()
+                        .filter(|o| o.promised && (o.open || !o.ran))
+                        .map(move |o| format!("{}: {}", c.mode, o.attempt.describe()))
+                })
+                .collect();
+            if open.is_empty() {
+                outln!(
+                    "\nLast `sandcrab sandbox check` ({}, this boot): every guarantee held.",
+                    kept.checked_at
+                );
+            } else {
+                outln!(
+                    "\nLast `sandcrab sandbox check` ({}, this boot): OPEN: {}",
+                    kept.checked_at,
+                    open.join("; ")
+                );
+            }
+        }
+        None => outln!(
+            "\nNo `sandcrab sandbox check` since this boot: run it to prove these guarantees by trying them."
+        ),
+    }
     if !s.private_proc {
         outln!(
             "\nnote: no private /proc here; programs still cannot read sandcrab's /proc entries (sandcrab is non-dumpable and Landlock scopes ptrace), but they see other processes' command lines."

@@ -132,6 +132,14 @@ impl HostArgs {
                 missing.join(", ")
             );
         }
+        if mode == SandboxMode::Locked {
+            // A probe, not a promise: this boot's check of locked mode
+            // (made now if there is none) must have found every door shut.
+            let me = std::env::current_exe().context("cannot find the sandcrab binary")?;
+            crate::process::probe::verify_locked(&me)
+                .await
+                .map_err(anyhow::Error::msg)?;
+        }
         if !missing.is_empty() {
             warnings.push(format!(
                 "the {mode} sandbox cannot be enforced on this host (missing: {}): programs will be refused; see `sandcrab sandbox status`",

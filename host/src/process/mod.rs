@@ -15,6 +15,7 @@ mod env;
 mod filter;
 mod host;
 mod mode;
+pub mod probe;
 mod runner;
 mod service;
 mod support;
