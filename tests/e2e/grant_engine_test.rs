@@ -180,3 +180,96 @@ fn locked_mode_refuses_programs_when_a_guarantee_is_open() {
         "{err}"
     );
 }
+
+/// Run `script` with `sh` under `confinement` in `cwd`; stdout and stderr.
+async fn confined_sh(
+    confinement: &sandcrab::process::Confinement,
+    cwd: &std::path::Path,
+    temp: &std::path::Path,
+    script: &str,
+) -> String {
+    use sandcrab::process::{ChildEnv, ProcessRequest};
+    let request = ProcessRequest {
+        program: "/bin/sh".into(),
+        args: vec!["-c".into(), script.into()],
+        cwd: cwd.to_path_buf(),
+        env: ChildEnv::base(temp, None, None),
+        stdin: None,
+        timeout: std::time::Duration::from_secs(20),
+        output_cap: 1 << 16,
+        kill_grace: std::time::Duration::from_millis(500),
+    };
+    let out = sandcrab::process::run(&request, confinement, None)
+        .await
+        .unwrap();
+    format!("{}{}", text(&out.stdout), text(&out.stderr))
+}
+
+/// The table of the one grant-to-confinement translation, row by row,
+/// with real programs: for each mode and principal (first-party plugin,
+/// third-party plugin, MCP server), a program with a read-write workspace
+/// and no network tries to write the workspace, write outside, write a
+/// protected path, read outside and reach the network.
+#[tokio::test]
+async fn every_row_of_the_confinement_table_holds_with_real_programs() {
+    use sandcrab::plugin::confinement::{Reach, TABLE, spec};
+    use sandcrab::plugin::manifest::Access;
+    use sandcrab::plugin::policy::{Policy, PolicyMode, SandboxMode};
+    if !crate::support::confinable() {
+        return;
+    }
+    let (_listener, port) = listener();
+    for row in TABLE {
+        let scene = Scene::new();
+        let ws = scene.workspace();
+        std::fs::create_dir_all(ws.join(".git")).unwrap();
+        std::fs::write(ws.join(".git/config"), "[core]\n").unwrap();
+        std::fs::write(scene.outside().join("secret"), "OUTSIDE-SECRET").unwrap();
+        let policy = Policy {
+            mode: if row.mode == SandboxMode::Locked {
+                PolicyMode::Locked
+            } else {
+                PolicyMode::Default
+            },
+            sandbox: Some(row.mode),
+            ..Policy::default()
+        };
+        let host = scene.host(policy);
+        let ctx = host.sandbox_context();
+        let temp = tempfile::tempdir().unwrap();
+        let reach = Reach {
+            workspace: Access::ReadWrite,
+            paths: &[],
+            network: false,
+        };
+        let confinement =
+            sandcrab::process::Confinement::prepare(&spec(row.principal, reach, ctx, temp.path()))
+                .unwrap();
+        let label = format!("{:?} in {}", row.principal, row.mode);
+        let out = confined_sh(
+            &confinement,
+            &ws,
+            temp.path(),
+            &format!(
+                "echo in > inside.txt && echo WROTE-INSIDE; \
+                 echo out > {out}/escape.txt && echo WROTE-OUTSIDE; \
+                 echo '[core] fsmonitor = x' >> .git/config && echo WROTE-PROTECTED; \
+                 cat {out}/secret; \
+                 {connect}",
+                out = scene.outside().display(),
+                connect = connect_command(port)
+            ),
+        )
+        .await;
+        assert!(out.contains("WROTE-INSIDE"), "{label}: {out}");
+        assert!(!out.contains("WROTE-OUTSIDE"), "{label}: {out}");
+        assert!(!out.contains("WROTE-PROTECTED"), "{label}: {out}");
+        assert_eq!(
+            out.contains("OUTSIDE-SECRET"),
+            row.read_everywhere,
+            "{label} ({}): {out}",
+            row.why
+        );
+        assert!(!out.contains("CONNECTED"), "{label}: {out}");
+    }
+}

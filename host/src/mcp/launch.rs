@@ -14,8 +14,8 @@ use crate::config::McpServerSettings;
 use crate::plugin::policy::McpGrant;
 use crate::plugin::{Access, SandboxContext};
 use crate::process::{
-    ChildEnv, Confinement, ConfinementSpec, DEFAULT_PATH, SandboxMode, ServiceProcess,
-    ServiceRequest, find_on_path, spawn_service,
+    ChildEnv, Confinement, ConfinementSpec, DEFAULT_PATH, ServiceProcess, ServiceRequest,
+    find_on_path, spawn_service,
 };
 
 /// A live connection and what keeps it alive.
@@ -131,29 +131,18 @@ fn resolve_program(command: &str, path: &str) -> Option<PathBuf> {
 }
 
 /// What a server program may touch: its grant, its scratch directory and
-/// the system's runtime paths; the workspace's protected paths stay
-/// read-only; no network unless granted (never in locked mode, never when
-/// the policy takes it away).
+/// the system's runtime paths, through the one translation every
+/// principal's programs go through ([`crate::plugin::confinement`]).
 pub fn confinement_spec(grant: &McpGrant, ctx: &SandboxContext, scratch: &Path) -> ConfinementSpec {
-    let mode = ctx.policy.sandbox_mode();
-    let locked = mode == SandboxMode::Locked;
-    let mut read = Vec::new();
-    let mut write = vec![scratch.to_path_buf()];
-    let mut add = |path: &Path, access: Access| match access {
-        Access::ReadWrite if !locked => write.push(path.to_path_buf()),
-        Access::ReadWrite | Access::Read => read.push(path.to_path_buf()),
-        Access::None => {}
-    };
-    add(&ctx.workspace, grant.workspace);
-    for p in &grant.paths {
-        add(&p.path, p.access);
-    }
-    ConfinementSpec {
-        mode,
-        read_everywhere: false,
-        read,
-        write,
-        network: grant.network && !locked && ctx.policy.network != Some(false),
-        protected: ctx.protected.clone(),
-    }
+    use crate::plugin::confinement::{Principal, Reach, spec};
+    spec(
+        Principal::McpServer,
+        Reach {
+            workspace: grant.workspace,
+            paths: &grant.paths,
+            network: ctx.policy.mcp_network(grant),
+        },
+        ctx,
+        scratch,
+    )
 }

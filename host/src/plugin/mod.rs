@@ -3,6 +3,7 @@
 
 mod cache;
 pub mod clock;
+pub mod confinement;
 pub mod discovery;
 mod engine;
 mod error;

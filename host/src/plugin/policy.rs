@@ -231,6 +231,12 @@ impl Policy {
         self.sandbox_mode() == SandboxMode::Locked
     }
 
+    /// Whether an MCP server program with `grant` gets the network: its
+    /// grant, unless locked mode or `[policy] network = false` takes it.
+    pub fn mcp_network(&self, grant: &McpGrant) -> bool {
+        grant.network && !self.locked() && self.network != Some(false)
+    }
+
     /// Settings the policy overrides, one warning each.
     pub fn warnings(&self) -> Vec<String> {
         let mut out = Vec::new();

@@ -134,7 +134,16 @@ impl PluginSandbox {
             .filter(|_| !locked)
             .map(|(_, v)| v.clone());
         let temp_dir = ctx.temp_dir.join(plugin);
-        let confinement_spec = confinement_spec(&mounts, origin, grants, ctx, &temp_dir);
+        let confinement_spec = super::confinement::spec(
+            super::confinement::Principal::Plugin(origin),
+            super::confinement::Reach {
+                workspace: grants.workspace,
+                paths: &grants.paths,
+                network: grants.network,
+            },
+            ctx,
+            &temp_dir,
+        );
         let protected = ctx
             .protected
             .iter()
@@ -345,42 +354,6 @@ pub fn scratch_warning(plugin: &str) -> String {
     format!(
         "plugin '{plugin}' may run programs but has no access to the workspace: they run in a private, empty scratch directory (to let them see the workspace, grant it with [policy.plugins.{plugin}] workspace = \"read\" in ~/.config/sandcrab/config.toml, and request it in the plugin's manifest)"
     )
-}
-
-/// What the plugin's programs may touch: exactly what the plugin may.
-/// They read what the plugin reads (first-party plugins in
-/// `workspace-write`: everything), write what it writes plus its private
-/// temp dir, and have the network only when it does; the workspace's
-/// protected paths stay read-only.
-fn confinement_spec(
-    mounts: &[Mount],
-    origin: Origin,
-    grants: &Grants,
-    ctx: &SandboxContext,
-    temp_dir: &Path,
-) -> ConfinementSpec {
-    let mode = ctx.policy.sandbox_mode();
-    let mut read = Vec::new();
-    let mut write = vec![temp_dir.to_path_buf()];
-    for m in mounts {
-        match m.access {
-            Access::ReadWrite => write.push(m.host.clone()),
-            Access::Read => read.push(m.host.clone()),
-            Access::None => {}
-        }
-    }
-    ConfinementSpec {
-        mode,
-        read_everywhere: origin == Origin::Builtin && mode == SandboxMode::WorkspaceWrite,
-        read,
-        write,
-        network: grants.network,
-        protected: if grants.workspace == Access::ReadWrite {
-            ctx.protected.clone()
-        } else {
-            Vec::new()
-        },
-    }
 }
 
 /// `guest` relative to `mount` if it lies inside it.

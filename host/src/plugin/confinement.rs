@@ -1,0 +1,130 @@
+//! The one translation from a principal's effective grants to how its
+//! programs are confined, used by every principal that starts programs:
+//! the programs a plugin starts and the MCP server programs sandcrab
+//! starts. What differs between principals is written down once, as data
+//! ([`TABLE`]), with the reason beside it; the policy has already decided
+//! the grants (what was requested ∩ granted, the network after locked
+//! mode and `[policy] network`).
+
+use std::path::{Path, PathBuf};
+
+use super::manifest::{Access, PathAccess};
+use super::policy::{Origin, SandboxMode};
+use super::sandbox::SandboxContext;
+use crate::process::ConfinementSpec;
+
+/// Who starts the program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Principal {
+    /// A plugin's program (first-party or third-party).
+    Plugin(Origin),
+    /// An MCP server program the operator configured.
+    McpServer,
+}
+
+/// What a principal may touch, as the policy decided it.
+#[derive(Debug, Clone, Copy)]
+pub struct Reach<'a> {
+    pub workspace: Access,
+    /// Further granted paths (real paths).
+    pub paths: &'a [PathAccess],
+    pub network: bool,
+}
+
+/// One row of the table: for a mode and a kind of principal, what its
+/// programs get beyond their grants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Row {
+    pub mode: SandboxMode,
+    pub principal: Principal,
+    /// Read the whole filesystem (else: grants, temp dir, system paths).
+    pub read_everywhere: bool,
+    /// Why this row is as it is.
+    pub why: &'static str,
+}
+
+/// Every principal, every confining mode. In all rows: writes go only to
+/// read-write grants and the principal's private temp dir; the network
+/// only with a network grant (never in `locked`: the policy takes it);
+/// protected paths stay read-only for a principal that may write the
+/// workspace (for one that may not, Landlock already keeps them so). `off`
+/// confines nothing.
+pub const TABLE: &[Row] = &[
+    Row {
+        mode: SandboxMode::WorkspaceWrite,
+        principal: Principal::Plugin(Origin::Builtin),
+        read_everywhere: true,
+        why: "first-party tools run the user's toolchains (compilers, caches under $HOME), which live anywhere",
+    },
+    Row {
+        mode: SandboxMode::WorkspaceWrite,
+        principal: Principal::Plugin(Origin::ThirdParty),
+        read_everywhere: false,
+        why: "a third-party plugin reads only what the operator granted it",
+    },
+    Row {
+        mode: SandboxMode::WorkspaceWrite,
+        principal: Principal::McpServer,
+        read_everywhere: false,
+        why: "an MCP server is third-party code: it reads only its [policy.mcp.NAME] grant",
+    },
+    Row {
+        mode: SandboxMode::Locked,
+        principal: Principal::Plugin(Origin::Builtin),
+        read_everywhere: false,
+        why: "locked: every program reads only its grants, its temp dir and system paths",
+    },
+    Row {
+        mode: SandboxMode::Locked,
+        principal: Principal::Plugin(Origin::ThirdParty),
+        read_everywhere: false,
+        why: "locked: every program reads only its grants, its temp dir and system paths",
+    },
+    Row {
+        mode: SandboxMode::Locked,
+        principal: Principal::McpServer,
+        read_everywhere: false,
+        why: "locked: every program reads only its grants, its temp dir and system paths",
+    },
+];
+
+/// The row for `mode` and `principal` (None for `off`).
+pub fn row(mode: SandboxMode, principal: Principal) -> Option<&'static Row> {
+    TABLE
+        .iter()
+        .find(|r| r.mode == mode && r.principal == principal)
+}
+
+/// How the programs of `principal` with `reach` are confined, with `temp`
+/// as their private temp dir.
+pub fn spec(
+    principal: Principal,
+    reach: Reach<'_>,
+    ctx: &SandboxContext,
+    temp: &Path,
+) -> ConfinementSpec {
+    let mode = ctx.policy.sandbox_mode();
+    let mut read: Vec<PathBuf> = Vec::new();
+    let mut write = vec![temp.to_path_buf()];
+    let mut add = |path: &Path, access: Access| match access {
+        Access::ReadWrite => write.push(path.to_path_buf()),
+        Access::Read => read.push(path.to_path_buf()),
+        Access::None => {}
+    };
+    add(&ctx.workspace, reach.workspace);
+    for p in reach.paths {
+        add(&p.path, p.access);
+    }
+    ConfinementSpec {
+        mode,
+        read_everywhere: row(mode, principal).is_some_and(|r| r.read_everywhere),
+        read,
+        write,
+        network: reach.network,
+        protected: if reach.workspace == Access::ReadWrite {
+            ctx.protected.clone()
+        } else {
+            Vec::new()
+        },
+    }
+}
