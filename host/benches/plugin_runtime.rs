@@ -58,6 +58,7 @@ fn noop_call(c: &mut Criterion) {
             call_id: "1".into(),
             working_dir: None,
             detach: None,
+            programs: None,
         };
         let name = if pooling { "pooling" } else { "on_demand" };
         group.bench_function(name, |b| {

@@ -91,6 +91,7 @@ fn call(c: &mut Criterion) {
             call_id: "1".into(),
             working_dir: None,
             detach: None,
+            programs: None,
         };
         let out = rt
             .block_on(plugin.call_tool(tool, args, &ctx, None))

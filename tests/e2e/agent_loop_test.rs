@@ -735,6 +735,7 @@ async fn item_10_plugins_built_against_abi_0_1_0_still_load_and_work() {
         call_id: "c".into(),
         working_dir: Some(scene.workspace().join("sub")),
         detach: None,
+        programs: None,
     };
     let out = plugin.call_tool("where", "{}", &ctx, None).await.unwrap();
     assert!(

@@ -77,6 +77,7 @@ fn ctx(thread: &str, call: &str) -> ToolContext {
         live_output: None,
         working_dir: None,
         detach: None,
+        programs: None,
     }
 }
 

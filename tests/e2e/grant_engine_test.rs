@@ -7,6 +7,7 @@ use std::process::Output;
 
 use serde_json::json;
 
+use crate::mock_llm::MockLlm;
 use crate::support::{Scene, sandcrab_cmd};
 
 fn text(bytes: &[u8]) -> String {
@@ -271,5 +272,179 @@ async fn every_row_of_the_confinement_table_holds_with_real_programs() {
             row.why
         );
         assert!(!out.contains("CONNECTED"), "{label}: {out}");
+    }
+}
+
+/// Every tool call leaves a receipt, stored with its result: a
+/// third-party plugin's call with its program and the file and key that
+/// granted it, an MCP tool's call, and a refused program; `sandcrab audit`
+/// prints one line each; no secret value reaches the store or the events.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_call_leaves_a_receipt_naming_the_rule_that_allowed_it() {
+    use crate::llm_transcripts::{Answer, stream, tool};
+    use crate::surfaces_test::{mcp_echo_server, toml_string};
+    use sandcrab::llm::ProviderKind;
+    let scene = Scene::new();
+    crate::support::install_plugin(&scene.plugins(), "examples/hello-tool", "hello", |m| m);
+    crate::support::install_plugin(
+        &scene.plugins(),
+        "test-fixtures/hostile-tool",
+        "hostile",
+        |m| m,
+    );
+    scene.write_user_config(&format!(
+        "[policy.plugins.hello-tool]\nprograms = [\"sort\"]\n\
+         [policy.plugins.hostile-tool]\nprograms = [\"sh\"]\nenv = [\"SANDCRAB_TEST_API_KEY\"]\n\
+         [mcp.servers.esc]\ncommand = \"/bin/sh\"\nargs = [\"-c\", {}]\nenv = [\"CANARY_TOKEN\"]\n\
+         [policy.mcp.esc]\nworkspace = \"read\"\n",
+        toml_string(&mcp_echo_server("hello from mcp"))
+    ));
+    let config = scene.user_config().display().to_string();
+    let canary = "canary-secret-value-8c1f";
+    let kind = ProviderKind::OpenAiCompatible;
+    let server = MockLlm::strict(kind).await;
+    server.push(stream(
+        kind,
+        &Answer::Tools(vec![
+            tool("c1", "sort_lines", json!({"text": "b\na\n"})),
+            tool("c2", "esc__say", json!({})),
+            tool(
+                "c3",
+                "run",
+                json!({"program": "cat", "args": ["/etc/hostname"]}),
+            ),
+        ]),
+    ));
+    server.push(stream(kind, &Answer::Text(vec!["Done."])));
+    let out = crate::cli_support::sandcrab(&scene, kind, &server, "run")
+        .arg("--plugins")
+        .arg(scene.plugins())
+        .arg("--json")
+        .env("SANDCRAB_TEST_API_KEY", canary)
+        .env("CANARY_TOKEN", canary)
+        .arg("Use the tools.")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let events = crate::cli_support::events(&out.stdout);
+    let ends: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "TOOL_CALL_END")
+        .collect();
+    assert_eq!(ends.len(), 3, "{events:?}");
+    assert!(
+        ends.iter().all(|e| e["data"]["receipt"].is_object()),
+        "{ends:?}"
+    );
+    assert!(
+        !text(&out.stdout).contains(canary),
+        "a secret reached the events"
+    );
+
+    let list = sandcrab_cmd(&scene)
+        .args(["sessions", "list", "--all"])
+        .output()
+        .unwrap();
+    let id = text(&list.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    let audit = sandcrab_cmd(&scene)
+        .args(["audit", &id, "--json"])
+        .output()
+        .unwrap();
+    assert!(audit.status.success(), "{}", text(&audit.stderr));
+    let receipts: Vec<serde_json::Value> = serde_json::from_slice(&audit.stdout).unwrap();
+    assert_eq!(receipts.len(), 3, "{receipts:?}");
+    let by_call = |id: &str| {
+        receipts
+            .iter()
+            .find(|r| r["call_id"] == id)
+            .unwrap()
+            .clone()
+    };
+
+    let sort = by_call("c1");
+    assert_eq!(sort["principal"]["name"], "hello-tool");
+    assert_eq!(sort["principal"]["version"], "0.2.0");
+    let wasm = std::fs::read(scene.plugins().join("hello/hello_tool.wasm")).unwrap();
+    assert_eq!(
+        sort["principal"]["component_sha256"],
+        sandcrab::plugin::integrity::sha256_hex(&wasm)
+    );
+    assert!(
+        sort["grants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["capability"] == "programs"
+                && g["value"] == "sort"
+                && g["source"] == format!("{config}:policy.plugins.hello-tool.programs")),
+        "{sort}"
+    );
+    let program = &sort["programs"][0];
+    assert_eq!(program["program"], "sort");
+    assert_eq!(program["exit_code"], 0);
+    assert_eq!(program["confinement"]["mode"], "workspace-write");
+    assert_eq!(program["confinement"]["network"], false);
+
+    let mcp = by_call("c2");
+    assert_eq!(mcp["principal"]["kind"], "mcp-server");
+    assert!(
+        mcp["grants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["value"] == "CANARY_TOKEN"
+                && g["source"] == format!("{config}:mcp.servers.esc.env")),
+        "{mcp}"
+    );
+    assert!(
+        mcp["grants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["capability"] == "workspace"
+                && g["source"] == format!("{config}:policy.mcp.esc.workspace")),
+        "{mcp}"
+    );
+
+    let refused = by_call("c3");
+    assert!(
+        refused["programs"][0]["refused"]
+            .as_str()
+            .is_some_and(|r| r.contains("may not run 'cat'")),
+        "{refused}"
+    );
+    assert!(
+        refused["grants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["value"] == "SANDCRAB_TEST_API_KEY"
+                && g["source"] == format!("{config}:policy.plugins.hostile-tool.env")),
+        "{refused}"
+    );
+
+    let lines = sandcrab_cmd(&scene).args(["audit", &id]).output().unwrap();
+    let lines = text(&lines.stdout);
+    assert_eq!(
+        lines.lines().filter(|l| l.contains(" by ")).count(),
+        3,
+        "{lines}"
+    );
+    assert!(lines.contains("sort_lines by hello-tool 0.2.0"), "{lines}");
+    assert!(lines.contains("cat REFUSED"), "{lines}");
+
+    // The secret's value is nowhere in the store.
+    let data = scene.root.path().join("data/sandcrab");
+    for entry in std::fs::read_dir(&data).unwrap().flatten() {
+        let bytes = std::fs::read(entry.path()).unwrap();
+        assert!(
+            !bytes.windows(canary.len()).any(|w| w == canary.as_bytes()),
+            "{} holds the secret",
+            entry.path().display()
+        );
     }
 }

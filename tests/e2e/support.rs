@@ -140,6 +140,7 @@ pub async fn call(plugin: &LoadedPlugin, tool: &str, args: Value) -> Result<Stri
         call_id: "call-1".into(),
         working_dir: None,
         detach: None,
+        programs: None,
     };
     plugin
         .call_tool(tool, &args.to_string(), &ctx, None)
@@ -194,6 +195,7 @@ pub async fn run_tool(
         live_output: None,
         working_dir: None,
         detach: None,
+        programs: None,
     };
     sandcrab::tools::dispatch(registry, &call, &ctx).await
 }

@@ -737,12 +737,12 @@ async fn f8_nothing_reaches_the_terminal_with_its_escape_sequences() {
     assert!(!out.stdout.contains(&0x1b), "{:?}", text(&out.stdout));
 }
 
-fn toml_string(s: &str) -> String {
+pub(crate) fn toml_string(s: &str) -> String {
     serde_json::to_string(s).unwrap()
 }
 
 /// A shell MCP server with one tool, `say`, answering `said`.
-fn mcp_echo_server(said: &str) -> String {
+pub(crate) fn mcp_echo_server(said: &str) -> String {
     let tool_result = json!({"content": [{"type": "text", "text": said}]}).to_string();
     format!(
         r#"while IFS= read -r line; do

@@ -49,6 +49,7 @@ pub fn repair(turns: &mut Vec<Turn>) -> usize {
                             name: call.name.clone(),
                             content: INTERRUPTED.to_string(),
                             is_error: true,
+                            receipt: None,
                         }
                     })
             })
@@ -107,6 +108,7 @@ mod tests {
                     name: "t".into(),
                     content: format!("ok {i}"),
                     is_error: false,
+                    receipt: None,
                 })
                 .collect(),
         })

@@ -250,6 +250,7 @@ impl Session {
                     name: call.name.clone(),
                     content: CUT_OFF.to_string(),
                     is_error: true,
+                    receipt: None,
                 }
             })
             .collect();

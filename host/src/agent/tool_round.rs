@@ -75,6 +75,7 @@ impl Session {
             live_output: Some(tx),
             working_dir: Some(self.working_dir.clone()),
             detach: None,
+            programs: None,
         };
         let request = ToolCallRequest {
             id: call.id.clone(),
@@ -101,6 +102,7 @@ impl Session {
                 "output": outcome.content,
                 "is_error": outcome.is_error,
                 "truncated": truncated.len() != outcome.content.len(),
+                "receipt": outcome.receipt,
             }),
         );
         ToolResult {
@@ -108,6 +110,7 @@ impl Session {
             name: call.name.clone(),
             content: truncated,
             is_error: outcome.is_error,
+            receipt: outcome.receipt,
         }
     }
 

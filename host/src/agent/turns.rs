@@ -52,6 +52,10 @@ pub struct ToolResult {
     pub name: String,
     pub content: String,
     pub is_error: bool,
+    /// The call's receipt (stored with the result; never sent to the
+    /// model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<crate::tools::Receipt>,
 }
 
 impl Turn {

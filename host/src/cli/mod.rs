@@ -5,6 +5,7 @@
 mod terminal;
 
 mod agent_cmd;
+mod audit_cmd;
 mod bridge_client_cmd;
 mod mcp_cmd;
 mod plugins;
@@ -85,6 +86,9 @@ enum Command {
     /// `chat --resume ID` or `--continue`).
     #[command(subcommand)]
     Sessions(sessions_cmd::SessionsCommand),
+    /// One line per tool call of a saved session: the tool, who ran it,
+    /// which rule allowed it, what its programs ran under.
+    Audit(audit_cmd::AuditArgs),
 }
 
 /// Run the command line; the process exit code.
@@ -120,6 +124,7 @@ pub fn main() -> ExitCode {
             Command::Trust(args) => trust_cmd::run(args),
             Command::Sandbox(cmd) => sandbox_cmd::run(cmd).await,
             Command::Sessions(cmd) => sessions_cmd::run(cmd),
+            Command::Audit(args) => audit_cmd::run(args),
             Command::Mcp(cmd) => mcp_cmd::run(cmd).await,
             Command::Serve(args) => serve_cmd::run(args).await,
             Command::Agent(args) => bridge_client_cmd::run(args).await,

@@ -24,6 +24,10 @@ pub enum SessionsCommand {
     /// A saved session's transcript.
     Show {
         id: String,
+        /// Show each tool call's receipt: who ran it, under which grants
+        /// and where each came from, its programs and their confinement.
+        #[arg(long)]
+        receipts: bool,
         #[command(flatten)]
         place: Place,
     },
@@ -47,7 +51,7 @@ pub struct Place {
 }
 
 impl Place {
-    fn open(&self) -> anyhow::Result<(PathBuf, Arc<dyn Store>)> {
+    pub(super) fn open(&self) -> anyhow::Result<(PathBuf, Arc<dyn Store>)> {
         let workspace = super::setup::resolve_workspace(self.workspace.as_deref())?;
         let loaded = Config::load(&workspace, self.config.as_deref())?;
         Ok((workspace, open_store(&loaded.config)?))
@@ -96,7 +100,11 @@ pub fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        SessionsCommand::Show { id, place } => {
+        SessionsCommand::Show {
+            id,
+            receipts,
+            place,
+        } => {
             let (_, store) = place.open()?;
             let record = store
                 .session(&id)?
@@ -119,7 +127,7 @@ pub fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
             }
             for stored in store.turns(&id)? {
                 match serde_json::from_str::<Turn>(&stored.body) {
-                    Ok(turn) => print_turn(&turn),
+                    Ok(turn) => print_turn(&turn, receipts),
                     Err(_) => outln!("\n[{}] (unreadable turn)", stored.timestamp),
                 }
             }
@@ -136,7 +144,25 @@ pub fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn print_turn(turn: &Turn) {
+/// Every tool call's receipt in a stored session, in order.
+pub fn receipts(store: &dyn Store, id: &str) -> anyhow::Result<Vec<crate::tools::Receipt>> {
+    if store.session(id)?.is_none() {
+        return Err(crate::store::StoreError::UnknownSession(id.to_string()).into());
+    }
+    let mut out = Vec::new();
+    for stored in store.turns(id)? {
+        if let Ok(Turn {
+            kind: TurnKind::ToolResults { results },
+            ..
+        }) = serde_json::from_str::<Turn>(&stored.body)
+        {
+            out.extend(results.into_iter().filter_map(|r| r.receipt));
+        }
+    }
+    Ok(out)
+}
+
+fn print_turn(turn: &Turn, receipts: bool) {
     let clean = |t: &str| super::terminal::sanitize(t).into_owned();
     match &turn.kind {
         TurnKind::User { text } => outln!("\n[{}] user:\n{}", turn.timestamp, clean(text)),
@@ -164,6 +190,12 @@ fn print_turn(turn: &Turn) {
                     if r.is_error { " (error)" } else { "" },
                     clean(&first)
                 );
+                if let (true, Some(receipt)) = (receipts, &r.receipt) {
+                    outln!(
+                        "  receipt: {}",
+                        super::terminal::json_pretty(receipt).replace('\n', "\n  ")
+                    );
+                }
             }
         }
     }

@@ -61,6 +61,7 @@ pub async fn run(cmd: ToolCommand) -> anyhow::Result<ExitCode> {
         live_output: None,
         working_dir: None,
         detach: None,
+        programs: None,
     };
     let outcome = dispatch(&registry, &call, &ctx).await;
     let text = if truncated {

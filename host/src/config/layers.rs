@@ -2,6 +2,7 @@
 //! project file is laid over the trusted file key by key, keeping only
 //! project settings unless the operator trusts the project.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::read::{project_file, trusted_file};
@@ -119,6 +120,10 @@ pub fn load(workspace: &Path, explicit: Option<&Path>) -> Result<LoadedConfig, C
         .map(|c| c.trust)
         .unwrap_or_default();
 
+    let mut grant_files = BTreeMap::new();
+    if let Some(path) = &trusted_path {
+        note_grant_files(&table, path, &mut grant_files);
+    }
     let mut warnings = Vec::new();
     let project_path = workspace.join(PROJECT_FILE);
     let project_text = project_file(&project_path)?;
@@ -154,15 +159,32 @@ pub fn load(workspace: &Path, explicit: Option<&Path>) -> Result<LoadedConfig, C
             }
         }
         let over = absolutize_plugin_dirs(over, &project_path);
+        note_grant_files(&over, &project_path, &mut grant_files);
         merge(&mut table, over);
     }
-    let config = into_config(table, trusted_path.as_deref().unwrap_or(&project_path))?;
+    let mut config = into_config(table, trusted_path.as_deref().unwrap_or(&project_path))?;
+    config.policy.sources = grant_files;
     Ok(LoadedConfig {
         config,
         trusted_path,
         project,
         warnings,
     })
+}
+
+/// Note `file` as where each `[policy.plugins.NAME]` and `[policy.mcp.NAME]`
+/// of `table` came from (a later file's note replaces an earlier one's).
+fn note_grant_files(table: &toml::Table, file: &Path, into: &mut BTreeMap<String, String>) {
+    let Some(toml::Value::Table(policy)) = table.get("policy") else {
+        return;
+    };
+    for section in ["plugins", "mcp"] {
+        if let Some(toml::Value::Table(grants)) = policy.get(section) {
+            for name in grants.keys() {
+                into.insert(format!("{section}.{name}"), file.display().to_string());
+            }
+        }
+    }
 }
 
 fn ignored(file: &Path, key: &str, workspace: &Path) -> String {

@@ -98,13 +98,12 @@ pub async fn run_call(
         })
     };
     let mut work = Box::pin(crate::llm::retry::observed(observer, async move {
-        let outcome = dispatch(&tools, &request, &ctx).await;
-        classify(outcome)
+        dispatch(&tools, &request, &ctx).await
     }));
     if !force {
         tokio::select! {
             biased;
-            outcome = &mut work => return Ok(CallMode::Inline(outcome.into_tool_outcome())),
+            outcome = &mut work => return Ok(CallMode::Inline(outcome)),
             _ = tokio::time::sleep(settings.after) => {}
         }
     }
@@ -123,7 +122,7 @@ pub async fn run_call(
     tokio::spawn(async move {
         let outcome = tokio::select! {
             biased;
-            outcome = &mut work => outcome.into_job_outcome(),
+            outcome = &mut work => classify(outcome).into_job_outcome(),
             _ = cancel.cancelled() => JobOutcome::Cancelled,
             _ = tokio::time::sleep(settings.max_duration) => JobOutcome::TimedOut(format!(
                 "the job ran longer than {} s and was stopped", settings.max_duration.as_secs()
@@ -155,17 +154,6 @@ fn classify(outcome: ToolOutcome) -> Finished {
 }
 
 impl Finished {
-    fn into_tool_outcome(self) -> ToolOutcome {
-        match self {
-            Finished::Ok(c) => ToolOutcome::ok(c),
-            Finished::TimedOut(c) => ToolOutcome {
-                timed_out: true,
-                ..ToolOutcome::ok(c)
-            },
-            Finished::Error(c) => ToolOutcome::error(c),
-        }
-    }
-
     fn into_job_outcome(self) -> JobOutcome {
         match self {
             Finished::Ok(c) => JobOutcome::Succeeded(c),

@@ -37,4 +37,8 @@ impl ToolExecutor for McpTool {
             .await
             .map(ToolOutput::from)
     }
+
+    fn standing(&self, _tool: &str) -> crate::tools::Standing {
+        self.server.standing()
+    }
 }

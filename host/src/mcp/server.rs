@@ -76,6 +76,7 @@ impl ToolServer {
             live_output: progress.is_some().then_some(live_tx),
             working_dir: None,
             detach: None,
+            programs: None,
         };
         let reporter = progress
             .map(|token| tokio::spawn(report_progress(context.peer.clone(), token, live_rx)));

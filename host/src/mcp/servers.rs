@@ -75,6 +75,103 @@ impl McpServer {
         &self.grant
     }
 
+    /// Who this server is and what it may touch, for a receipt: its grant
+    /// and where it came from, and how its program is confined.
+    pub fn standing(&self) -> crate::tools::Standing {
+        use crate::plugin::policy::GrantSource;
+        let policy = &self.ctx.policy;
+        let source = match policy.sources.get(&format!("mcp.{}", self.name)) {
+            Some(file) => format!("{file}:policy.mcp.{}", self.name),
+            None => "built-in default: an MCP server may read the workspace".into(),
+        };
+        let line = |capability: &str, value: String, key: &str| GrantSource {
+            capability: capability.into(),
+            value,
+            source: if source.starts_with("built-in") {
+                source.clone()
+            } else {
+                format!("{source}.{key}")
+            },
+        };
+        let mut grants = Vec::new();
+        if self.grant.workspace > crate::plugin::Access::None {
+            grants.push(line(
+                "workspace",
+                self.grant.workspace.to_string(),
+                "workspace",
+            ));
+        }
+        for p in &self.grant.paths {
+            grants.push(line(
+                "paths",
+                format!("{} ({})", p.path.display(), p.access),
+                "paths",
+            ));
+        }
+        for var in &self.settings.env {
+            grants.push(GrantSource {
+                capability: "env".into(),
+                value: var.clone(),
+                source: format!(
+                    "{}:mcp.servers.{}.env",
+                    policy
+                        .sources
+                        .get(&format!("mcp.{}", self.name))
+                        .cloned()
+                        .unwrap_or_else(|| "configuration".into()),
+                    self.name
+                ),
+            });
+        }
+        let network = policy.mcp_network(&self.grant);
+        if network {
+            grants.push(line("network", "yes".into(), "network"));
+        }
+        let mut denials = Vec::new();
+        if self.grant.network && !network {
+            denials.push(if policy.locked() {
+                "network (locked mode allows no network)".to_string()
+            } else {
+                "network ([policy] network = false)".to_string()
+            });
+        }
+        let program = self.settings.command.clone().or(self.settings.url.clone());
+        let standing_programs = self
+            .settings
+            .command
+            .as_ref()
+            .map(|command| crate::plugin::ProgramRun {
+                program: command.clone(),
+                confinement: Some(crate::plugin::ProgramConfinement::of(
+                    &super::launch::confinement_spec(
+                        &self.grant,
+                        &self.ctx,
+                        std::path::Path::new("(its private temp dir)"),
+                    ),
+                )),
+                exit_code: None,
+                signal: None,
+                timed_out: false,
+                duration_ms: 0,
+                refused: None,
+            })
+            .into_iter()
+            .collect();
+        crate::tools::Standing {
+            principal: crate::tools::receipt::Principal {
+                kind: "mcp-server".into(),
+                name: self.name.clone(),
+                version: None,
+                component_sha256: None,
+                origin: program,
+            },
+            mode: policy.sandbox_mode().to_string(),
+            grants,
+            denials,
+            standing_programs,
+        }
+    }
+
     /// How many times it was started.
     pub async fn starts(&self) -> u32 {
         self.state.lock().await.starts

@@ -353,6 +353,7 @@ impl PluginHost {
             cache,
             guest,
             sharded,
+            component_sha256,
         } = self.prepare(source)?;
         let taken = self
             .plugins
@@ -391,6 +392,7 @@ impl PluginHost {
         if let Some(sharded) = sharded {
             plugin.allow_shards(sharded, self.max_shards);
         }
+        plugin.component_sha256 = component_sha256;
         Ok(plugin)
     }
 
@@ -474,6 +476,7 @@ impl PluginHost {
             cache,
             guest,
             sharded,
+            component_sha256: integrity::sha256_hex(&bytes),
         })
     }
 
@@ -612,6 +615,7 @@ struct Prepared {
     guest: wit::Guest,
     /// The optional `sandcrab:shards` export of a tool plugin.
     sharded: Option<Arc<dyn wit::ShardedGuest>>,
+    component_sha256: String,
 }
 
 /// The manifest (parsed, and its text), the wasm path (for messages) and

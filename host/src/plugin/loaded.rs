@@ -44,6 +44,8 @@ pub struct LoadedPlugin {
     pub decision: Decision,
     /// Whether the compiled component came from the cache.
     pub cache: CacheOutcome,
+    /// SHA-256 (hex) of the component it runs.
+    pub component_sha256: String,
     /// The tools of a tool plugin (empty otherwise).
     pub tools: Vec<ToolSpec>,
     pub(crate) sandbox: Arc<PluginSandbox>,
@@ -97,6 +99,8 @@ pub(super) struct CallSetup {
     limit: Duration,
     /// Where the guest's programs run by default (0.2.0 guests).
     working_dir: Option<String>,
+    /// Where the call's programs are recorded (tool calls only).
+    programs: Option<super::types::ProgramLog>,
 }
 
 impl CallSetup {
@@ -129,6 +133,7 @@ impl LoadedPlugin {
             version,
             decision,
             cache,
+            component_sha256: String::new(),
             tools: Vec::new(),
             sandbox,
             guest,
@@ -190,7 +195,7 @@ impl LoadedPlugin {
                 Sharded::TooBigToMerge(slot) => permit = slot,
             }
         }
-        let setup = self.tool_call_setup(&guest_ctx, live, false);
+        let setup = self.tool_call_setup(&guest_ctx, live, false, ctx.programs.clone());
         let call = self.fresh_instance_holding(permit, setup)?;
         let (name, args_json) = (name.to_string(), args_json.to_string());
         let result = self
@@ -212,12 +217,14 @@ impl LoadedPlugin {
         guest_ctx: &GuestContext,
         live: Option<crate::process::LiveOutput>,
         on_own_thread: bool,
+        programs: Option<super::types::ProgramLog>,
     ) -> CallSetup {
         CallSetup {
             on_own_thread,
             live,
             limit: self.call_limit(),
             working_dir: Some(guest_ctx.working_dir.clone()),
+            programs,
         }
     }
 
@@ -411,6 +418,7 @@ impl LoadedPlugin {
             live: None,
             limit: self.call_limit(),
             working_dir: None,
+            programs: None,
         };
         let mut call = self.fresh_instance(setup).await?;
         let done = call
@@ -456,6 +464,7 @@ impl LoadedPlugin {
             clock.clone(),
             setup.working_dir,
             setup.on_own_thread,
+            setup.programs,
         )?;
         Ok(FreshCall {
             permit,
@@ -500,6 +509,7 @@ impl LoadedPlugin {
             live: None,
             limit: self.call_limit().min(LOAD_CALL_LIMIT),
             working_dir: None,
+            programs: None,
         }
     }
 
@@ -523,6 +533,7 @@ impl LoadedPlugin {
         clock: Arc<CallClock>,
         working_dir: Option<String>,
         on_own_thread: bool,
+        programs: Option<super::types::ProgramLog>,
     ) -> Result<Store<HostState>, CallError> {
         new_store(
             &self.engine,
@@ -532,6 +543,7 @@ impl LoadedPlugin {
             clock,
             working_dir,
             on_own_thread,
+            programs,
         )
         .map_err(|e| self.setup_error(format!("{e:#}")))
     }

@@ -36,6 +36,6 @@ pub use manifest::{Access, Manifest, PluginKind};
 pub use policy::{Origin, Policy, PolicyMode, SandboxMode};
 pub use sandbox::{GUEST_WORKSPACE, Mount, PluginSandbox, SandboxContext, scratch_warning};
 pub use types::{
-    ProfileInfo, SummaryMessage, ToolCallContext, ToolFailure, ToolOutput, ToolSpec, ToolTraits,
-    Writes,
+    ProfileInfo, ProgramConfinement, ProgramLog, ProgramRun, SummaryMessage, ToolCallContext,
+    ToolFailure, ToolOutput, ToolSpec, ToolTraits, Writes,
 };

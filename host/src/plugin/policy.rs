@@ -95,6 +95,11 @@ pub struct Policy {
     /// (`[policy.mcp.NAME]`).
     #[serde(default)]
     pub mcp: BTreeMap<String, McpGrant>,
+    /// Which file each `[policy.plugins.NAME]` / `[policy.mcp.NAME]` table
+    /// came from, keyed `plugins.NAME` / `mcp.NAME` (set by the loader of
+    /// the configuration; receipts name it).
+    #[serde(skip)]
+    pub sources: BTreeMap<String, String>,
 }
 
 /// What an MCP server sandcrab starts may touch. Unset: read the
@@ -189,6 +194,20 @@ pub struct Decision {
     pub grants: Grants,
     /// Requested but not granted, one line each (e.g. `programs: git`).
     pub denied: Vec<String>,
+    /// Where each granted capability came from.
+    pub sources: Vec<GrantSource>,
+}
+
+/// One granted capability and the rule that granted it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrantSource {
+    /// `workspace`, `paths`, `programs`, `env`, `network`, `limits`.
+    pub capability: String,
+    /// What was granted (a name, never a value of a variable).
+    pub value: String,
+    /// `FILE:policy.plugins.NAME.KEY`, or the built-in default that gave
+    /// it.
+    pub source: String,
 }
 
 /// Environment variable names that hold secrets. They never reach a plugin
@@ -375,17 +394,93 @@ impl Policy {
             name,
             &mut denied,
         );
+        let grants = Grants {
+            workspace,
+            paths,
+            programs,
+            env,
+            network,
+            limits,
+        };
+        let sources = self.sources_of(name, &grants, explicit, origin);
         Decision {
-            grants: Grants {
-                workspace,
-                paths,
-                programs,
-                env,
-                network,
-                limits,
-            },
+            grants,
             denied,
+            sources,
         }
+    }
+
+    /// Where each of `grants` came from: the operator's table for the
+    /// plugin (file and key) when it grants it, else the built-in default.
+    fn sources_of(
+        &self,
+        name: &str,
+        grants: &Grants,
+        explicit: Option<&PluginGrant>,
+        origin: Origin,
+    ) -> Vec<GrantSource> {
+        let file = self
+            .sources
+            .get(&format!("plugins.{name}"))
+            .cloned()
+            .unwrap_or_else(|| "configuration".into());
+        let by_operator = |key: &str| format!("{file}:policy.plugins.{name}.{key}");
+        let default = match origin {
+            Origin::Builtin => "built-in default: a first-party plugin gets what its manifest asks",
+            Origin::ThirdParty => "built-in default: a third-party plugin may read the workspace",
+        };
+        let mut out = Vec::new();
+        let mut line = |capability: &str, value: String, operator: bool| {
+            out.push(GrantSource {
+                capability: capability.into(),
+                value,
+                source: if operator {
+                    by_operator(capability)
+                } else {
+                    default.into()
+                },
+            })
+        };
+        if grants.workspace > Access::None {
+            let operator = explicit.is_some_and(|g| g.workspace >= grants.workspace);
+            line("workspace", grants.workspace.to_string(), operator);
+        }
+        for p in &grants.paths {
+            let operator = explicit.is_some_and(|g| {
+                g.paths.iter().any(|gp| {
+                    gp.path
+                        .canonicalize()
+                        .is_ok_and(|granted| p.path.starts_with(granted))
+                })
+            });
+            line(
+                "paths",
+                format!("{} ({})", p.path.display(), p.access),
+                operator,
+            );
+        }
+        for program in &grants.programs {
+            let operator = explicit.is_some_and(|g| g.programs.contains(program));
+            line("programs", program.clone(), operator);
+        }
+        for var in &grants.env {
+            let operator = explicit.is_some_and(|g| g.env.contains(var));
+            line("env", var.clone(), operator);
+        }
+        if grants.network {
+            line("network", "yes".into(), explicit.is_some_and(|g| g.network));
+        }
+        let raised = explicit.is_some_and(|g| g.limits != Limits::default());
+        let l = &grants.limits;
+        line(
+            "limits",
+            format!(
+                "{} MiB, {} ms, {} instances",
+                l.memory_mb, l.timeout_ms, l.max_instances
+            ),
+            raised,
+        );
+        out
     }
 
     /// What a plugin gets without being named in the policy.

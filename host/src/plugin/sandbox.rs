@@ -168,6 +168,11 @@ impl PluginSandbox {
         })
     }
 
+    /// What this plugin's programs are confined to.
+    pub fn confinement_spec(&self) -> &ConfinementSpec {
+        &self.confinement_spec
+    }
+
     /// How programs of this plugin are confined (or why they cannot run).
     pub fn confinement(&self) -> Result<&Confinement, &str> {
         self.confinement

@@ -116,7 +116,9 @@ impl LoadedPlugin {
             .call_limit()
             .saturating_sub(started.elapsed())
             .max(MERGE_FLOOR);
-        let setup = self.tool_call_setup(guest_ctx, None, false).within(left);
+        let setup = self
+            .tool_call_setup(guest_ctx, None, false, ctx.programs.clone())
+            .within(left);
         let call = self.fresh_instance_holding(slot, setup)?;
         let (guest, name, args_json, guest_ctx) = (
             guest.clone(),
@@ -156,8 +158,10 @@ impl LoadedPlugin {
         permit: OwnedSemaphorePermit,
         shard: Shard,
     ) -> Result<(ShardOutput, OwnedSemaphorePermit), ToolCallError> {
-        let call =
-            self.fresh_instance_holding(permit, self.tool_call_setup(guest_ctx, None, true))?;
+        let call = self.fresh_instance_holding(
+            permit,
+            self.tool_call_setup(guest_ctx, None, true, ctx.programs.clone()),
+        )?;
         let (name, args_json, guest_ctx) =
             (name.to_string(), args_json.to_string(), guest_ctx.clone());
         let (output, slot) = self

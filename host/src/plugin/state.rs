@@ -33,6 +33,8 @@ pub struct HostState {
     /// Directories the guest holds open through `sandcrab:fs` (bounded:
     /// each is a host file descriptor).
     pub(super) open_directories: usize,
+    /// Where the call's programs are recorded (for its receipt).
+    pub(super) programs: Option<super::types::ProgramLog>,
 }
 
 impl WasiView for HostState {
@@ -71,6 +73,7 @@ pub fn new_store(
     clock: Arc<CallClock>,
     working_dir: Option<String>,
     on_own_thread: bool,
+    programs: Option<super::types::ProgramLog>,
 ) -> wasmtime::Result<Store<HostState>> {
     let mut wasi = WasiCtxBuilder::new();
     // File operations never block a runtime thread: a guest blocked on a
@@ -125,6 +128,7 @@ pub fn new_store(
         working_dir,
         live_output,
         open_directories: 0,
+        programs,
     };
     let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.limiter);

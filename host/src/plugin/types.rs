@@ -72,6 +72,54 @@ pub struct ToolCallContext {
     /// Turns true when the call moves to the background: it then frees its
     /// instance slot for foreground calls (and holds a background one).
     pub detach: Option<tokio::sync::watch::Receiver<bool>>,
+    /// Where the programs the call starts (or is refused) are recorded.
+    pub programs: Option<ProgramLog>,
+}
+
+/// The programs one call started or was refused, as they happened.
+pub type ProgramLog = std::sync::Arc<std::sync::Mutex<Vec<ProgramRun>>>;
+
+/// One program a call asked for: what it was, how it was confined, and
+/// how it ended (or why it was refused).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ProgramRun {
+    /// The program as the guest named it.
+    pub program: String,
+    /// How it was confined (None: refused before it was started).
+    pub confinement: Option<ProgramConfinement>,
+    /// Exit code (None: ended by a signal, or never ran).
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    pub duration_ms: u64,
+    /// Why it did not run.
+    pub refused: Option<String>,
+}
+
+/// What a program's confinement allowed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ProgramConfinement {
+    pub mode: String,
+    pub network: bool,
+    pub read_everywhere: bool,
+    pub read: Vec<String>,
+    pub write: Vec<String>,
+    pub protected: Vec<String>,
+}
+
+impl ProgramConfinement {
+    /// From the spec it was confined by.
+    pub fn of(spec: &crate::process::ConfinementSpec) -> Self {
+        let paths = |v: &[std::path::PathBuf]| v.iter().map(|p| p.display().to_string()).collect();
+        ProgramConfinement {
+            mode: spec.mode.to_string(),
+            network: spec.network,
+            read_everywhere: spec.read_everywhere,
+            read: paths(&spec.read),
+            write: paths(&spec.write),
+            protected: paths(&spec.protected),
+        }
+    }
 }
 
 /// A tool's successful answer.

@@ -4,7 +4,9 @@
 
 use futures::FutureExt;
 
+use super::receipt::{Receipt, Standing};
 use super::registry::{ToolContext, ToolRegistry};
+use crate::plugin::ProgramRun;
 
 /// A tool call as the model made it.
 #[derive(Debug, Clone)]
@@ -15,13 +17,16 @@ pub struct ToolCallRequest {
     pub arguments: serde_json::Value,
 }
 
-/// What a call produced (full, untruncated).
+/// What a call produced (full, untruncated), and its receipt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolOutcome {
     pub content: String,
     pub is_error: bool,
     /// The tool stopped its work because it ran out of time.
     pub timed_out: bool,
+    /// Who ran it under which grants, and the programs it started (every
+    /// call [`dispatch`] runs has one).
+    pub receipt: Option<Receipt>,
 }
 
 impl ToolOutcome {
@@ -30,6 +35,7 @@ impl ToolOutcome {
             content,
             is_error: false,
             timed_out: false,
+            receipt: None,
         }
     }
 
@@ -38,16 +44,54 @@ impl ToolOutcome {
             content,
             is_error: true,
             timed_out: false,
+            receipt: None,
         }
+    }
+
+    fn with_receipt(
+        mut self,
+        call: &ToolCallRequest,
+        standing: Standing,
+        programs: Vec<ProgramRun>,
+    ) -> Self {
+        let outcome = if self.is_error {
+            "error"
+        } else if self.timed_out {
+            "timed-out"
+        } else {
+            "ok"
+        };
+        self.receipt = Some(Receipt {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            standing,
+            programs,
+            approvals: Vec::new(),
+            outcome: outcome.into(),
+        });
+        self
     }
 }
 
-/// Run one tool call.
+/// Run one tool call; the outcome carries its receipt.
 pub async fn dispatch(
     registry: &ToolRegistry,
     call: &ToolCallRequest,
     ctx: &ToolContext,
 ) -> ToolOutcome {
+    let log = crate::plugin::ProgramLog::default();
+    let mut ctx = ctx.clone();
+    ctx.programs = Some(log.clone());
+    let outcome = run(registry, call, &ctx).await;
+    let standing = registry
+        .get(&call.name)
+        .map(|t| t.executor.standing(&call.name))
+        .unwrap_or_else(|| Standing::host(&call.name));
+    let programs = log.lock().map(|p| p.clone()).unwrap_or_default();
+    outcome.with_receipt(call, standing, programs)
+}
+
+async fn run(registry: &ToolRegistry, call: &ToolCallRequest, ctx: &ToolContext) -> ToolOutcome {
     let Some(tool) = registry.get(&call.name) else {
         let known = registry.names().join(", ");
         return ToolOutcome::error(format!(
@@ -94,9 +138,8 @@ pub async fn dispatch(
     let run = std::panic::AssertUnwindSafe(tool.executor.execute(args, ctx)).catch_unwind();
     match run.await {
         Ok(Ok(output)) => ToolOutcome {
-            content: output.text,
-            is_error: false,
             timed_out: output.timed_out,
+            ..ToolOutcome::ok(output.text)
         },
         Ok(Err(message)) => ToolOutcome::error(message),
         Err(panic) => {

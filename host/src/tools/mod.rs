@@ -4,10 +4,12 @@
 
 mod catalog;
 mod dispatch;
+pub mod receipt;
 mod registry;
 mod truncate;
 
 pub use catalog::{PendingLoad, ToolCatalog};
 pub use dispatch::{ToolCallRequest, ToolOutcome, dispatch};
+pub use receipt::{Receipt, Standing};
 pub use registry::{FnTool, PluginTool, RegisteredTool, ToolContext, ToolExecutor, ToolRegistry};
 pub use truncate::{TruncateMode, TruncationLimits, TruncationPolicy, truncate};

@@ -21,6 +21,8 @@ pub struct ToolContext {
     pub working_dir: Option<std::path::PathBuf>,
     /// Turns true when the call moves to the background.
     pub detach: Option<tokio::sync::watch::Receiver<bool>>,
+    /// Where the programs the call starts are recorded (for its receipt).
+    pub programs: Option<crate::plugin::ProgramLog>,
 }
 
 /// Something that runs a tool. `Err` is an error message for the model.
@@ -31,6 +33,12 @@ pub trait ToolExecutor: Send + Sync {
         args: serde_json::Value,
         ctx: &ToolContext,
     ) -> Result<ToolOutput, String>;
+
+    /// Who runs `tool` and under which grants (for its receipt): the host
+    /// itself unless the executor says otherwise.
+    fn standing(&self, tool: &str) -> super::receipt::Standing {
+        super::receipt::Standing::host(tool)
+    }
 }
 
 /// A tool of a loaded plugin.
@@ -60,6 +68,7 @@ impl ToolExecutor for PluginTool {
             call_id: ctx.call_id.clone(),
             working_dir: ctx.working_dir.clone(),
             detach: ctx.detach.clone(),
+            programs: ctx.programs.clone(),
         };
         self.plugin
             .call_tool(
@@ -70,6 +79,10 @@ impl ToolExecutor for PluginTool {
             )
             .await
             .map_err(|e| e.to_string())
+    }
+
+    fn standing(&self, _tool: &str) -> super::receipt::Standing {
+        super::receipt::Standing::plugin(&self.plugin)
     }
 }
 

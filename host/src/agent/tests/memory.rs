@@ -164,6 +164,7 @@ async fn a_resumed_session_continues_with_every_committed_turn_repaired() {
             content: json!({"mode": "background", "job_id": "job-7", "status": "running"})
                 .to_string(),
             is_error: false,
+            receipt: None,
         }],
     });
     for turn in [&started, &job, &dangling] {

@@ -14,15 +14,55 @@ async fn run(
     state: &mut HostState,
     mut command: GuestCommand,
 ) -> Result<ProcessOutput, ProcessDenied> {
+    let program = command.program.clone();
     let left = state.clock.remaining();
-    if left.is_zero() {
-        return Err(ProcessDenied::SpawnFailed(
+    let result = if left.is_zero() {
+        Err(ProcessDenied::SpawnFailed(
             "the call's time limit has passed".into(),
-        ));
-    }
-    command.timeout_ms = Some(program_timeout(command.timeout_ms, left));
-    state.sandbox.run(command, state.live_output.clone()).await
+        ))
+    } else {
+        command.timeout_ms = Some(program_timeout(command.timeout_ms, left));
+        state.sandbox.run(command, state.live_output.clone()).await
+    };
+    record(state, program, &result);
+    result
 }
+
+/// Note the program in the call's receipt: how it was confined and how
+/// it ended, or why it was refused.
+fn record(state: &HostState, program: String, result: &Result<ProcessOutput, ProcessDenied>) {
+    use crate::plugin::types::{ProgramConfinement, ProgramRun};
+    let Some(log) = &state.programs else { return };
+    let run = match result {
+        Ok(out) => ProgramRun {
+            program,
+            confinement: Some(ProgramConfinement::of(state.sandbox.confinement_spec())),
+            exit_code: out.exit_code,
+            signal: out.signal,
+            timed_out: out.timed_out,
+            duration_ms: out.duration.as_millis() as u64,
+            refused: None,
+        },
+        Err(denied) => ProgramRun {
+            program,
+            confinement: None,
+            exit_code: None,
+            signal: None,
+            timed_out: false,
+            duration_ms: 0,
+            refused: Some(denied.to_string()),
+        },
+    };
+    if let Ok(mut runs) = log.lock()
+        && runs.len() < MAX_RECORDED
+    {
+        runs.push(run);
+    }
+}
+
+/// Most programs one call's receipt records (a guest looping over
+/// programs must not grow it without bound).
+const MAX_RECORDED: usize = 256;
 
 /// A program's timeout: what the guest asked for (or the default), but no
 /// more than `left` of the call minus the time a stopped program is given

@@ -1,0 +1,173 @@
+//! A receipt for every tool call: who acted (the plugin, its version and
+//! the SHA-256 of its component, or the MCP server, or the host), what it
+//! was allowed and which rule allowed it (`file:key`, or a built-in
+//! default), what it asked for and was refused, and every program it
+//! started with the confinement it ran under and how it ended. Names only:
+//! a variable's value never appears.
+
+use serde::{Deserialize, Serialize};
+
+use crate::plugin::policy::GrantSource;
+use crate::plugin::{LoadedPlugin, ProgramRun};
+
+/// Who ran a tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Principal {
+    /// `plugin`, `mcp-server` or `host`.
+    pub kind: String,
+    pub name: String,
+    /// The plugin's version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// SHA-256 of the plugin's component.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub component_sha256: Option<String>,
+    /// `builtin` or `external` (plugins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
+}
+
+/// What a principal was allowed, before the call ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Standing {
+    pub principal: Principal,
+    /// The sandbox mode in force.
+    pub mode: String,
+    pub grants: Vec<GrantSource>,
+    /// Requested and refused, each with the rule that refused it.
+    pub denials: Vec<String>,
+    /// Programs that run for the principal whatever the call (an MCP
+    /// server's own program).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub standing_programs: Vec<ProgramRun>,
+}
+
+impl Standing {
+    /// A host-native tool (sandcrab's own code: jobs, memory, subagents),
+    /// or a name no tool has.
+    pub fn host(tool: &str) -> Self {
+        Standing {
+            principal: Principal {
+                kind: "host".into(),
+                name: tool.into(),
+                version: None,
+                component_sha256: None,
+                origin: None,
+            },
+            mode: "host".into(),
+            grants: Vec::new(),
+            denials: Vec::new(),
+            standing_programs: Vec::new(),
+        }
+    }
+
+    /// A plugin's standing.
+    pub fn plugin(plugin: &LoadedPlugin) -> Self {
+        Standing {
+            principal: Principal {
+                kind: "plugin".into(),
+                name: plugin.name().into(),
+                version: Some(plugin.manifest.version.clone()),
+                component_sha256: Some(plugin.component_sha256.clone()),
+                origin: Some(plugin.origin.label().into()),
+            },
+            mode: plugin.sandbox().sandbox_mode.to_string(),
+            grants: plugin.decision.sources.clone(),
+            denials: plugin.decision.denied.clone(),
+            standing_programs: Vec::new(),
+        }
+    }
+}
+
+/// The receipt of one tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Receipt {
+    pub call_id: String,
+    pub tool: String,
+    #[serde(flatten)]
+    pub standing: Standing,
+    /// The programs the call started, or was refused.
+    pub programs: Vec<ProgramRun>,
+    /// Operator approvals given for this call.
+    #[serde(default)]
+    pub approvals: Vec<String>,
+    /// How the call ended: `ok`, `error` or `timed-out`.
+    pub outcome: String,
+}
+
+impl Receipt {
+    /// One line for `sandcrab audit`: tool, allowed by, ran under.
+    pub fn summary(&self) -> String {
+        let who = match (
+            &self.standing.principal.version,
+            &self.standing.principal.component_sha256,
+        ) {
+            (Some(v), Some(sha)) => format!(
+                "{} {} ({}, sha256 {})",
+                self.standing.principal.name,
+                v,
+                self.standing.principal.kind,
+                &sha[..sha.len().min(12)]
+            ),
+            _ => format!(
+                "{} ({})",
+                self.standing.principal.name, self.standing.principal.kind
+            ),
+        };
+        let mut allowed: Vec<String> = self
+            .standing
+            .grants
+            .iter()
+            .filter(|g| g.capability != "limits")
+            .map(|g| format!("{} {} [{}]", g.capability, g.value, g.source))
+            .collect();
+        allowed.dedup();
+        let ran: Vec<String> = self
+            .programs
+            .iter()
+            .chain(&self.standing.standing_programs)
+            .map(program_line)
+            .collect();
+        format!(
+            "{} by {} — {} — allowed by: {} — ran under: {}{}",
+            self.tool,
+            who,
+            self.outcome,
+            if allowed.is_empty() {
+                "nothing beyond the host".into()
+            } else {
+                allowed.join("; ")
+            },
+            self.standing.mode,
+            if ran.is_empty() {
+                String::new()
+            } else {
+                format!(" — programs: {}", ran.join("; "))
+            }
+        )
+    }
+}
+
+fn program_line(p: &ProgramRun) -> String {
+    match (&p.refused, &p.confinement) {
+        (Some(why), _) => format!("{} REFUSED ({why})", p.program),
+        (None, Some(c)) => format!(
+            "{} [{}, network {}, writes {}] {}",
+            p.program,
+            c.mode,
+            if c.network { "yes" } else { "no" },
+            if c.write.is_empty() {
+                "nothing".into()
+            } else {
+                c.write.join(", ")
+            },
+            match (p.exit_code, p.signal, p.timed_out) {
+                (_, _, true) => "timed out".to_string(),
+                (Some(code), _, _) => format!("exit {code}"),
+                (None, Some(sig), _) => format!("signal {sig}"),
+                _ => "running".to_string(),
+            }
+        ),
+        (None, None) => p.program.clone(),
+    }
+}
