@@ -126,7 +126,7 @@ impl Session {
         };
         let call_id = request.id.clone();
         match run_call(&jobs.registry, registry, request, ctx, jobs.settings).await {
-            Ok(CallMode::Inline(outcome)) => outcome,
+            Ok(CallMode::Inline(outcome)) => *outcome,
             Ok(CallMode::Background(record)) => {
                 self.emit(
                     EventKind::JobStarted,

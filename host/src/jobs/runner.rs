@@ -32,7 +32,7 @@ impl Default for BackgroundSettings {
 /// How a call was answered: never both.
 #[derive(Debug, Clone)]
 pub enum CallMode {
-    Inline(ToolOutcome),
+    Inline(Box<ToolOutcome>),
     Background(Box<JobRecord>),
 }
 
@@ -103,7 +103,7 @@ pub async fn run_call(
     if !force {
         tokio::select! {
             biased;
-            outcome = &mut work => return Ok(CallMode::Inline(outcome)),
+            outcome = &mut work => return Ok(CallMode::Inline(Box::new(outcome))),
             _ = tokio::time::sleep(settings.after) => {}
         }
     }

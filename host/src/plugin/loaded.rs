@@ -539,11 +539,13 @@ impl LoadedPlugin {
             &self.engine,
             &self.sandbox,
             &self.decision.grants.limits,
-            live,
-            clock,
-            working_dir,
-            on_own_thread,
-            programs,
+            super::state::CallParts {
+                live_output: live,
+                clock,
+                working_dir,
+                on_own_thread,
+                programs,
+            },
         )
         .map_err(|e| self.setup_error(format!("{e:#}")))
     }

@@ -64,17 +64,34 @@ const MAX_INSTANCES_PER_STORE: usize = 200;
 const MAX_MEMORIES_PER_STORE: usize = 32;
 const MAX_TABLES_PER_STORE: usize = 400;
 
+/// What one call's store is made with besides the plugin's sandbox and
+/// limits.
+pub struct CallParts {
+    /// Where program output goes as it arrives.
+    pub live_output: Option<crate::process::LiveOutput>,
+    pub clock: Arc<CallClock>,
+    /// Where the call's programs run by default (guest path).
+    pub working_dir: Option<String>,
+    /// The call runs on a thread of its own (file operations run there).
+    pub on_own_thread: bool,
+    /// Where the call's programs are recorded.
+    pub programs: Option<super::types::ProgramLog>,
+}
+
 /// A new store for one call of a plugin with `sandbox` and `limits`.
 pub fn new_store(
     engine: &wasmtime::Engine,
     sandbox: &Arc<PluginSandbox>,
     limits: &EffectiveLimits,
-    live_output: Option<crate::process::LiveOutput>,
-    clock: Arc<CallClock>,
-    working_dir: Option<String>,
-    on_own_thread: bool,
-    programs: Option<super::types::ProgramLog>,
+    parts: CallParts,
 ) -> wasmtime::Result<Store<HostState>> {
+    let CallParts {
+        live_output,
+        clock,
+        working_dir,
+        on_own_thread,
+        programs,
+    } = parts;
     let mut wasi = WasiCtxBuilder::new();
     // File operations never block a runtime thread: a guest blocked on a
     // FIFO must not stall the host, and the call's clock must be able to
