@@ -448,3 +448,85 @@ async fn every_call_leaves_a_receipt_naming_the_rule_that_allowed_it() {
         );
     }
 }
+
+/// Consent is bound to the component: `plugins grant` records what the
+/// plugin asks for now with its component's hash; a new version that asks
+/// for the network keeps running without it after a reload, and the
+/// difference is shown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_plugin_runs_with_what_was_granted_and_the_difference_is_shown() {
+    use crate::plugin_reload_test::{collect, wait_for};
+    use sandcrab::llm::ProviderKind;
+    use std::io::Write;
+    let scene = Scene::new();
+    let dir =
+        crate::support::install_plugin(&scene.plugins(), "examples/hello-tool", "hello", |m| m);
+    scene.write_user_config("");
+    let grant = sandcrab_cmd(&scene)
+        .args(["plugins", "grant", "hello-tool", "--plugins"])
+        .arg(scene.plugins())
+        .output()
+        .unwrap();
+    assert!(grant.status.success(), "{}", text(&grant.stderr));
+    let config = std::fs::read_to_string(scene.user_config()).unwrap();
+    let wasm = std::fs::read(dir.join("hello_tool.wasm")).unwrap();
+    assert!(
+        config.contains(&sandcrab::plugin::integrity::sha256_hex(&wasm))
+            && config.contains("programs = [\"sort\"]"),
+        "{config}"
+    );
+
+    let kind = ProviderKind::OpenAiCompatible;
+    let server = MockLlm::strict(kind).await;
+    let mut child = crate::cli_support::sandcrab(&scene, kind, &server, "chat")
+        .arg("--plugins")
+        .arg(scene.plugins())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stderr = collect(child.stderr.take().unwrap());
+    let limit = std::time::Duration::from_secs(60);
+    writeln!(stdin, "/plugins").unwrap();
+    wait_for(&stderr, "hello-tool 0.2.0", limit);
+    assert!(
+        !stderr.lock().unwrap().contains("warning"),
+        "{}",
+        stderr.lock().unwrap()
+    );
+
+    // A new version: another component, and it asks for the network.
+    let manifest = std::fs::read_to_string(dir.join("plugin.toml")).unwrap();
+    let other = crate::support::artifact("test-fixtures/versioned-v1");
+    std::fs::copy(other.wasm_path, dir.join("hello_tool.wasm")).unwrap();
+    std::fs::write(
+        dir.join("plugin.toml"),
+        manifest.replace("[capabilities]", "[capabilities]\nnetwork = true"),
+    )
+    .unwrap();
+    wait_for(&stderr, "changed since you granted it", limit);
+    writeln!(stdin, "/exit").unwrap();
+    drop(stdin);
+    let _ = child.wait();
+    let text = stderr.lock().unwrap().clone();
+    assert!(text.contains("reloaded"), "{text}");
+    assert!(text.contains("network"), "the difference is named: {text}");
+
+    // And it runs without the network: what `plugins list` shows.
+    let list = sandcrab_cmd(&scene)
+        .args(["plugins", "list", "--json", "--plugins"])
+        .arg(scene.plugins())
+        .output()
+        .unwrap();
+    let list: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    let hello = list["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "hello-tool")
+        .unwrap()
+        .clone();
+    assert_eq!(hello["granted"]["network"], false, "{hello}");
+}

@@ -56,6 +56,45 @@ pub fn pin_plugin(file: &Path, plugin: &str, sha256: &str) -> Result<(), EditErr
     })
 }
 
+/// Grant plugin `plugin` what `request` asks for, for the component
+/// `sha256`: `[policy.plugins.NAME]` gets `workspace`, `paths`, `programs`,
+/// `env` and `network` as requested and `granted_sha256`; its other keys
+/// (limits, overrides, a pin) are kept.
+pub fn grant_plugin(
+    file: &Path,
+    plugin: &str,
+    request: &crate::plugin::manifest::Capabilities,
+    sha256: &str,
+) -> Result<(), EditError> {
+    edit(file, |doc| {
+        let policy = table(doc.as_table_mut(), "policy")?;
+        let plugins = table(policy, "plugins")?;
+        plugins.set_implicit(true);
+        let grant = table(plugins, plugin)?;
+        grant["workspace"] = toml_edit::value(request.workspace.to_string());
+        let strings = |items: &[String]| {
+            let mut array = toml_edit::Array::new();
+            for item in items {
+                array.push(item.as_str());
+            }
+            toml_edit::value(array)
+        };
+        grant["programs"] = strings(&request.programs);
+        grant["env"] = strings(&request.env);
+        grant["network"] = toml_edit::value(request.network);
+        let mut paths = toml_edit::Array::new();
+        for p in &request.paths {
+            let mut entry = toml_edit::InlineTable::new();
+            entry.insert("path", p.path.display().to_string().into());
+            entry.insert("access", p.access.to_string().into());
+            paths.push(entry);
+        }
+        grant["paths"] = toml_edit::value(paths);
+        grant["granted_sha256"] = toml_edit::value(sha256);
+        Ok(())
+    })
+}
+
 /// The table `key` of `parent`, created if missing.
 fn table<'a>(
     parent: &'a mut toml_edit::Table,

@@ -368,6 +368,14 @@ impl PluginHost {
             });
         }
         let decision = self.ctx.policy.decide(&manifest, source.origin());
+        if let Some(warning) =
+            self.ctx
+                .policy
+                .consent_changed(&manifest.name, &component_sha256, &decision.denied)
+        {
+            let message = format!("{}: {warning}", manifest_path.display());
+            self.note(Severity::Warning, &manifest_path, message);
+        }
         for denied in &decision.denied {
             let message = format!(
                 "{}: plugin '{}': not granted: {denied}",

@@ -63,6 +63,11 @@ pub struct PluginGrant {
     /// component is refused. `sandcrab plugins pin NAME` writes it.
     #[serde(default)]
     pub sha256: Option<String>,
+    /// The component these grants were given for (`sandcrab plugins grant
+    /// NAME` writes it): a later component still gets only these grants,
+    /// and what it asks for beyond them is reported as a change.
+    #[serde(default)]
+    pub granted_sha256: Option<String>,
 }
 
 /// The `[policy]` section of the configuration.
@@ -248,6 +253,26 @@ impl Policy {
     /// decision that depends on locked mode asks this, and only this.
     pub fn locked(&self) -> bool {
         self.sandbox_mode() == SandboxMode::Locked
+    }
+
+    /// A warning when plugin `name`'s component is not the one its grants
+    /// were given for and it asks for more than they allow.
+    pub fn consent_changed(
+        &self,
+        name: &str,
+        component_sha256: &str,
+        denied: &[String],
+    ) -> Option<String> {
+        let granted_for = self.plugins.get(name)?.granted_sha256.as_deref()?;
+        if granted_for.eq_ignore_ascii_case(component_sha256) || denied.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "plugin '{name}' changed since you granted it (component sha256 {} → {}) and asks for more than you granted: {}; it runs with only what you granted. Review it, then run `sandcrab plugins grant {name}` to grant what it asks now",
+            short(granted_for),
+            short(component_sha256),
+            denied.join("; ")
+        ))
     }
 
     /// Whether an MCP server program with `grant` gets the network: its
@@ -499,6 +524,10 @@ impl Policy {
             (Origin::ThirdParty, true) => Capabilities::default(),
         }
     }
+}
+
+fn short(sha: &str) -> &str {
+    &sha[..sha.len().min(12)]
 }
 
 /// How to grant what was refused, for a refusal message.

@@ -208,7 +208,13 @@ mod tests {
     #[tokio::test]
     async fn custom_tool_returns_its_output() {
         let out = call(&registry(), "my_tool", json!({"message": "hello"})).await;
-        assert_eq!(out, ToolOutcome::ok("hello".into()));
+        assert_eq!((out.content.as_str(), out.is_error), ("hello", false));
+        let receipt = out.receipt.expect("every dispatched call has a receipt");
+        assert_eq!(
+            (receipt.tool.as_str(), receipt.outcome.as_str()),
+            ("my_tool", "ok")
+        );
+        assert_eq!(receipt.standing.principal.kind, "host");
     }
 
     #[tokio::test]
@@ -256,7 +262,7 @@ mod tests {
         let out = call(&r, "my_tool", json!("{not json")).await;
         assert!(out.content.contains("not valid JSON"), "{}", out.content);
         let out = call(&r, "my_tool", json!("{\"message\": \"from text\"}")).await;
-        assert_eq!(out, ToolOutcome::ok("from text".into()));
+        assert_eq!((out.content.as_str(), out.is_error), ("from text", false));
     }
 
     #[tokio::test]

@@ -1,6 +1,7 @@
 //! `sandcrab plugins list | inspect NAME | check DIR | pin NAME | new NAME`.
 
 mod check;
+mod grant;
 mod list;
 mod new;
 mod pin;
@@ -51,6 +52,15 @@ pub enum PluginsCommand {
         #[command(flatten)]
         host: HostArgs,
     },
+    /// Grant a third-party plugin what its manifest asks for now, bound to
+    /// its component (`[policy.plugins.NAME]` with `granted_sha256`): a
+    /// changed component gets only these grants until granted again.
+    Grant {
+        /// Plugin name.
+        name: String,
+        #[command(flatten)]
+        host: HostArgs,
+    },
     /// Write a new plugin directory that builds with one command.
     New(new::NewArgs),
 }
@@ -65,6 +75,7 @@ pub async fn run(cmd: PluginsCommand) -> anyhow::Result<ExitCode> {
             no_cache,
         } => check::check(dir, config, no_cache),
         PluginsCommand::Pin { name, host } => pin::pin(host, &name),
+        PluginsCommand::Grant { name, host } => grant::grant(host, &name),
         PluginsCommand::New(args) => new::new(args),
     }
 }

@@ -13,26 +13,7 @@ use crate::plugin::{PluginSource, component_digest};
 pub fn pin(args: HostArgs, name: &str) -> anyhow::Result<ExitCode> {
     let workspace = args.workspace_dir()?;
     let loaded = Config::load(&workspace, args.config.as_deref())?;
-    let sources = args.sources(
-        &workspace,
-        &loaded.config,
-        loaded.workspace_plugins_allowed(),
-    );
-    let mut found = None;
-    for source in sources.iter().filter(|s| matches!(s, PluginSource::Dir(_))) {
-        // Sources that cannot be read are someone else's problem here.
-        if let Ok((manifest, sha)) = component_digest(source)
-            && manifest.name == name
-        {
-            found = Some((source.manifest_path(), manifest, sha));
-            break;
-        }
-    }
-    let Some((manifest_path, manifest, sha)) = found else {
-        bail!(
-            "no third-party plugin named '{name}' was found (looked in --plugins, plugin_dirs and the trusted workspace's .sandcrab/plugins; see `sandcrab plugins list`)"
-        );
-    };
+    let (manifest_path, manifest, sha) = find(&args, name)?;
     let file = match &args.config {
         Some(file) => file.clone(),
         None => Config::user_file().context(
@@ -57,4 +38,30 @@ pub fn pin(args: HostArgs, name: &str) -> anyhow::Result<ExitCode> {
         outln!("  (was {old})");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The third-party plugin `name` among the sources `args` name: its
+/// manifest path, manifest and component SHA-256 (read, not run).
+pub(super) fn find(
+    args: &HostArgs,
+    name: &str,
+) -> anyhow::Result<(std::path::PathBuf, crate::plugin::Manifest, String)> {
+    let workspace = args.workspace_dir()?;
+    let loaded = Config::load(&workspace, args.config.as_deref())?;
+    let sources = args.sources(
+        &workspace,
+        &loaded.config,
+        loaded.workspace_plugins_allowed(),
+    );
+    for source in sources.iter().filter(|s| matches!(s, PluginSource::Dir(_))) {
+        // Sources that cannot be read are someone else's problem here.
+        if let Ok((manifest, sha)) = component_digest(source)
+            && manifest.name == name
+        {
+            return Ok((source.manifest_path(), manifest, sha));
+        }
+    }
+    bail!(
+        "no third-party plugin named '{name}' was found (looked in --plugins, plugin_dirs and the trusted workspace's .sandcrab/plugins; see `sandcrab plugins list`)"
+    )
 }

@@ -1,0 +1,45 @@
+//! `sandcrab plugins grant NAME`: give a third-party plugin what its
+//! manifest asks for now, bound to its component: the operator's
+//! `[policy.plugins.NAME]` gets the requested capabilities and the
+//! component's SHA-256. A later component gets only these grants, and
+//! anything more it asks for is shown as a change until granted again.
+//! Nothing of the plugin runs.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+
+use super::pin::find;
+use crate::cli::setup::HostArgs;
+use crate::config::Config;
+
+pub fn grant(args: HostArgs, name: &str) -> anyhow::Result<ExitCode> {
+    let (manifest_path, manifest, sha) = find(&args, name)?;
+    let file = match &args.config {
+        Some(file) => file.clone(),
+        None => Config::user_file().context(
+            "no user configuration directory (set HOME or XDG_CONFIG_HOME, or pass --config)",
+        )?,
+    };
+    crate::config::edit::grant_plugin(&file, name, &manifest.capabilities, &sha)?;
+    let c = &manifest.capabilities;
+    outln!(
+        "granted {} {} ({}), component sha256 {sha}, in {}:",
+        manifest.name,
+        manifest.version,
+        manifest_path.display(),
+        file.display()
+    );
+    outln!("  workspace: {}", c.workspace);
+    for p in &c.paths {
+        outln!("  path:      {} ({})", p.path.display(), p.access);
+    }
+    if !c.programs.is_empty() {
+        outln!("  programs:  {}", c.programs.join(", "));
+    }
+    if !c.env.is_empty() {
+        outln!("  env:       {}", c.env.join(", "));
+    }
+    outln!("  network:   {}", if c.network { "yes" } else { "no" });
+    Ok(ExitCode::SUCCESS)
+}
