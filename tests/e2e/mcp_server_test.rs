@@ -167,6 +167,12 @@ fn long_output_is_cut_like_the_models_view_and_the_whole_rides_along() {
         full.contains("\n2500\n") && full.contains("\n5000"),
         "{full}"
     );
+    // The call's receipt rides along in `_meta`: the first-party plugin
+    // and the program it ran, confined.
+    let receipt = &step["meta"]["sandcrab/receipt"];
+    assert_eq!(receipt["principal"]["name"], "coding-tools", "{step}");
+    assert_eq!(receipt["programs"][0]["program"], "sh", "{receipt}");
+    assert_eq!(receipt["programs"][0]["exit_code"], 0, "{receipt}");
 }
 
 #[test]

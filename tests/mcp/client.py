@@ -98,6 +98,7 @@ async def run_steps(read, write, script):
                         "is_error": bool(result.is_error),
                         "text": text_of(result),
                         "structured": result.structured_content,
+                        "meta": result.meta,
                         "progress": progress,
                     }
                 )

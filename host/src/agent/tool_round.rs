@@ -125,6 +125,12 @@ impl Session {
             return dispatch(&registry, &request, &ctx).await;
         };
         let call_id = request.id.clone();
+        // Who would run it as a job, and under which grants (a job's
+        // receipt at its start: its programs are not known yet).
+        let standing = registry
+            .get(&request.name)
+            .map(|t| t.executor.standing(&request.name))
+            .unwrap_or_else(|| crate::tools::Standing::host(&request.name));
         match run_call(&jobs.registry, registry, request, ctx, jobs.settings).await {
             Ok(CallMode::Inline(outcome)) => *outcome,
             Ok(CallMode::Background(record)) => {
@@ -132,7 +138,17 @@ impl Session {
                     EventKind::JobStarted,
                     json!({"job_id": record.job_id, "tool": record.tool_name, "call_id": call_id}),
                 );
-                ToolOutcome::ok(CallMode::background_result(&record))
+                ToolOutcome {
+                    receipt: Some(crate::tools::Receipt {
+                        call_id: call_id.clone(),
+                        tool: record.tool_name.clone(),
+                        standing,
+                        programs: Vec::new(),
+                        approvals: Vec::new(),
+                        outcome: format!("background job {}", record.job_id),
+                    }),
+                    ..ToolOutcome::ok(CallMode::background_result(&record))
+                }
             }
             Err(err) => ToolOutcome::error(err.to_string()),
         }

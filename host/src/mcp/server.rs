@@ -113,9 +113,20 @@ impl ToolServer {
                 "full_output": outcome.content,
             }));
         }
+        // The call's receipt rides in `_meta`, where protocol metadata goes.
+        if let Some(receipt) = outcome.receipt
+            && let Ok(value) = serde_json::to_value(&receipt)
+        {
+            let mut meta = serde_json::Map::new();
+            meta.insert(RECEIPT_META.into(), value);
+            result.meta = Some(rmcp::model::MetaObject(meta));
+        }
         result
     }
 }
+
+/// The `_meta` key of a call's receipt in an MCP tool result.
+pub const RECEIPT_META: &str = "sandcrab/receipt";
 
 impl ServerHandler for ToolServer {
     fn get_info(&self) -> ServerConfig {
