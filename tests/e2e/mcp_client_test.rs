@@ -363,3 +363,37 @@ async fn a_slow_mcp_call_becomes_a_background_job_like_any_tool() {
     let later = serde_json::to_string(&reqs.last().unwrap().body).unwrap();
     assert!(later.contains("rested"), "{later}");
 }
+
+/// The same grant in locked mode, through the one translation every
+/// principal's programs go through: a read-write grant is writable (as a
+/// plugin's is), and the network is taken whatever the grant says.
+#[test]
+fn in_locked_mode_a_server_keeps_its_write_grant_and_loses_the_network() {
+    let scene = Scene::new();
+    configure_probe(&scene, "", "workspace = \"read-write\"\nnetwork = true");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let locked = |name: &str, args: serde_json::Value| {
+        sandcrab_cmd(&scene)
+            .args([
+                "tool",
+                "call",
+                name,
+                "--sandbox",
+                "locked",
+                "--args",
+                &args.to_string(),
+                "-w",
+            ])
+            .arg(scene.workspace())
+            .output()
+            .unwrap()
+    };
+    let out = locked(
+        "probe__write_path",
+        json!({"path": "made.txt", "text": "ok"}),
+    );
+    assert_eq!(stdout(&out).trim(), "written", "{out:?}");
+    let out = locked("probe__connect", json!({"host": "127.0.0.1", "port": port}));
+    assert_ne!(stdout(&out).trim(), "connected", "{out:?}");
+}

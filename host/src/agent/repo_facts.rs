@@ -14,9 +14,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::process::{
-    self, ChildEnv, Confinement, ConfinementSpec, DEFAULT_PATH, ProcessRequest, SandboxMode,
-};
+use crate::process::{self, ChildEnv, Confinement, DEFAULT_PATH, ProcessRequest};
 
 /// What the environment block shows about the repository.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,14 +65,8 @@ pub async fn read(workspace: &Path, dir: &Path) -> Option<RepoFacts> {
         .tempdir()
         .ok()?;
     let scratch_path = scratch.path().canonicalize().ok()?;
-    let confinement = match Confinement::prepare(&ConfinementSpec {
-        mode: SandboxMode::Locked,
-        read_everywhere: false,
-        read: vec![workspace.to_path_buf()],
-        write: vec![scratch_path.clone()],
-        network: false,
-        protected: Vec::new(),
-    }) {
+    let spec = crate::plugin::confinement::repository_reader(workspace, &scratch_path);
+    let confinement = match Confinement::prepare(&spec) {
         Ok(c) => c,
         Err(e) => {
             tracing::info!("repository facts left out of the prompt: {e}");

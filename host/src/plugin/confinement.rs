@@ -1,7 +1,8 @@
 //! The one translation from a principal's effective grants to how its
 //! programs are confined, used by every principal that starts programs:
-//! the programs a plugin starts and the MCP server programs sandcrab
-//! starts. What differs between principals is written down once, as data
+//! the programs a plugin starts (for the agent, its subagents and its
+//! background jobs alike), the MCP server programs sandcrab starts, and
+//! the git sandcrab runs to read repository facts. What differs between principals is written down once, as data
 //! ([`TABLE`]), with the reason beside it; the policy has already decided
 //! the grants (what was requested ∩ granted, the network after locked
 //! mode and `[policy] network`).
@@ -126,5 +127,20 @@ pub fn spec(
         } else {
             Vec::new()
         },
+    }
+}
+
+/// How the git that reads repository facts for the prompt is confined,
+/// whatever the mode: `locked`, reading only the workspace, writing only
+/// its scratch directory, no network (it runs repository content's
+/// configuration, so it gets the least of any principal).
+pub fn repository_reader(workspace: &Path, scratch: &Path) -> ConfinementSpec {
+    ConfinementSpec {
+        mode: SandboxMode::Locked,
+        read_everywhere: false,
+        read: vec![workspace.to_path_buf()],
+        write: vec![scratch.to_path_buf()],
+        network: false,
+        protected: Vec::new(),
     }
 }
