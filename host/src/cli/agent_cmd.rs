@@ -170,10 +170,14 @@ pub async fn chat(args: AgentArgs, watch_plugins: bool) -> anyhow::Result<ExitCo
         kit.config.tools.clone(),
     );
     live.keep_tools(kit.mcp_tools.clone());
-    let report = |r: PluginReport| errln!("plugins: {}", super::terminal::sanitize(&r.to_string()));
-    let deferred = live.load_deferred(setup.deferred, report);
-    let watching =
-        watch_plugins.then(|| live.watch(PluginWatcher::new(setup.roots), WATCH_INTERVAL, report));
+    let deferred = live.load_deferred(setup.deferred, reporter(session.clone()));
+    let watching = watch_plugins.then(|| {
+        live.watch(
+            PluginWatcher::new(setup.roots),
+            WATCH_INTERVAL,
+            reporter(session.clone()),
+        )
+    });
     errln!(
         "sandcrab chat — {} / {} in {}\nType a message; /exit quits, Ctrl-C interrupts the current turn, /retry asks again after an error.",
         kit.provider,
@@ -271,6 +275,38 @@ fn warn_session(setup: &super::setup::Setup, kit: &AgentKit, session: &Session) 
     }
     for d in setup.host.diagnostics() {
         session.warn(&d.message);
+    }
+}
+
+/// Where plugin reports go: what went well to the terminal; what a plugin
+/// lost or why it was refused as WARNING events of the session, so a
+/// `--json` reader sees them too (and the terminal shows them once, as
+/// warnings).
+fn reporter(session: std::sync::Arc<Session>) -> impl Fn(PluginReport) + Send + Sync + 'static {
+    move |report: PluginReport| match report {
+        PluginReport::Loaded {
+            name,
+            version,
+            tools,
+            replaced,
+            took,
+            notes,
+        } => {
+            let headline = PluginReport::Loaded {
+                name,
+                version,
+                tools,
+                replaced,
+                took,
+                notes: Vec::new(),
+            };
+            errln!("plugins: {headline}");
+            for note in &notes {
+                session.warn(note);
+            }
+        }
+        failed @ PluginReport::Failed { .. } => session.warn(&failed.to_string()),
+        other => errln!("plugins: {other}"),
     }
 }
 
