@@ -44,6 +44,34 @@ pub enum PluginReport {
     },
 }
 
+impl PluginReport {
+    /// The report without the loader's notes, and the notes (each a
+    /// warning on its own).
+    pub fn split_notes(self) -> (PluginReport, Vec<String>) {
+        match self {
+            PluginReport::Loaded {
+                name,
+                version,
+                tools,
+                replaced,
+                took,
+                notes,
+            } => (
+                PluginReport::Loaded {
+                    name,
+                    version,
+                    tools,
+                    replaced,
+                    took,
+                    notes: Vec::new(),
+                },
+                notes,
+            ),
+            other => (other, Vec::new()),
+        }
+    }
+}
+
 impl std::fmt::Display for PluginReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

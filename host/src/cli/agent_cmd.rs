@@ -284,29 +284,14 @@ fn warn_session(setup: &super::setup::Setup, kit: &AgentKit, session: &Session) 
 /// warnings).
 fn reporter(session: std::sync::Arc<Session>) -> impl Fn(PluginReport) + Send + Sync + 'static {
     move |report: PluginReport| match report {
-        PluginReport::Loaded {
-            name,
-            version,
-            tools,
-            replaced,
-            took,
-            notes,
-        } => {
-            let headline = PluginReport::Loaded {
-                name,
-                version,
-                tools,
-                replaced,
-                took,
-                notes: Vec::new(),
-            };
+        failed @ PluginReport::Failed { .. } => session.warn(&failed.to_string()),
+        report => {
+            let (headline, notes) = report.split_notes();
             errln!("plugins: {headline}");
             for note in &notes {
                 session.warn(note);
             }
         }
-        failed @ PluginReport::Failed { .. } => session.warn(&failed.to_string()),
-        other => errln!("plugins: {other}"),
     }
 }
 

@@ -7,20 +7,12 @@
 
 use std::process::ExitCode;
 
-use anyhow::Context;
-
-use super::pin::find;
+use super::pin::{find, operator_file};
 use crate::cli::setup::HostArgs;
-use crate::config::Config;
 
 pub fn grant(args: HostArgs, name: &str) -> anyhow::Result<ExitCode> {
     let (manifest_path, manifest, sha) = find(&args, name)?;
-    let file = match &args.config {
-        Some(file) => file.clone(),
-        None => Config::user_file().context(
-            "no user configuration directory (set HOME or XDG_CONFIG_HOME, or pass --config)",
-        )?,
-    };
+    let file = operator_file(&args)?;
     crate::config::edit::grant_plugin(&file, name, &manifest.capabilities, &sha)?;
     let c = &manifest.capabilities;
     outln!(

@@ -14,12 +14,7 @@ pub fn pin(args: HostArgs, name: &str) -> anyhow::Result<ExitCode> {
     let workspace = args.workspace_dir()?;
     let loaded = Config::load(&workspace, args.config.as_deref())?;
     let (manifest_path, manifest, sha) = find(&args, name)?;
-    let file = match &args.config {
-        Some(file) => file.clone(),
-        None => Config::user_file().context(
-            "no user configuration directory (set HOME or XDG_CONFIG_HOME, or pass --config)",
-        )?,
-    };
+    let file = operator_file(&args)?;
     let previous = loaded
         .config
         .policy
@@ -64,4 +59,15 @@ pub(super) fn find(
     bail!(
         "no third-party plugin named '{name}' was found (looked in --plugins, plugin_dirs and the trusted workspace's .sandcrab/plugins; see `sandcrab plugins list`)"
     )
+}
+
+/// The operator's configuration file a command writes: `--config`, else
+/// the user's.
+pub(super) fn operator_file(args: &HostArgs) -> anyhow::Result<std::path::PathBuf> {
+    match &args.config {
+        Some(file) => Ok(file.clone()),
+        None => Config::user_file().context(
+            "no user configuration directory (set HOME or XDG_CONFIG_HOME, or pass --config)",
+        ),
+    }
 }
