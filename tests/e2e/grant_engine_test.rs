@@ -530,3 +530,37 @@ async fn a_changed_plugin_runs_with_what_was_granted_and_the_difference_is_shown
         .clone();
     assert_eq!(hello["granted"]["network"], false, "{hello}");
 }
+
+/// Locked mode given as a flag requires pins for third-party plugins, as
+/// locked mode from the configuration does (the same decision).
+#[test]
+fn locked_by_flag_requires_pins_like_locked_by_config() {
+    let scene = Scene::new();
+    crate::support::install_plugin(&scene.plugins(), "examples/hello-tool", "hello", |m| m);
+    let out = sandcrab_cmd(&scene)
+        .args([
+            "plugins",
+            "list",
+            "--json",
+            "--sandbox",
+            "locked",
+            "--plugins",
+        ])
+        .arg(scene.plugins())
+        .output()
+        .unwrap();
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        !list["plugins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["name"] == "hello-tool"),
+        "an unpinned third-party plugin loaded under --sandbox locked"
+    );
+    assert!(
+        text(&out.stderr).contains("not pinned"),
+        "{}",
+        text(&out.stderr)
+    );
+}

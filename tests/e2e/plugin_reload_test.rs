@@ -207,6 +207,9 @@ async fn chat_reloads_a_changed_plugin_and_lists_plugins() {
     let stderr = collect(child.stderr.take().unwrap());
     let limit = Duration::from_secs(60);
 
+    // Its first compile runs in the background: list once it is loaded
+    // (a listing made before then rightly does not show it).
+    wait_for(&stderr, "plugin 'versioned-tool' 1.0.0 loaded", limit);
     writeln!(stdin, "/plugins").unwrap();
     wait_for(
         &stderr,
