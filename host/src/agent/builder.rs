@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::config::SessionConfig;
-use super::profile::{Profile, ProfileError};
+use super::profile::Profile;
 use super::session::{Session, SessionJobs, SessionParts};
 use crate::config::Config;
 use crate::jobs::{BackgroundSettings, JobRegistry};
@@ -24,14 +24,7 @@ pub struct AgentOptions {
     pub max_tool_rounds: Option<u32>,
 }
 
-/// Why an agent could not be put together.
-#[derive(Debug, thiserror::Error)]
-pub enum BuildError {
-    #[error(transparent)]
-    Profile(#[from] ProfileError),
-    #[error("configuration: {0}")]
-    Config(String),
-}
+pub use super::build_error::BuildError;
 
 /// Everything needed to start sessions.
 pub struct AgentKit {

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::builder::BuildError;
+use super::build_error::BuildError;
 use crate::compaction::{LlmSummarizer, PromptSource, SummarizationConfig};
 use crate::llm::{LlmClient, ProviderConfig, ProviderKind, client_for};
 use crate::plugin::PluginHost;

@@ -9,8 +9,8 @@ use super::read::{project_file, trusted_file};
 use super::trust::{self, TrustState};
 use super::{Config, ConfigError, resolve_dir};
 
-/// The project configuration file inside a workspace.
-pub const PROJECT_FILE: &str = "sandcrab.toml";
+use super::project::PROJECT_DIR;
+pub use super::project::PROJECT_FILE;
 
 /// Keys an untrusted project file may set (dotted paths; `*` matches any
 /// one name). Everything else decides where keys go, what runs and how it
@@ -127,14 +127,14 @@ pub fn load(workspace: &Path, explicit: Option<&Path>) -> Result<LoadedConfig, C
     let mut warnings = Vec::new();
     let project_path = workspace.join(PROJECT_FILE);
     let project_text = project_file(&project_path)?;
-    let has_dot_dir = std::fs::symlink_metadata(workspace.join(trust::PROJECT_DIR)).is_ok();
+    let has_dot_dir = std::fs::symlink_metadata(workspace.join(PROJECT_DIR)).is_ok();
     let project = if project_text.is_some() || has_dot_dir {
         let (state, found) = trust::state_of(workspace, &trust_records);
         if let TrustState::Changed = state {
             warnings.push(format!(
                 "{}: the project's configuration ({PROJECT_FILE}, {}/) changed since you trusted it; it is untrusted until you review it and run `sandcrab trust {}` again",
                 workspace.display(),
-                trust::PROJECT_DIR,
+                PROJECT_DIR,
                 workspace.display()
             ));
         }

@@ -18,6 +18,7 @@
 
 pub mod edit;
 mod layers;
+mod project;
 mod read;
 pub mod trust;
 

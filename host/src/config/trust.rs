@@ -12,10 +12,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use super::layers::PROJECT_FILE;
-
-/// The project's own directory (workspace plugins live under it).
-pub const PROJECT_DIR: &str = ".sandcrab";
+pub use super::project::PROJECT_DIR;
+use super::project::PROJECT_FILE;
 
 /// Most files fingerprinted under `.sandcrab/`.
 const MAX_FILES: usize = 10_000;

@@ -1,20 +1,17 @@
 //! The client interface the agent uses, the HTTP implementation over the
 //! adapters, and the stub used when no provider is configured.
 
-use std::pin::Pin;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use futures::Stream;
 
 use super::adapters::{self, Adapter};
 use super::config::{ProviderConfig, ProviderKind};
 use super::error::{ErrorKind, LlmError};
 use super::transport::Transport;
-use super::types::{Request, Response, StreamEvent};
+use super::types::{Request, Response};
 
-/// The events of one streamed answer; the last item is `Finish` or an error.
-pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, LlmError>> + Send>>;
+pub use super::types::EventStream;
 
 /// A model provider.
 #[async_trait]

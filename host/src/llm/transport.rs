@@ -11,10 +11,10 @@ use futures::{Stream, StreamExt};
 use serde_json::Value;
 
 use super::adapters::{Adapter, StreamDecoder, Summary};
-use super::client::EventStream;
 use super::config::ProviderConfig;
 use super::error::{ErrorKind, LlmError};
 use super::retry::{Decision, parse_retry_after};
+use super::types::EventStream;
 
 /// Largest error body read (its text becomes the error's message).
 const MAX_ERROR_BODY: usize = 64 * 1024;

@@ -252,3 +252,8 @@ pub fn parse_arguments(raw: &str) -> Value {
     }
     serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_string()))
 }
+
+/// The events of one streamed answer; the last item is `Finish` or an error.
+pub type EventStream = std::pin::Pin<
+    Box<dyn futures::Stream<Item = Result<StreamEvent, super::error::LlmError>> + Send>,
+>;

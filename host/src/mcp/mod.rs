@@ -10,9 +10,11 @@ mod launch;
 mod remote_tool;
 mod server;
 mod servers;
+mod sources;
 
 pub use error::McpError;
 pub use launch::confinement_spec;
 pub use remote_tool::McpTool;
 pub use server::{PROGRESS_EVERY, ToolServer, mcp_tool};
-pub use servers::{CALL_TIMEOUT, McpServer, McpServers, RemoteTool, STARTUP_TIMEOUT, tool_name};
+pub use servers::{CALL_TIMEOUT, McpServer, RemoteTool, STARTUP_TIMEOUT, tool_name};
+pub use sources::McpServers;

@@ -3,8 +3,6 @@
 //! that died restarted on the next call after a backoff. Dropping
 //! [`McpServers`] stops every server program.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::model::{CallToolRequestParams, ContentBlock};
@@ -12,9 +10,8 @@ use rmcp::model::{CallToolRequestParams, ContentBlock};
 use super::McpError;
 use super::launch::{Connection, connect};
 use crate::config::McpServerSettings;
+use crate::plugin::SandboxContext;
 use crate::plugin::policy::McpGrant;
-use crate::plugin::{SandboxContext, ToolSpec};
-use crate::tools::ToolRegistry;
 
 /// Default bound on one tool call.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -60,6 +57,23 @@ pub struct RemoteTool {
 }
 
 impl McpServer {
+    /// Server `name` as `settings` describe it, with `grant`, confined
+    /// within `ctx`; nothing starts until it is first used.
+    pub fn new(
+        name: &str,
+        settings: &McpServerSettings,
+        grant: McpGrant,
+        ctx: &SandboxContext,
+    ) -> Self {
+        McpServer {
+            name: name.to_string(),
+            settings: settings.clone(),
+            grant,
+            ctx: ctx.clone(),
+            state: Default::default(),
+        }
+    }
+
     /// The server's configured name.
     pub fn name(&self) -> &str {
         &self.name
@@ -326,107 +340,6 @@ fn content_kind(content: &ContentBlock) -> &'static str {
         ContentBlock::Resource(_) => "resource",
         ContentBlock::ResourceLink(_) => "resource link",
         _ => "other",
-    }
-}
-
-/// Every configured server of an agent.
-#[derive(Default, Clone)]
-pub struct McpServers {
-    servers: BTreeMap<String, Arc<McpServer>>,
-}
-
-impl McpServers {
-    /// The servers `settings` name, with their grants from `ctx.policy`.
-    pub fn new(settings: &BTreeMap<String, McpServerSettings>, ctx: &SandboxContext) -> Self {
-        let servers = settings
-            .iter()
-            .map(|(name, s)| {
-                let grant = ctx.policy.mcp.get(name).cloned().unwrap_or_default();
-                let server = McpServer {
-                    name: name.clone(),
-                    settings: s.clone(),
-                    grant,
-                    ctx: ctx.clone(),
-                    state: Default::default(),
-                };
-                (name.clone(), Arc::new(server))
-            })
-            .collect();
-        McpServers { servers }
-    }
-
-    /// The servers, by name.
-    pub fn iter(&self) -> impl Iterator<Item = &Arc<McpServer>> {
-        self.servers.values()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.servers.is_empty()
-    }
-
-    /// Start every server (concurrently) and register its tools as
-    /// `SERVER__tool` where `offered(server, tool)` says so. A server
-    /// that fails is a warning; the others go on.
-    pub async fn register_tools(
-        &self,
-        registry: &mut ToolRegistry,
-        offered: impl Fn(&str, &str) -> bool,
-    ) -> Vec<String> {
-        let listed = futures::future::join_all(
-            self.servers
-                .values()
-                .map(|s| async move { (s, s.tools().await) }),
-        )
-        .await;
-        let mut warnings = Vec::new();
-        for (server, tools) in listed {
-            let tools = match tools {
-                Ok(tools) => tools,
-                Err(e) => {
-                    warnings.push(format!("{e}: its tools are not offered"));
-                    continue;
-                }
-            };
-            if tools.len() > MAX_TOOLS {
-                warnings.push(format!(
-                    "MCP server '{}' lists {} tools: only the first {MAX_TOOLS} are offered",
-                    server.name(),
-                    tools.len()
-                ));
-            }
-            for tool in tools.into_iter().take(MAX_TOOLS) {
-                let name = tool_name(server.name(), &tool.name);
-                if tool.input_schema.to_string().len() > MAX_SCHEMA_BYTES {
-                    warnings.push(format!(
-                        "MCP server '{}': tool '{name}' is not offered: its input schema is larger than {} KiB",
-                        server.name(),
-                        MAX_SCHEMA_BYTES / 1024
-                    ));
-                    continue;
-                }
-                if !offered(server.name(), &name) {
-                    continue;
-                }
-                if registry.get(&name).is_some() {
-                    warnings.push(format!(
-                        "MCP server '{}': tool '{name}' is not offered: a tool of that name is already loaded",
-                        server.name()
-                    ));
-                    continue;
-                }
-                let spec = ToolSpec {
-                    name: name.clone(),
-                    description: tool.description.chars().take(MAX_DESCRIPTION).collect(),
-                    parameters: tool.input_schema.clone(),
-                    traits: Default::default(),
-                };
-                registry.register(
-                    spec,
-                    Arc::new(super::remote_tool::McpTool::new(server.clone(), &tool.name)),
-                );
-            }
-        }
-        warnings
     }
 }
 

@@ -9,9 +9,9 @@
 
 use std::path::{Path, PathBuf};
 
+use super::context::SandboxContext;
 use super::manifest::{Access, PathAccess};
 use super::policy::{Origin, SandboxMode};
-use super::sandbox::SandboxContext;
 use crate::process::ConfinementSpec;
 
 /// Who starts the program.

@@ -4,6 +4,7 @@
 mod cache;
 pub mod clock;
 pub mod confinement;
+mod context;
 pub mod discovery;
 mod engine;
 mod error;

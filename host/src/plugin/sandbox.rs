@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+pub use super::context::SandboxContext;
 use super::manifest::Access;
-use super::policy::{Grants, Origin, Policy, SandboxMode};
+use super::policy::{Grants, Origin, SandboxMode};
 use crate::process::{
     self, ChildEnv, Confinement, ConfinementSpec, LiveOutput, ProcessOutput, ProcessRequest,
     find_on_path,
@@ -16,27 +17,6 @@ use crate::process::{
 
 /// Where the workspace appears inside every plugin.
 pub const GUEST_WORKSPACE: &str = "/workspace";
-
-/// Settings shared by every plugin of one host.
-#[derive(Debug, Clone)]
-pub struct SandboxContext {
-    /// The workspace root on the host (canonical).
-    pub workspace: PathBuf,
-    /// The host's private temp dir (canonical); each plugin gets its own
-    /// directory inside it as TMPDIR (and HOME unless granted the real one).
-    pub temp_dir: PathBuf,
-    /// Workspace paths kept read-only for programs (absolute).
-    pub protected: Vec<PathBuf>,
-    /// The operator's policy.
-    pub policy: Policy,
-    /// Cap on captured stdout / stderr of each program.
-    pub output_cap: usize,
-    /// The host's PATH when sandcrab started (programs are resolved on it).
-    pub host_path: String,
-    /// The environment granted variables take their values from (the
-    /// host's environment when sandcrab started).
-    pub host_env: std::collections::BTreeMap<String, String>,
-}
 
 /// A directory visible to the guest.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,0 +1,12 @@
+//! Why an agent could not be put together.
+
+use super::profile::ProfileError;
+
+/// Why an agent could not be put together.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error(transparent)]
+    Profile(#[from] ProfileError),
+    #[error("configuration: {0}")]
+    Config(String),
+}

@@ -1,0 +1,28 @@
+//! What every plugin of one host shares: the workspace, the host's
+//! private temp dir, the protected paths, the operator's policy, and the
+//! host environment programs are resolved and granted from.
+
+use std::path::PathBuf;
+
+use super::policy::Policy;
+
+/// Settings shared by every plugin of one host.
+#[derive(Debug, Clone)]
+pub struct SandboxContext {
+    /// The workspace root on the host (canonical).
+    pub workspace: PathBuf,
+    /// The host's private temp dir (canonical); each plugin gets its own
+    /// directory inside it as TMPDIR (and HOME unless granted the real one).
+    pub temp_dir: PathBuf,
+    /// Workspace paths kept read-only for programs (absolute).
+    pub protected: Vec<PathBuf>,
+    /// The operator's policy.
+    pub policy: Policy,
+    /// Cap on captured stdout / stderr of each program.
+    pub output_cap: usize,
+    /// The host's PATH when sandcrab started (programs are resolved on it).
+    pub host_path: String,
+    /// The environment granted variables take their values from (the
+    /// host's environment when sandcrab started).
+    pub host_env: std::collections::BTreeMap<String, String>,
+}
