@@ -16,11 +16,8 @@ use super::error::CallError;
 use super::manifest::{Manifest, PluginKind};
 use super::policy::{Decision, Origin};
 use super::sandbox::{GUEST_WORKSPACE, PluginSandbox};
-use super::sharded_call::Sharded;
 use super::state::{HostState, new_store};
-use super::types::{
-    ProfileInfo, SummaryMessage, ToolCallContext, ToolFailure, ToolOutput, ToolSpec,
-};
+use super::types::{ProfileInfo, SummaryMessage, ToolCallContext, ToolFailure, ToolSpec};
 use super::wit::{Guest, GuestContext, ProfileGuest, RawTool, ShardedGuest, ToolGuest, WitVersion};
 
 /// Longest wait for a free instance before a call fails as busy.
@@ -171,39 +168,6 @@ impl LoadedPlugin {
     /// The plugin's sandbox (mounts, programs, confinement).
     pub fn sandbox(&self) -> &PluginSandbox {
         &self.sandbox
-    }
-
-    /// Call tool `name` with `args_json`. Output of programs the tool starts
-    /// is also sent to `live` as it arrives. A shardable tool runs as
-    /// several shards at once when instance slots are free.
-    pub async fn call_tool(
-        &self,
-        name: &str,
-        args_json: &str,
-        ctx: &ToolCallContext,
-        live: Option<crate::process::LiveOutput>,
-    ) -> Result<ToolOutput, ToolCallError> {
-        let guest = self.tool_guest()?;
-        let guest_ctx = self.guest_context(ctx);
-        let mut permit = self.permit().await?;
-        if let Some(shards) = self.shard_slots(name) {
-            match self
-                .call_sharded(name, args_json, &guest_ctx, ctx, permit, shards)
-                .await?
-            {
-                Sharded::Done(output) => return Ok(output),
-                Sharded::TooBigToMerge(slot) => permit = slot,
-            }
-        }
-        let setup = self.tool_call_setup(&guest_ctx, live, false, ctx.programs.clone());
-        let call = self.fresh_instance_holding(permit, setup)?;
-        let (name, args_json) = (name.to_string(), args_json.to_string());
-        let result = self
-            .run_guest(call, ctx.detach.clone(), move |store| {
-                Box::pin(async move { guest.call(store, &name, &args_json, &guest_ctx).await })
-            })
-            .await?;
-        Ok(result?)
     }
 
     /// How a tool call (or a shard of one) runs. A plain call runs on the
@@ -428,7 +392,7 @@ impl LoadedPlugin {
         self.conclude(done, &call.store, call.limit)
     }
 
-    fn tool_guest(&self) -> Result<Arc<dyn ToolGuest>, CallError> {
+    pub(super) fn tool_guest(&self) -> Result<Arc<dyn ToolGuest>, CallError> {
         match &self.guest {
             Guest::Tool(g) => Ok(g.clone()),
             _ => Err(self.not_a("tool")),

@@ -139,10 +139,7 @@ fn read_checked(guest: &str, shown: &str) -> Result<Vec<u8>, ToolError> {
     std::fs::read(guest).map_err(|e| io_error(shown, e))
 }
 
-/// A NUL byte in the first 8 KiB means binary.
-pub fn looks_binary(bytes: &[u8]) -> bool {
-    bytes[..bytes.len().min(8192)].contains(&0)
-}
+pub use crate::binary::looks_binary;
 
 /// Write `content` to `guest`, creating parent directories; never a
 /// protected path, never through a link (see [`crate::guarded`]).

@@ -5,6 +5,7 @@
 //! workspace are mapped), and the WASI sandbox refuses anything that still
 //! tries to leave it (a symlink out, say).
 
+mod binary;
 mod edit_file;
 mod fs;
 mod glob;

@@ -17,6 +17,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 use wasmtime::component::Resource;
 
+pub use super::fs_directory::FsDirectory;
 use crate::plugin::state::HostState;
 use crate::plugin::wit::fs_v0_1_0::sandcrab::fs::directories::{
     Content, Entry, EntryKind, Error, Host, HostDirectory,
@@ -27,29 +28,6 @@ const MAX_READ: u64 = 16 << 20;
 /// The most directories one call holds open (each is a host file
 /// descriptor; a walk holds one per level).
 const MAX_OPEN_DIRECTORIES: usize = 256;
-
-/// A directory a guest holds open.
-pub struct FsDirectory {
-    fd: OwnedFd,
-    /// The mount it lies in, and its path there: a link a read follows
-    /// resolves beneath the mount, as WASI resolves it.
-    mount: Arc<OwnedFd>,
-    path: String,
-}
-
-impl FsDirectory {
-    fn child(&self, fd: OwnedFd, name: &str) -> FsDirectory {
-        FsDirectory {
-            fd,
-            mount: self.mount.clone(),
-            path: if self.path.is_empty() {
-                name.to_string()
-            } else {
-                format!("{}/{name}", self.path)
-            },
-        }
-    }
-}
 
 fn error(errno: Errno) -> Error {
     match errno {

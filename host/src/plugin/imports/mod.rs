@@ -2,6 +2,7 @@
 //! version binds its own traits; all of them forward here.
 
 pub mod fs;
+pub mod fs_directory;
 mod log;
 mod process;
 

@@ -12,7 +12,7 @@ wasmtime::component::bindgen!({
     world: "fs-user",
     imports: { default: trappable },
     with: {
-        "sandcrab:fs/directories.directory": crate::plugin::imports::fs::FsDirectory,
+        "sandcrab:fs/directories.directory": crate::plugin::imports::fs_directory::FsDirectory,
     },
 });
 

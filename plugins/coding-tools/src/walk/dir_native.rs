@@ -63,7 +63,7 @@ impl Dir {
 
     pub fn read_text_file(&self, name: &str, buffer: &mut Vec<u8>) -> io::Result<bool> {
         self.read_file(name, buffer, false)?;
-        Ok(!crate::fs::looks_binary(buffer))
+        Ok(!crate::binary::looks_binary(buffer))
     }
 
     pub fn is_file(&self, name: &str) -> bool {

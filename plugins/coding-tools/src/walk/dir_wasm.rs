@@ -81,13 +81,13 @@ impl Dir {
     }
 
     /// Read the regular file `name` into `buffer` (replaced) unless it
-    /// looks binary ([`crate::fs::looks_binary`]): then only its start is
+    /// looks binary ([`crate::binary::looks_binary`]): then only its start is
     /// read, and the answer is false. Most source files come in the first
     /// read; a large binary file is never read whole.
     pub fn read_text_file(&self, name: &str, buffer: &mut Vec<u8>) -> io::Result<bool> {
         let first = self.0.read_file(name, false, 0, FIRST).map_err(io_err)?;
         *buffer = first.bytes;
-        if crate::fs::looks_binary(buffer) {
+        if crate::binary::looks_binary(buffer) {
             return Ok(false);
         }
         self.read_rest(name, false, buffer, first.complete)?;

@@ -1,4 +1,5 @@
-//! One tool call spread over several instances (`sandcrab:shards`): a
+//! A tool call: in one fresh instance, or spread over several
+//! (`sandcrab:shards`): a
 //! WebAssembly instance has one thread, the host has several cores. Each
 //! shard runs in a fresh instance of its own, on a thread of its own, in
 //! the same sandbox and under the same limits as a plain call; the pieces
@@ -34,6 +35,39 @@ const MERGE_FLOOR: Duration = Duration::from_millis(50);
 const PIECE_OVERHEAD: usize = 32;
 
 impl LoadedPlugin {
+    /// Call tool `name` with `args_json`. Output of programs the tool starts
+    /// is also sent to `live` as it arrives. A shardable tool runs as
+    /// several shards at once when instance slots are free.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        args_json: &str,
+        ctx: &ToolCallContext,
+        live: Option<crate::process::LiveOutput>,
+    ) -> Result<ToolOutput, ToolCallError> {
+        let guest = self.tool_guest()?;
+        let guest_ctx = self.guest_context(ctx);
+        let mut permit = self.permit().await?;
+        if let Some(shards) = self.shard_slots(name) {
+            match self
+                .call_sharded(name, args_json, &guest_ctx, ctx, permit, shards)
+                .await?
+            {
+                Sharded::Done(output) => return Ok(output),
+                Sharded::TooBigToMerge(slot) => permit = slot,
+            }
+        }
+        let setup = self.tool_call_setup(&guest_ctx, live, false, ctx.programs.clone());
+        let call = self.fresh_instance_holding(permit, setup)?;
+        let (name, args_json) = (name.to_string(), args_json.to_string());
+        let result = self
+            .run_guest(call, ctx.detach.clone(), move |store| {
+                Box::pin(async move { guest.call(store, &name, &args_json, &guest_ctx).await })
+            })
+            .await?;
+        Ok(result?)
+    }
+
     /// Extra instance slots for sharding a call of `name`, taken only if
     /// free now (None: run the call whole).
     pub(super) fn shard_slots(&self, name: &str) -> Option<Vec<OwnedSemaphorePermit>> {
