@@ -42,6 +42,7 @@ fn turn(c: &mut Criterion) {
             jobs: None,
             children: None,
             memory: None,
+            host_tools: Vec::new(),
         })
     };
     let check = new_session();

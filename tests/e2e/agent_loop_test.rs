@@ -568,6 +568,7 @@ fn session_with(
         }),
         children: Some(children.clone()),
         memory: None,
+        host_tools: Vec::new(),
     });
     (session, children)
 }

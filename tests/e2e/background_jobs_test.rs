@@ -247,6 +247,7 @@ fn job_session(
         }),
         children: None,
         memory: None,
+        host_tools: Vec::new(),
     })
 }
 

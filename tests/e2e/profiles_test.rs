@@ -105,6 +105,7 @@ async fn the_anthropic_prompt_has_the_claude_code_identity_and_five_layers() {
         jobs: None,
         children: None,
         memory: None,
+        host_tools: Vec::new(),
     });
     let prompt = session.system_prompt();
     let pos = |needle: &str| {

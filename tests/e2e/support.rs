@@ -224,6 +224,7 @@ pub async fn plugin_session(
         jobs: None,
         children: None,
         memory: None,
+        host_tools: Vec::new(),
     });
     (host, session)
 }

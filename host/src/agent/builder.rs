@@ -286,6 +286,13 @@ impl AgentKit {
             repo,
             jobs: Some(self.jobs.clone()),
             children: Some(super::subagents::Subagents::new()),
+            // A stored session's model may compact on demand and search
+            // what was archived.
+            host_tools: if memory.is_some() {
+                vec![super::session_memory::tools::register]
+            } else {
+                Vec::new()
+            },
             memory,
         })
     }

@@ -2,7 +2,7 @@
 
 use serde::Deserialize;
 
-use super::tool_set::ToolSelection;
+use super::tool_selection::ToolSelection;
 use crate::tools::TruncationPolicy;
 
 /// How a session behaves.

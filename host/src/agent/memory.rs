@@ -7,12 +7,8 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use serde_json::json;
-
-use super::events::EventKind;
-use super::session::Session;
 use super::turns::{Turn, TurnKind};
-use crate::compaction::{CompactionStats, Compactor, Entry};
+use crate::compaction::{Compactor, Entry};
 use crate::store::{SessionRecord, Store, StoreError, StoredTurn};
 
 /// The id of the summary turn that stands for the compacted history. It
@@ -26,7 +22,7 @@ const RESULT_CHARS: usize = 2_000;
 pub struct SessionMemory {
     id: String,
     store: Arc<dyn Store>,
-    compactor: Arc<Compactor>,
+    pub(super) compactor: Arc<Compactor>,
     /// Turns already in the store.
     persisted: Mutex<HashSet<String>>,
     /// The stored history of a resumed session, taken by the session.
@@ -136,7 +132,7 @@ impl SessionMemory {
 
     /// The turns of `history` not stored yet (in order, ready to store),
     /// and the session's title if it has none yet.
-    fn unsaved(&self, history: &[Turn]) -> (Vec<StoredTurn>, Option<String>) {
+    pub(super) fn unsaved(&self, history: &[Turn]) -> (Vec<StoredTurn>, Option<String>) {
         let persisted = self.persisted.lock().expect("memory lock");
         let new = history
             .iter()
@@ -153,7 +149,11 @@ impl SessionMemory {
     }
 
     /// Store what [`Self::unsaved`] found.
-    fn save(&self, new: Vec<StoredTurn>, title: Option<String>) -> Result<(), StoreError> {
+    pub(super) fn save(
+        &self,
+        new: Vec<StoredTurn>,
+        title: Option<String>,
+    ) -> Result<(), StoreError> {
         if new.is_empty() {
             return Ok(());
         }
@@ -170,7 +170,7 @@ impl SessionMemory {
     }
 }
 
-fn summary_turn(text: String) -> Turn {
+pub(super) fn summary_turn(text: String) -> Turn {
     Turn {
         id: SUMMARY_TURN_ID.to_string(),
         timestamp: crate::time::now_rfc3339(),
@@ -225,7 +225,7 @@ fn lost_jobs(history: &[Turn]) -> Vec<String> {
 }
 
 /// A turn as the compactor sees it.
-fn entry(turn: &Turn) -> Entry {
+pub(super) fn entry(turn: &Turn) -> Entry {
     let (role, text, calls, answers) = match &turn.kind {
         TurnKind::User { text } | TurnKind::Steering { text } => {
             ("user", text.clone(), vec![], vec![])
@@ -269,152 +269,5 @@ fn entry(turn: &Turn) -> Entry {
         text,
         calls,
         answers,
-    }
-}
-
-impl Session {
-    /// Commit the turns not stored yet (before a model request, and when
-    /// an input ends). A store failure is reported, not fatal.
-    pub(super) fn persist(&self) {
-        let Some(memory) = &self.memory else { return };
-        // Only the new turns are copied out of the history, not all of it.
-        let (new, title) = memory.unsaved(&self.lock().history);
-        if let Err(err) = memory.save(new, title) {
-            self.warn(&format!("the session could not be saved: {err}"));
-        }
-    }
-
-    /// Compact when the context (`tokens`, estimated) is over the budget.
-    pub(super) async fn compact_if_over_budget(&self, tokens: u64) {
-        let Some(memory) = &self.memory else { return };
-        let compressible = self
-            .lock()
-            .history
-            .iter()
-            .filter(|t| t.id != SUMMARY_TURN_ID)
-            .count()
-            > memory.compactor.config().keep_recent;
-        if !compressible {
-            return;
-        }
-        let window = self.profile.info.context_window.max(1);
-        if memory.compactor.should_compress(tokens, window) {
-            self.compact().await;
-        }
-    }
-
-    /// Compact the history now (nothing when the session has no store or
-    /// the history is short); the stats.
-    pub async fn compact(&self) -> CompactionStats {
-        let Some(memory) = &self.memory else {
-            return CompactionStats::default();
-        };
-        self.emit(EventKind::CompactionStart, json!({}));
-        // What is compacted must be stored first: compaction deletes it.
-        self.persist();
-        let history = self.lock().history.clone();
-        let body: Vec<&Turn> = history.iter().filter(|t| t.id != SUMMARY_TURN_ID).collect();
-        let entries: Vec<Entry> = body.iter().map(|t| entry(t)).collect();
-        let outcome = memory.compactor.compress(&memory.id, &entries).await;
-        let stats = match outcome {
-            Ok(result) if result.kept_from > 0 => {
-                let kept_first = body.get(result.kept_from).map(|t| t.id.clone());
-                let mut inner = self.lock();
-                let start = kept_first
-                    .and_then(|id| inner.history.iter().position(|t| t.id == id))
-                    .unwrap_or(inner.history.len());
-                let mut new: Vec<Turn> = result.summary.map(summary_turn).into_iter().collect();
-                new.extend(inner.history.drain(start..));
-                inner.history = new;
-                result.stats
-            }
-            Ok(result) => {
-                if let Some(why) = result.failure {
-                    self.warn(&format!(
-                        "compaction failed, the history is unchanged: {why}"
-                    ));
-                }
-                result.stats
-            }
-            Err(err) => {
-                self.warn(&format!(
-                    "compaction failed, the history is unchanged: {err}"
-                ));
-                CompactionStats::default()
-            }
-        };
-        self.emit(
-            EventKind::CompactionEnd,
-            serde_json::to_value(stats).unwrap_or_default(),
-        );
-        stats
-    }
-}
-
-/// The compaction and memory tools of a session with a store.
-pub(super) mod tools {
-    use std::sync::{Arc, Weak};
-
-    use serde_json::{Value, json};
-
-    use super::Session;
-    use crate::plugin::ToolSpec;
-    use crate::tools::{FnTool, ToolRegistry};
-
-    /// Names of the tools registered here.
-    pub const TOOL_NAMES: &[&str] = &["compact_context", "memory_read"];
-
-    /// Register `compact_context` and `memory_read` for `session`.
-    pub fn register(tools: &mut ToolRegistry, session: Weak<Session>) {
-        let s = session.clone();
-        tools.register(
-            ToolSpec {
-                name: "compact_context".into(),
-                description: "Compact the conversation now: older messages are summarized and archived (search them later with memory_read), the most recent ones are kept verbatim. Returns how many messages were compressed and the estimated tokens before and after.".into(),
-                parameters: json!({"type": "object", "properties": {}, "additionalProperties": false}),
-                traits: Default::default(),
-            },
-            Arc::new(FnTool(move |_args: Value, _ctx: crate::tools::ToolContext| {
-                let s = s.clone();
-                async move {
-                    let session = s.upgrade().ok_or("the session has ended")?;
-                    let stats = session.compact().await;
-                    Ok(serde_json::to_string(&stats).unwrap_or_default())
-                }
-            })),
-        );
-        let s = session;
-        tools.register(
-            ToolSpec {
-                name: "memory_read".into(),
-                description: "Search the archived summaries of this conversation's compacted history (full-text, best matches first).".into(),
-                parameters: json!({"type": "object", "properties": {
-                    "query": {"type": "string", "description": "Words to look for"},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 50, "description": "Most results (default 5)"}
-                }, "required": ["query"], "additionalProperties": false}),
-                traits: Default::default(),
-            },
-            Arc::new(FnTool(move |args: Value, _ctx: crate::tools::ToolContext| {
-                let s = s.clone();
-                async move {
-                    let session = s.upgrade().ok_or("the session has ended")?;
-                    let memory = session.memory.as_ref().ok_or("this session has no memory")?;
-                    let query = args["query"].as_str().unwrap_or_default();
-                    let limit = args["limit"].as_u64().unwrap_or(5) as usize;
-                    let hits = memory
-                        .store()
-                        .search(Some(memory.id()), query, limit)
-                        .map_err(|e| e.to_string())?;
-                    if hits.is_empty() {
-                        return Ok(format!("No archived summary matches \"{query}\"."));
-                    }
-                    Ok(hits
-                        .iter()
-                        .map(|b| format!("[{}]\n{}", b.label, b.content))
-                        .collect::<Vec<_>>()
-                        .join("\n\n"))
-                }
-            })),
-        );
     }
 }

@@ -85,7 +85,14 @@ pub struct SessionParts {
     /// session lives in memory only). A resumed session takes its id and
     /// history from here.
     pub memory: Option<Arc<super::memory::SessionMemory>>,
+    /// More of sandcrab's own tools the session offers, each registered
+    /// with a handle to the session (its memory tools, when it has a
+    /// store): the builder chooses them, so this file knows none of them.
+    pub host_tools: Vec<RegisterTools>,
 }
+
+/// Registers host-side tools that act on a session.
+pub type RegisterTools = fn(&mut ToolRegistry, std::sync::Weak<Session>);
 
 pub(super) struct Inner {
     pub state: SessionState,
@@ -149,8 +156,8 @@ impl Session {
                 crate::jobs::register_tools(&mut local, &jobs.registry);
                 spawn_wake_listener(&jobs.registry, weak.clone());
             }
-            if parts.memory.is_some() {
-                super::memory::tools::register(&mut local, weak.clone());
+            for register in &parts.host_tools {
+                register(&mut local, weak.clone());
             }
             for name in local.names() {
                 if parts.config.tools.excludes(&name, None) {

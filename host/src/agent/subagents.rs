@@ -224,6 +224,7 @@ impl Subagents {
             jobs: parent.jobs.clone(),
             children: Some(Subagents::new()),
             memory: None,
+            host_tools: Vec::new(),
         });
         let agent_id = child.id().to_string();
         if args.run_in_background {

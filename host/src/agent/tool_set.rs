@@ -8,46 +8,13 @@
 //! exclude = ["shell", "spawn_agent"]             # never these (sandcrab's own tools too)
 //! ```
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::profile::Profile;
 use crate::plugin::{Origin, PluginHost};
 use crate::tools::ToolRegistry;
 
-/// The operator's `[agent.tools]` table.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct ToolSelection {
-    /// When set, only the plugin tools named here, by tool name or by
-    /// plugin name, are offered (any loaded tool may be named, including a
-    /// first-party tool the profile leaves out).
-    pub include: Option<Vec<String>>,
-    /// Tools never offered, by tool or plugin name. This also removes
-    /// sandcrab's own job and subagent tools.
-    #[serde(default)]
-    pub exclude: Vec<String>,
-}
-
-impl ToolSelection {
-    /// Whether the tool `tool` of plugin `plugin` is excluded.
-    pub fn excludes(&self, tool: &str, plugin: Option<&str>) -> bool {
-        names(&self.exclude, tool, plugin)
-    }
-
-    /// Whether the tool `tool` of `source` (a plugin or an MCP server) may
-    /// be offered: not excluded, and included when `include` is set.
-    pub fn admits(&self, tool: &str, source: Option<&str>) -> bool {
-        !self.excludes(tool, source)
-            && self
-                .include
-                .as_ref()
-                .is_none_or(|include| names(include, tool, source))
-    }
-}
-
-fn names(list: &[String], tool: &str, plugin: Option<&str>) -> bool {
-    list.iter().any(|n| n == tool || Some(n.as_str()) == plugin)
-}
+pub use super::tool_selection::ToolSelection;
 
 /// Tools sandcrab itself provides (they win over a plugin tool of the same
 /// name, which is then not offered).
@@ -55,7 +22,7 @@ pub fn host_tool_names() -> impl Iterator<Item = &'static str> {
     crate::jobs::TOOL_NAMES
         .iter()
         .chain(super::subagents::TOOL_NAMES)
-        .chain(super::memory::tools::TOOL_NAMES)
+        .chain(super::session_memory::tools::TOOL_NAMES)
         .copied()
 }
 
@@ -114,9 +81,9 @@ pub fn offer(
     if selection.excludes(tool, Some(plugin)) {
         return Offer::Excluded;
     }
-    match &selection.include {
-        Some(include) if !names(include, tool, Some(plugin)) => Offer::NotIncluded,
-        Some(_) => Offer::Offered,
+    match selection.included(tool, Some(plugin)) {
+        Some(false) => Offer::NotIncluded,
+        Some(true) => Offer::Offered,
         None => {
             let core = profile.is_none_or(|p| p.info.tool_names.iter().any(|n| n == tool));
             if owner.origin == Origin::Builtin && !core {

@@ -194,6 +194,7 @@ async fn parallel_tool_calls_run_concurrently() {
         jobs: None,
         children: None,
         memory: None,
+        host_tools: Vec::new(),
     });
     session.submit("go").await.unwrap();
     assert_eq!(
@@ -267,6 +268,7 @@ async fn parallel_writes_to_one_file_land_in_the_models_order() {
         jobs: None,
         children: None,
         memory: None,
+        host_tools: Vec::new(),
     });
     let started = std::time::Instant::now();
     session.submit("go").await.unwrap();

@@ -93,6 +93,7 @@ pub fn harness_with(
         jobs: None,
         children: Some(children.clone()),
         memory: None,
+        host_tools: Vec::new(),
     });
     Harness {
         session,

@@ -85,6 +85,7 @@ async fn the_depth_limit_is_an_error_and_creates_nothing() {
         jobs: None,
         children: None,
         memory: None,
+        host_tools: Vec::new(),
     });
     let mut registry = deep.tools();
     for (spec, executor) in

@@ -1,0 +1,158 @@
+//! What a session does with its memory: commit its turns before each
+//! request, compact when its context is over budget, and the tools that
+//! let the model compact on demand and search what was archived.
+
+use serde_json::json;
+
+use super::events::EventKind;
+use super::memory::{SUMMARY_TURN_ID, entry, summary_turn};
+use super::session::Session;
+use super::turns::Turn;
+use crate::compaction::{CompactionStats, Entry};
+
+impl Session {
+    /// Commit the turns not stored yet (before a model request, and when
+    /// an input ends). A store failure is reported, not fatal.
+    pub(super) fn persist(&self) {
+        let Some(memory) = &self.memory else { return };
+        // Only the new turns are copied out of the history, not all of it.
+        let (new, title) = memory.unsaved(&self.lock().history);
+        if let Err(err) = memory.save(new, title) {
+            self.warn(&format!("the session could not be saved: {err}"));
+        }
+    }
+
+    /// Compact when the context (`tokens`, estimated) is over the budget.
+    pub(super) async fn compact_if_over_budget(&self, tokens: u64) {
+        let Some(memory) = &self.memory else { return };
+        let compressible = self
+            .lock()
+            .history
+            .iter()
+            .filter(|t| t.id != SUMMARY_TURN_ID)
+            .count()
+            > memory.compactor.config().keep_recent;
+        if !compressible {
+            return;
+        }
+        let window = self.profile.info.context_window.max(1);
+        if memory.compactor.should_compress(tokens, window) {
+            self.compact().await;
+        }
+    }
+
+    /// Compact the history now (nothing when the session has no store or
+    /// the history is short); the stats.
+    pub async fn compact(&self) -> CompactionStats {
+        let Some(memory) = &self.memory else {
+            return CompactionStats::default();
+        };
+        self.emit(EventKind::CompactionStart, json!({}));
+        // What is compacted must be stored first: compaction deletes it.
+        self.persist();
+        let history = self.lock().history.clone();
+        let body: Vec<&Turn> = history.iter().filter(|t| t.id != SUMMARY_TURN_ID).collect();
+        let entries: Vec<Entry> = body.iter().map(|t| entry(t)).collect();
+        let outcome = memory.compactor.compress(memory.id(), &entries).await;
+        let stats = match outcome {
+            Ok(result) if result.kept_from > 0 => {
+                let kept_first = body.get(result.kept_from).map(|t| t.id.clone());
+                let mut inner = self.lock();
+                let start = kept_first
+                    .and_then(|id| inner.history.iter().position(|t| t.id == id))
+                    .unwrap_or(inner.history.len());
+                let mut new: Vec<Turn> = result.summary.map(summary_turn).into_iter().collect();
+                new.extend(inner.history.drain(start..));
+                inner.history = new;
+                result.stats
+            }
+            Ok(result) => {
+                if let Some(why) = result.failure {
+                    self.warn(&format!(
+                        "compaction failed, the history is unchanged: {why}"
+                    ));
+                }
+                result.stats
+            }
+            Err(err) => {
+                self.warn(&format!(
+                    "compaction failed, the history is unchanged: {err}"
+                ));
+                CompactionStats::default()
+            }
+        };
+        self.emit(
+            EventKind::CompactionEnd,
+            serde_json::to_value(stats).unwrap_or_default(),
+        );
+        stats
+    }
+}
+
+/// The compaction and memory tools of a session with a store.
+pub(super) mod tools {
+    use std::sync::{Arc, Weak};
+
+    use serde_json::{Value, json};
+
+    use super::Session;
+    use crate::plugin::ToolSpec;
+    use crate::tools::{FnTool, ToolRegistry};
+
+    /// Names of the tools registered here.
+    pub const TOOL_NAMES: &[&str] = &["compact_context", "memory_read"];
+
+    /// Register `compact_context` and `memory_read` for `session`.
+    pub fn register(tools: &mut ToolRegistry, session: Weak<Session>) {
+        let s = session.clone();
+        tools.register(
+            ToolSpec {
+                name: "compact_context".into(),
+                description: "Compact the conversation now: older messages are summarized and archived (search them later with memory_read), the most recent ones are kept verbatim. Returns how many messages were compressed and the estimated tokens before and after.".into(),
+                parameters: json!({"type": "object", "properties": {}, "additionalProperties": false}),
+                traits: Default::default(),
+            },
+            Arc::new(FnTool(move |_args: Value, _ctx: crate::tools::ToolContext| {
+                let s = s.clone();
+                async move {
+                    let session = s.upgrade().ok_or("the session has ended")?;
+                    let stats = session.compact().await;
+                    Ok(serde_json::to_string(&stats).unwrap_or_default())
+                }
+            })),
+        );
+        let s = session;
+        tools.register(
+            ToolSpec {
+                name: "memory_read".into(),
+                description: "Search the archived summaries of this conversation's compacted history (full-text, best matches first).".into(),
+                parameters: json!({"type": "object", "properties": {
+                    "query": {"type": "string", "description": "Words to look for"},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 50, "description": "Most results (default 5)"}
+                }, "required": ["query"], "additionalProperties": false}),
+                traits: Default::default(),
+            },
+            Arc::new(FnTool(move |args: Value, _ctx: crate::tools::ToolContext| {
+                let s = s.clone();
+                async move {
+                    let session = s.upgrade().ok_or("the session has ended")?;
+                    let memory = session.memory.as_ref().ok_or("this session has no memory")?;
+                    let query = args["query"].as_str().unwrap_or_default();
+                    let limit = args["limit"].as_u64().unwrap_or(5) as usize;
+                    let hits = memory
+                        .store()
+                        .search(Some(memory.id()), query, limit)
+                        .map_err(|e| e.to_string())?;
+                    if hits.is_empty() {
+                        return Ok(format!("No archived summary matches \"{query}\"."));
+                    }
+                    Ok(hits
+                        .iter()
+                        .map(|b| format!("[{}]\n{}", b.label, b.content))
+                        .collect::<Vec<_>>()
+                        .join("\n\n"))
+                }
+            })),
+        );
+    }
+}
