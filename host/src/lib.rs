@@ -16,3 +16,4 @@ pub mod server;
 pub mod store;
 pub mod time;
 pub mod tools;
+pub mod user_files;

@@ -564,3 +564,24 @@ fn locked_by_flag_requires_pins_like_locked_by_config() {
         text(&out.stderr)
     );
 }
+
+/// A refusal names the file the operator actually edits: with
+/// `XDG_CONFIG_HOME` set, that one, not `~/.config`.
+#[test]
+fn a_refusal_names_the_configuration_file_in_use() {
+    let scene = Scene::new();
+    crate::support::install_plugin(&scene.plugins(), "examples/hello-tool", "hello", |m| m);
+    let out = sandcrab_cmd(&scene)
+        .args(["plugins", "list", "--plugins"])
+        .arg(scene.plugins())
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "programs = [\"sort\"] in {}",
+            scene.user_config().display()
+        )),
+        "{err}"
+    );
+}

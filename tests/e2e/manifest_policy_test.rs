@@ -207,11 +207,15 @@ async fn ungranted_requests_are_reported_as_warnings() {
         .filter(|d| d.severity == Severity::Warning)
         .map(|d| d.message.as_str())
         .collect();
+    let grant_hint = format!(
+        "grant it with [policy.plugins.hostile-tool] programs = [\"sh\"] in {}",
+        sandcrab::user_files::config_file_shown()
+    );
     for needle in [
         "workspace: read-write requested, read granted",
         "programs: sh",
         "env: SANDCRAB_TEST_API_KEY is a secret",
-        "grant it with [policy.plugins.hostile-tool] programs = [\"sh\"] in ~/.config/sandcrab/config.toml",
+        grant_hint.as_str(),
         "network",
     ] {
         assert!(

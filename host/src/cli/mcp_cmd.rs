@@ -78,7 +78,8 @@ async fn list(host: HostArgs, no_connect: bool) -> anyhow::Result<ExitCode> {
     let servers = McpServers::new(&setup.config.mcp.servers, ctx);
     if servers.is_empty() {
         outln!(
-            "no MCP servers configured (add [mcp.servers.NAME] to ~/.config/sandcrab/config.toml)"
+            "no MCP servers configured (add [mcp.servers.NAME] to {})",
+            crate::user_files::config_file_shown()
         );
         return Ok(ExitCode::SUCCESS);
     }

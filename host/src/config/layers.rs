@@ -189,9 +189,10 @@ fn note_grant_files(table: &toml::Table, file: &Path, into: &mut BTreeMap<String
 
 fn ignored(file: &Path, key: &str, workspace: &Path) -> String {
     format!(
-        "{}: ignored `{key}`: only the operator may set it, and this project is not trusted (review the file, then run `sandcrab trust {}`, or set it in ~/.config/sandcrab/config.toml)",
+        "{}: ignored `{key}`: only the operator may set it, and this project is not trusted (review the file, then run `sandcrab trust {}`, or set it in {})",
         file.display(),
-        workspace.display()
+        workspace.display(),
+        crate::user_files::config_file_shown()
     )
 }
 

@@ -192,7 +192,7 @@ impl Config {
     /// The user's configuration file, `$XDG_CONFIG_HOME/sandcrab/config.toml`
     /// or `~/.config/sandcrab/config.toml`.
     pub fn user_file() -> Option<PathBuf> {
-        Some(user_config_dir()?.join("sandcrab").join("config.toml"))
+        crate::user_files::config_file()
     }
 
     /// Load the configuration for `workspace`: the trusted file (`explicit`,
@@ -201,13 +201,6 @@ impl Config {
     pub fn load(workspace: &Path, explicit: Option<&Path>) -> Result<LoadedConfig, ConfigError> {
         layers::load(workspace, explicit)
     }
-}
-
-fn user_config_dir() -> Option<PathBuf> {
-    std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
 }
 
 /// `~/x` → home, relative → against `base`.

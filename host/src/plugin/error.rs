@@ -57,7 +57,8 @@ pub enum LoadError {
     NotAdmitted { path: PathBuf, message: String },
     /// Locked mode loads only pinned third-party plugins.
     #[error(
-        "{path}: plugin '{plugin}' is not pinned, and locked mode loads third-party plugins only when pinned (review it, then run `sandcrab plugins pin {plugin}` to record sha256 {actual} in ~/.config/sandcrab/config.toml)"
+        "{path}: plugin '{plugin}' is not pinned, and locked mode loads third-party plugins only when pinned (review it, then run `sandcrab plugins pin {plugin}` to record sha256 {actual} in {})",
+        crate::user_files::config_file_shown()
     )]
     Unpinned {
         path: PathBuf,

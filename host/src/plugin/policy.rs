@@ -236,9 +236,6 @@ pub fn is_secret_env(name: &str) -> bool {
 /// (git runs what they say) and sandcrab's own project configuration.
 pub const DEFAULT_PROTECTED: &[&str] = &[".git/config", ".git/hooks", ".sandcrab", "sandcrab.toml"];
 
-/// Where operator grants are written (named in refusal hints).
-const GRANT_FILE: &str = "~/.config/sandcrab/config.toml";
-
 impl Policy {
     /// The process confinement in force: locked mode pins `locked`.
     pub fn sandbox_mode(&self) -> SandboxMode {
@@ -532,7 +529,10 @@ fn short(sha: &str) -> &str {
 
 /// How to grant what was refused, for a refusal message.
 fn hint(plugin: &str, setting: &str) -> String {
-    format!(" (grant it with [policy.plugins.{plugin}] {setting} in {GRANT_FILE})")
+    format!(
+        " (grant it with [policy.plugins.{plugin}] {setting} in {})",
+        crate::user_files::config_file_shown()
+    )
 }
 
 /// The best access any grant gives to the real path `path` (a grant of a
@@ -668,9 +668,10 @@ mod tests {
         assert!(d.grants.paths.is_empty());
         assert!(!d.grants.network);
         let has = |prefix: &str| d.denied.iter().any(|l| l.starts_with(prefix));
-        assert!(has(
-            "workspace: read-write requested, read granted (grant it with [policy.plugins.probe] workspace = \"read-write\" in ~/.config/sandcrab/config.toml)"
-        ));
+        assert!(has(&format!(
+            "workspace: read-write requested, read granted (grant it with [policy.plugins.probe] workspace = \"read-write\" in {})",
+            crate::user_files::config_file_shown()
+        )));
         assert!(has(
             "programs: git (grant it with [policy.plugins.probe] programs = [\"git\"]"
         ));

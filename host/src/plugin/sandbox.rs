@@ -337,7 +337,8 @@ impl PluginSandbox {
 /// access (see [`PluginSandbox::scratch_note`]).
 pub fn scratch_warning(plugin: &str) -> String {
     format!(
-        "plugin '{plugin}' may run programs but has no access to the workspace: they run in a private, empty scratch directory (to let them see the workspace, grant it with [policy.plugins.{plugin}] workspace = \"read\" in ~/.config/sandcrab/config.toml, and request it in the plugin's manifest)"
+        "plugin '{plugin}' may run programs but has no access to the workspace: they run in a private, empty scratch directory (to let them see the workspace, grant it with [policy.plugins.{plugin}] workspace = \"read\" in {}, and request it in the plugin's manifest)",
+        crate::user_files::config_file_shown()
     )
 }
 

@@ -57,12 +57,13 @@ pub fn resolve(plugins: &[Arc<LoadedPlugin>], policy: &Policy) -> (Owners, Vec<C
                     plugin: plugin.name().to_string(),
                     refused: true,
                     message: format!(
-                        "{}: plugin '{}': tool '{}' is not loaded: plugin '{earlier}' already provides it (to replace that one, add override_tools = [\"{}\"] to [policy.plugins.{}] in ~/.config/sandcrab/config.toml)",
+                        "{}: plugin '{}': tool '{}' is not loaded: plugin '{earlier}' already provides it (to replace that one, add override_tools = [\"{}\"] to [policy.plugins.{}] in {})",
                         plugin.source.display(),
                         plugin.name(),
                         tool.name,
                         tool.name,
-                        plugin.name()
+                        plugin.name(),
+                        crate::user_files::config_file_shown()
                     ),
                 });
             }

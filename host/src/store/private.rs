@@ -70,9 +70,10 @@ fn check_mode(path: &Path, meta: &std::fs::Metadata, keep: u32) -> Result<(), St
     let you = unsafe { libc::geteuid() };
     if meta.uid() != you {
         return Err(format!(
-            "{} belongs to user {}, not to you (user {you}): sessions are kept only in a file and directory of your own; set [store] path in ~/.config/sandcrab/config.toml",
+            "{} belongs to user {}, not to you (user {you}): sessions are kept only in a file and directory of your own; set [store] path in {}",
             path.display(),
-            meta.uid()
+            meta.uid(),
+            crate::user_files::config_file_shown()
         ));
     }
     let mode = meta.mode() & 0o7777;

@@ -62,7 +62,8 @@ fn print_ok(dir: &Path, manifest: &Manifest, version: &str) {
     }
     if !caps.programs.is_empty() || caps.workspace == crate::plugin::Access::ReadWrite {
         outln!(
-            "grant what it needs in ~/.config/sandcrab/config.toml, for example:\n  [policy.plugins.{}]\n{}",
+            "grant what it needs in {}, for example:\n  [policy.plugins.{}]\n{}",
+            crate::user_files::config_file_shown(),
             manifest.name,
             grant_lines(manifest)
         );
