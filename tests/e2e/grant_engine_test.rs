@@ -341,15 +341,7 @@ async fn every_call_leaves_a_receipt_naming_the_rule_that_allowed_it() {
         "a secret reached the events"
     );
 
-    let list = sandcrab_cmd(&scene)
-        .args(["sessions", "list", "--all"])
-        .output()
-        .unwrap();
-    let id = text(&list.stdout)
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .to_string();
+    let id = crate::support::latest_session_id(&scene);
     let audit = sandcrab_cmd(&scene)
         .args(["audit", &id, "--json"])
         .output()

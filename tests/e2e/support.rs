@@ -312,3 +312,17 @@ pub fn confinable() -> bool {
         missing.join(", ")
     );
 }
+
+/// The id of the most recent saved session of any workspace (the first
+/// word of `sandcrab sessions list --all`).
+pub fn latest_session_id(scene: &Scene) -> String {
+    let list = sandcrab_cmd(scene)
+        .args(["sessions", "list", "--all"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&list.stdout)
+        .split_whitespace()
+        .next()
+        .expect("a saved session")
+        .to_string()
+}

@@ -824,15 +824,7 @@ async fn f9_a_resume_of_another_workspaces_session_is_refused() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let list = sandcrab_cmd(&scene)
-        .args(["sessions", "list", "--all"])
-        .output()
-        .unwrap();
-    let id = text(&list.stdout)
-        .split_whitespace()
-        .next()
-        .unwrap_or_default()
-        .to_string();
+    let id = crate::support::latest_session_id(&scene);
     let other = scene.outside();
     let out = sandcrab_cmd(&scene)
         .env(kind.key_vars()[0], "sk-test")
