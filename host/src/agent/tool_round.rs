@@ -125,12 +125,9 @@ impl Session {
             return dispatch(&registry, &request, &ctx).await;
         };
         let call_id = request.id.clone();
-        // Who would run it as a job, and under which grants (a job's
-        // receipt at its start: its programs are not known yet).
-        let standing = registry
-            .get(&request.name)
-            .map(|t| t.executor.standing(&request.name))
-            .unwrap_or_else(|| crate::tools::Standing::host(&request.name));
+        // Who would run it as a job (its receipt at its start names it;
+        // its programs are not known yet), taken only if it becomes one.
+        let executor = registry.get(&request.name).map(|t| t.executor.clone());
         match run_call(&jobs.registry, registry, request, ctx, jobs.settings).await {
             Ok(CallMode::Inline(outcome)) => *outcome,
             Ok(CallMode::Background(record)) => {
@@ -142,7 +139,10 @@ impl Session {
                     receipt: Some(crate::tools::Receipt {
                         call_id: call_id.clone(),
                         tool: record.tool_name.clone(),
-                        standing,
+                        standing: executor.map_or_else(
+                            || crate::tools::Standing::host(&record.tool_name),
+                            |e| e.standing(&record.tool_name),
+                        ),
                         programs: Vec::new(),
                         approvals: Vec::new(),
                         outcome: format!("background job {}", record.job_id),
