@@ -87,7 +87,7 @@ fn tools(c: &mut Criterion) {
     );
     let check = rt.block_on(dispatch(&registry, &read, &ctx));
     assert!(
-        !check.is_error && check.content.len() > 1_000_000,
+        !check.is_error() && check.content.len() > 1_000_000,
         "{}",
         &check.content[..200.min(check.content.len())]
     );

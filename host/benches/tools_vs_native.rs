@@ -93,7 +93,7 @@ impl Tools {
         let out = self
             .rt
             .block_on(dispatch(&self.registry, &call, &ToolContext::default()));
-        assert!(!out.is_error, "{name}: {}", out.content);
+        assert!(!out.is_error(), "{name}: {}", out.content);
         out.content
     }
 }

@@ -45,20 +45,20 @@ async fn abort_kills_the_running_command_and_ends_the_session() {
     while let Some(e) = events.next().await {
         all.push(e);
     }
-    let kinds: Vec<EventKind> = all.iter().map(|e| e.kind).collect();
+    let kinds: Vec<EventKind> = all.iter().map(|e| e.kind()).collect();
     assert_eq!(kinds.last(), Some(&EventKind::SessionEnd));
     let ends: Vec<&sandcrab::agent::Event> = all
         .iter()
-        .filter(|e| e.kind == EventKind::ToolCallEnd)
+        .filter(|e| e.kind() == EventKind::ToolCallEnd)
         .collect();
     assert_eq!(ends.len(), 1, "the aborted call ends once");
-    assert_eq!(ends[0].data["is_error"], true);
+    assert_eq!(ends[0].data_json()["is_error"], true);
     assert!(
-        ends[0].data["output"]
+        ends[0].data_json()["output"]
             .as_str()
             .unwrap()
             .contains("interrupted"),
         "{}",
-        ends[0].data
+        ends[0].data_json()
     );
 }

@@ -662,7 +662,7 @@ async fn item_10_a_subagent_works_in_its_working_dir() {
         json!({"task": "work here", "working_dir": "sub"}),
     )
     .await;
-    assert!(!spawned.is_error, "{}", spawned.content);
+    assert!(!spawned.is_error(), "{}", spawned.content);
     let id = serde_json::from_str::<Value>(&spawned.content).unwrap()["agent_id"]
         .as_str()
         .unwrap()
@@ -703,7 +703,7 @@ async fn item_10_a_subagent_works_in_its_working_dir() {
     )
     .await;
     assert!(
-        refused.is_error && refused.content.contains("not allowed"),
+        refused.is_error() && refused.content.contains("not allowed"),
         "{}",
         refused.content
     );
@@ -780,7 +780,7 @@ async fn item_8_background_calls_free_their_instance_slot() {
     wait_until("the background shells run", || process_running(&marker)).await;
     let started = Instant::now();
     let read = crate::support::run_tool(&tools, "read_file", json!({"file_path": "a.txt"})).await;
-    assert!(!read.is_error, "{}", read.content);
+    assert!(!read.is_error(), "{}", read.content);
     assert!(
         started.elapsed() < Duration::from_secs(3),
         "{:?}",

@@ -351,7 +351,7 @@ async fn n6_cancel_request_user_and_agent() {
         &ctx(THREAD, "x"),
     )
     .await;
-    assert!(!out.is_error, "{}", out.content);
+    assert!(!out.is_error(), "{}", out.content);
     assert_eq!(
         serde_json::from_str::<Value>(&out.content).unwrap()["status"],
         "pending_cancel"
@@ -655,7 +655,7 @@ async fn e11_manual_retry_request() {
     )
     .await;
     assert!(
-        out.is_error && out.content == "manual retry not supported",
+        out.is_error() && out.content == "manual retry not supported",
         "{}",
         out.content
     );

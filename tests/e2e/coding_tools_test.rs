@@ -10,13 +10,13 @@ use serde_json::json;
 use crate::support::{Scene, coding_tools, gone_soon, run_tool};
 
 fn ok(outcome: ToolOutcome) -> String {
-    assert!(!outcome.is_error, "unexpected error: {}", outcome.content);
+    assert!(!outcome.is_error(), "unexpected error: {}", outcome.content);
     outcome.content
 }
 
 fn err(outcome: ToolOutcome) -> String {
     assert!(
-        outcome.is_error,
+        outcome.is_error(),
         "expected an error, got: {}",
         outcome.content
     );
@@ -660,7 +660,7 @@ async fn a_fifo_given_as_the_path_is_refused_at_once_by_grep_glob_and_list_dir()
     }
     let (grep, glob, list) = answered.expect("the tools answer without opening the FIFO");
     for (tool, out) in [("grep", grep), ("glob", glob), ("list_dir", list)] {
-        assert!(out.is_error, "{tool}: {}", out.content);
+        assert!(out.is_error(), "{tool}: {}", out.content);
         assert!(out.content.contains("pipe"), "{tool}: {}", out.content);
         assert!(
             out.content.contains("FIFO") || out.content.contains("not a directory"),

@@ -25,7 +25,7 @@ async fn shell(tools: &ToolRegistry, command: &str) -> String {
         json!({ "command": command, "timeout_ms": 20000 }),
     )
     .await;
-    assert!(!out.is_error, "the shell tool failed: {}", out.content);
+    assert!(!out.is_error(), "the shell tool failed: {}", out.content);
     out.content
 }
 
@@ -501,7 +501,9 @@ async fn the_file_tools_never_write_protected_paths_or_through_links() {
             json!({"file_path": path, "content": "[core]\n\tfsmonitor = touch /tmp/pwned\n"}),
         )
         .await;
-        assert!(out.is_error, "{path} was written: {}", out.content);
+        assert!(out.is_error(), "{path} was written: {}", out.content);
+        // The refusal keeps its kind all the way out, not only as text.
+        assert_eq!(out.status, sandcrab::tools::ToolStatus::Denied, "{path}");
         assert!(
             out.content.contains("protected")
                 || out.content.contains("symbolic link")
@@ -517,7 +519,7 @@ async fn the_file_tools_never_write_protected_paths_or_through_links() {
     )
     .await;
     assert!(
-        out.is_error && out.content.contains("protected"),
+        out.is_error() && out.content.contains("protected"),
         "{}",
         out.content
     );
@@ -531,7 +533,7 @@ async fn the_file_tools_never_write_protected_paths_or_through_links() {
         json!({"file_path": "sandcrab.toml", "old_string": "\"m\"", "new_string": "\"x\""}),
     )
     .await;
-    assert!(out.is_error, "{}", out.content);
+    assert!(out.is_error(), "{}", out.content);
 
     assert_eq!(
         std::fs::read(ws.join(".git/config")).unwrap(),
@@ -549,7 +551,7 @@ async fn the_file_tools_never_write_protected_paths_or_through_links() {
         json!({"file_path": "a/b/c.txt", "content": "x"}),
     )
     .await;
-    assert!(!out.is_error, "{}", out.content);
+    assert!(!out.is_error(), "{}", out.content);
     assert_eq!(std::fs::read_to_string(ws.join("a/b/c.txt")).unwrap(), "x");
 }
 
@@ -563,7 +565,7 @@ async fn read_file_refuses_a_fifo_instead_of_hanging() {
     let (_h, tools) = coding_tools(&scene, Policy::default()).await;
     let out = run_tool(&tools, "read_file", json!({"file_path": "pipe"})).await;
     assert!(
-        out.is_error && out.content.contains("not a regular file"),
+        out.is_error() && out.content.contains("not a regular file"),
         "{}",
         out.content
     );

@@ -40,7 +40,7 @@ async fn which_version(catalog: &ToolCatalog, sleep_ms: u64) -> String {
         json!({"sleep_ms": sleep_ms}),
     )
     .await;
-    assert!(!outcome.is_error, "a call failed: {}", outcome.content);
+    assert!(!outcome.is_error(), "a call failed: {}", outcome.content);
     outcome.content
 }
 

@@ -27,7 +27,7 @@ async fn shell(tools: &ToolRegistry, command: &str) -> String {
     )
     .await;
     assert!(
-        !out.is_error,
+        !out.is_error(),
         "the shell tool itself failed: {}",
         out.content
     );
@@ -205,7 +205,7 @@ async fn locked_mode_fails_closed_without_kernel_support() {
     let (_h, tools) = coding_tools(&scene, locked).await;
     let out = run_tool(&tools, "shell", json!({ "command": "echo should-not-run" })).await;
     assert!(
-        out.is_error && out.content.contains("process sandbox unavailable"),
+        out.is_error() && out.content.contains("process sandbox unavailable"),
         "{}",
         out.content
     );

@@ -291,7 +291,11 @@ async fn grep_sharded_answers_exactly_what_grep_whole_answers() {
         let before = sharded_calls();
         let a = run_tool(&whole, "grep", case.clone()).await;
         let b = run_tool(&sharded, "grep", case.clone()).await;
-        assert_eq!((a.is_error, &a.content), (b.is_error, &b.content), "{case}");
+        assert_eq!(
+            (a.is_error(), &a.content),
+            (b.is_error(), &b.content),
+            "{case}"
+        );
         assert_eq!(sharded_calls(), before + 1, "{case} ran as shards");
     }
     assert!(

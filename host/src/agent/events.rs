@@ -9,44 +9,40 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
-/// The kinds of events.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum EventKind {
-    SessionStart,
-    UserInput,
-    AssistantTextStart,
-    AssistantTextDelta,
-    AssistantTextEnd,
-    ToolCallStart,
-    ToolCallOutputDelta,
-    ToolCallEnd,
-    SteeringInjected,
-    TurnLimit,
-    LoopDetection,
-    ContextWarning,
-    Warning,
-    Error,
-    ProcessingEnd,
-    SessionEnd,
-    /// A tool call became a background job.
-    JobStarted,
-    /// A background job reached a terminal status.
-    JobFinished,
-    /// Compaction of the history started.
-    CompactionStart,
-    /// Compaction ended (its stats; all zero when nothing changed).
-    CompactionEnd,
-}
+pub use super::event_data::{EventData, EventKind};
 
-/// One event.
-#[derive(Debug, Clone, Serialize)]
+/// One event: what happened (its typed payload), when, in which session.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Event {
-    pub kind: EventKind,
     /// RFC 3339, UTC.
     pub timestamp: String,
     pub session_id: String,
-    pub data: Value,
+    pub data: EventData,
+}
+
+impl Event {
+    /// The kind of event.
+    pub fn kind(&self) -> EventKind {
+        self.data.kind()
+    }
+
+    /// The payload as JSON (what the event's `data` field holds).
+    pub fn data_json(&self) -> Value {
+        serde_json::to_value(&self.data).unwrap_or(Value::Null)
+    }
+}
+
+/// `{"kind", "timestamp", "session_id", "data"}`, in that order.
+impl Serialize for Event {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut out = s.serialize_struct("Event", 4)?;
+        out.serialize_field("kind", &self.kind())?;
+        out.serialize_field("timestamp", &self.timestamp)?;
+        out.serialize_field("session_id", &self.session_id)?;
+        out.serialize_field("data", &self.data)?;
+        out.end()
+    }
 }
 
 /// A stream of events.
@@ -78,12 +74,11 @@ impl EventBus {
     }
 
     /// Send an event to every live subscriber.
-    pub fn emit(&self, kind: EventKind, data: Value) {
+    pub fn emit(&self, data: EventData) {
         if self.closed.load(std::sync::atomic::Ordering::SeqCst) {
             return;
         }
         let event = Event {
-            kind,
             timestamp: crate::time::now_rfc3339(),
             session_id: self.session_id.clone(),
             data,
@@ -95,8 +90,8 @@ impl EventBus {
     }
 
     /// Emit a last event and end every stream.
-    pub fn close_with(&self, kind: EventKind, data: Value) {
-        self.emit(kind, data);
+    pub fn close_with(&self, data: EventData) {
+        self.emit(data);
         self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
         self.subscribers.lock().expect("event bus lock").clear();
     }

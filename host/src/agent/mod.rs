@@ -4,6 +4,7 @@
 mod build_error;
 mod builder;
 mod config;
+pub mod event_data;
 mod events;
 mod history;
 pub mod live_plugins;
@@ -25,7 +26,7 @@ mod write_order;
 
 pub use builder::{AgentKit, AgentOptions, BuildError, resolve_provider};
 pub use config::SessionConfig;
-pub use events::{Event, EventBus, EventKind, EventStream};
+pub use events::{Event, EventBus, EventData, EventKind, EventStream};
 pub use live_plugins::{LivePlugins, PluginReport};
 pub use loop_detection::{LoopDetector, LoopFound, signature};
 pub use memory::{SessionInfo, SessionMemory};

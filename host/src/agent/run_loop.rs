@@ -12,16 +12,16 @@
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::events::EventKind;
+use super::event_data::{self as ed, EventData};
 use super::history;
 use super::session::{Session, SessionError, SessionState};
 use super::turns::{ToolResult, TurnKind, to_messages};
 use crate::llm::{
     ErrorKind, FinishReason, LlmError, Message, Request, Response, StreamEvent, ToolDefinition,
 };
+use crate::tools::ToolStatus;
 
 /// Follows injected job messages so the model replies to them.
 const JOBS_NUDGE: &str = "(The messages above report background jobs that finished. Continue with the task, taking their results into account.)";
@@ -55,7 +55,7 @@ impl Session {
             self.push(TurnKind::User {
                 text: input.to_string(),
             });
-            self.emit(EventKind::UserInput, json!({ "text": input }));
+            self.emit(EventData::UserInput(EventData::text(input)));
         }
         let first_turn = self.lock().history.len();
         self.drain_steering();
@@ -77,10 +77,10 @@ impl Session {
                 if !self.cancel.is_cancelled() {
                     let interrupted = matches!(ended, Ended::Interrupted);
                     let usage = self.usage_since(first_turn);
-                    self.emit(
-                        EventKind::ProcessingEnd,
-                        json!({ "interrupted": interrupted, "usage": usage }),
-                    );
+                    self.emit(EventData::ProcessingEnd(ed::ProcessingEnded {
+                        interrupted,
+                        usage,
+                    }));
                 }
                 Ok(())
             }
@@ -97,10 +97,7 @@ impl Session {
             }
             self.inject_from_jobs();
             if let Some((limit, value)) = self.limit_reached(rounds) {
-                self.emit(
-                    EventKind::TurnLimit,
-                    json!({ "limit": limit, "value": value }),
-                );
+                self.emit(EventData::TurnLimit(ed::TurnLimitReached { limit, value }));
                 return Ok(Ended::Done);
             }
             // One estimate of the context per round, when anything needs it.
@@ -183,10 +180,12 @@ impl Session {
                         matches!(&t.kind, TurnKind::ToolResults { results } if results.iter().any(|r| r.call_id == call.id))
                     });
                     if !answered {
-                        self.emit(
-                            EventKind::ToolCallEnd,
-                            json!({"call_id": call.id, "name": call.name, "output": history::INTERRUPTED, "is_error": true, "truncated": false}),
-                        );
+                        self.emit(EventData::ToolCallEnd(ed::ToolCallEnded::not_run(
+                            &call.id,
+                            &call.name,
+                            ToolStatus::Interrupted,
+                            history::INTERRUPTED,
+                        )));
                     }
                 }
                 self.repair_history();
@@ -227,7 +226,9 @@ impl Session {
         if partial.is_empty() {
             return;
         }
-        self.emit(EventKind::AssistantTextEnd, json!({ "text": partial }));
+        self.emit(EventData::AssistantTextEnd(EventData::text(
+            partial.clone(),
+        )));
         self.push(TurnKind::Assistant {
             text: partial,
             tool_calls: Vec::new(),
@@ -241,10 +242,12 @@ impl Session {
         let results = calls
             .iter()
             .map(|call| {
-                self.emit(
-                    EventKind::ToolCallEnd,
-                    json!({"call_id": call.id, "name": call.name, "output": CUT_OFF, "is_error": true, "truncated": false}),
-                );
+                self.emit(EventData::ToolCallEnd(ed::ToolCallEnded::not_run(
+                    &call.id,
+                    &call.name,
+                    ToolStatus::CutOff,
+                    CUT_OFF,
+                )));
                 ToolResult {
                     call_id: call.id.clone(),
                     name: call.name.clone(),
@@ -258,14 +261,14 @@ impl Session {
     }
 
     /// `(limit name, value)` if a limit stops the loop now.
-    fn limit_reached(&self, rounds: u32) -> Option<(&'static str, u32)> {
+    fn limit_reached(&self, rounds: u32) -> Option<(ed::TurnLimitKind, u32)> {
         let max_rounds = self.config.max_tool_rounds_per_input;
         if max_rounds > 0 && rounds >= max_rounds {
-            return Some(("max_tool_rounds_per_input", max_rounds));
+            return Some((ed::TurnLimitKind::MaxToolRoundsPerInput, max_rounds));
         }
         let max_turns = self.config.max_turns;
         if max_turns > 0 && self.lock().model_turns >= max_turns {
-            return Some(("max_turns", max_turns));
+            return Some((ed::TurnLimitKind::MaxTurns, max_turns));
         }
         None
     }
@@ -310,15 +313,17 @@ impl Session {
             match item? {
                 StreamEvent::TextStart => {
                     partial.clear();
-                    self.emit(EventKind::AssistantTextStart, json!({}));
+                    self.emit(EventData::AssistantTextStart(Default::default()));
                 }
                 StreamEvent::TextDelta(delta) => {
                     partial.push_str(&delta);
-                    self.emit(EventKind::AssistantTextDelta, json!({ "delta": delta }));
+                    self.emit(EventData::AssistantTextDelta(ed::TextDelta {
+                        delta: delta.clone(),
+                    }));
                 }
-                StreamEvent::TextEnd => {
-                    self.emit(EventKind::AssistantTextEnd, json!({ "text": partial }))
-                }
+                StreamEvent::TextEnd => self.emit(EventData::AssistantTextEnd(EventData::text(
+                    partial.clone(),
+                ))),
                 StreamEvent::Finish(response) => return Ok(response),
                 _ => {}
             }
@@ -344,10 +349,11 @@ impl Session {
         let window = self.profile.info.context_window.max(1);
         let usage = tokens as f64 / window as f64;
         if usage > self.config.context_warning_threshold {
-            self.emit(
-                EventKind::ContextWarning,
-                json!({ "usage_percent": usage, "estimated_tokens": tokens, "context_window": window }),
-            );
+            self.emit(EventData::ContextWarning(ed::ContextUsage {
+                usage_percent: usage,
+                estimated_tokens: tokens,
+                context_window: window,
+            }));
             return true;
         }
         false
@@ -357,7 +363,7 @@ impl Session {
         let messages: Vec<String> = self.lock().steering.drain(..).collect();
         for text in messages {
             self.push(TurnKind::Steering { text: text.clone() });
-            self.emit(EventKind::SteeringInjected, json!({ "text": text }));
+            self.emit(EventData::SteeringInjected(EventData::text(text)));
         }
     }
 
@@ -393,14 +399,15 @@ impl Session {
             inner.loops.check()
         };
         if let Some(found) = found {
-            self.emit(
-                EventKind::LoopDetection,
-                json!({ "pattern_length": found.pattern_length, "calls": found.calls, "pattern": found.pattern }),
-            );
+            self.emit(EventData::LoopDetection(ed::LoopDetected {
+                pattern_length: found.pattern_length,
+                calls: found.calls,
+                pattern: found.pattern,
+            }));
             self.push(TurnKind::Steering {
                 text: LOOP_WARNING.to_string(),
             });
-            self.emit(EventKind::SteeringInjected, json!({ "text": LOOP_WARNING }));
+            self.emit(EventData::SteeringInjected(EventData::text(LOOP_WARNING)));
         }
     }
 
@@ -411,23 +418,21 @@ impl Session {
     fn fail(&self, err: &LlmError) {
         if err.kind == ErrorKind::ContextLength {
             let window = self.profile.info.context_window;
-            self.emit(
-                EventKind::ContextWarning,
-                json!({ "usage_percent": 1.0, "estimated_tokens": self.estimated_tokens(), "context_window": window }),
-            );
+            self.emit(EventData::ContextWarning(ed::ContextUsage {
+                usage_percent: 1.0,
+                estimated_tokens: self.estimated_tokens(),
+                context_window: window,
+            }));
         }
         let closes = closes_session(err.kind);
-        self.emit(
-            EventKind::Error,
-            json!({
-                "kind": format!("{:?}", err.kind),
-                "provider": err.provider,
-                "status": err.status,
-                "message": err.message,
-                "error": err.to_string(),
-                "closes_session": closes,
-            }),
-        );
+        self.emit(EventData::Error(ed::ErrorReport {
+            kind: format!("{:?}", err.kind),
+            provider: err.provider.clone(),
+            status: err.status,
+            message: err.message.clone(),
+            error: err.to_string(),
+            closes_session: closes,
+        }));
         if closes {
             self.close_on_error();
         }

@@ -8,11 +8,11 @@ use std::sync::{Arc, Mutex, Weak};
 use futures::future::BoxFuture;
 
 use serde::Serialize;
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::config::SessionConfig;
-use super::events::{EventBus, EventKind, EventStream};
+use super::event_data::{self as ed, EventData};
+use super::events::{EventBus, EventStream};
 use super::loop_detection::LoopDetector;
 use super::profile::Profile;
 use super::prompt::{self, PromptInputs};
@@ -169,16 +169,13 @@ impl Session {
             // SESSION_START; a subagent's events are only kept for someone
             // who subscribes (nobody drains a buffer nobody reads).
             let primary = (parts.depth == 0).then(|| bus.subscribe());
-            bus.emit(
-                EventKind::SessionStart,
-                json!({
-                    "session_id": id,
-                    "profile": parts.profile.info.id,
-                    "model": parts.config.model,
-                    "depth": parts.depth,
-                    "working_dir": working_dir,
-                }),
-            );
+            bus.emit(EventData::SessionStart(ed::SessionStarted {
+                session_id: id.clone(),
+                profile: parts.profile.info.id.clone(),
+                model: parts.config.model.clone(),
+                depth: parts.depth,
+                working_dir: working_dir.clone(),
+            }));
             Session {
                 id,
                 depth: parts.depth,
@@ -483,28 +480,32 @@ impl Session {
         }
         // Wait for the loop to notice, so nothing follows SESSION_END.
         let _running = self.run_lock.lock().await;
-        self.bus
-            .close_with(EventKind::SessionEnd, json!({"reason": "aborted"}));
+        self.bus.close_with(EventData::SessionEnd(ed::SessionEnded {
+            reason: ed::EndReason::Aborted,
+        }));
     }
 
     /// Close after an unrecoverable error.
     pub(super) fn close_on_error(&self) {
         self.lock().state = SessionState::Closed;
         self.cancel.cancel();
-        self.bus
-            .close_with(EventKind::SessionEnd, json!({"reason": "error"}));
+        self.bus.close_with(EventData::SessionEnd(ed::SessionEnded {
+            reason: ed::EndReason::Error,
+        }));
     }
 
     /// Tell whoever watches this session about something that is not an
     /// error but matters (an ignored setting, an unconfined sandbox): a
     /// WARNING event.
     pub fn warn(&self, message: &str) {
-        self.emit(EventKind::Warning, json!({ "message": message }));
+        self.emit(EventData::Warning(ed::Warning {
+            message: message.to_string(),
+        }));
     }
 
     /// Emit an event from this session.
-    pub(super) fn emit(&self, kind: EventKind, data: serde_json::Value) {
-        self.bus.emit(kind, data);
+    pub(super) fn emit(&self, data: EventData) {
+        self.bus.emit(data);
     }
 
     pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -533,10 +534,10 @@ fn spawn_wake_listener(registry: &Arc<JobRegistry>, session: std::sync::Weak<Ses
             if notice.thread_id != session.id {
                 continue;
             }
-            session.emit(
-                EventKind::JobFinished,
-                json!({"job_id": notice.job_id, "status": notice.status}),
-            );
+            session.emit(EventData::JobFinished(ed::JobFinished {
+                job_id: notice.job_id.clone(),
+                status: notice.status,
+            }));
             if session.state() == SessionState::Closed {
                 return;
             }

@@ -2,9 +2,7 @@
 //! request, compact when its context is over budget, and the tools that
 //! let the model compact on demand and search what was archived.
 
-use serde_json::json;
-
-use super::events::EventKind;
+use super::event_data::EventData;
 use super::memory::{SUMMARY_TURN_ID, entry, summary_turn};
 use super::session::Session;
 use super::turns::Turn;
@@ -47,7 +45,7 @@ impl Session {
         let Some(memory) = &self.memory else {
             return CompactionStats::default();
         };
-        self.emit(EventKind::CompactionStart, json!({}));
+        self.emit(EventData::CompactionStart(Default::default()));
         // What is compacted must be stored first: compaction deletes it.
         self.persist();
         let history = self.lock().history.clone();
@@ -81,10 +79,7 @@ impl Session {
                 CompactionStats::default()
             }
         };
-        self.emit(
-            EventKind::CompactionEnd,
-            serde_json::to_value(stats).unwrap_or_default(),
-        );
+        self.emit(EventData::CompactionEnd(stats));
         stats
     }
 }

@@ -5,15 +5,15 @@
 use std::sync::{Arc, Mutex};
 
 use futures::FutureExt;
-use serde_json::json;
 use tokio::sync::mpsc;
 
-use super::events::EventKind;
+use super::event_data::{self as ed, EventData};
 use super::session::Session;
 use super::turns::ToolResult;
 use crate::jobs::{CallMode, run_call};
 use crate::llm::ToolCall;
 use crate::process::{OutputChunk, OutputStream};
+use crate::tools::ToolStatus;
 use crate::tools::{ToolCallRequest, ToolContext, ToolOutcome, ToolRegistry, dispatch};
 
 impl Session {
@@ -63,10 +63,11 @@ impl Session {
     }
 
     async fn run_tool(self: &Arc<Self>, call: &ToolCall) -> ToolResult {
-        self.emit(
-            EventKind::ToolCallStart,
-            json!({ "call_id": call.id, "name": call.name, "arguments": call.arguments }),
-        );
+        self.emit(EventData::ToolCallStart(ed::ToolCallStarted {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+        }));
         let registry = self.tools();
         let (tx, mut rx) = mpsc::channel::<OutputChunk>(crate::process::LIVE_CHUNKS);
         let ctx = ToolContext {
@@ -94,22 +95,20 @@ impl Session {
             self.output_delta(&call.id, chunk);
         }
         let truncated = self.config.truncation.apply(&call.name, &outcome.content);
-        self.emit(
-            EventKind::ToolCallEnd,
-            json!({
-                "call_id": call.id,
-                "name": call.name,
-                "output": outcome.content,
-                "is_error": outcome.is_error,
-                "truncated": truncated.len() != outcome.content.len(),
-                "receipt": outcome.receipt,
-            }),
-        );
+        self.emit(EventData::ToolCallEnd(ed::ToolCallEnded {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            output: outcome.content.clone(),
+            is_error: outcome.is_error(),
+            truncated: truncated.len() != outcome.content.len(),
+            status: outcome.status,
+            receipt: outcome.receipt.clone().map(Box::new),
+        }));
         ToolResult {
             call_id: call.id.clone(),
             name: call.name.clone(),
             content: truncated,
-            is_error: outcome.is_error,
+            is_error: outcome.is_error(),
             receipt: outcome.receipt,
         }
     }
@@ -131,10 +130,11 @@ impl Session {
         match run_call(&jobs.registry, registry, request, ctx, jobs.settings).await {
             Ok(CallMode::Inline(outcome)) => *outcome,
             Ok(CallMode::Background(record)) => {
-                self.emit(
-                    EventKind::JobStarted,
-                    json!({"job_id": record.job_id, "tool": record.tool_name, "call_id": call_id}),
-                );
+                self.emit(EventData::JobStarted(ed::JobStarted {
+                    job_id: record.job_id.clone(),
+                    tool: record.tool_name.clone(),
+                    call_id: call_id.clone(),
+                }));
                 ToolOutcome {
                     receipt: Some(crate::tools::Receipt {
                         call_id: call_id.clone(),
@@ -146,22 +146,27 @@ impl Session {
                         programs: Vec::new(),
                         approvals: Vec::new(),
                         outcome: format!("background job {}", record.job_id),
+                        status: Some(ToolStatus::Background),
                     }),
-                    ..ToolOutcome::ok(CallMode::background_result(&record))
+                    ..ToolOutcome::with_status(
+                        ToolStatus::Background,
+                        CallMode::background_result(&record),
+                    )
                 }
             }
-            Err(err) => ToolOutcome::error(err.to_string()),
+            Err(err) => ToolOutcome::with_status(ToolStatus::Failed, err.to_string()),
         }
     }
 
     fn output_delta(&self, call_id: &str, chunk: OutputChunk) {
         let stream = match chunk.stream {
-            OutputStream::Stdout => "stdout",
-            OutputStream::Stderr => "stderr",
+            OutputStream::Stdout => ed::Stream::Stdout,
+            OutputStream::Stderr => ed::Stream::Stderr,
         };
-        self.emit(
-            EventKind::ToolCallOutputDelta,
-            json!({ "call_id": call_id, "stream": stream, "text": String::from_utf8_lossy(&chunk.bytes) }),
-        );
+        self.emit(EventData::ToolCallOutputDelta(ed::ToolOutputDelta {
+            call_id: call_id.to_string(),
+            stream,
+            text: String::from_utf8_lossy(&chunk.bytes).into_owned(),
+        }));
     }
 }

@@ -5,7 +5,7 @@
 use futures::StreamExt;
 
 use super::terminal::sanitize;
-use crate::agent::{Event, EventKind, EventStream};
+use crate::agent::{Event, EventData, EventStream};
 
 /// Print `events` until the stream ends.
 pub async fn render(mut events: EventStream, json: bool) {
@@ -20,29 +20,27 @@ pub async fn render(mut events: EventStream, json: bool) {
 }
 
 fn human(event: &Event, at_line_start: &mut bool) {
-    let d = &event.data;
-    let str_of = |key: &str| sanitize(d[key].as_str().unwrap_or_default()).into_owned();
-    match event.kind {
-        EventKind::AssistantTextDelta => {
-            let delta = str_of("delta");
-            out!("{delta}");
-            if !delta.is_empty() {
-                *at_line_start = delta.ends_with('\n');
+    let clean = |text: &str| sanitize(text).into_owned();
+    match &event.data {
+        EventData::AssistantTextDelta(d) => {
+            out!("{}", clean(&d.delta));
+            if !d.delta.is_empty() {
+                *at_line_start = d.delta.ends_with('\n');
             }
         }
-        EventKind::AssistantTextEnd if !*at_line_start => {
+        EventData::AssistantTextEnd(_) if !*at_line_start => {
             outln!();
             *at_line_start = true;
         }
-        EventKind::ToolCallStart => {
+        EventData::ToolCallStart(d) => {
             errln!(
                 "● {}({})",
-                str_of("name"),
-                sanitize(&short(&d["arguments"].to_string(), 120))
+                clean(&d.name),
+                sanitize(&short(&d.arguments.to_string(), 120))
             );
         }
-        EventKind::ToolCallEnd => {
-            let output = str_of("output");
+        EventData::ToolCallEnd(d) => {
+            let output = clean(&d.output);
             let first = output.lines().next().unwrap_or("");
             let lines = output.lines().count();
             let more = if lines > 1 {
@@ -50,44 +48,43 @@ fn human(event: &Event, at_line_start: &mut bool) {
             } else {
                 String::new()
             };
-            let mark = if d["is_error"].as_bool() == Some(true) {
-                "✗"
-            } else {
-                "⎿"
-            };
+            let mark = if d.is_error { "✗" } else { "⎿" };
             errln!("  {mark} {}{more}", short(first, 160));
         }
-        EventKind::TurnLimit => errln!(
+        EventData::TurnLimit(d) => errln!(
             "note: turn limit reached ({} = {})",
-            str_of("limit"),
-            d["value"]
+            d.limit.as_str(),
+            d.value
         ),
-        EventKind::LoopDetection => {
+        EventData::LoopDetection(_) => {
             errln!("note: the agent is repeating itself; it was asked to change approach")
         }
-        EventKind::ContextWarning => {
-            let pct = d["usage_percent"].as_f64().unwrap_or(0.0) * 100.0;
+        EventData::ContextWarning(d) => {
+            let pct = d.usage_percent * 100.0;
             errln!("note: the conversation uses about {pct:.0}% of the model's context window");
         }
-        EventKind::Warning => errln!("warning: {}", str_of("message")),
-        EventKind::Error => errln!("error: {}", str_of("error")),
-        EventKind::JobStarted => errln!(
+        EventData::Warning(d) => errln!("warning: {}", clean(&d.message)),
+        EventData::Error(d) => errln!("error: {}", clean(&d.error)),
+        EventData::JobStarted(d) => errln!(
             "● background job {} started ({})",
-            str_of("job_id"),
-            str_of("tool")
+            clean(&d.job_id),
+            clean(&d.tool)
         ),
-        EventKind::JobFinished => {
-            errln!("● background job {} {}", str_of("job_id"), str_of("status"))
+        EventData::JobFinished(d) => {
+            errln!(
+                "● background job {} {}",
+                clean(&d.job_id),
+                d.status.as_str()
+            )
         }
-        EventKind::CompactionEnd => {
-            let n = |k: &str| d[k].as_u64().unwrap_or(0);
-            if n("messagesCompressed") > 0 {
+        EventData::CompactionEnd(d) => {
+            if d.messages_compressed > 0 {
                 errln!(
                     "● compacted {} messages into {} summary batches (about {} → {} tokens)",
-                    n("messagesCompressed"),
-                    n("batchesCreated"),
-                    n("tokensEstimateBefore"),
-                    n("tokensEstimateAfter")
+                    d.messages_compressed,
+                    d.batches_created,
+                    d.tokens_estimate_before,
+                    d.tokens_estimate_after
                 )
             } else {
                 errln!("● nothing to compact")

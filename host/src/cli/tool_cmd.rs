@@ -64,6 +64,7 @@ pub async fn run(cmd: ToolCommand) -> anyhow::Result<ExitCode> {
         programs: None,
     };
     let outcome = dispatch(&registry, &call, &ctx).await;
+    let failed = outcome.is_error();
     let text = if truncated {
         TruncationPolicy::from_overrides(&setup.config.truncation)
             .map_err(anyhow::Error::msg)?
@@ -71,7 +72,7 @@ pub async fn run(cmd: ToolCommand) -> anyhow::Result<ExitCode> {
     } else {
         outcome.content
     };
-    if outcome.is_error {
+    if failed {
         errln!("error: {text}");
         return Ok(ExitCode::FAILURE);
     }

@@ -21,7 +21,7 @@ pub trait Summarizer: Send + Sync {
 }
 
 /// What one compaction did (the `compact_context` tool returns it).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CompactionStats {
     pub messages_compressed: usize,

@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
-use crate::agent::{Event, EventKind};
+use crate::agent::{Event, EventData};
 
 /// Events kept for clients that reconnect.
 pub const KEPT: usize = 20_000;
@@ -191,51 +191,40 @@ fn append(store: &dyn crate::store::Store, stream: &str, rows: &[crate::store::S
     }
 }
 
-/// The bridge event for a session event (None: not forwarded).
+/// The bridge event for a session event (None: not forwarded): its name
+/// in the seed's vocabulary and its payload with the session's id added.
 pub fn translate(event: &Event) -> Option<(&'static str, Value)> {
-    let d = &event.data;
-    let with_session = |mut v: Value| {
-        v["session_id"] = json!(event.session_id);
-        v
-    };
-    let name = match event.kind {
-        EventKind::SessionStart => "agent:session-started",
-        EventKind::UserInput => "agent:user-message",
-        EventKind::AssistantTextDelta => {
+    let name = match &event.data {
+        EventData::SessionStart(_) => "agent:session-started",
+        EventData::UserInput(_) => "agent:user-message",
+        EventData::AssistantTextDelta(d) => {
             return Some((
                 "agent:message-chunk",
-                with_session(json!({"text": d["delta"]})),
+                json!({"text": d.delta, "session_id": event.session_id}),
             ));
         }
-        EventKind::AssistantTextEnd => "agent:message-complete",
-        EventKind::ToolCallStart => "agent:tool-call",
-        EventKind::ToolCallEnd => "agent:tool-result",
-        EventKind::ProcessingEnd => {
-            let interrupted = d["interrupted"].as_bool().unwrap_or(false);
-            return Some((
-                if interrupted {
-                    "agent:session-interrupted"
-                } else {
-                    "agent:session-completed"
-                },
-                with_session(d.clone()),
-            ));
-        }
-        EventKind::Error => "agent:error",
-        EventKind::Warning => "agent:warning",
-        EventKind::JobStarted => "agent:job-started",
-        EventKind::JobFinished => "agent:job-finished",
-        EventKind::CompactionStart => "agent:compaction-started",
-        EventKind::CompactionEnd => "agent:compaction-completed",
-        EventKind::TurnLimit => "agent:turn-limit",
-        EventKind::ContextWarning => "agent:context-warning",
-        EventKind::LoopDetection => "agent:loop-detected",
-        EventKind::SteeringInjected
-        | EventKind::AssistantTextStart
-        | EventKind::ToolCallOutputDelta
-        | EventKind::SessionEnd => return None,
+        EventData::AssistantTextEnd(_) => "agent:message-complete",
+        EventData::ToolCallStart(_) => "agent:tool-call",
+        EventData::ToolCallEnd(_) => "agent:tool-result",
+        EventData::ProcessingEnd(d) if d.interrupted => "agent:session-interrupted",
+        EventData::ProcessingEnd(_) => "agent:session-completed",
+        EventData::Error(_) => "agent:error",
+        EventData::Warning(_) => "agent:warning",
+        EventData::JobStarted(_) => "agent:job-started",
+        EventData::JobFinished(_) => "agent:job-finished",
+        EventData::CompactionStart(_) => "agent:compaction-started",
+        EventData::CompactionEnd(_) => "agent:compaction-completed",
+        EventData::TurnLimit(_) => "agent:turn-limit",
+        EventData::ContextWarning(_) => "agent:context-warning",
+        EventData::LoopDetection(_) => "agent:loop-detected",
+        EventData::SteeringInjected(_)
+        | EventData::AssistantTextStart(_)
+        | EventData::ToolCallOutputDelta(_)
+        | EventData::SessionEnd(_) => return None,
     };
-    Some((name, with_session(d.clone())))
+    let mut data = event.data_json();
+    data["session_id"] = json!(event.session_id);
+    Some((name, data))
 }
 
 #[cfg(test)]
@@ -256,6 +245,28 @@ mod tests {
         assert_eq!(log.last_id(), 6);
         let (missed, _) = log.follow(u64::MAX);
         assert!(missed.is_empty(), "the largest id is after everything");
+    }
+
+    #[test]
+    fn a_tool_result_reaches_the_bridge_with_its_typed_status() {
+        use crate::agent::event_data::ToolCallEnded;
+        use crate::tools::ToolStatus;
+        let event = Event {
+            timestamp: "t".into(),
+            session_id: "s1".into(),
+            data: EventData::ToolCallEnd(ToolCallEnded::not_run(
+                "c1",
+                "write_file",
+                ToolStatus::CutOff,
+                "cut off",
+            )),
+        };
+        let (name, data) = translate(&event).expect("forwarded");
+        assert_eq!(name, "agent:tool-result");
+        assert_eq!(
+            (&data["status"], &data["is_error"], &data["session_id"]),
+            (&json!("cut-off"), &json!(true), &json!("s1"))
+        );
     }
 
     #[tokio::test]

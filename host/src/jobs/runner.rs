@@ -144,9 +144,9 @@ enum Finished {
 }
 
 fn classify(outcome: ToolOutcome) -> Finished {
-    if outcome.is_error {
+    if outcome.is_error() {
         Finished::Error(outcome.content)
-    } else if outcome.timed_out {
+    } else if outcome.timed_out() {
         Finished::TimedOut(outcome.content)
     } else {
         Finished::Ok(outcome.content)

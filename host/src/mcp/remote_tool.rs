@@ -31,11 +31,12 @@ impl ToolExecutor for McpTool {
         &self,
         args: serde_json::Value,
         _ctx: &ToolContext,
-    ) -> Result<ToolOutput, String> {
+    ) -> Result<ToolOutput, crate::tools::ToolError> {
         self.server
             .call(&self.tool, args)
             .await
             .map(ToolOutput::from)
+            .map_err(crate::tools::ToolError::failed)
     }
 
     fn standing(&self, _tool: &str) -> crate::tools::Standing {

@@ -101,15 +101,15 @@ impl ToolServer {
     /// whole output in `structuredContent` when that text was cut.
     fn result(&self, tool: &str, outcome: ToolOutcome) -> CallToolResult {
         let shown = self.truncation.apply(tool, &outcome.content);
-        let mut result = if outcome.is_error {
+        let mut result = if outcome.is_error() {
             CallToolResult::error(vec![ContentBlock::text(shown.clone())])
         } else {
             CallToolResult::success(vec![ContentBlock::text(shown.clone())])
         };
-        if shown != outcome.content || outcome.timed_out {
+        if shown != outcome.content || outcome.timed_out() {
             result.structured_content = Some(serde_json::json!({
                 "truncated": shown != outcome.content,
-                "timed_out": outcome.timed_out,
+                "timed_out": outcome.timed_out(),
                 "full_output": outcome.content,
             }));
         }

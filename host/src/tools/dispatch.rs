@@ -6,6 +6,7 @@ use futures::FutureExt;
 
 use super::receipt::{Receipt, Standing};
 use super::registry::{ToolContext, ToolRegistry};
+use super::status::{ToolError, ToolStatus};
 use crate::plugin::ProgramRun;
 
 /// A tool call as the model made it.
@@ -21,9 +22,8 @@ pub struct ToolCallRequest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolOutcome {
     pub content: String,
-    pub is_error: bool,
-    /// The tool stopped its work because it ran out of time.
-    pub timed_out: bool,
+    /// How the call ended.
+    pub status: ToolStatus,
     /// Who ran it under which grants, and the programs it started (every
     /// call [`dispatch`] runs has one).
     pub receipt: Option<Receipt>,
@@ -31,21 +31,26 @@ pub struct ToolOutcome {
 
 impl ToolOutcome {
     pub fn ok(content: String) -> Self {
+        ToolOutcome::with_status(ToolStatus::Ok, content)
+    }
+
+    /// An outcome that ended with `status`.
+    pub fn with_status(status: ToolStatus, content: String) -> Self {
         ToolOutcome {
             content,
-            is_error: false,
-            timed_out: false,
+            status,
             receipt: None,
         }
     }
 
-    pub fn error(content: String) -> Self {
-        ToolOutcome {
-            content,
-            is_error: true,
-            timed_out: false,
-            receipt: None,
-        }
+    /// Whether the model sees it as an error.
+    pub fn is_error(&self) -> bool {
+        self.status.is_error()
+    }
+
+    /// Whether the tool stopped its work for lack of time.
+    pub fn timed_out(&self) -> bool {
+        self.status == ToolStatus::TimedOut
     }
 
     fn with_receipt(
@@ -54,20 +59,14 @@ impl ToolOutcome {
         standing: Standing,
         programs: Vec<ProgramRun>,
     ) -> Self {
-        let outcome = if self.is_error {
-            "error"
-        } else if self.timed_out {
-            "timed-out"
-        } else {
-            "ok"
-        };
         self.receipt = Some(Receipt {
             call_id: call.id.clone(),
             tool: call.name.clone(),
             standing,
             programs,
             approvals: Vec::new(),
-            outcome: outcome.into(),
+            outcome: self.status.outcome().into(),
+            status: Some(self.status),
         });
         self
     }
@@ -94,19 +93,19 @@ pub async fn dispatch(
 async fn run(registry: &ToolRegistry, call: &ToolCallRequest, ctx: &ToolContext) -> ToolOutcome {
     let Some(tool) = registry.get(&call.name) else {
         let known = registry.names().join(", ");
-        return ToolOutcome::error(format!(
-            "Unknown tool: {} (available tools: {known})",
-            call.name
-        ));
+        return ToolOutcome::with_status(
+            ToolStatus::UnknownTool,
+            format!("Unknown tool: {} (available tools: {known})", call.name),
+        );
     };
     let args = match &call.arguments {
         serde_json::Value::String(raw) => match serde_json::from_str::<serde_json::Value>(raw) {
             Ok(parsed) => parsed,
             Err(e) => {
-                return ToolOutcome::error(format!(
-                    "Invalid arguments for {}: not valid JSON ({e})",
-                    call.name
-                ));
+                return ToolOutcome::with_status(
+                    ToolStatus::InvalidArguments,
+                    format!("Invalid arguments for {}: not valid JSON ({e})", call.name),
+                );
             }
         },
         serde_json::Value::Null => serde_json::json!({}),
@@ -126,29 +125,35 @@ async fn run(registry: &ToolRegistry, call: &ToolCallRequest, ctx: &ToolContext)
                 })
                 .collect();
             if !problems.is_empty() {
-                return ToolOutcome::error(format!(
-                    "Invalid arguments for {}: {}",
-                    call.name,
-                    problems.join("; ")
-                ));
+                return ToolOutcome::with_status(
+                    ToolStatus::InvalidArguments,
+                    format!(
+                        "Invalid arguments for {}: {}",
+                        call.name,
+                        problems.join("; ")
+                    ),
+                );
             }
         }
-        Err(why) => return ToolOutcome::error(why.clone()),
+        Err(why) => return ToolOutcome::with_status(ToolStatus::Failed, why.clone()),
     }
     let run = std::panic::AssertUnwindSafe(tool.executor.execute(args, ctx)).catch_unwind();
     match run.await {
-        Ok(Ok(output)) => ToolOutcome {
-            timed_out: output.timed_out,
-            ..ToolOutcome::ok(output.text)
-        },
-        Ok(Err(message)) => ToolOutcome::error(message),
+        Ok(Ok(output)) if output.timed_out => {
+            ToolOutcome::with_status(ToolStatus::TimedOut, output.text)
+        }
+        Ok(Ok(output)) => ToolOutcome::ok(output.text),
+        Ok(Err(ToolError { status, message })) => ToolOutcome::with_status(status, message),
         Err(panic) => {
             let what = panic
                 .downcast_ref::<&str>()
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".into());
-            ToolOutcome::error(format!("Tool {} failed: {what}", call.name))
+            ToolOutcome::with_status(
+                ToolStatus::Failed,
+                format!("Tool {} failed: {what}", call.name),
+            )
         }
     }
 }
@@ -177,6 +182,20 @@ mod tests {
         }
     }
 
+    /// A tool whose executor refuses, as a sandbox would.
+    struct Refuses;
+
+    #[async_trait::async_trait]
+    impl crate::tools::ToolExecutor for Refuses {
+        async fn execute(
+            &self,
+            _args: serde_json::Value,
+            _ctx: &ToolContext,
+        ) -> Result<crate::plugin::ToolOutput, ToolError> {
+            Err(ToolError::new(ToolStatus::Denied, "not in the workspace"))
+        }
+    }
+
     fn registry() -> ToolRegistry {
         let mut r = ToolRegistry::new();
         r.register(
@@ -189,6 +208,7 @@ mod tests {
             spec("boom"),
             Arc::new(FnTool(|_, _| async { Err("boom".to_string()) })),
         );
+        r.register(spec("refuses"), Arc::new(Refuses));
         r.register(
             spec("panics"),
             Arc::new(FnTool(|_, _| async { panic!("executor exploded") })),
@@ -208,7 +228,7 @@ mod tests {
     #[tokio::test]
     async fn custom_tool_returns_its_output() {
         let out = call(&registry(), "my_tool", json!({"message": "hello"})).await;
-        assert_eq!((out.content.as_str(), out.is_error), ("hello", false));
+        assert_eq!((out.content.as_str(), out.is_error()), ("hello", false));
         let receipt = out.receipt.expect("every dispatched call has a receipt");
         assert_eq!(
             (receipt.tool.as_str(), receipt.outcome.as_str()),
@@ -220,7 +240,7 @@ mod tests {
     #[tokio::test]
     async fn unknown_tool_is_an_error_result() {
         let out = call(&registry(), "nonexistent_tool", json!({})).await;
-        assert!(out.is_error);
+        assert!(out.is_error());
         assert!(
             out.content.starts_with("Unknown tool: nonexistent_tool"),
             "{}",
@@ -231,20 +251,45 @@ mod tests {
     #[tokio::test]
     async fn executor_failure_and_panic_are_error_results() {
         let out = call(&registry(), "boom", json!({"message": "x"})).await;
-        assert!(out.is_error && out.content.contains("boom"));
+        assert!(out.is_error() && out.content.contains("boom"));
         let out = call(&registry(), "panics", json!({"message": "x"})).await;
         assert!(
-            out.is_error && out.content.contains("executor exploded"),
+            out.is_error() && out.content.contains("executor exploded"),
             "{}",
             out.content
         );
     }
 
     #[tokio::test]
+    async fn each_failure_keeps_its_status_to_the_receipt() {
+        let r = registry();
+        let cases = [
+            ("nonexistent_tool", json!({}), ToolStatus::UnknownTool),
+            (
+                "my_tool",
+                json!({"message": 5}),
+                ToolStatus::InvalidArguments,
+            ),
+            ("my_tool", json!("{not json"), ToolStatus::InvalidArguments),
+            ("refuses", json!({"message": "x"}), ToolStatus::Denied),
+            ("boom", json!({"message": "x"}), ToolStatus::Failed),
+            ("panics", json!({"message": "x"}), ToolStatus::Failed),
+            ("my_tool", json!({"message": "x"}), ToolStatus::Ok),
+        ];
+        for (tool, args, want) in cases {
+            let out = call(&r, tool, args).await;
+            assert_eq!(out.status, want, "{tool}: {}", out.content);
+            let receipt = out.receipt.expect("a receipt");
+            assert_eq!(receipt.status, Some(want), "{tool}");
+            assert_eq!(receipt.outcome, want.outcome(), "{tool}");
+        }
+    }
+
+    #[tokio::test]
     async fn invalid_arguments_name_the_field() {
         let r = registry();
         let out = call(&r, "my_tool", json!({"message": 5})).await;
-        assert!(out.is_error);
+        assert!(out.is_error());
         assert!(
             out.content
                 .starts_with("Invalid arguments for my_tool: message:"),
@@ -262,7 +307,7 @@ mod tests {
         let out = call(&r, "my_tool", json!("{not json")).await;
         assert!(out.content.contains("not valid JSON"), "{}", out.content);
         let out = call(&r, "my_tool", json!("{\"message\": \"from text\"}")).await;
-        assert_eq!((out.content.as_str(), out.is_error), ("from text", false));
+        assert_eq!((out.content.as_str(), out.is_error()), ("from text", false));
     }
 
     #[tokio::test]
@@ -272,7 +317,7 @@ mod tests {
             spec("my_tool"),
             Arc::new(FnTool(|_, _| async { Ok("replacement".to_string()) })),
         );
-        assert_eq!(r.len(), 3);
+        assert_eq!(r.len(), 4);
         let out = call(&r, "my_tool", json!({"message": "hello"})).await;
         assert_eq!(out.content, "replacement");
     }

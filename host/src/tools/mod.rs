@@ -6,10 +6,12 @@ mod catalog;
 mod dispatch;
 pub mod receipt;
 mod registry;
+mod status;
 mod truncate;
 
 pub use catalog::{PendingLoad, ToolCatalog};
 pub use dispatch::{ToolCallRequest, ToolOutcome, dispatch};
 pub use receipt::{Receipt, Standing};
 pub use registry::{FnTool, PluginTool, RegisteredTool, ToolContext, ToolExecutor, ToolRegistry};
+pub use status::{ToolError, ToolStatus};
 pub use truncate::{TruncateMode, TruncationLimits, TruncationPolicy, truncate};

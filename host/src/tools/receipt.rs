@@ -91,8 +91,13 @@ pub struct Receipt {
     /// Operator approvals given for this call.
     #[serde(default)]
     pub approvals: Vec<String>,
-    /// How the call ended: `ok`, `error` or `timed-out`.
+    /// How the call ended: `ok`, `error` or `timed-out` (or, for a call
+    /// that became a job, `background job ID`).
     pub outcome: String,
+    /// The call's typed status (receipts recorded before it existed have
+    /// none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<super::ToolStatus>,
 }
 
 impl Receipt {

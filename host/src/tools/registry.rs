@@ -25,14 +25,15 @@ pub struct ToolContext {
     pub programs: Option<crate::plugin::ProgramLog>,
 }
 
-/// Something that runs a tool. `Err` is an error message for the model.
+/// Something that runs a tool. `Err` is a failure with its status and the
+/// message for the model.
 #[async_trait]
 pub trait ToolExecutor: Send + Sync {
     async fn execute(
         &self,
         args: serde_json::Value,
         ctx: &ToolContext,
-    ) -> Result<ToolOutput, String>;
+    ) -> Result<ToolOutput, super::ToolError>;
 
     /// Who runs `tool` and under which grants (for its receipt): the host
     /// itself unless the executor says otherwise.
@@ -62,7 +63,7 @@ impl ToolExecutor for PluginTool {
         &self,
         args: serde_json::Value,
         ctx: &ToolContext,
-    ) -> Result<ToolOutput, String> {
+    ) -> Result<ToolOutput, super::ToolError> {
         let call_ctx = ToolCallContext {
             session_id: ctx.session_id.clone(),
             call_id: ctx.call_id.clone(),
@@ -78,7 +79,17 @@ impl ToolExecutor for PluginTool {
                 ctx.live_output.clone(),
             )
             .await
-            .map_err(|e| e.to_string())
+            .map_err(|e| {
+                use crate::plugin::{ToolCallError, ToolFailure};
+                let status = match &e {
+                    ToolCallError::Tool(ToolFailure::Denied(_)) => super::ToolStatus::Denied,
+                    ToolCallError::Tool(ToolFailure::InvalidArguments(_)) => {
+                        super::ToolStatus::InvalidArguments
+                    }
+                    _ => super::ToolStatus::Failed,
+                };
+                super::ToolError::new(status, e.to_string())
+            })
     }
 
     fn standing(&self, _tool: &str) -> super::receipt::Standing {
@@ -86,7 +97,7 @@ impl ToolExecutor for PluginTool {
     }
 }
 
-/// A host-native tool from an async closure.
+/// A host-native tool from an async closure (its `Err` is a plain failure).
 pub struct FnTool<F>(pub F);
 
 #[async_trait]
@@ -99,8 +110,11 @@ where
         &self,
         args: serde_json::Value,
         ctx: &ToolContext,
-    ) -> Result<ToolOutput, String> {
-        (self.0)(args, ctx.clone()).await.map(ToolOutput::from)
+    ) -> Result<ToolOutput, super::ToolError> {
+        (self.0)(args, ctx.clone())
+            .await
+            .map(ToolOutput::from)
+            .map_err(Into::into)
     }
 }
 

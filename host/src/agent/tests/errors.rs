@@ -24,11 +24,11 @@ async fn authentication_errors_close_the_session() {
     let all = drain(&mut events);
     let error = all
         .iter()
-        .find(|e| e.kind == EventKind::Error)
+        .find(|e| e.kind() == EventKind::Error)
         .expect("ERROR event");
-    assert_eq!(error.data["kind"], "Authentication");
+    assert_eq!(error.data_json()["kind"], "Authentication");
     assert_eq!(h.session.state(), SessionState::Closed);
-    assert_eq!(all.last().unwrap().kind, EventKind::SessionEnd);
+    assert_eq!(all.last().unwrap().kind(), EventKind::SessionEnd);
 }
 
 #[tokio::test]
@@ -40,9 +40,9 @@ async fn context_length_errors_warn_at_full_usage_then_close() {
     let k = kinds(&all);
     let warning = all
         .iter()
-        .find(|e| e.kind == EventKind::ContextWarning)
+        .find(|e| e.kind() == EventKind::ContextWarning)
         .expect("CONTEXT_WARNING");
-    assert_eq!(warning.data["usage_percent"], 1.0);
+    assert_eq!(warning.data_json()["usage_percent"], 1.0);
     assert!(
         k.iter().position(|x| *x == EventKind::ContextWarning)
             < k.iter().position(|x| *x == EventKind::Error)
@@ -69,9 +69,9 @@ async fn a_nearly_full_context_warns_above_80_percent() {
     let all = drain(&mut events);
     let warning = all
         .iter()
-        .find(|e| e.kind == EventKind::ContextWarning)
+        .find(|e| e.kind() == EventKind::ContextWarning)
         .expect("CONTEXT_WARNING");
-    let usage = warning.data["usage_percent"].as_f64().unwrap();
+    let usage = warning.data_json()["usage_percent"].as_f64().unwrap();
     assert!(usage > 0.8 && usage < 0.9, "{usage}");
 
     let quiet = harness_with(

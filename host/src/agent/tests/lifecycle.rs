@@ -24,14 +24,14 @@ async fn the_first_event_is_session_start_with_the_id() {
     let mut events = h.session.events();
     h.session.submit("Hello").await.unwrap();
     let all = drain(&mut events);
-    assert_eq!(all[0].kind, EventKind::SessionStart);
+    assert_eq!(all[0].kind(), EventKind::SessionStart);
     assert!(!all[0].session_id.is_empty());
-    assert_eq!(all[0].data["session_id"], all[0].session_id);
+    assert_eq!(all[0].data_json()["session_id"], all[0].session_id);
     assert!(
         all.iter()
             .all(|e| e.session_id == h.session.id() && !e.timestamp.is_empty())
     );
-    assert_eq!(all.last().unwrap().kind, EventKind::ProcessingEnd);
+    assert_eq!(all.last().unwrap().kind(), EventKind::ProcessingEnd);
 }
 
 #[tokio::test]
@@ -45,7 +45,7 @@ async fn abort_closes_and_submit_then_fails() {
         Err(crate::agent::SessionError::Closed)
     ));
     let all = drain(&mut events);
-    assert_eq!(all.last().unwrap().kind, EventKind::SessionEnd);
+    assert_eq!(all.last().unwrap().kind(), EventKind::SessionEnd);
     assert!(
         events.next().await.is_none(),
         "the event stream ends after SESSION_END"
@@ -77,7 +77,7 @@ async fn abort_during_processing_cancels_and_nothing_follows_session_end() {
         .expect("abort returns promptly");
     let _ = running.await;
     let all = drain(&mut events);
-    assert_eq!(all.last().unwrap().kind, EventKind::SessionEnd);
+    assert_eq!(all.last().unwrap().kind(), EventKind::SessionEnd);
     assert!(!kinds(&all).contains(&EventKind::AssistantTextDelta));
 }
 

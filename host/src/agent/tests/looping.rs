@@ -26,10 +26,10 @@ async fn a_tool_call_then_text_emits_tool_events_then_text() {
     assert!(pos(EventKind::ToolCallEnd) < pos(EventKind::AssistantTextDelta));
     assert!(pos(EventKind::AssistantTextDelta) < pos(EventKind::AssistantTextEnd));
     let end = &all[pos(EventKind::ToolCallEnd)];
-    assert_eq!(end.data["output"], "echo: hi");
-    assert_eq!(end.data["is_error"], false);
+    assert_eq!(end.data_json()["output"], "echo: hi");
+    assert_eq!(end.data_json()["is_error"], false);
     let text_end = &all[pos(EventKind::AssistantTextEnd)];
-    assert_eq!(text_end.data["text"], "All done");
+    assert_eq!(text_end.data_json()["text"], "All done");
     assert_eq!(
         h.client.requests().len(),
         2,
@@ -56,12 +56,12 @@ async fn max_tool_rounds_emits_turn_limit() {
     let all = drain(&mut events);
     let limit = all
         .iter()
-        .find(|e| e.kind == EventKind::TurnLimit)
+        .find(|e| e.kind() == EventKind::TurnLimit)
         .expect("TURN_LIMIT");
-    assert_eq!(limit.data["limit"], "max_tool_rounds_per_input");
+    assert_eq!(limit.data_json()["limit"], "max_tool_rounds_per_input");
     assert_eq!(
         all.iter()
-            .filter(|e| e.kind == EventKind::ToolCallEnd)
+            .filter(|e| e.kind() == EventKind::ToolCallEnd)
             .count(),
         2
     );
@@ -82,9 +82,9 @@ async fn max_turns_stops_the_fourth_input() {
     let all = drain(&mut events);
     let limit = all
         .iter()
-        .find(|e| e.kind == EventKind::TurnLimit)
+        .find(|e| e.kind() == EventKind::TurnLimit)
         .expect("TURN_LIMIT on the fourth input");
-    assert_eq!(limit.data["limit"], "max_turns");
+    assert_eq!(limit.data_json()["limit"], "max_turns");
     assert_eq!(h.client.requests().len(), 3, "no fourth model call");
     h.session.submit("e").await.unwrap();
     assert_eq!(
@@ -106,16 +106,16 @@ async fn the_same_call_five_times_is_detected_as_a_loop() {
     let all = drain(&mut events);
     let detection = all
         .iter()
-        .position(|e| e.kind == EventKind::LoopDetection)
+        .position(|e| e.kind() == EventKind::LoopDetection)
         .expect("LOOP_DETECTION");
     let calls_before = all[..detection]
         .iter()
-        .filter(|e| e.kind == EventKind::ToolCallEnd)
+        .filter(|e| e.kind() == EventKind::ToolCallEnd)
         .count();
     assert_eq!(calls_before, 5, "detected right after the fifth repetition");
     assert_eq!(
         all.iter()
-            .filter(|e| e.kind == EventKind::LoopDetection)
+            .filter(|e| e.kind() == EventKind::LoopDetection)
             .count(),
         1
     );

@@ -112,7 +112,7 @@ pub fn drain(events: &mut super::EventStream) -> Vec<Event> {
 }
 
 pub fn kinds(events: &[Event]) -> Vec<EventKind> {
-    events.iter().map(|e| e.kind).collect()
+    events.iter().map(|e| e.kind()).collect()
 }
 
 use futures::FutureExt;

@@ -21,7 +21,7 @@ async fn spawn_creates_a_child_with_its_own_history() {
         text: "parent history".into(),
     });
     let out = call(&h.session, "spawn_agent", json!({"task": "do a thing"})).await;
-    assert!(!out.is_error, "{}", out.content);
+    assert!(!out.is_error(), "{}", out.content);
     let id = serde_json::from_str::<Value>(&out.content).unwrap()["agent_id"]
         .as_str()
         .unwrap()
@@ -100,7 +100,7 @@ async fn the_depth_limit_is_an_error_and_creates_nothing() {
     };
     let out = dispatch(&registry, &request, &ToolContext::default()).await;
     assert!(
-        out.is_error && out.content.contains("depth limit reached"),
+        out.is_error() && out.content.contains("depth limit reached"),
         "{}",
         out.content
     );
@@ -120,7 +120,7 @@ async fn send_input_then_wait_returns_output_success_and_turns() {
         json!({"agent_id": id, "message": "more"}),
     )
     .await;
-    assert!(!sent.is_error, "{}", sent.content);
+    assert!(!sent.is_error(), "{}", sent.content);
     let waited: Value = serde_json::from_str(
         &call(&h.session, "wait", json!({"agent_id": id}))
             .await
@@ -152,7 +152,7 @@ async fn slow_child() -> (Harness, String, Arc<Session>) {
 async fn close_agent_aborts_the_child() {
     let (h, id, child) = slow_child().await;
     let closed = call(&h.session, "close_agent", json!({"agent_id": id})).await;
-    assert!(!closed.is_error, "{}", closed.content);
+    assert!(!closed.is_error(), "{}", closed.content);
     assert_eq!(child.state(), SessionState::Closed);
     assert!(
         call(&h.session, "wait", json!({"agent_id": id}))

@@ -1,0 +1,490 @@
+//! What each kind of session event carries: one payload type per kind, so
+//! every consumer (the terminal, the bridge, a recording) reads fields by
+//! type. [`EventData`] serializes to the payload alone — the `data` of an
+//! event's JSON, unchanged since events were JSON values (pinned by the
+//! tests of this module).
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::compaction::CompactionStats;
+use crate::jobs::JobStatus;
+use crate::llm::Usage;
+use crate::tools::{Receipt, ToolStatus};
+
+/// A payload with no fields (`{}`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Nothing {}
+
+/// SESSION_START.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionStarted {
+    pub session_id: String,
+    /// The provider profile's id.
+    pub profile: String,
+    pub model: String,
+    /// 0 for a top-level session, 1 for its subagents, …
+    pub depth: usize,
+    pub working_dir: PathBuf,
+}
+
+/// A text: USER_INPUT, ASSISTANT_TEXT_END, STEERING_INJECTED.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Text {
+    pub text: String,
+}
+
+/// ASSISTANT_TEXT_DELTA.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TextDelta {
+    pub delta: String,
+}
+
+/// TOOL_CALL_START.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallStarted {
+    pub call_id: String,
+    pub name: String,
+    /// As the model gave them (an object, or the raw text it produced).
+    pub arguments: serde_json::Value,
+}
+
+/// Which output stream a chunk came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// TOOL_CALL_OUTPUT_DELTA: live output of a program the call runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolOutputDelta {
+    pub call_id: String,
+    pub stream: Stream,
+    pub text: String,
+}
+
+/// TOOL_CALL_END.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallEnded {
+    pub call_id: String,
+    pub name: String,
+    /// The whole output (the model may see it truncated).
+    pub output: String,
+    pub is_error: bool,
+    /// Whether the model saw less than `output`.
+    pub truncated: bool,
+    /// How the call ended.
+    pub status: ToolStatus,
+    /// Who ran it under which grants (none for a call that never ran).
+    pub receipt: Option<Box<Receipt>>,
+}
+
+impl ToolCallEnded {
+    /// The end of a call that never ran (`status` says why).
+    pub fn not_run(call_id: &str, name: &str, status: ToolStatus, output: &str) -> Self {
+        ToolCallEnded {
+            call_id: call_id.into(),
+            name: name.into(),
+            output: output.into(),
+            is_error: status.is_error(),
+            truncated: false,
+            status,
+            receipt: None,
+        }
+    }
+}
+
+/// Which limit ended the processing of an input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnLimitKind {
+    MaxToolRoundsPerInput,
+    MaxTurns,
+}
+
+impl TurnLimitKind {
+    /// The setting's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnLimitKind::MaxToolRoundsPerInput => "max_tool_rounds_per_input",
+            TurnLimitKind::MaxTurns => "max_turns",
+        }
+    }
+}
+
+/// TURN_LIMIT.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnLimitReached {
+    pub limit: TurnLimitKind,
+    pub value: u32,
+}
+
+/// LOOP_DETECTION.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoopDetected {
+    pub pattern_length: usize,
+    pub calls: usize,
+    pub pattern: Vec<String>,
+}
+
+/// CONTEXT_WARNING.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContextUsage {
+    /// Of the context window, 0.0–1.0 (1.0 when the provider refused the
+    /// request as too long).
+    pub usage_percent: f64,
+    pub estimated_tokens: u64,
+    pub context_window: u64,
+}
+
+/// WARNING.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Warning {
+    pub message: String,
+}
+
+/// ERROR: a model call failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorReport {
+    /// The error kind's name (`Authentication`, `RateLimit`, …).
+    pub kind: String,
+    pub provider: String,
+    pub status: Option<u16>,
+    pub message: String,
+    /// The whole error, as one line.
+    pub error: String,
+    /// Whether the session closed because of it.
+    pub closes_session: bool,
+}
+
+/// PROCESSING_END.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcessingEnded {
+    pub interrupted: bool,
+    /// Tokens used while processing this input.
+    pub usage: Usage,
+}
+
+/// Why a session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndReason {
+    Aborted,
+    Error,
+}
+
+/// SESSION_END.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionEnded {
+    pub reason: EndReason,
+}
+
+/// JOB_STARTED.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobStarted {
+    pub job_id: String,
+    pub tool: String,
+    pub call_id: String,
+}
+
+/// JOB_FINISHED.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobFinished {
+    pub job_id: String,
+    pub status: JobStatus,
+}
+
+/// Declares the kinds, their payloads, and the mapping between them, from
+/// one table.
+macro_rules! event_kinds {
+    ($($(#[$doc:meta])* $kind:ident($payload:ty)),+ $(,)?) => {
+        /// The kinds of events.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+        pub enum EventKind {
+            $($(#[$doc])* $kind,)+
+        }
+
+        /// An event's payload, by kind.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum EventData {
+            $($(#[$doc])* $kind($payload),)+
+        }
+
+        impl EventData {
+            /// The kind of this payload.
+            pub fn kind(&self) -> EventKind {
+                match self {
+                    $(EventData::$kind(_) => EventKind::$kind,)+
+                }
+            }
+        }
+
+        impl Serialize for EventData {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                match self {
+                    $(EventData::$kind(data) => data.serialize(s),)+
+                }
+            }
+        }
+
+        impl EventData {
+            /// The payload of `kind` from its JSON (`data`).
+            pub fn from_json(
+                kind: EventKind,
+                data: serde_json::Value,
+            ) -> Result<EventData, serde_json::Error> {
+                Ok(match kind {
+                    $(EventKind::$kind => EventData::$kind(serde_json::from_value(data)?),)+
+                })
+            }
+        }
+    };
+}
+
+event_kinds! {
+    SessionStart(SessionStarted),
+    UserInput(Text),
+    AssistantTextStart(Nothing),
+    AssistantTextDelta(TextDelta),
+    AssistantTextEnd(Text),
+    ToolCallStart(ToolCallStarted),
+    ToolCallOutputDelta(ToolOutputDelta),
+    ToolCallEnd(ToolCallEnded),
+    SteeringInjected(Text),
+    TurnLimit(TurnLimitReached),
+    LoopDetection(LoopDetected),
+    ContextWarning(ContextUsage),
+    Warning(Warning),
+    Error(ErrorReport),
+    ProcessingEnd(ProcessingEnded),
+    SessionEnd(SessionEnded),
+    /// A tool call became a background job.
+    JobStarted(JobStarted),
+    /// A background job reached a terminal status.
+    JobFinished(JobFinished),
+    /// Compaction of the history started.
+    CompactionStart(Nothing),
+    /// Compaction ended (its stats; all zero when nothing changed).
+    CompactionEnd(CompactionStats),
+}
+
+impl EventData {
+    /// A text payload.
+    pub fn text(text: impl Into<String>) -> Text {
+        Text { text: text.into() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::agent::Event;
+
+    fn event(data: EventData) -> serde_json::Value {
+        serde_json::to_value(Event {
+            timestamp: "2026-11-23T10:00:00Z".into(),
+            session_id: "s1".into(),
+            data,
+        })
+        .unwrap()
+    }
+
+    /// Every kind's JSON, exactly as consumers (the bridge, `--json`,
+    /// recordings) have read it. A change here is a change of the event
+    /// format: version it instead.
+    #[test]
+    fn the_json_of_every_kind_is_pinned() {
+        let receipt: Receipt = serde_json::from_value(json!({
+            "call_id": "c1", "tool": "shell",
+            "principal": {"kind": "host", "name": "shell"},
+            "mode": "host", "grants": [], "denials": [], "programs": [],
+            "approvals": [], "outcome": "ok", "status": "ok"
+        }))
+        .unwrap();
+        let cases: Vec<(EventData, serde_json::Value)> = vec![
+            (
+                EventData::SessionStart(SessionStarted {
+                    session_id: "s1".into(),
+                    profile: "anthropic".into(),
+                    model: "m".into(),
+                    depth: 0,
+                    working_dir: "/w".into(),
+                }),
+                json!({"session_id": "s1", "profile": "anthropic", "model": "m", "depth": 0, "working_dir": "/w"}),
+            ),
+            (
+                EventData::UserInput(EventData::text("hi")),
+                json!({"text": "hi"}),
+            ),
+            (EventData::AssistantTextStart(Nothing {}), json!({})),
+            (
+                EventData::AssistantTextDelta(TextDelta { delta: "d".into() }),
+                json!({"delta": "d"}),
+            ),
+            (
+                EventData::AssistantTextEnd(EventData::text("t")),
+                json!({"text": "t"}),
+            ),
+            (
+                EventData::ToolCallStart(ToolCallStarted {
+                    call_id: "c1".into(),
+                    name: "shell".into(),
+                    arguments: json!({"command": "ls"}),
+                }),
+                json!({"call_id": "c1", "name": "shell", "arguments": {"command": "ls"}}),
+            ),
+            (
+                EventData::ToolCallOutputDelta(ToolOutputDelta {
+                    call_id: "c1".into(),
+                    stream: Stream::Stderr,
+                    text: "x".into(),
+                }),
+                json!({"call_id": "c1", "stream": "stderr", "text": "x"}),
+            ),
+            (
+                EventData::ToolCallEnd(ToolCallEnded {
+                    call_id: "c1".into(),
+                    name: "shell".into(),
+                    output: "out".into(),
+                    is_error: false,
+                    truncated: false,
+                    status: ToolStatus::Ok,
+                    receipt: Some(Box::new(receipt.clone())),
+                }),
+                json!({"call_id": "c1", "name": "shell", "output": "out", "is_error": false,
+                       "truncated": false, "status": "ok", "receipt": serde_json::to_value(&receipt).unwrap()}),
+            ),
+            (
+                EventData::ToolCallEnd(ToolCallEnded::not_run(
+                    "c2",
+                    "shell",
+                    ToolStatus::Interrupted,
+                    "[interrupted]",
+                )),
+                json!({"call_id": "c2", "name": "shell", "output": "[interrupted]", "is_error": true,
+                       "truncated": false, "status": "interrupted", "receipt": null}),
+            ),
+            (
+                EventData::SteeringInjected(EventData::text("s")),
+                json!({"text": "s"}),
+            ),
+            (
+                EventData::TurnLimit(TurnLimitReached {
+                    limit: TurnLimitKind::MaxToolRoundsPerInput,
+                    value: 3,
+                }),
+                json!({"limit": "max_tool_rounds_per_input", "value": 3}),
+            ),
+            (
+                EventData::LoopDetection(LoopDetected {
+                    pattern_length: 1,
+                    calls: 3,
+                    pattern: vec!["a".into()],
+                }),
+                json!({"pattern_length": 1, "calls": 3, "pattern": ["a"]}),
+            ),
+            (
+                EventData::ContextWarning(ContextUsage {
+                    usage_percent: 0.5,
+                    estimated_tokens: 10,
+                    context_window: 20,
+                }),
+                json!({"usage_percent": 0.5, "estimated_tokens": 10, "context_window": 20}),
+            ),
+            (
+                EventData::Warning(Warning {
+                    message: "w".into(),
+                }),
+                json!({"message": "w"}),
+            ),
+            (
+                EventData::Error(ErrorReport {
+                    kind: "Authentication".into(),
+                    provider: "anthropic".into(),
+                    status: Some(401),
+                    message: "no".into(),
+                    error: "anthropic: no".into(),
+                    closes_session: true,
+                }),
+                json!({"kind": "Authentication", "provider": "anthropic", "status": 401,
+                       "message": "no", "error": "anthropic: no", "closes_session": true}),
+            ),
+            (
+                EventData::ProcessingEnd(ProcessingEnded {
+                    interrupted: false,
+                    usage: Usage::default(),
+                }),
+                json!({"interrupted": false, "usage": serde_json::to_value(Usage::default()).unwrap()}),
+            ),
+            (
+                EventData::SessionEnd(SessionEnded {
+                    reason: EndReason::Aborted,
+                }),
+                json!({"reason": "aborted"}),
+            ),
+            (
+                EventData::JobStarted(JobStarted {
+                    job_id: "j1".into(),
+                    tool: "shell".into(),
+                    call_id: "c1".into(),
+                }),
+                json!({"job_id": "j1", "tool": "shell", "call_id": "c1"}),
+            ),
+            (
+                EventData::JobFinished(JobFinished {
+                    job_id: "j1".into(),
+                    status: JobStatus::TimedOut,
+                }),
+                json!({"job_id": "j1", "status": "timed_out"}),
+            ),
+            (EventData::CompactionStart(Nothing {}), json!({})),
+            (
+                EventData::CompactionEnd(CompactionStats {
+                    messages_compressed: 4,
+                    batches_created: 1,
+                    tokens_estimate_before: 100,
+                    tokens_estimate_after: 40,
+                }),
+                json!({"messagesCompressed": 4, "batchesCreated": 1,
+                       "tokensEstimateBefore": 100, "tokensEstimateAfter": 40}),
+            ),
+        ];
+        let mut seen = std::collections::HashSet::new();
+        for (data, want) in cases {
+            let kind = data.kind();
+            seen.insert(kind);
+            let got = event(data.clone());
+            let name = serde_json::to_value(kind).unwrap();
+            assert_eq!(
+                got,
+                json!({"kind": name, "timestamp": "2026-11-23T10:00:00Z", "session_id": "s1", "data": want}),
+                "{kind:?}"
+            );
+            // And back: a stored event reads as the same payload.
+            assert_eq!(EventData::from_json(kind, want).unwrap(), data, "{kind:?}");
+        }
+        assert_eq!(seen.len(), 20, "every kind is pinned");
+    }
+
+    #[test]
+    fn the_key_order_is_kind_timestamp_session_data() {
+        let text = serde_json::to_string(&Event {
+            timestamp: "t".into(),
+            session_id: "s".into(),
+            data: EventData::Warning(Warning {
+                message: "m".into(),
+            }),
+        })
+        .unwrap();
+        assert_eq!(
+            text,
+            r#"{"kind":"WARNING","timestamp":"t","session_id":"s","data":{"message":"m"}}"#
+        );
+    }
+}
