@@ -609,10 +609,9 @@ async fn e9_inspect_outside_thread() {
 
 #[tokio::test]
 async fn e10_payload_exactly_over_limit_formatting() {
-    let policy = TruncationPolicy::from_overrides(
+    let policy = TruncationPolicy::with_overrides(
         &toml::from_str("shell = { chars = 100, mode = \"head_tail\", lines = 5 }").unwrap(),
-    )
-    .unwrap();
+    );
     let jobs = JobRegistry::new(policy);
     let at = start(&jobs, THREAD, "at");
     jobs.finish(&at, JobOutcome::Succeeded("x".repeat(100)));
@@ -935,10 +934,9 @@ async fn b5_payload_size_boundaries() {
         mode: sandcrab::tools::TruncateMode::Tail,
         lines: Some(10),
     };
-    let policy = TruncationPolicy::from_overrides(
+    let policy = TruncationPolicy::with_overrides(
         &toml::from_str("grep = { chars = 1000, mode = \"tail\", lines = 10 }").unwrap(),
-    )
-    .unwrap();
+    );
     assert_eq!(policy.limits("grep"), limits);
     let jobs = JobRegistry::new(policy);
     let cases = [

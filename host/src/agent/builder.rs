@@ -11,7 +11,7 @@ use crate::config::Config;
 use crate::jobs::{BackgroundSettings, JobRegistry};
 use crate::llm::{LlmClient, ProviderConfig, ProviderKind, client_for};
 use crate::plugin::PluginHost;
-use crate::tools::{ToolCatalog, ToolRegistry, TruncationPolicy};
+use crate::tools::{ToolCatalog, ToolRegistry};
 
 /// Choices that override the configuration file.
 #[derive(Debug, Clone, Default)]
@@ -133,11 +133,8 @@ impl AgentKit {
         session_config.max_tokens = per_provider
             .max_tokens
             .or(Some(profile.info.max_output_tokens).filter(|n| *n > 0));
-        session_config
-            .apply(&config.agent)
-            .map_err(BuildError::Config)?;
-        session_config.truncation =
-            TruncationPolicy::from_overrides(&config.truncation).map_err(BuildError::Config)?;
+        session_config.apply(&config.agent);
+        session_config.truncation = config.truncation_policy();
         if let Some(n) = options.max_turns {
             session_config.max_turns = n;
         }
@@ -157,9 +154,7 @@ impl AgentKit {
             super::tool_set::plugin_tools_knowing(host, &profile, &session_config.tools, &known);
         tool_set.warnings.extend(mcp_warnings);
         tool_set.registry.overlay(&mcp_tools);
-        let summarization =
-            crate::compaction::SummarizationConfig::from_table(&config.summarization)
-                .map_err(|e| BuildError::Config(e.to_string()))?;
+        let summarization = config.summarization.clone();
         let persona = format!(
             "a coding agent (profile {}) working in {}",
             profile.info.id,
@@ -175,7 +170,7 @@ impl AgentKit {
         )?);
         let jobs = SessionJobs {
             registry: JobRegistry::new(session_config.truncation.clone()),
-            settings: job_settings(&config.jobs).map_err(BuildError::Config)?,
+            settings: job_settings(&config.jobs),
         };
         Ok(AgentKit {
             jobs,
@@ -321,17 +316,7 @@ pub fn resolve_provider(
 
 /// `[jobs]`: `background_after_ms` (default 10,000), `max_duration_ms`
 /// (default one hour).
-fn job_settings(table: &toml::Table) -> Result<BackgroundSettings, String> {
-    #[derive(serde::Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Jobs {
-        background_after_ms: Option<u64>,
-        max_duration_ms: Option<u64>,
-    }
-    let jobs: Jobs = table
-        .clone()
-        .try_into()
-        .map_err(|e| format!("[jobs]: {e}"))?;
+fn job_settings(jobs: &crate::config::JobsToml) -> BackgroundSettings {
     let mut settings = BackgroundSettings::default();
     if let Some(ms) = jobs.background_after_ms {
         settings.after = std::time::Duration::from_millis(ms);
@@ -339,7 +324,7 @@ fn job_settings(table: &toml::Table) -> Result<BackgroundSettings, String> {
     if let Some(ms) = jobs.max_duration_ms {
         settings.max_duration = std::time::Duration::from_millis(ms);
     }
-    Ok(settings)
+    settings
 }
 
 /// The provider whose key is set (Anthropic, OpenAI, Gemini in that order),

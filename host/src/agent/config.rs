@@ -1,8 +1,7 @@
 //! Session settings (the config file's `[agent]` table and CLI flags).
 
-use serde::Deserialize;
-
-use super::tool_selection::ToolSelection;
+use crate::config::AgentToml;
+use crate::tools::ToolSelection;
 use crate::tools::TruncationPolicy;
 
 /// How a session behaves.
@@ -63,12 +62,8 @@ impl SessionConfig {
         }
     }
 
-    /// Apply the config file's `[agent]` table.
-    pub fn apply(&mut self, table: &toml::Table) -> Result<(), String> {
-        let overrides: AgentTable = table
-            .clone()
-            .try_into()
-            .map_err(|e| format!("[agent]: {e}"))?;
+    /// Apply the configuration's `[agent]` section.
+    pub fn apply(&mut self, overrides: &AgentToml) {
         if let Some(v) = overrides.max_turns {
             self.max_turns = v;
         }
@@ -87,11 +82,11 @@ impl SessionConfig {
         if let Some(v) = overrides.subagent_max_turns {
             self.subagent_max_turns = v;
         }
-        if let Some(v) = overrides.subagent_models {
-            self.subagent_models = v;
+        if let Some(v) = &overrides.subagent_models {
+            self.subagent_models = v.clone();
         }
-        if let Some(v) = overrides.instructions {
-            self.user_instructions = Some(v);
+        if let Some(v) = &overrides.instructions {
+            self.user_instructions = Some(v.clone());
         }
         if let Some(v) = overrides.max_tokens {
             self.max_tokens = Some(v);
@@ -99,30 +94,11 @@ impl SessionConfig {
         if let Some(v) = overrides.temperature {
             self.temperature = Some(v);
         }
-        if let Some(v) = overrides.reasoning_effort {
-            self.reasoning_effort = Some(v);
+        if let Some(v) = &overrides.reasoning_effort {
+            self.reasoning_effort = Some(v.clone());
         }
-        if let Some(v) = overrides.tools {
-            self.tools = v;
+        if let Some(v) = &overrides.tools {
+            self.tools = v.clone();
         }
-        Ok(())
     }
-}
-
-/// The `[agent]` table.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AgentTable {
-    max_turns: Option<u32>,
-    max_tool_rounds: Option<u32>,
-    loop_detection_window: Option<usize>,
-    max_subagent_depth: Option<usize>,
-    max_subagents: Option<usize>,
-    subagent_max_turns: Option<u32>,
-    subagent_models: Option<Vec<String>>,
-    instructions: Option<String>,
-    max_tokens: Option<u32>,
-    temperature: Option<f32>,
-    reasoning_effort: Option<String>,
-    tools: Option<ToolSelection>,
 }

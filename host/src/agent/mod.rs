@@ -19,7 +19,6 @@ pub(crate) mod session_memory;
 mod subagents;
 mod summarizer_setup;
 mod tool_round;
-pub mod tool_selection;
 pub mod tool_set;
 mod turns;
 mod write_order;

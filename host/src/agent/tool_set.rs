@@ -14,7 +14,7 @@ use super::profile::Profile;
 use crate::plugin::{Origin, PluginHost};
 use crate::tools::ToolRegistry;
 
-pub use super::tool_selection::ToolSelection;
+pub use crate::tools::ToolSelection;
 
 /// Tools sandcrab itself provides (they win over a plugin tool of the same
 /// name, which is then not offered).

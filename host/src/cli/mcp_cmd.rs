@@ -14,11 +14,11 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
 use super::setup::HostArgs;
-use crate::agent::{LivePlugins, PluginReport, SessionConfig, tool_set};
+use crate::agent::{LivePlugins, PluginReport, tool_set};
 use crate::mcp::{McpServers, ToolServer};
 use crate::plugin::watch::PluginWatcher;
 use crate::server::{guard, token};
-use crate::tools::{ToolCatalog, TruncationPolicy};
+use crate::tools::ToolCatalog;
 
 #[derive(Debug, Subcommand)]
 pub enum McpCommand {
@@ -139,18 +139,13 @@ async fn list(host: HostArgs, no_connect: bool) -> anyhow::Result<ExitCode> {
 async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let setup = args.host.setup().await?;
     setup.print_warnings();
-    let mut session = SessionConfig::new("");
-    session
-        .apply(&setup.config.agent)
-        .map_err(|e| anyhow::anyhow!("[agent] in the configuration: {e}"))?;
-    let selection = session.tools;
+    let selection = setup.config.agent.tool_selection();
     let set = tool_set::served_tools(&setup.host, &selection);
     for warning in &set.warnings {
         errln!("warning: {}", super::terminal::sanitize(warning));
     }
     let catalog = ToolCatalog::new(set.registry);
-    let truncation =
-        TruncationPolicy::from_overrides(&setup.config.truncation).map_err(anyhow::Error::msg)?;
+    let truncation = setup.config.truncation_policy();
     let server = ToolServer::new(catalog.clone(), truncation);
     let live = LivePlugins::serving(setup.host, catalog, selection);
     let report = |r: PluginReport| errln!("plugins: {}", super::terminal::sanitize(&r.to_string()));

@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::Subcommand;
 
 use super::setup::HostArgs;
-use crate::tools::{ToolCallRequest, ToolContext, TruncationPolicy, dispatch};
+use crate::tools::{ToolCallRequest, ToolContext, dispatch};
 
 #[derive(Debug, Subcommand)]
 pub enum ToolCommand {
@@ -66,8 +66,9 @@ pub async fn run(cmd: ToolCommand) -> anyhow::Result<ExitCode> {
     let outcome = dispatch(&registry, &call, &ctx).await;
     let failed = outcome.is_error();
     let text = if truncated {
-        TruncationPolicy::from_overrides(&setup.config.truncation)
-            .map_err(anyhow::Error::msg)?
+        setup
+            .config
+            .truncation_policy()
             .apply(&name, &outcome.content)
     } else {
         outcome.content

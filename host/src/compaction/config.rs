@@ -82,16 +82,22 @@ impl SummarizationConfig {
         let config: SummarizationConfig = toml::Value::Table(table.clone())
             .try_into()
             .map_err(|e: toml::de::Error| ConfigError(e.message().to_string()))?;
-        if config.chunk_size == 0 {
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Values the types admit but compaction cannot use.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.chunk_size == 0 {
             return Err(ConfigError("chunk_size must be at least 1".into()));
         }
-        if !(config.context_budget > 0.0 && config.context_budget <= 1.0) {
+        if !(self.context_budget > 0.0 && self.context_budget <= 1.0) {
             return Err(ConfigError(format!(
                 "context_budget must be above 0 and at most 1 (it is {})",
-                config.context_budget
+                self.context_budget
             )));
         }
-        Ok(config)
+        Ok(())
     }
 }
 

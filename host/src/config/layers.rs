@@ -92,6 +92,13 @@ pub fn into_config(table: toml::Table, path: &Path) -> Result<Config, ConfigErro
             path: path.to_path_buf(),
             message: e.to_string().trim_end().replace('\n', " "),
         })?;
+    config
+        .summarization
+        .validate()
+        .map_err(|e| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
     let base = path.parent().unwrap_or(Path::new("."));
     config.plugin_dirs = config
         .plugin_dirs
@@ -107,18 +114,16 @@ pub fn load(workspace: &Path, explicit: Option<&Path>) -> Result<LoadedConfig, C
         Some(path) => Some(path.to_path_buf()),
         None => Config::user_file().filter(|p| p.exists()),
     };
-    let mut table = match &trusted_path {
+    // Each file is deserialized once, to validate it (naming it in
+    // errors) before it is merged; the merged table once more at the end.
+    let (mut table, trust_records) = match &trusted_path {
         Some(path) => {
             let table = parse_table(&trusted_file(path)?, path)?;
-            // Validate (and name this file in errors) before merging.
-            into_config(table.clone(), path)?;
-            absolutize_plugin_dirs(table, path)
+            let trusted = into_config(table.clone(), path)?;
+            (absolutize_plugin_dirs(table, path), trusted.trust)
         }
-        None => toml::Table::new(),
+        None => (toml::Table::new(), BTreeMap::new()),
     };
-    let trust_records = into_config(table.clone(), Path::new("-"))
-        .map(|c| c.trust)
-        .unwrap_or_default();
 
     let mut grant_files = BTreeMap::new();
     if let Some(path) = &trusted_path {
@@ -317,6 +322,53 @@ fn merge_at(base: &mut toml::Table, over: toml::Table, prefix: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `key` (dotted) set to a value of the wrong type: the error says
+    /// whether the typed configuration knows the key.
+    fn knows(key: &str) -> bool {
+        let (section, last) = key.rsplit_once('.').unwrap_or(("", key));
+        let text = if section.is_empty() {
+            format!("{last} = {{ probe = 1 }}\n")
+        } else {
+            format!("[{section}]\n{last} = {{ probe = 1 }}\n")
+        };
+        let err = Config::parse(&text, Path::new("/p/sandcrab.toml"))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        !err.contains(&format!("unknown field `{last}`"))
+    }
+
+    #[test]
+    fn every_project_key_is_a_field_of_the_typed_configuration() {
+        for pattern in PROJECT_KEYS {
+            let key = pattern.replace('*', "some_id");
+            assert!(
+                knows(&key),
+                "PROJECT_KEYS names {pattern}, which no typed field has"
+            );
+        }
+        // The probe can tell: a key nothing has is unknown.
+        assert!(!knows("agent.max_turnz") && !knows("summarization.chunk"));
+    }
+
+    #[test]
+    fn a_mistyped_section_key_fails_at_load_naming_the_file() {
+        for (text, key) in [
+            ("[agent]\nmax_turnz = 3\n", "max_turnz"),
+            ("[jobs]\nbackground_after = 3\n", "background_after"),
+            ("[truncation]\nshell = { chars = 10 }\n", "mode"),
+            ("[summarization]\nchunk_size = 0\n", "chunk_size"),
+        ] {
+            let err = Config::parse(text, Path::new("/p/sandcrab.toml"))
+                .expect_err(text)
+                .to_string();
+            assert!(
+                err.starts_with("/p/sandcrab.toml:") && err.contains(key),
+                "{err}"
+            );
+        }
+    }
 
     fn filtered(text: &str) -> (toml::Table, Vec<String>) {
         let mut t: toml::Table = toml::from_str(text).unwrap();

@@ -20,6 +20,7 @@ pub mod edit;
 mod layers;
 mod project;
 mod read;
+mod sections;
 pub mod trust;
 
 use std::collections::BTreeMap;
@@ -29,7 +30,8 @@ use serde::Deserialize;
 
 use crate::plugin::policy::Policy;
 
-pub use layers::{LoadedConfig, PROJECT_FILE, ProjectLayer};
+pub use layers::{LoadedConfig, PROJECT_FILE, PROJECT_KEYS, ProjectLayer};
+pub use sections::{AgentToml, JobsToml};
 pub use trust::TrustRecord;
 
 /// The whole configuration. Every section is optional.
@@ -55,13 +57,14 @@ pub struct Config {
     pub policy: Policy,
     /// Agent loop limits and options.
     #[serde(default)]
-    pub agent: toml::Table,
-    /// Tool output truncation overrides.
+    pub agent: AgentToml,
+    /// Tool output truncation overrides, by tool name (`default`: every
+    /// other tool).
     #[serde(default)]
-    pub truncation: toml::Table,
+    pub truncation: BTreeMap<String, crate::tools::TruncationLimits>,
     /// Background job settings.
     #[serde(default)]
-    pub jobs: toml::Table,
+    pub jobs: JobsToml,
     /// HTTP settings for model calls.
     #[serde(default)]
     pub llm: LlmSettings,
@@ -70,7 +73,7 @@ pub struct Config {
     pub providers: BTreeMap<String, ProviderSettings>,
     /// Context compaction settings.
     #[serde(default)]
-    pub summarization: toml::Table,
+    pub summarization: crate::compaction::SummarizationConfig,
     /// Where sessions are kept.
     #[serde(default)]
     pub store: StoreSettings,
@@ -187,6 +190,12 @@ impl Config {
     pub fn read(path: &Path) -> Result<Config, ConfigError> {
         let text = read::trusted_file(path)?;
         Config::parse(&text, path)
+    }
+
+    /// The truncation of tool output: the defaults with `[truncation]`
+    /// laid over them.
+    pub fn truncation_policy(&self) -> crate::tools::TruncationPolicy {
+        crate::tools::TruncationPolicy::with_overrides(&self.truncation)
     }
 
     /// The user's configuration file, `$XDG_CONFIG_HOME/sandcrab/config.toml`

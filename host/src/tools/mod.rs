@@ -6,6 +6,7 @@ mod catalog;
 mod dispatch;
 pub mod receipt;
 mod registry;
+mod selection;
 mod status;
 mod truncate;
 
@@ -13,5 +14,6 @@ pub use catalog::{PendingLoad, ToolCatalog};
 pub use dispatch::{ToolCallRequest, ToolOutcome, dispatch};
 pub use receipt::{Receipt, Standing};
 pub use registry::{FnTool, PluginTool, RegisteredTool, ToolContext, ToolExecutor, ToolRegistry};
+pub use selection::ToolSelection;
 pub use status::{ToolError, ToolStatus};
 pub use truncate::{TruncateMode, TruncationLimits, TruncationPolicy, truncate};

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 
-use crate::agent::{AgentOptions, Offer, Profile, SessionConfig, ToolSelection};
+use crate::agent::{AgentOptions, Offer, Profile, ToolSelection};
 use crate::cli::setup::{HostArgs, Setup};
 use crate::plugin::policy::Grants;
 use crate::plugin::{Access, LoadedPlugin, PluginHost};
@@ -21,11 +21,7 @@ struct Offers {
 
 impl Offers {
     async fn resolve(setup: &Setup) -> Offers {
-        let mut config = SessionConfig::new("");
-        let selection = match config.apply(&setup.config.agent) {
-            Ok(()) => config.tools,
-            Err(_) => ToolSelection::default(),
-        };
+        let selection = setup.config.agent.tool_selection();
         let env = |k: &str| std::env::var(k).ok();
         let resolved =
             crate::agent::resolve_provider(&setup.config, &AgentOptions::default(), &env);

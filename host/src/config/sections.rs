@@ -1,0 +1,46 @@
+//! The typed shapes of the sections other parts of sandcrab resolve:
+//! `[agent]` and `[jobs]` (the others are typed where they are used:
+//! `[truncation]` by the tools, `[summarization]` by compaction). Each
+//! file is deserialized into them once, when it is read, so a mistyped key
+//! fails at start naming the file.
+
+use serde::Deserialize;
+
+use crate::tools::ToolSelection;
+
+/// `[agent]`: limits and options of the agent loop (every key optional;
+/// absent keys keep the session defaults).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AgentToml {
+    pub max_turns: Option<u32>,
+    pub max_tool_rounds: Option<u32>,
+    pub loop_detection_window: Option<usize>,
+    pub max_subagent_depth: Option<usize>,
+    pub max_subagents: Option<usize>,
+    pub subagent_max_turns: Option<u32>,
+    pub subagent_models: Option<Vec<String>>,
+    /// The user's instructions, the last prompt layer.
+    pub instructions: Option<String>,
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f32>,
+    pub reasoning_effort: Option<String>,
+    /// Which tools the model is offered (`[agent.tools]`).
+    pub tools: Option<ToolSelection>,
+}
+
+impl AgentToml {
+    /// The tool selection (none set: every tool the profile offers).
+    pub fn tool_selection(&self) -> ToolSelection {
+        self.tools.clone().unwrap_or_default()
+    }
+}
+
+/// `[jobs]`: when a call moves to the background and how long a job may
+/// run.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct JobsToml {
+    pub background_after_ms: Option<u64>,
+    pub max_duration_ms: Option<u64>,
+}
