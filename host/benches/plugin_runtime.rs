@@ -59,6 +59,7 @@ fn noop_call(c: &mut Criterion) {
             working_dir: None,
             detach: None,
             programs: None,
+            background: false,
         };
         let name = if pooling { "pooling" } else { "on_demand" };
         group.bench_function(name, |b| {

@@ -92,6 +92,7 @@ fn call(c: &mut Criterion) {
             working_dir: None,
             detach: None,
             programs: None,
+            background: false,
         };
         let out = rt
             .block_on(plugin.call_tool(tool, args, &ctx, None))

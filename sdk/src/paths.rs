@@ -77,3 +77,8 @@ fn outside(path: &str, root: &str) -> ToolError {
         "path '{path}' is outside the workspace ({root}); only files inside the workspace are reachable"
     ))
 }
+
+/// The paths the host protects unless the operator changed the list:
+/// files that make other programs run code later. Used where a call's
+/// context does not carry the list (a shard of a sharded call).
+pub const DEFAULT_PROTECTED: &[&str] = &[".git/config", ".git/hooks", ".sandcrab", "sandcrab.toml"];

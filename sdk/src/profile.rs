@@ -3,8 +3,9 @@
 
 use crate::bindings::profile::exports::sandcrab::plugin::profile as wit;
 
-/// Static facts about a provider profile (id, wire adapter, default model,
-/// context window, parallel tool calls, tool names, project doc files).
+/// Static facts about a provider profile (id, default model, context
+/// window, parallel tool calls, tool names, project doc files, output
+/// limit).
 pub type ProfileInfo = wit::ProfileInfo;
 
 /// A provider profile. Implement it on a unit struct and export it with

@@ -86,7 +86,11 @@ pub fn dispatch_merge<T: ShardedTool>(
     })
 }
 
-/// The call context of `sandcrab:shards` as the tool interface's.
+/// The call context of `sandcrab:shards` as the tool interface's. A
+/// shard's context does not carry the sandbox facts: they are filled in
+/// on the safe side (the strictest mode, the default protected paths, no
+/// time budget known), so a sharded tool never writes more than a whole
+/// call could.
 pub fn shards_context(c: wit::CallContext) -> CallContext {
     CallContext {
         workspace_root: c.workspace_root,
@@ -94,6 +98,13 @@ pub fn shards_context(c: wit::CallContext) -> CallContext {
         working_dir: c.working_dir,
         session_id: c.session_id,
         call_id: c.call_id,
+        sandbox: crate::SandboxMode::Locked,
+        protected_paths: crate::paths::DEFAULT_PROTECTED
+            .iter()
+            .map(|p| p.to_string())
+            .collect(),
+        time_budget_ms: 0,
+        background: false,
     }
 }
 

@@ -5,8 +5,10 @@ use serde::de::DeserializeOwned;
 use crate::Schema;
 use crate::bindings::tool::exports::sandcrab::plugin::tool as wit;
 
-/// What the host tells a tool about the call (workspace root and working
-/// directory as the plugin sees them, session id, call id).
+/// What the host tells a tool about the call: workspace root and working
+/// directory as the plugin sees them, session and call ids, the sandbox
+/// mode, the protected paths, the time budget and whether the call runs in
+/// the background.
 pub type CallContext = wit::CallContext;
 /// A tool's name, description, parameter schema and traits.
 pub type ToolSpec = wit::ToolSpec;
@@ -15,6 +17,8 @@ pub type ToolError = wit::ToolError;
 /// What a tool call may write (the host orders calls writing the same
 /// paths).
 pub type Writes = crate::bindings::tool::sandcrab::plugin::types::Writes;
+/// How the programs a call starts are confined.
+pub type SandboxMode = crate::bindings::tool::sandcrab::plugin::types::SandboxMode;
 /// A tool's answer: its text, and whether it stopped for lack of time.
 pub type ToolOutput = wit::ToolOutput;
 /// What a tool returns: the text the model sees, or an error.

@@ -533,7 +533,6 @@ fn test_profile(tools: &[&str]) -> Arc<Profile> {
     Arc::new(Profile {
         info: ProfileInfo {
             id: "openai-compatible".into(),
-            adapter: "openai-compatible".into(),
             default_model: "m".into(),
             context_window: 100_000,
             parallel_tool_calls: false,
@@ -737,6 +736,7 @@ async fn item_10_plugins_built_against_abi_0_1_0_still_load_and_work() {
         working_dir: Some(scene.workspace().join("sub")),
         detach: None,
         programs: None,
+        background: false,
     };
     let out = plugin.call_tool("where", "{}", &ctx, None).await.unwrap();
     assert!(

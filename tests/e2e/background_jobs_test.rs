@@ -78,6 +78,7 @@ fn ctx(thread: &str, call: &str) -> ToolContext {
         working_dir: None,
         detach: None,
         programs: None,
+        background: false,
     }
 }
 
@@ -225,7 +226,6 @@ fn job_session(
         profile: Arc::new(Profile {
             info: ProfileInfo {
                 id: "anthropic".into(),
-                adapter: "anthropic".into(),
                 default_model: "m".into(),
                 context_window: 200_000,
                 parallel_tool_calls: true,

@@ -26,6 +26,7 @@ mod manifest_policy_test;
 mod mcp_client_test;
 mod mcp_server_test;
 mod mock_llm;
+mod plugin_abi_test;
 mod plugin_bounds_test;
 mod plugin_limits_test;
 mod plugin_reload_test;

@@ -99,7 +99,7 @@ async fn each_bad_plugin_is_reported_with_its_file_and_reason() {
         (
             &wrong_world,
             "hello_tool.wasm",
-            "must export sandcrab:plugin/profile@0.2.0 (or an earlier supported version), but it exports sandcrab:plugin/tool@0.2.0",
+            "must export sandcrab:plugin/profile@0.3.0 (or an earlier supported version), but it exports sandcrab:plugin/tool@0.3.0",
         ),
     ];
     let sources = cases

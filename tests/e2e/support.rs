@@ -141,6 +141,7 @@ pub async fn call(plugin: &LoadedPlugin, tool: &str, args: Value) -> Result<Stri
         working_dir: None,
         detach: None,
         programs: None,
+        background: false,
     };
     plugin
         .call_tool(tool, &args.to_string(), &ctx, None)
@@ -196,6 +197,7 @@ pub async fn run_tool(
         working_dir: None,
         detach: None,
         programs: None,
+        background: false,
     };
     sandcrab::tools::dispatch(registry, &call, &ctx).await
 }

@@ -57,17 +57,9 @@ impl Profile {
     }
 }
 
-/// A profile the host can use: a known adapter, a context window, tool
-/// names that could exist.
+/// A profile the host can use: a context window, tool names that could
+/// exist.
 fn validate(info: &ProfileInfo) -> Result<(), String> {
-    const ADAPTERS: [&str; 4] = ["anthropic", "openai", "openai-compatible", "gemini"];
-    if !ADAPTERS.contains(&info.adapter.as_str()) {
-        return Err(format!(
-            "adapter '{}' is not one of {}",
-            info.adapter,
-            ADAPTERS.join(", ")
-        ));
-    }
     if info.context_window == 0 {
         return Err("context window is 0".into());
     }
@@ -96,7 +88,6 @@ mod tests {
     fn info() -> ProfileInfo {
         ProfileInfo {
             id: "p".into(),
-            adapter: "anthropic".into(),
             default_model: "m".into(),
             context_window: 1000,
             parallel_tool_calls: true,
@@ -109,9 +100,6 @@ mod tests {
     #[test]
     fn garbage_profiles_are_refused_with_the_reason() {
         assert!(validate(&info()).is_ok());
-        let mut bad = info();
-        bad.adapter = "telepathy".into();
-        assert!(validate(&bad).unwrap_err().contains("adapter 'telepathy'"));
         let mut bad = info();
         bad.context_window = 0;
         assert!(validate(&bad).unwrap_err().contains("context window"));

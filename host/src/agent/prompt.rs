@@ -192,7 +192,6 @@ mod tests {
         Profile {
             info: ProfileInfo {
                 id: "p".into(),
-                adapter: "anthropic".into(),
                 default_model: "m".into(),
                 context_window: 1000,
                 parallel_tool_calls: true,

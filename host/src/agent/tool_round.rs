@@ -77,6 +77,7 @@ impl Session {
             working_dir: Some(self.working_dir.clone()),
             detach: None,
             programs: None,
+            background: false,
         };
         let request = ToolCallRequest {
             id: call.id.clone(),

@@ -62,6 +62,7 @@ pub async fn run(cmd: ToolCommand) -> anyhow::Result<ExitCode> {
         working_dir: None,
         detach: None,
         programs: None,
+        background: false,
     };
     let outcome = dispatch(&registry, &call, &ctx).await;
     let failed = outcome.is_error();

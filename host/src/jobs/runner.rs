@@ -61,7 +61,7 @@ pub fn wants_background(tools: &ToolRegistry, request: &ToolCallRequest) -> bool
 pub async fn run_call(
     jobs: &Arc<JobRegistry>,
     tools: ToolRegistry,
-    mut request: ToolCallRequest,
+    request: ToolCallRequest,
     mut ctx: ToolContext,
     settings: BackgroundSettings,
 ) -> Result<CallMode, JobError> {
@@ -70,16 +70,9 @@ pub async fn run_call(
     let (detach, detached) = tokio::sync::watch::channel(false);
     ctx.detach = Some(detached);
     let force = wants_background(&tools, &request);
-    let takes_timeout = tools.get(&request.name).is_some_and(|t| {
-        t.spec
-            .parameters
-            .pointer("/properties/timeout_ms")
-            .is_some()
-    });
-    if force && takes_timeout && request.arguments.get("timeout_ms").is_none() {
-        // A background call gets the longest timeout, not the default.
-        request.arguments["timeout_ms"] = json!(600_000);
-    }
+    // Told to the tool in its call context (it may then use its whole time
+    // budget instead of a short default).
+    ctx.background = force;
     let thread = ctx.session_id.clone();
     let call_id = request.id.clone();
     let name = request.name.clone();

@@ -77,6 +77,7 @@ impl ToolServer {
             working_dir: None,
             detach: None,
             programs: None,
+            background: false,
         };
         let reporter = progress
             .map(|token| tokio::spawn(report_progress(context.peer.clone(), token, live_rx)));

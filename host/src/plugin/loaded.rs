@@ -200,6 +200,10 @@ impl LoadedPlugin {
             working_dir: self.guest_working_dir(ctx.working_dir.as_deref()),
             session_id: ctx.session_id.clone(),
             call_id: ctx.call_id.clone(),
+            sandbox_mode: self.sandbox.sandbox_mode,
+            protected: self.sandbox.protected.clone(),
+            time_budget_ms: self.call_limit().as_millis() as u64,
+            background: ctx.background,
         }
     }
 

@@ -65,13 +65,13 @@ pub struct PluginSandbox {
     pub mounts: Vec<Mount>,
     /// Variables the guest and its programs see (granted names, host values).
     pub env: Vec<(String, String)>,
-    /// How programs are confined (told to the guest as SANDCRAB_SANDBOX).
+    /// How programs are confined (told to each tool call in its context).
     pub sandbox_mode: SandboxMode,
     pub programs: Vec<String>,
     /// The plugin (and so its programs) may use the network.
     pub network: bool,
     /// Protected paths, relative to the workspace (told to the guest as
-    /// SANDCRAB_PROTECTED so the file tools refuse them too).
+    /// each tool call in its context, so the file tools refuse them too).
     pub protected: Vec<String>,
     /// How programs are confined; prepared on first use (most plugins
     /// never start a program).

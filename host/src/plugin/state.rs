@@ -108,8 +108,6 @@ pub fn new_store(
     for (name, value) in &sandbox.env {
         wasi.env(name, value);
     }
-    wasi.env("SANDCRAB_SANDBOX", sandbox.sandbox_mode.to_string());
-    wasi.env("SANDCRAB_PROTECTED", sandbox.protected.join("\n"));
     let log = LogBudget::new(&sandbox.plugin);
     wasi.stdout(GuestOutput::new(log.clone(), "stdout"));
     wasi.stderr(GuestOutput::new(log.clone(), "stderr"));

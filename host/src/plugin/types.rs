@@ -74,6 +74,8 @@ pub struct ToolCallContext {
     pub detach: Option<tokio::sync::watch::Receiver<bool>>,
     /// Where the programs the call starts (or is refused) are recorded.
     pub programs: Option<ProgramLog>,
+    /// The model started the call as a background job.
+    pub background: bool,
 }
 
 /// The programs one call started or was refused, as they happened.
@@ -154,7 +156,6 @@ pub enum ToolFailure {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ProfileInfo {
     pub id: String,
-    pub adapter: String,
     /// Empty: the operator names the model (or the server is asked).
     pub default_model: String,
     pub context_window: u64,

@@ -23,6 +23,8 @@ pub struct ToolContext {
     pub detach: Option<tokio::sync::watch::Receiver<bool>>,
     /// Where the programs the call starts are recorded (for its receipt).
     pub programs: Option<crate::plugin::ProgramLog>,
+    /// The model started the call as a background job.
+    pub background: bool,
 }
 
 /// Something that runs a tool. `Err` is a failure with its status and the
@@ -70,6 +72,7 @@ impl ToolExecutor for PluginTool {
             working_dir: ctx.working_dir.clone(),
             detach: ctx.detach.clone(),
             programs: ctx.programs.clone(),
+            background: ctx.background,
         };
         self.plugin
             .call_tool(

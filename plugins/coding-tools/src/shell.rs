@@ -60,23 +60,27 @@ impl Tool for Shell {
         if args.command.trim().is_empty() {
             return Err(ToolError::invalid("the command is empty"));
         }
-        let timeout = args
-            .timeout_ms
-            .unwrap_or(DEFAULT_TIMEOUT_MS)
-            .clamp(1, MAX_TIMEOUT_MS);
+        // A background call has nobody waiting: it gets the longest
+        // timeout, not the default, unless the model named one.
+        let default = if ctx.background {
+            MAX_TIMEOUT_MS
+        } else {
+            DEFAULT_TIMEOUT_MS
+        };
+        let timeout = args.timeout_ms.unwrap_or(default).clamp(1, MAX_TIMEOUT_MS);
         let out = Command::new("sh")
             .args(["-c", args.command.as_str()])
             .cwd(ctx.working_dir.clone())
             .timeout_ms(timeout)
             .run()?;
         Ok(ToolOutput {
-            text: render(&out, timeout),
+            text: render(&out, timeout, ctx.sandbox),
             timed_out: out.timed_out,
         })
     }
 }
 
-fn render(out: &sandcrab_sdk::process::Output, timeout: u64) -> String {
+fn render(out: &sandcrab_sdk::process::Output, timeout: u64, mode: SandboxMode) -> String {
     let stdout = out.stdout_text();
     let stderr = out.stderr_text();
     let mut text = String::with_capacity(stdout.len() + stderr.len() + 128);
@@ -102,7 +106,7 @@ fn render(out: &sandcrab_sdk::process::Output, timeout: u64) -> String {
             "\n[ERROR: Command timed out after {timeout}ms and was stopped (SIGTERM to its process group, SIGKILL 2 s later). The output above is partial. Use a larger timeout_ms (max {MAX_TIMEOUT_MS}) or run_in_background.]"
         ));
     } else if out.exit_code != Some(0) && looks_denied(&stderr) {
-        text.push_str(&sandbox_note());
+        text.push_str(&sandbox_note(mode));
     }
     text
 }
@@ -119,12 +123,17 @@ fn looks_denied(stderr: &str) -> bool {
     .any(|needle| stderr.contains(needle))
 }
 
-fn sandbox_note() -> String {
-    let mode = std::env::var("SANDCRAB_SANDBOX").unwrap_or_else(|_| "unknown".into());
-    let allowed = match mode.as_str() {
-        "locked" => "it may read and write only the workspace and $TMPDIR, and has no network",
-        "workspace-write" => "it may read anywhere but write only in the workspace and $TMPDIR",
-        _ => "its access is limited by the operator's policy",
+fn sandbox_note(mode: SandboxMode) -> String {
+    let (name, allowed) = match mode {
+        SandboxMode::Locked => (
+            "locked",
+            "it may read and write only the workspace and $TMPDIR, and has no network",
+        ),
+        SandboxMode::WorkspaceWrite => (
+            "workspace-write",
+            "it may read anywhere but write only in the workspace and $TMPDIR",
+        ),
+        SandboxMode::Off => ("off", "its access is limited by the operator's policy"),
     };
-    format!("\n[note: the sandbox ({mode} mode) may have refused this: {allowed}]")
+    format!("\n[note: the sandbox ({name} mode) may have refused this: {allowed}]")
 }

@@ -9,7 +9,6 @@ impl Profile for Anthropic {
     fn info() -> ProfileInfo {
         ProfileInfo {
             id: "anthropic".into(),
-            adapter: "anthropic".into(),
             default_model: "claude-sonnet-4-5".into(),
             context_window: 200_000,
             parallel_tool_calls: true,

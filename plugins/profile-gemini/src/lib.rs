@@ -9,7 +9,6 @@ impl Profile for Gemini {
     fn info() -> ProfileInfo {
         ProfileInfo {
             id: "gemini".into(),
-            adapter: "gemini".into(),
             default_model: "gemini-2.5-pro".into(),
             context_window: 1_048_576,
             parallel_tool_calls: true,

@@ -11,7 +11,6 @@ impl Profile for Local {
     fn info() -> ProfileInfo {
         ProfileInfo {
             id: "openai-compatible".into(),
-            adapter: "openai-compatible".into(),
             default_model: String::new(),
             context_window: 8192,
             parallel_tool_calls: false,

@@ -9,7 +9,6 @@ impl Profile for OpenAi {
     fn info() -> ProfileInfo {
         ProfileInfo {
             id: "openai".into(),
-            adapter: "openai".into(),
             default_model: "gpt-5".into(),
             context_window: 400_000,
             parallel_tool_calls: true,

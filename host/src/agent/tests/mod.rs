@@ -22,7 +22,6 @@ pub fn profile(window: u64) -> Arc<Profile> {
     Arc::new(Profile {
         info: ProfileInfo {
             id: "anthropic".into(),
-            adapter: "anthropic".into(),
             default_model: "test-model".into(),
             context_window: window,
             parallel_tool_calls: true,

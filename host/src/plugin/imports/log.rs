@@ -35,3 +35,4 @@ macro_rules! log_host {
 
 log_host!(since_v0_1_0);
 log_host!(since_v0_2_0);
+log_host!(since_v0_3_0);

@@ -15,3 +15,8 @@ impl crate::plugin::wit::since_v0_2_0::tool::sandcrab::plugin::types::Host
     for crate::plugin::state::HostState
 {
 }
+
+impl crate::plugin::wit::since_v0_3_0::tool::sandcrab::plugin::types::Host
+    for crate::plugin::state::HostState
+{
+}

@@ -125,6 +125,7 @@ macro_rules! process_host {
 
 process_host!(since_v0_1_0, |_state| None);
 process_host!(since_v0_2_0, |state| state.working_dir.clone());
+process_host!(since_v0_3_0, |state| state.working_dir.clone());
 
 #[cfg(test)]
 mod tests {

@@ -9,6 +9,7 @@ pub mod fs_v0_1_0;
 pub mod shards_v0_1_0;
 pub mod since_v0_1_0;
 pub mod since_v0_2_0;
+pub mod since_v0_3_0;
 
 use async_trait::async_trait;
 use wasmtime::component::types::ComponentItem;
@@ -20,13 +21,14 @@ use super::state::HostState;
 use super::types::{ProfileInfo, SummaryMessage, ToolFailure, ToolOutput, ToolTraits};
 
 /// WIT package versions the host loads, newest first.
-pub const SUPPORTED_VERSIONS: &[&str] = &["0.2.0", "0.1.0"];
+pub const SUPPORTED_VERSIONS: &[&str] = &["0.3.0", "0.2.0", "0.1.0"];
 
 /// A released version of the plugin ABI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WitVersion {
     V0_1_0,
     V0_2_0,
+    V0_3_0,
 }
 
 impl WitVersion {
@@ -34,6 +36,7 @@ impl WitVersion {
         match version {
             "0.1.0" => Some(WitVersion::V0_1_0),
             "0.2.0" => Some(WitVersion::V0_2_0),
+            "0.3.0" => Some(WitVersion::V0_3_0),
             _ => None,
         }
     }
@@ -44,6 +47,7 @@ impl std::fmt::Display for WitVersion {
         f.write_str(match self {
             WitVersion::V0_1_0 => "0.1.0",
             WitVersion::V0_2_0 => "0.2.0",
+            WitVersion::V0_3_0 => "0.3.0",
         })
     }
 }
@@ -69,6 +73,14 @@ pub struct GuestContext {
     pub working_dir: String,
     pub session_id: String,
     pub call_id: String,
+    /// How the programs the call starts are confined.
+    pub sandbox_mode: crate::process::SandboxMode,
+    /// Workspace paths no tool may write (relative, `/`-separated).
+    pub protected: Vec<String>,
+    /// How long the host lets the call run.
+    pub time_budget_ms: u64,
+    /// The call runs as a background job.
+    pub background: bool,
 }
 
 /// A tool plugin's component, whatever its ABI version. Each call
@@ -172,6 +184,7 @@ impl Guest {
         match version {
             WitVersion::V0_1_0 => since_v0_1_0::guest(kind, pre),
             WitVersion::V0_2_0 => since_v0_2_0::guest(kind, pre),
+            WitVersion::V0_3_0 => since_v0_3_0::guest(kind, pre),
         }
     }
 }
@@ -180,6 +193,7 @@ impl Guest {
 pub fn add_to_linker(linker: &mut wasmtime::component::Linker<HostState>) -> wasmtime::Result<()> {
     since_v0_1_0::add_to_linker(linker)?;
     since_v0_2_0::add_to_linker(linker)?;
+    since_v0_3_0::add_to_linker(linker)?;
     fs_v0_1_0::add_to_linker(linker)
 }
 

@@ -116,7 +116,6 @@ impl ProfileGuest for profile::ProfilePluginPre<HostState> {
         let info = instance.sandcrab_plugin_profile().call_info(store).await?;
         Ok(ProfileInfo {
             id: info.id,
-            adapter: info.adapter,
             default_model: info.default_model,
             context_window: info.context_window,
             parallel_tool_calls: info.parallel_tool_calls,

@@ -16,6 +16,10 @@ fn context(tree: &Tree) -> CallContext {
         session_id: "s".into(),
         call_id: "c".into(),
         working_dir: root,
+        sandbox: sandcrab_sdk::SandboxMode::Locked,
+        protected_paths: Vec::new(),
+        time_budget_ms: 10_000,
+        background: false,
     }
 }
 

@@ -2,7 +2,7 @@
 //!
 //! - never a protected path (`.git/config`, `.git/hooks`, `.sandcrab`,
 //!   `sandcrab.toml` unless the operator changed the list; the host passes
-//!   it in `SANDCRAB_PROTECTED`): files that make other programs run code
+//!   it in the call context): files that make other programs run code
 //!   later;
 //! - never through a symbolic link: every directory on the way is opened
 //!   from the workspace one name at a time without following links, so the
@@ -35,18 +35,12 @@ pub enum Kind {
 }
 
 /// The protected paths (relative to the workspace) this call must respect.
-pub fn protected_paths() -> Vec<String> {
-    match std::env::var("SANDCRAB_PROTECTED") {
-        Ok(list) => list
-            .lines()
-            .map(|l| l.trim().trim_matches('/').to_string())
-            .filter(|l| !l.is_empty())
-            .collect(),
-        Err(_) => [".git/config", ".git/hooks", ".sandcrab", "sandcrab.toml"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
-    }
+pub fn protected_paths(ctx: &CallContext) -> Vec<String> {
+    ctx.protected_paths
+        .iter()
+        .map(|l| l.trim().trim_matches('/').to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
 }
 
 /// `guest` (inside the workspace) as names relative to the workspace root.
@@ -63,7 +57,7 @@ fn names<'a>(ctx: &CallContext, guest: &'a str) -> Vec<&'a str> {
 /// Refuse a write to a protected path.
 pub fn check_protected(ctx: &CallContext, guest: &str, shown: &str) -> Result<(), ToolError> {
     let rel = names(ctx, guest).join("/");
-    for p in protected_paths() {
+    for p in protected_paths(ctx) {
         if rel == p || rel.starts_with(&format!("{p}/")) {
             return Err(ToolError::denied(format!(
                 "{shown} is protected: it makes other programs run code (git configuration and hooks, sandcrab's project settings), so the file tools never change it. Ask the user to edit it if it really must change."

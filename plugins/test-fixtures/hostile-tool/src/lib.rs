@@ -407,7 +407,49 @@ impl Tool for ShardProbe {
     }
 }
 
+/// Report what the host said about the call, field by field.
+struct CallContextProbe;
+impl Tool for CallContextProbe {
+    const NAME: &'static str = "call_context";
+    const DESCRIPTION: &'static str = "Report the typed call context";
+    type Args = NoArgs;
+    const BACKGROUND: bool = true;
+    fn parameters() -> Schema {
+        Schema::object()
+            .optional("run_in_background", Schema::boolean("run as a job"))
+            .into()
+    }
+    fn run(_: NoArgs, ctx: &CallContext) -> ToolResult {
+        let sandbox = match ctx.sandbox {
+            SandboxMode::Locked => "locked",
+            SandboxMode::WorkspaceWrite => "workspace-write",
+            SandboxMode::Off => "off",
+        };
+        Ok(json!({
+            "sandbox": sandbox,
+            "protected_paths": ctx.protected_paths,
+            "time_budget_ms": ctx.time_budget_ms,
+            "background": ctx.background,
+        })
+        .to_string())
+    }
+}
+
 export_tools!(
-    ReadPath, WritePath, Run, Env, Spin, MemoryBomb, Trap, Echo, Connect, BadSchema, Sleep,
-    RunForever, LogSpam, FsProbe, ShardProbe
+    ReadPath,
+    WritePath,
+    Run,
+    Env,
+    Spin,
+    MemoryBomb,
+    Trap,
+    Echo,
+    Connect,
+    BadSchema,
+    Sleep,
+    RunForever,
+    LogSpam,
+    FsProbe,
+    ShardProbe,
+    CallContextProbe
 );

@@ -22,8 +22,8 @@ pub const JCO: &str = "1.35.0";
 pub const PREVIEW2_SHIM: &str = "0.25.0";
 
 /// The plugin ABI new plugins are written against.
-const ABI: &str = "0.2.0";
-const PLUGIN_WIT: &str = include_str!("../../../../../wit/since_v0.2.0/plugin.wit");
+const ABI: &str = "0.3.0";
+const PLUGIN_WIT: &str = include_str!("../../../../../wit/since_v0.3.0/plugin.wit");
 
 /// Options of `sandcrab plugins new`.
 #[derive(Debug, Args)]
@@ -335,9 +335,15 @@ mod tests {
         let sdk_wit = SDK.iter().find(|(p, _)| *p == "wit/plugin.wit").unwrap().1;
         assert_eq!(
             sdk_wit, PLUGIN_WIT,
-            "copy wit/since_v0.2.0/plugin.wit to sdk/wit/"
+            "copy wit/since_v0.3.0/plugin.wit to sdk/wit/"
         );
-        assert!(sdk_version().starts_with("0.2."), "{}", sdk_version());
+        // The SDK's minor version follows the ABI it carries.
+        let abi_minor = ABI.rsplit_once('.').map(|(m, _)| m).unwrap();
+        assert!(
+            sdk_version().starts_with(&format!("{abi_minor}.")),
+            "{}",
+            sdk_version()
+        );
         let shards_wit = SDK
             .iter()
             .find(|(p, _)| *p == "wit-shards/shards.wit")

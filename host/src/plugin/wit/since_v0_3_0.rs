@@ -1,0 +1,183 @@
+//! Host bindings for `sandcrab:plugin@0.3.0` (`wit/since_v0.3.0`), frozen.
+//!
+//! Every world of this version is bound here and adapted to the
+//! version-neutral guest interfaces; the host imports of the version
+//! (`process`, `log`) forward to the one real implementation in
+//! [`crate::plugin::imports`].
+
+use async_trait::async_trait;
+use wasmtime::Store;
+use wasmtime::component::{HasSelf, InstancePre};
+
+use super::{Guest, GuestContext, ProfileGuest, RawTool, SummarizerGuest, ToolGuest};
+use crate::plugin::manifest::PluginKind;
+use crate::plugin::state::HostState;
+use crate::plugin::types::{
+    ProfileInfo, SummaryMessage, ToolFailure, ToolOutput, ToolTraits, Writes,
+};
+use crate::process::SandboxMode;
+
+/// The `tool-plugin` world; also defines the shared `types`, `process` and
+/// `log` interfaces that the other worlds reuse.
+pub mod tool {
+    wasmtime::component::bindgen!({
+        path: "../wit/since_v0.3.0",
+        world: "tool-plugin",
+        imports: { default: async },
+        exports: { default: async },
+    });
+}
+
+/// The `profile-plugin` world.
+pub mod profile {
+    wasmtime::component::bindgen!({
+        path: "../wit/since_v0.3.0",
+        world: "profile-plugin",
+        imports: { default: async },
+        exports: { default: async },
+        with: { "sandcrab:plugin/log": super::tool::sandcrab::plugin::log },
+    });
+}
+
+/// The `summarizer-plugin` world.
+pub mod summarizer {
+    wasmtime::component::bindgen!({
+        path: "../wit/since_v0.3.0",
+        world: "summarizer-plugin",
+        imports: { default: async },
+        exports: { default: async },
+        with: { "sandcrab:plugin/log": super::tool::sandcrab::plugin::log },
+    });
+}
+
+/// This version's host imports.
+pub fn add_to_linker(linker: &mut wasmtime::component::Linker<HostState>) -> wasmtime::Result<()> {
+    tool::ToolPlugin::add_to_linker::<_, HasSelf<_>>(linker, |state| state)
+}
+
+/// The guest for a component of this version.
+pub fn guest(kind: PluginKind, pre: InstancePre<HostState>) -> wasmtime::Result<Guest> {
+    Ok(match kind {
+        PluginKind::Tool => Guest::Tool(std::sync::Arc::new(tool::ToolPluginPre::new(pre)?)),
+        PluginKind::Profile => Guest::Profile(Box::new(profile::ProfilePluginPre::new(pre)?)),
+        PluginKind::Summarizer => {
+            Guest::Summarizer(Box::new(summarizer::SummarizerPluginPre::new(pre)?))
+        }
+    })
+}
+
+#[async_trait]
+impl ToolGuest for tool::ToolPluginPre<HostState> {
+    async fn tools(&self, store: &mut Store<HostState>) -> wasmtime::Result<Vec<RawTool>> {
+        use tool::sandcrab::plugin::types::Writes as W;
+        let instance = self.instantiate_async(&mut *store).await?;
+        let specs = instance.sandcrab_plugin_tool().call_tools(store).await?;
+        Ok(specs
+            .into_iter()
+            .map(|s| RawTool {
+                name: s.name,
+                description: s.description,
+                schema: s.parameters_schema,
+                traits: ToolTraits {
+                    writes: match s.writes {
+                        W::Nothing => Writes::Nothing,
+                        W::Paths(args) => Writes::Paths(args),
+                        W::Workspace => Writes::Workspace,
+                    },
+                    background: s.background,
+                    shardable: false,
+                },
+            })
+            .collect())
+    }
+
+    async fn call(
+        &self,
+        store: &mut Store<HostState>,
+        name: &str,
+        args_json: &str,
+        ctx: &GuestContext,
+    ) -> wasmtime::Result<Result<ToolOutput, ToolFailure>> {
+        use tool::sandcrab::plugin::types::{CallContext, SandboxMode as M, ToolError as E};
+        let wit_ctx = CallContext {
+            workspace_root: ctx.workspace_root.clone(),
+            host_workspace_root: ctx.host_workspace_root.clone(),
+            session_id: ctx.session_id.clone(),
+            call_id: ctx.call_id.clone(),
+            working_dir: ctx.working_dir.clone(),
+            sandbox: match ctx.sandbox_mode {
+                SandboxMode::Locked => M::Locked,
+                SandboxMode::WorkspaceWrite => M::WorkspaceWrite,
+                SandboxMode::Off => M::Off,
+            },
+            protected_paths: ctx.protected.clone(),
+            time_budget_ms: ctx.time_budget_ms,
+            background: ctx.background,
+        };
+        let instance = self.instantiate_async(&mut *store).await?;
+        let result = instance
+            .sandcrab_plugin_tool()
+            .call_call(store, name, args_json, &wit_ctx)
+            .await?;
+        Ok(result
+            .map(|o| ToolOutput {
+                text: o.text,
+                timed_out: o.timed_out,
+            })
+            .map_err(|e| match e {
+                E::InvalidArguments(m) => ToolFailure::InvalidArguments(m),
+                E::Denied(m) => ToolFailure::Denied(m),
+                E::Failed(m) => ToolFailure::Failed(m),
+            }))
+    }
+}
+
+#[async_trait]
+impl ProfileGuest for profile::ProfilePluginPre<HostState> {
+    async fn info(&self, store: &mut Store<HostState>) -> wasmtime::Result<ProfileInfo> {
+        let instance = self.instantiate_async(&mut *store).await?;
+        let info = instance.sandcrab_plugin_profile().call_info(store).await?;
+        Ok(ProfileInfo {
+            id: info.id,
+            default_model: info.default_model,
+            context_window: info.context_window,
+            parallel_tool_calls: info.parallel_tool_calls,
+            tool_names: info.tool_names,
+            project_doc_files: info.project_doc_files,
+            max_output_tokens: info.max_output_tokens,
+        })
+    }
+
+    async fn base_instructions(&self, store: &mut Store<HostState>) -> wasmtime::Result<String> {
+        let instance = self.instantiate_async(&mut *store).await?;
+        instance
+            .sandcrab_plugin_profile()
+            .call_base_instructions(store)
+            .await
+    }
+}
+
+#[async_trait]
+impl SummarizerGuest for summarizer::SummarizerPluginPre<HostState> {
+    async fn render(
+        &self,
+        store: &mut Store<HostState>,
+        persona: &str,
+        existing_summary: &str,
+        messages: &[SummaryMessage],
+    ) -> wasmtime::Result<String> {
+        use summarizer::exports::sandcrab::plugin::summarizer::Message;
+        let messages: Vec<Message> = messages
+            .iter()
+            .map(|m| Message {
+                role: m.role.clone(),
+                content: m.content.clone(),
+            })
+            .collect();
+        let instance = self.instantiate_async(&mut *store).await?;
+        instance
+            .sandcrab_plugin_summarizer()
+            .call_render(store, persona, existing_summary, &messages)
+            .await
+    }
+}
