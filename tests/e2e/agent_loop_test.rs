@@ -125,7 +125,7 @@ fn tool_result(kind: ProviderKind, request: &Recorded, call_id: &str) -> Option<
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn item_1_an_interrupt_mid_tool_keeps_the_history_valid_for_every_provider() {
+async fn an_interrupt_mid_tool_keeps_the_history_valid_for_every_provider() {
     for kind in ProviderKind::ALL {
         let scene = Scene::new();
         let server = MockLlm::strict(kind).await;
@@ -169,7 +169,7 @@ async fn item_1_an_interrupt_mid_tool_keeps_the_history_valid_for_every_provider
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn item_2_provider_errors_keep_the_conversation_and_retry_works() {
+async fn provider_errors_keep_the_conversation_and_retry_works() {
     for kind in ProviderKind::ALL {
         let scene = Scene::new();
         scene.write_user_config("[llm]\nmax_retries = 0\n");
@@ -222,7 +222,7 @@ async fn item_2_provider_errors_keep_the_conversation_and_retry_works() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn item_2_an_authentication_error_still_closes_the_session() {
+async fn an_authentication_error_still_closes_the_session() {
     let scene = Scene::new();
     let kind = ProviderKind::Anthropic;
     let server = MockLlm::start().await;
@@ -240,7 +240,7 @@ async fn item_2_an_authentication_error_still_closes_the_session() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn item_3_a_tool_call_cut_off_by_the_output_limit_is_never_run() {
+async fn a_tool_call_cut_off_by_the_output_limit_is_never_run() {
     for kind in ProviderKind::ALL {
         let scene = Scene::new();
         let server = MockLlm::strict(kind).await;
@@ -290,7 +290,7 @@ async fn item_3_a_tool_call_cut_off_by_the_output_limit_is_never_run() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn item_4_reasoning_state_goes_back_verbatim_across_a_tool_round() {
+async fn reasoning_state_goes_back_verbatim_across_a_tool_round() {
     for kind in ProviderKind::ALL {
         let scene = Scene::new();
         scene.write_user_config("[agent]\nreasoning_effort = \"low\"\n");
@@ -332,7 +332,7 @@ async fn item_4_reasoning_state_goes_back_verbatim_across_a_tool_round() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn item_6_chat_completions_calls_without_ids_get_unique_ids() {
+async fn chat_completions_calls_without_ids_get_unique_ids() {
     let scene = Scene::new();
     let kind = ProviderKind::OpenAiCompatible;
     let server = MockLlm::strict(kind).await;
@@ -367,7 +367,7 @@ async fn item_6_chat_completions_calls_without_ids_get_unique_ids() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn item_7_local_servers_get_their_own_profile_model_and_window() {
+async fn local_servers_get_their_own_profile_model_and_window() {
     let scene = Scene::new();
     let kind = ProviderKind::OpenAiCompatible;
     let server = MockLlm::strict(kind).await;
@@ -423,7 +423,7 @@ async fn item_7_local_servers_get_their_own_profile_model_and_window() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn item_8_run_waits_for_background_jobs_at_most_wait_jobs() {
+async fn run_waits_for_background_jobs_at_most_wait_jobs() {
     let scene = Scene::new();
     let kind = ProviderKind::Anthropic;
     let server = MockLlm::strict(kind).await;
@@ -466,7 +466,7 @@ async fn item_8_run_waits_for_background_jobs_at_most_wait_jobs() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn item_12_loader_diagnostics_are_warning_events() {
+async fn loader_diagnostics_are_warning_events() {
     let scene = Scene::new();
     let kind = ProviderKind::Anthropic;
     let server = MockLlm::strict(kind).await;
@@ -573,7 +573,7 @@ fn session_with(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn item_8_a_background_subagent_is_an_llm_calling_job_whose_retries_stay_internal() {
+async fn a_background_subagent_is_an_llm_calling_job_whose_retries_stay_internal() {
     let scene = Scene::new();
     let kind = ProviderKind::OpenAiCompatible;
     let server = MockLlm::strict(kind).await;
@@ -630,7 +630,7 @@ async fn item_8_a_background_subagent_is_an_llm_calling_job_whose_retries_stay_i
 }
 
 #[tokio::test]
-async fn item_10_a_subagent_works_in_its_working_dir() {
+async fn a_subagent_works_in_its_working_dir() {
     let scene = Scene::new();
     std::fs::create_dir_all(scene.workspace().join("sub")).unwrap();
     let (_host, tools) = crate::support::coding_tools(&scene, Policy::default()).await;
@@ -709,7 +709,7 @@ async fn item_10_a_subagent_works_in_its_working_dir() {
 }
 
 #[tokio::test]
-async fn item_10_plugins_built_against_abi_0_1_0_still_load_and_work() {
+async fn plugins_built_against_abi_0_1_0_still_load_and_work() {
     let scene = Scene::new();
     std::fs::create_dir_all(scene.workspace().join("sub")).unwrap();
     let dir = crate::support::install_plugin(
@@ -753,7 +753,7 @@ async fn item_10_plugins_built_against_abi_0_1_0_still_load_and_work() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn item_8_background_calls_free_their_instance_slot() {
+async fn background_calls_free_their_instance_slot() {
     let scene = Scene::new();
     std::fs::write(scene.workspace().join("a.txt"), "hello\n").unwrap();
     let (_host, tools) = crate::support::coding_tools(&scene, Policy::default()).await;
@@ -794,7 +794,7 @@ async fn item_8_background_calls_free_their_instance_slot() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn item_8_abort_cancels_the_sessions_jobs_and_kills_their_processes() {
+async fn abort_cancels_the_sessions_jobs_and_kills_their_processes() {
     let scene = Scene::new();
     let (_host, tools) = crate::support::coding_tools(&scene, Policy::default()).await;
     let marker = format!("sleep 34.{}", std::process::id());

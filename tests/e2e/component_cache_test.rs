@@ -122,7 +122,7 @@ async fn foreign_entry(scene: &Scene, artifact: &str) -> Vec<u8> {
 }
 
 #[tokio::test]
-async fn finding_4_a_planted_entry_is_never_loaded() {
+async fn a_planted_entry_is_never_loaded() {
     let scene = Scene::new();
     let cache = tempfile::tempdir().unwrap();
     let hello = install_plugin(&scene.plugins(), "examples/hello-tool", "hello", |m| m);
@@ -167,7 +167,7 @@ async fn finding_4_a_planted_entry_is_never_loaded() {
 }
 
 #[tokio::test]
-async fn finding_4_a_cache_directory_others_can_write_is_not_used() {
+async fn a_cache_directory_others_can_write_is_not_used() {
     let scene = Scene::new();
     let base = tempfile::tempdir().unwrap();
     let shared = base.path().join("shared");

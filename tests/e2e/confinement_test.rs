@@ -56,7 +56,7 @@ fn connect_script(port: u16) -> String {
 }
 
 #[tokio::test]
-async fn finding_6_a_read_only_plugins_programs_cannot_write_or_reach_the_network() {
+async fn a_read_only_plugins_programs_cannot_write_or_reach_the_network() {
     if !confinable() {
         return;
     }
@@ -79,7 +79,7 @@ async fn finding_6_a_read_only_plugins_programs_cannot_write_or_reach_the_networ
 }
 
 #[tokio::test]
-async fn finding_6_each_plugin_has_its_own_temp_dir_and_home() {
+async fn each_plugin_has_its_own_temp_dir_and_home() {
     if !confinable() {
         return;
     }
@@ -110,7 +110,7 @@ async fn finding_6_each_plugin_has_its_own_temp_dir_and_home() {
 }
 
 #[tokio::test]
-async fn finding_7_locked_mode_pins_locked_confinement_and_passes_no_unnamed_variable() {
+async fn locked_mode_pins_locked_confinement_and_passes_no_unnamed_variable() {
     if !confinable() {
         return;
     }
@@ -145,7 +145,7 @@ async fn finding_7_locked_mode_pins_locked_confinement_and_passes_no_unnamed_var
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn finding_7_sandbox_off_from_a_config_file_is_a_warning_event() {
+async fn sandbox_off_from_a_config_file_is_a_warning_event() {
     let scene = Scene::new();
     let server = crate::mock_llm::MockLlm::start().await;
     scene.write_user_config(&format!(
@@ -179,7 +179,7 @@ async fn finding_7_sandbox_off_from_a_config_file_is_a_warning_event() {
 }
 
 #[tokio::test]
-async fn finding_9_a_child_that_calls_setsid_dies_with_the_call() {
+async fn a_child_that_calls_setsid_dies_with_the_call() {
     if !confinable() {
         return;
     }
@@ -198,7 +198,7 @@ async fn finding_9_a_child_that_calls_setsid_dies_with_the_call() {
 }
 
 #[tokio::test]
-async fn finding_9_children_run_under_rlimits() {
+async fn children_run_under_rlimits() {
     if !confinable() {
         return;
     }
@@ -210,7 +210,7 @@ async fn finding_9_children_run_under_rlimits() {
 }
 
 #[tokio::test]
-async fn finding_10_locked_children_reach_no_unix_socket() {
+async fn locked_children_reach_no_unix_socket() {
     if !confinable() {
         return;
     }
@@ -242,7 +242,7 @@ async fn finding_10_locked_children_reach_no_unix_socket() {
 }
 
 #[tokio::test]
-async fn finding_12_a_granted_program_is_no_trampoline_out_of_the_grants() {
+async fn a_granted_program_is_no_trampoline_out_of_the_grants() {
     if !confinable() {
         return;
     }
@@ -275,7 +275,7 @@ async fn finding_12_a_granted_program_is_no_trampoline_out_of_the_grants() {
 }
 
 #[tokio::test]
-async fn finding_13_children_cannot_read_the_hosts_environment() {
+async fn children_cannot_read_the_hosts_environment() {
     if !confinable() {
         return;
     }
@@ -404,7 +404,7 @@ async fn protection_can_be_lifted_by_the_operator() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn finding_2_the_host_runs_no_repository_configuration() {
+async fn the_host_runs_no_repository_configuration() {
     let scene = Scene::new();
     let ws = scene.workspace();
     assert!(

@@ -213,12 +213,14 @@ fn clients_hear_when_the_tool_list_changes() {
     let plugins = scene.plugins();
     std::fs::create_dir_all(&plugins).unwrap();
     let serve = sandcrab_cmd(&scene);
+    let listed = scene.root.path().join("first-list-done");
     let mut cmd = Command::new(mcp_python());
     cmd.arg(client_script())
         .arg("stdio")
         .arg(
             json!([
                 {"list": true},
+                {"touch": listed},
                 {"wait_list_changed": 60},
                 {"list": true},
             ])
@@ -240,9 +242,16 @@ fn clients_hear_when_the_tool_list_changes() {
         }
     }
     let child = cmd.spawn().unwrap();
-    // Once the server has started (it says nothing on stdout to us), add a
-    // plugin to the watched folder.
-    std::thread::sleep(Duration::from_secs(4));
+    // Once the server answered the first list (it is serving, and watching
+    // the folder), add a plugin to the watched folder.
+    let started = std::time::Instant::now();
+    while !listed.exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the client never finished its first list"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     install_plugin(&plugins, "examples/hello-tool", "hello", |m| m);
     let out = report(child.wait_with_output().unwrap());
     let steps = out["steps"].as_array().unwrap();

@@ -30,7 +30,7 @@ fn timed_out(result: Result<String, ToolCallError>) -> bool {
 }
 
 #[tokio::test]
-async fn finding_8_a_sleeping_guest_is_stopped_at_its_limit() {
+async fn a_sleeping_guest_is_stopped_at_its_limit() {
     let scene = Scene::new();
     let (_host, plugin) = scene.hostile(Policy::default()).await;
     let started = Instant::now();
@@ -45,7 +45,7 @@ async fn finding_8_a_sleeping_guest_is_stopped_at_its_limit() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn finding_8_a_guest_blocked_on_a_fifo_is_stopped_and_the_host_stays_responsive() {
+async fn a_guest_blocked_on_a_fifo_is_stopped_and_the_host_stays_responsive() {
     let scene = Scene::new();
     let fifo = scene.workspace().join("pipe");
     let c = std::ffi::CString::new(fifo.display().to_string()).unwrap();
@@ -77,7 +77,7 @@ async fn finding_8_a_guest_blocked_on_a_fifo_is_stopped_and_the_host_stays_respo
 /// looping over programs ends at the limit, not later (issue #24: it used
 /// to get a budget of program time beyond it).
 #[tokio::test]
-async fn finding_8_a_guest_looping_over_programs_is_stopped_at_its_limit() {
+async fn a_guest_looping_over_programs_is_stopped_at_its_limit() {
     let scene = Scene::new();
     let policy = grant(
         "hostile-tool",
@@ -122,7 +122,7 @@ async fn a_program_does_not_outlive_its_calls_limit() {
 }
 
 #[tokio::test]
-async fn finding_8_waiting_for_a_busy_plugin_is_bounded() {
+async fn waiting_for_a_busy_plugin_is_bounded() {
     let scene = Scene::new();
     let policy = grant(
         "hostile-tool",
@@ -228,7 +228,7 @@ fn errors(host: &PluginHost) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn finding_8_a_plugin_whose_tool_list_hangs_costs_the_others_a_bounded_wait() {
+async fn a_plugin_whose_tool_list_hangs_costs_the_others_a_bounded_wait() {
     let scene = Scene::new();
     let sources = loader_and_hello(&scene);
     let mut host = loader_host(&scene, "hang");
@@ -253,7 +253,7 @@ async fn finding_8_a_plugin_whose_tool_list_hangs_costs_the_others_a_bounded_wai
 }
 
 #[tokio::test]
-async fn finding_14_a_plugin_with_100000_tools_is_refused() {
+async fn a_plugin_with_100000_tools_is_refused() {
     let scene = Scene::new();
     let sources = loader_and_hello(&scene);
     let mut host = loader_host(&scene, "many");
@@ -269,7 +269,7 @@ async fn finding_14_a_plugin_with_100000_tools_is_refused() {
 }
 
 #[tokio::test]
-async fn finding_14_oversize_schemas_and_descriptions_are_skipped_with_a_reason() {
+async fn oversize_schemas_and_descriptions_are_skipped_with_a_reason() {
     let scene = Scene::new();
     for (mode, skipped, why) in [
         ("huge-schema", "huge", "parameters schema is"),
@@ -290,7 +290,7 @@ async fn finding_14_oversize_schemas_and_descriptions_are_skipped_with_a_reason(
 }
 
 #[tokio::test]
-async fn finding_14_manifests_and_components_that_are_not_regular_files_are_refused() {
+async fn manifests_and_components_that_are_not_regular_files_are_refused() {
     let scene = Scene::new();
     let zero_manifest = scene.plugins().join("zero-manifest");
     std::fs::create_dir_all(&zero_manifest).unwrap();
@@ -331,7 +331,7 @@ async fn finding_14_manifests_and_components_that_are_not_regular_files_are_refu
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn finding_9_live_output_stops_at_the_cap() {
+async fn live_output_stops_at_the_cap() {
     let scene = Scene::new();
     let server = MockLlm::start().await;
     let kind = ProviderKind::OpenAiCompatible;
@@ -386,7 +386,7 @@ async fn finding_9_live_output_stops_at_the_cap() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn finding_11_model_and_tool_output_cannot_drive_the_terminal() {
+async fn model_and_tool_output_cannot_drive_the_terminal() {
     let scene = Scene::new();
     let server = MockLlm::start().await;
     let kind = ProviderKind::OpenAiCompatible;
@@ -439,7 +439,7 @@ async fn finding_11_model_and_tool_output_cannot_drive_the_terminal() {
 }
 
 #[tokio::test]
-async fn finding_15_plugin_logs_cannot_flood_or_forge_the_operators_log() {
+async fn plugin_logs_cannot_flood_or_forge_the_operators_log() {
     let scene = Scene::new();
     let dir = install_plugin(
         &scene.plugins(),

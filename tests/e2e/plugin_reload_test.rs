@@ -66,20 +66,34 @@ async fn a_reload_under_load_loses_no_call_and_the_new_version_answers_afterward
     // Calls keep arriving, each holding its version for 150 ms, while the
     // plugin is replaced.
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let answered = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut callers = Vec::new();
     for _ in 0..4 {
         let catalog = catalog.clone();
         let stop = stop.clone();
+        let answered = answered.clone();
         callers.push(tokio::spawn(async move {
             let mut answers = Vec::new();
             while !stop.load(std::sync::atomic::Ordering::SeqCst) {
                 let started = Instant::now();
                 answers.push((started, which_version(&catalog, 150).await));
+                answered.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             }
             answers
         }));
     }
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // Each caller answers a few times before the reload and after it.
+    let answers_reach = |n: usize| {
+        let answered = answered.clone();
+        async move {
+            let started = Instant::now();
+            while answered.load(std::sync::atomic::Ordering::SeqCst) < n {
+                assert!(started.elapsed() < Duration::from_secs(60), "calls stopped");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    };
+    answers_reach(8).await;
     put_version(&dir, 2);
     let reload_started = Instant::now();
     let report = live.apply(&Change::Modified(dir.clone())).await;
@@ -88,7 +102,7 @@ async fn a_reload_under_load_loses_no_call_and_the_new_version_answers_afterward
         matches!(&report, PluginReport::Loaded { version, replaced: true, .. } if version == "2.0.0"),
         "{report:?}"
     );
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    answers_reach(answered.load(std::sync::atomic::Ordering::SeqCst) + 8).await;
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
 
     let mut answers = Vec::new();

@@ -82,7 +82,7 @@ fn hello_version(list: &[(String, String)]) -> Option<String> {
 /// be changed by the model, and a change by anyone else makes it
 /// untrusted; the same for a trusted plugin folder inside the workspace.
 #[test]
-fn f1_a_trusted_plugin_behind_a_link_cannot_be_rewritten() {
+fn a_trusted_plugin_behind_a_link_cannot_be_rewritten() {
     let scene = Scene::new();
     let ws = scene.workspace();
     std::fs::create_dir_all(ws.join(".sandcrab/plugins")).unwrap();
@@ -136,7 +136,7 @@ fn f1_a_trusted_plugin_behind_a_link_cannot_be_rewritten() {
 
 /// Finding 1: the component behind a link, and `.sandcrab` itself a link.
 #[test]
-fn f1_a_component_or_the_project_folder_behind_a_link_is_trusted_for_its_content() {
+fn a_component_or_the_project_folder_behind_a_link_is_trusted_for_its_content() {
     let scene = Scene::new();
     let ws = scene.workspace();
     let conf = ws.join("conf");
@@ -173,7 +173,7 @@ fn f1_a_component_or_the_project_folder_behind_a_link_is_trusted_for_its_content
 /// Finding 1: a plugin folder the operator configured inside the
 /// workspace is protected from the model.
 #[test]
-fn f1_a_configured_plugin_folder_inside_the_workspace_is_protected() {
+fn a_configured_plugin_folder_inside_the_workspace_is_protected() {
     let scene = Scene::new();
     let ws = scene.workspace();
     install_plugin(&ws.join("tools"), "examples/hello-tool", "hello", |m| m);
@@ -264,7 +264,7 @@ impl Bridge {
 /// Finding 2: a client cannot move a locked agent out of the workspace
 /// the operator chose.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn f2_a_bridge_client_cannot_move_the_agent_out_of_its_workspace() {
+async fn a_bridge_client_cannot_move_the_agent_out_of_its_workspace() {
     let scene = Scene::new();
     let ws = scene.workspace();
     let inner = ws.join("sub");
@@ -319,7 +319,7 @@ async fn f2_a_bridge_client_cannot_move_the_agent_out_of_its_workspace() {
 /// fresh start: a plugin added to a trusted project, or a trusted plugin
 /// changed, is not loaded, and the changed one is unloaded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn f3_hot_reload_applies_the_trust_check_of_a_fresh_start() {
+async fn hot_reload_applies_the_trust_check_of_a_fresh_start() {
     let scene = Scene::new();
     let ws = scene.workspace();
     let plugins_dir = ws.join(".sandcrab/plugins");
@@ -392,7 +392,7 @@ fn running_as_root() -> bool {
 /// shared runtime directory, and a token file in a directory others can
 /// write.
 #[test]
-fn f4_serve_refuses_a_token_file_someone_else_planted() {
+fn serve_refuses_a_token_file_someone_else_planted() {
     let scene = Scene::new();
     if running_as_root() {
         // A shared runtime directory, as XDG_RUNTIME_DIR=/tmp would be.
@@ -489,7 +489,7 @@ fn squatter(answer: &'static str) -> (u16, Arc<Mutex<Vec<u8>>>) {
 /// holds it; a squatter gets nothing and its answer is not printed raw;
 /// the token rotates per start; no plain http beyond loopback.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn f5_the_token_goes_only_to_the_bridge_that_proves_it_holds_it() {
+async fn the_token_goes_only_to_the_bridge_that_proves_it_holds_it() {
     let scene = Scene::new();
     let token_file = scene.root.path().join("serve.token");
     let ws_arg = scene.workspace().display().to_string();
@@ -558,7 +558,7 @@ fn peak_mib(pid: u32) -> Option<u64> {
 /// Finding 6: an MCP server that writes one endless line to stderr does
 /// not grow sandcrab's memory.
 #[test]
-fn f6_an_mcp_servers_endless_stderr_line_does_not_grow_memory() {
+fn an_mcp_servers_endless_stderr_line_does_not_grow_memory() {
     let scene = Scene::new();
     scene.write_user_config(
         "[mcp.servers.flood]\ncommand = \"/bin/sh\"\nargs = [\"-c\", \"yes | tr -d '\\\\n' >&2\"]\nstartup_timeout_ms = 6000\n",
@@ -615,7 +615,7 @@ async fn events_after(b: &Bridge, last: &str) -> Vec<Value> {
 /// Finding 7: a bridge in one workspace never replays another
 /// workspace's events, whatever Last-Event-ID says.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn f7_bridge_events_stay_with_their_workspace() {
+async fn bridge_events_stay_with_their_workspace() {
     let scene = Scene::new();
     let a = scene.workspace();
     let b_ws = scene.outside();
@@ -671,7 +671,7 @@ const ESCAPES: &str = "m\u{1b}]52;c;cHduZWQ=\u{7}\u{1b}]0;pwned\u{7}\u{1b}[2J";
 /// Finding 8: values from an untrusted project file, stored sessions and
 /// MCP tool output never reach the terminal with their escapes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn f8_nothing_reaches_the_terminal_with_its_escape_sequences() {
+async fn nothing_reaches_the_terminal_with_its_escape_sequences() {
     let scene = Scene::new();
     let ws = scene.workspace();
     std::fs::write(
@@ -759,7 +759,7 @@ done"#,
 
 /// Finding 9: the smaller ones.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn f9_the_database_is_private_tokens_stay_off_action_urls_and_host_is_exact() {
+async fn the_database_is_private_tokens_stay_off_action_urls_and_host_is_exact() {
     let scene = Scene::new();
     // The data directory exists, readable by all (as ~/.local/share is).
     let data = scene.root.path().join("data/sandcrab");
@@ -814,7 +814,7 @@ async fn f9_the_database_is_private_tokens_stay_off_action_urls_and_host_is_exac
 /// Finding 9: `--resume` of another workspace's session is refused,
 /// naming both workspaces.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn f9_a_resume_of_another_workspaces_session_is_refused() {
+async fn a_resume_of_another_workspaces_session_is_refused() {
     let scene = Scene::new();
     let kind = ProviderKind::OpenAiCompatible;
     let server = MockLlm::strict(kind).await;
@@ -848,7 +848,7 @@ async fn f9_a_resume_of_another_workspaces_session_is_refused() {
 /// Finding 9: connections that never finish their headers, or sit silent,
 /// are closed.
 #[test]
-fn f9_half_open_connections_are_closed() {
+fn half_open_connections_are_closed() {
     let scene = Scene::new();
     let token_file = scene.root.path().join("serve.token");
     let ws_arg = scene.workspace().display().to_string();

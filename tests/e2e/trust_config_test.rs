@@ -56,7 +56,7 @@ fn plugin_names(stdout: &[u8]) -> Vec<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn finding_1_an_untrusted_project_file_cannot_redirect_the_key_or_grant_itself() {
+async fn an_untrusted_project_file_cannot_redirect_the_key_or_grant_itself() {
     let scene = Scene::new();
     let legit = MockLlm::start().await;
     let attacker = MockLlm::start().await;
@@ -116,7 +116,7 @@ async fn finding_1_an_untrusted_project_file_cannot_redirect_the_key_or_grant_it
 }
 
 #[tokio::test]
-async fn finding_1_workspace_plugins_load_only_after_the_operator_trusts_the_project() {
+async fn workspace_plugins_load_only_after_the_operator_trusts_the_project() {
     let scene = Scene::new();
     let plugins = scene.workspace().join(".sandcrab/plugins");
     install_plugin(&plugins, "examples/hello-tool", "hello", |m| m);
@@ -192,7 +192,7 @@ async fn finding_1_workspace_plugins_load_only_after_the_operator_trusts_the_pro
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn finding_1_a_trusted_project_file_may_set_everything() {
+async fn a_trusted_project_file_may_set_everything() {
     let scene = Scene::new();
     let server = MockLlm::start().await;
     std::fs::write(
@@ -229,7 +229,7 @@ async fn finding_1_a_trusted_project_file_may_set_everything() {
 }
 
 #[tokio::test]
-async fn finding_1_keys_are_never_sent_over_plain_http_to_another_host() {
+async fn keys_are_never_sent_over_plain_http_to_another_host() {
     let scene = Scene::new();
     let out = sandcrab_cmd(&scene)
         .env("ANTHROPIC_API_KEY", "sk-ant-user-secret-2")

@@ -12,6 +12,8 @@ SCRIPT is a JSON list of steps, run in order after `initialize`:
                                           -> cancel the call after SECS
   {"wait_list_changed": SECS}             -> whether tools/list_changed came
   {"sleep": SECS}
+  {"touch": PATH}                         -> create PATH (tells the test
+                                             the steps before it are done)
   {"gone": CMDLINE}                       -> whether no process has that
                                              command line (waits up to 3 s)
 
@@ -111,6 +113,9 @@ async def run_steps(read, write, script):
                 out["steps"].append({"gone": await gone(step["gone"])})
             elif "sleep" in step:
                 await anyio.sleep(step["sleep"])
+            elif "touch" in step:
+                with open(step["touch"], "w"):
+                    pass
         return out
 
 

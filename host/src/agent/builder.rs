@@ -284,7 +284,7 @@ impl AgentKit {
             // A stored session's model may compact on demand and search
             // what was archived.
             host_tools: if memory.is_some() {
-                vec![super::session_memory::tools::register]
+                vec![Arc::new(super::session_memory::tools::MemoryTools)]
             } else {
                 Vec::new()
             },

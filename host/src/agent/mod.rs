@@ -31,7 +31,7 @@ pub use loop_detection::{LoopDetector, LoopFound, signature};
 pub use memory::{SessionInfo, SessionMemory};
 pub use profile::{Profile, ProfileError};
 pub use session::{
-    Session, SessionChildren, SessionError, SessionJobs, SessionParts, SessionState,
+    HostTools, Session, SessionChildren, SessionError, SessionJobs, SessionParts, SessionState,
 };
 pub use subagents::Subagents;
 pub use tool_set::{Offer, ToolSelection};

@@ -22,14 +22,25 @@ use crate::llm::{LlmClient, LlmError};
 use crate::plugin::ToolSpec;
 use crate::tools::{ToolCatalog, ToolExecutor, ToolRegistry};
 
+/// sandcrab's own tools that act on a session — its jobs, its subagents,
+/// its memory: each source registers its tools with a handle to the
+/// session. The session knows only this interface, one shape for all.
+pub trait HostTools: Send + Sync {
+    /// Register the tools for `session` into `tools`.
+    fn register(self: Arc<Self>, tools: &mut ToolRegistry, session: Weak<Session>);
+}
+
 /// What manages a session's child agents: the tools that act on them and a
-/// way to stop them all. The session knows only this interface (the
-/// subagents module implements it).
-pub trait SessionChildren: Send + Sync {
-    /// The tools to offer for acting on the children of `parent`.
-    fn tools(self: Arc<Self>, parent: Weak<Session>) -> Vec<(ToolSpec, Arc<dyn ToolExecutor>)>;
+/// way to stop them all (the subagents module implements it).
+pub trait SessionChildren: HostTools {
     /// Stop every child (the session is closing).
     fn close_all(&self) -> BoxFuture<'_, ()>;
+}
+
+impl HostTools for SessionJobs {
+    fn register(self: Arc<Self>, tools: &mut ToolRegistry, _session: Weak<Session>) {
+        crate::jobs::register_tools(tools, &self.registry);
+    }
 }
 
 /// Where a session is in its life.
@@ -85,14 +96,11 @@ pub struct SessionParts {
     /// session lives in memory only). A resumed session takes its id and
     /// history from here.
     pub memory: Option<Arc<super::memory::SessionMemory>>,
-    /// More of sandcrab's own tools the session offers, each registered
-    /// with a handle to the session (its memory tools, when it has a
-    /// store): the builder chooses them, so this file knows none of them.
-    pub host_tools: Vec<RegisterTools>,
+    /// More of sandcrab's own tools the session offers (its memory tools,
+    /// when it has a store): the builder chooses them, so this file knows
+    /// none of them.
+    pub host_tools: Vec<Arc<dyn HostTools>>,
 }
-
-/// Registers host-side tools that act on a session.
-pub type RegisterTools = fn(&mut ToolRegistry, std::sync::Weak<Session>);
 
 pub(super) struct Inner {
     pub state: SessionState,
@@ -148,16 +156,14 @@ impl Session {
             if parts.depth < parts.config.max_subagent_depth
                 && let Some(children) = &parts.children
             {
-                for (spec, executor) in children.clone().tools(weak.clone()) {
-                    local.register(spec, executor);
-                }
+                children.clone().register(&mut local, weak.clone());
             }
             if let Some(jobs) = &parts.jobs {
-                crate::jobs::register_tools(&mut local, &jobs.registry);
+                Arc::new(jobs.clone()).register(&mut local, weak.clone());
                 spawn_wake_listener(&jobs.registry, weak.clone());
             }
-            for register in &parts.host_tools {
-                register(&mut local, weak.clone());
+            for source in &parts.host_tools {
+                source.clone().register(&mut local, weak.clone());
             }
             for name in local.names() {
                 if parts.config.tools.excludes(&name, None) {

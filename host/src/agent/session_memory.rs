@@ -97,8 +97,17 @@ pub(super) mod tools {
     /// Names of the tools registered here.
     pub const TOOL_NAMES: &[&str] = &["compact_context", "memory_read"];
 
+    /// The session's memory tools: `compact_context` and `memory_read`.
+    pub struct MemoryTools;
+
+    impl crate::agent::session::HostTools for MemoryTools {
+        fn register(self: Arc<Self>, tools: &mut ToolRegistry, session: Weak<Session>) {
+            register(tools, session);
+        }
+    }
+
     /// Register `compact_context` and `memory_read` for `session`.
-    pub fn register(tools: &mut ToolRegistry, session: Weak<Session>) {
+    fn register(tools: &mut ToolRegistry, session: Weak<Session>) {
         let s = session.clone();
         tools.register(
             ToolSpec {

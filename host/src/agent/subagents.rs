@@ -14,9 +14,11 @@ use serde_json::{Value, json};
 use tokio::sync::{Mutex, OnceCell};
 use tokio::task::JoinHandle;
 
-use super::session::{Session, SessionChildren, SessionError, SessionParts, SessionState};
+use super::session::{
+    HostTools, Session, SessionChildren, SessionError, SessionParts, SessionState,
+};
 use crate::plugin::ToolSpec;
-use crate::tools::{FnTool, ToolExecutor};
+use crate::tools::{FnTool, ToolExecutor, ToolRegistry};
 
 /// The names of the subagent tools.
 pub const TOOL_NAMES: &[&str] = &["spawn_agent", "send_input", "wait", "close_agent"];
@@ -88,7 +90,16 @@ impl Subagents {
     }
 }
 
-impl SessionChildren for Subagents {
+impl HostTools for Subagents {
+    fn register(self: Arc<Self>, tools: &mut ToolRegistry, parent: Weak<Session>) {
+        for (spec, executor) in self.tools(parent) {
+            tools.register(spec, executor);
+        }
+    }
+}
+
+impl Subagents {
+    /// The tools that act on the children of `parent`.
     fn tools(self: Arc<Self>, parent: Weak<Session>) -> Vec<(ToolSpec, Arc<dyn ToolExecutor>)> {
         let schema = |props: Value, required: &[&str]| json!({"type": "object", "properties": props, "required": required, "additionalProperties": false});
         let tool = |f: ToolFn| -> Arc<dyn ToolExecutor> {
@@ -149,7 +160,9 @@ impl SessionChildren for Subagents {
             ),
         ]
     }
+}
 
+impl SessionChildren for Subagents {
     fn close_all(&self) -> BoxFuture<'_, ()> {
         // Boxed: a child's abort closes its own children in turn.
         Box::pin(async move {

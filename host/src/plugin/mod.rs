@@ -15,6 +15,7 @@ pub mod integrity;
 mod loaded;
 pub mod manifest;
 pub mod policy;
+mod reading;
 mod sandbox;
 mod state;
 mod tool_call;
@@ -30,11 +31,15 @@ pub use engine::{EPOCH_TICK, EngineOptions, PluginEngine};
 pub use error::{CallError, EngineError, LoadError};
 pub use host::{
     Admission, Checked, Diagnostic, HostError, MAX_SHARDS, PluginHost, PluginHostConfig, Severity,
-    component_digest, default_max_shards,
+    default_max_shards,
 };
 pub use loaded::{LoadedPlugin, ToolCallError};
 pub use manifest::{Access, Manifest, PluginKind};
 pub use policy::{Origin, Policy, PolicyMode, SandboxMode};
+pub use reading::{
+    MAX_COMPONENT_BYTES, MAX_DESCRIPTION_BYTES, MAX_SCHEMA_BYTES, MAX_TOOLS_PER_PLUGIN,
+    component_digest,
+};
 pub use sandbox::{GUEST_WORKSPACE, Mount, PluginSandbox, SandboxContext, scratch_warning};
 pub use types::{
     ProfileInfo, ProgramConfinement, ProgramLog, ProgramRun, SummaryMessage, ToolCallContext,

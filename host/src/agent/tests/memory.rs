@@ -68,7 +68,7 @@ fn session(
         jobs: None,
         children: None,
         memory: Some(memory),
-        host_tools: vec![crate::agent::session_memory::tools::register],
+        host_tools: vec![Arc::new(crate::agent::session_memory::tools::MemoryTools)],
     })
 }
 

@@ -88,11 +88,11 @@ async fn the_depth_limit_is_an_error_and_creates_nothing() {
         host_tools: Vec::new(),
     });
     let mut registry = deep.tools();
-    for (spec, executor) in
-        crate::agent::SessionChildren::tools(super::super::Subagents::new(), Arc::downgrade(&deep))
-    {
-        registry.register(spec, executor);
-    }
+    crate::agent::HostTools::register(
+        super::super::Subagents::new(),
+        &mut registry,
+        Arc::downgrade(&deep),
+    );
     let request = ToolCallRequest {
         id: "x".into(),
         name: "spawn_agent".into(),
