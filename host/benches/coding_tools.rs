@@ -15,7 +15,10 @@ use criterion::{Criterion, criterion_group, criterion_main};
 mod peers;
 use peers::native_read;
 use sandcrab::plugin::{PluginHost, PluginHostConfig, discovery};
-use sandcrab::tools::{ToolCallRequest, ToolContext, ToolRegistry, TruncationPolicy, dispatch};
+use sandcrab::tools::{
+    ToolCallRequest, ToolContext, ToolRegistry, TruncateMode, TruncationLimits, TruncationPolicy,
+    dispatch,
+};
 use serde_json::json;
 
 fn workspace() -> tempfile::TempDir {
@@ -126,12 +129,21 @@ fn tools(c: &mut Criterion) {
     group.finish();
 
     let policy = TruncationPolicy::default();
+    // What the shell and grep tools declare in their specs.
+    let shell = Some(TruncationLimits::new(
+        30_000,
+        TruncateMode::HeadTail,
+        Some(256),
+    ));
+    let grep = Some(TruncationLimits::new(20_000, TruncateMode::Tail, Some(200)));
     let ten_mb: String = (0..1_000_000).map(|i| format!("{i:09}\n")).collect();
     let mut group = c.benchmark_group("truncate_10mb");
     group.bench_function("shell_head_tail_chars_then_lines", |b| {
-        b.iter(|| policy.apply("shell", &ten_mb))
+        b.iter(|| policy.apply("shell", shell, &ten_mb))
     });
-    group.bench_function("grep_tail", |b| b.iter(|| policy.apply("grep", &ten_mb)));
+    group.bench_function("grep_tail", |b| {
+        b.iter(|| policy.apply("grep", grep, &ten_mb))
+    });
     group.finish();
 }
 

@@ -49,15 +49,16 @@ pub use schema::{ObjectSchema, Schema};
 pub use sharded::{Piece, Shard, ShardOutput, ShardedTool, run_whole};
 pub use summarizer::{Message, Summarizer};
 pub use tool::{
-    CallContext, SandboxMode, Tool, ToolError, ToolOutput, ToolResult, ToolSpec, Writes,
+    CallContext, Keep, OutputLimit, SandboxMode, Tool, ToolError, ToolOutput, ToolResult, ToolSpec,
+    Writes,
 };
 
 /// Everything a plugin usually needs, in one import.
 pub mod prelude {
     pub use crate::{
-        CallContext, ObjectSchema, Piece, Profile, ProfileInfo, SandboxMode, Schema, Shard,
-        ShardOutput, ShardedTool, Summarizer, Tool, ToolError, ToolOutput, ToolResult, Writes,
-        export_profile, export_sharded_tools, export_summarizer, export_tools,
+        CallContext, Keep, ObjectSchema, OutputLimit, Piece, Profile, ProfileInfo, SandboxMode,
+        Schema, Shard, ShardOutput, ShardedTool, Summarizer, Tool, ToolError, ToolOutput,
+        ToolResult, Writes, export_profile, export_sharded_tools, export_summarizer, export_tools,
     };
     pub use serde::Deserialize;
     pub use serde_json::{Value, json};

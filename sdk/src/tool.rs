@@ -17,6 +17,10 @@ pub type ToolError = wit::ToolError;
 /// What a tool call may write (the host orders calls writing the same
 /// paths).
 pub type Writes = crate::bindings::tool::sandcrab::plugin::types::Writes;
+/// How much of a call's output the model sees by default.
+pub type OutputLimit = crate::bindings::tool::sandcrab::plugin::types::OutputLimit;
+/// Which part of an over-long output the model sees.
+pub type Keep = crate::bindings::tool::sandcrab::plugin::types::Keep;
 /// How the programs a call starts are confined.
 pub type SandboxMode = crate::bindings::tool::sandcrab::plugin::types::SandboxMode;
 /// A tool's answer: its text, and whether it stopped for lack of time.
@@ -50,6 +54,13 @@ pub trait Tool {
         Writes::Nothing
     }
 
+    /// How much of a call's output the model sees (default: the host's,
+    /// 30,000 characters and 1,000 lines, head and tail). The whole output
+    /// stays in the event stream, and the operator may override it.
+    fn output_limit() -> Option<OutputLimit> {
+        None
+    }
+
     /// Do the work.
     fn run(args: Self::Args, ctx: &CallContext) -> ToolResult;
 
@@ -72,6 +83,7 @@ pub fn spec_of<T: Tool>() -> ToolSpec {
         parameters_schema: T::parameters().to_value().to_string(),
         writes: T::writes(),
         background: T::BACKGROUND,
+        output_limit: T::output_limit(),
     }
 }
 

@@ -937,7 +937,7 @@ async fn b5_payload_size_boundaries() {
     let policy = TruncationPolicy::with_overrides(
         &toml::from_str("grep = { chars = 1000, mode = \"tail\", lines = 10 }").unwrap(),
     );
-    assert_eq!(policy.limits("grep"), limits);
+    assert_eq!(policy.limits("grep", None), limits);
     let jobs = JobRegistry::new(policy);
     let cases = [
         ("a".repeat(1000), true),

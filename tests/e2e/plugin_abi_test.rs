@@ -109,3 +109,21 @@ async fn a_call_started_in_the_background_is_told_so_in_its_context() {
     let seen: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"));
     assert_eq!(seen["background"], true, "{seen}");
 }
+
+#[tokio::test]
+async fn tools_declare_how_much_of_their_output_the_model_sees() {
+    use sandcrab::plugin::{TruncateMode, TruncationLimits};
+    let scene = Scene::new();
+    let (_host, tools) = crate::support::coding_tools(&scene, Policy::default()).await;
+    let declared = |name: &str| tools.get(name).unwrap().spec.traits.output_limit;
+    assert_eq!(
+        declared("read_file"),
+        Some(TruncationLimits::new(50_000, TruncateMode::HeadTail, None))
+    );
+    assert_eq!(
+        declared("grep"),
+        Some(TruncationLimits::new(20_000, TruncateMode::Tail, Some(200)))
+    );
+    // A tool that declares nothing gets the host's fallback.
+    assert_eq!(declared("list_dir"), None);
+}

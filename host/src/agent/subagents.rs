@@ -123,6 +123,12 @@ impl Subagents {
                     ),
                     traits: crate::plugin::ToolTraits {
                         background: true,
+                        // A subagent's report: its beginning and its end.
+                        output_limit: Some(crate::plugin::TruncationLimits::new(
+                            20_000,
+                            crate::plugin::TruncateMode::HeadTail,
+                            None,
+                        )),
                         ..Default::default()
                     },
                 },

@@ -95,7 +95,10 @@ impl Session {
         while let Ok(chunk) = rx.try_recv() {
             self.output_delta(&call.id, chunk);
         }
-        let truncated = self.config.truncation.apply(&call.name, &outcome.content);
+        let truncated =
+            self.config
+                .truncation
+                .apply(&call.name, outcome.output_limit, &outcome.content);
         self.emit(EventData::ToolCallEnd(ed::ToolCallEnded {
             call_id: call.id.clone(),
             name: call.name.clone(),

@@ -70,7 +70,7 @@ pub async fn run(cmd: ToolCommand) -> anyhow::Result<ExitCode> {
         setup
             .config
             .truncation_policy()
-            .apply(&name, &outcome.content)
+            .apply(&name, outcome.output_limit, &outcome.content)
     } else {
         outcome.content
     };

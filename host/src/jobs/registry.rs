@@ -47,6 +47,8 @@ struct Entry {
     record: JobRecord,
     cancel: CancellationToken,
     order: u64,
+    /// How much of the output the job's tool said the model should see.
+    output_limit: Option<crate::plugin::TruncationLimits>,
 }
 
 #[derive(Default)]
@@ -145,9 +147,18 @@ impl JobRegistry {
                 record: record.clone(),
                 cancel: cancel.clone(),
                 order,
+                output_limit: None,
             },
         );
         Ok(JobStart { record, cancel })
+    }
+
+    /// Note how much of `job_id`'s output its tool said the model should
+    /// see (its payload is cut to that, unless the operator set otherwise).
+    pub fn limit_output(&self, job_id: &str, limit: Option<crate::plugin::TruncationLimits>) {
+        if let Some(entry) = self.lock().jobs.get_mut(job_id) {
+            entry.output_limit = limit;
+        }
     }
 
     /// Record how a job ended. A job already terminal is left as it is.
@@ -159,7 +170,9 @@ impl JobRegistry {
         if entry.record.status.is_terminal() {
             return Some(entry.record.clone());
         }
-        let limits = self.limits.limits(&entry.record.tool_name);
+        let limits = self
+            .limits
+            .limits(&entry.record.tool_name, entry.output_limit);
         let (status, output) = match outcome {
             JobOutcome::Succeeded(out) => (JobStatus::Completed, Some(out)),
             JobOutcome::Failed(out) => (JobStatus::Failed, Some(out)),

@@ -70,6 +70,9 @@ pub async fn run_call(
     let (detach, detached) = tokio::sync::watch::channel(false);
     ctx.detach = Some(detached);
     let force = wants_background(&tools, &request);
+    let output_limit = tools
+        .get(&request.name)
+        .and_then(|t| t.spec.traits.output_limit);
     // Told to the tool in its call context (it may then use its whole time
     // budget instead of a short default).
     ctx.background = force;
@@ -102,6 +105,7 @@ pub async fn run_call(
     }
     let started = jobs.start(&thread, &call_id, &name)?;
     let job_id = started.record.job_id.clone();
+    jobs.limit_output(&job_id, output_limit);
     {
         let mut seen = seen.lock().expect("retry notes");
         for err in std::mem::take(&mut seen.1) {

@@ -101,7 +101,9 @@ impl ToolServer {
     /// The MCP result of `outcome`: the text the model would see, and the
     /// whole output in `structuredContent` when that text was cut.
     fn result(&self, tool: &str, outcome: ToolOutcome) -> CallToolResult {
-        let shown = self.truncation.apply(tool, &outcome.content);
+        let shown = self
+            .truncation
+            .apply(tool, outcome.output_limit, &outcome.content);
         let mut result = if outcome.is_error() {
             CallToolResult::error(vec![ContentBlock::text(shown.clone())])
         } else {

@@ -43,5 +43,5 @@ pub use reading::{
 pub use sandbox::{GUEST_WORKSPACE, Mount, PluginSandbox, SandboxContext, scratch_warning};
 pub use types::{
     ProfileInfo, ProgramConfinement, ProgramLog, ProgramRun, SummaryMessage, ToolCallContext,
-    ToolFailure, ToolOutput, ToolSpec, ToolTraits, Writes,
+    ToolFailure, ToolOutput, ToolSpec, ToolTraits, TruncateMode, TruncationLimits, Writes,
 };

@@ -1,7 +1,7 @@
 //! Host-side views of what plugins export, independent of the ABI version
 //! they were built against.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A tool as the model sees it, and how the host may run it.
 #[derive(Debug, Clone, PartialEq, Serialize, Default)]
@@ -31,6 +31,49 @@ impl ToolSpec {
     }
 }
 
+/// Which part of an over-long output is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TruncateMode {
+    /// Keep the beginning and the end, drop the middle.
+    HeadTail,
+    /// Keep the end.
+    Tail,
+}
+
+/// Limits for one tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TruncationLimits {
+    /// Maximum characters.
+    pub chars: usize,
+    pub mode: TruncateMode,
+    /// Maximum lines, applied after characters.
+    #[serde(default)]
+    pub lines: Option<usize>,
+}
+
+impl TruncationLimits {
+    /// Most characters a tool may ask the model to be shown (more would
+    /// crowd the context window; the operator may still allow more).
+    pub const MAX_DECLARED_CHARS: usize = 200_000;
+
+    /// The limits a plugin declared, brought within the host's bounds (at
+    /// least one character and one line, at most [`Self::MAX_DECLARED_CHARS`]).
+    pub fn declared(chars: u32, lines: Option<u32>, mode: TruncateMode) -> Self {
+        TruncationLimits {
+            chars: (chars as usize).clamp(1, Self::MAX_DECLARED_CHARS),
+            mode,
+            lines: lines.map(|l| (l as usize).max(1)),
+        }
+    }
+
+    /// Limits of `chars` characters (then `lines` lines), keeping `mode`.
+    pub const fn new(chars: usize, mode: TruncateMode, lines: Option<usize>) -> Self {
+        TruncationLimits { chars, mode, lines }
+    }
+}
+
 /// How the host may run a tool's calls.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 pub struct ToolTraits {
@@ -40,6 +83,10 @@ pub struct ToolTraits {
     pub background: bool,
     /// A call may run as several shards at once (`sandcrab:shards`).
     pub shardable: bool,
+    /// How much of a call's output the model sees by default (the
+    /// operator's `[truncation]` overrides it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_limit: Option<TruncationLimits>,
 }
 
 impl ToolTraits {
@@ -171,4 +218,20 @@ pub struct ProfileInfo {
 pub struct SummaryMessage {
     pub role: String,
     pub content: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn declared_output_limits_stay_within_the_hosts_bounds() {
+        let huge = TruncationLimits::declared(u32::MAX, Some(0), TruncateMode::Tail);
+        assert_eq!(huge.chars, TruncationLimits::MAX_DECLARED_CHARS);
+        assert_eq!(huge.lines, Some(1));
+        assert_eq!(
+            TruncationLimits::declared(0, None, TruncateMode::HeadTail).chars,
+            1
+        );
+    }
 }

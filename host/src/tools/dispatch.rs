@@ -24,6 +24,8 @@ pub struct ToolOutcome {
     pub content: String,
     /// How the call ended.
     pub status: ToolStatus,
+    /// How much of the output the tool said the model should see.
+    pub output_limit: Option<crate::plugin::TruncationLimits>,
     /// Who ran it under which grants, and the programs it started (every
     /// call [`dispatch`] runs has one).
     pub receipt: Option<Receipt>,
@@ -39,6 +41,7 @@ impl ToolOutcome {
         ToolOutcome {
             content,
             status,
+            output_limit: None,
             receipt: None,
         }
     }
@@ -87,7 +90,13 @@ pub async fn dispatch(
         .map(|t| t.executor.standing(&call.name))
         .unwrap_or_else(|| Standing::host(&call.name));
     let programs = log.lock().map(|p| p.clone()).unwrap_or_default();
-    outcome.with_receipt(call, standing, programs)
+    let output_limit = registry
+        .get(&call.name)
+        .and_then(|t| t.spec.traits.output_limit);
+    ToolOutcome {
+        output_limit,
+        ..outcome.with_receipt(call, standing, programs)
+    }
 }
 
 async fn run(registry: &ToolRegistry, call: &ToolCallRequest, ctx: &ToolContext) -> ToolOutcome {

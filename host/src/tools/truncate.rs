@@ -1,67 +1,26 @@
 //! Truncating tool output before the model sees it: characters first, then
-//! lines. Limits are per tool (defaults below, overridable in the config's
+//! lines. Limits are per tool (what the tool declares, overridable in the config's
 //! `[truncation]` table); markers say how much was removed and that the
 //! full output is in the event stream.
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+pub use crate::plugin::{TruncateMode, TruncationLimits};
 
-/// Which part of an over-long output is kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TruncateMode {
-    /// Keep the beginning and the end, drop the middle.
-    HeadTail,
-    /// Keep the end.
-    Tail,
-}
-
-/// Limits for one tool.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TruncationLimits {
-    /// Maximum characters.
-    pub chars: usize,
-    pub mode: TruncateMode,
-    /// Maximum lines, applied after characters.
-    #[serde(default)]
-    pub lines: Option<usize>,
-}
-
-impl TruncationLimits {
-    const fn new(chars: usize, mode: TruncateMode, lines: Option<usize>) -> Self {
-        TruncationLimits { chars, mode, lines }
-    }
-}
-
-/// Limits for every tool.
+/// Limits for every tool: the operator's `[truncation]` for a tool, else
+/// what the tool declared in its spec, else the fallback.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TruncationPolicy {
-    per_tool: BTreeMap<String, TruncationLimits>,
-    /// For tools not named (third-party tools).
+    overrides: BTreeMap<String, TruncationLimits>,
+    /// For tools that declare nothing and are not named.
     pub fallback: TruncationLimits,
 }
 
 impl Default for TruncationPolicy {
     fn default() -> Self {
-        use TruncateMode::{HeadTail, Tail};
-        let defaults = [
-            ("read_file", TruncationLimits::new(50_000, HeadTail, None)),
-            ("shell", TruncationLimits::new(30_000, HeadTail, Some(256))),
-            ("grep", TruncationLimits::new(20_000, Tail, Some(200))),
-            ("glob", TruncationLimits::new(20_000, Tail, Some(500))),
-            ("edit_file", TruncationLimits::new(10_000, Tail, None)),
-            ("apply_patch", TruncationLimits::new(10_000, Tail, None)),
-            ("write_file", TruncationLimits::new(1_000, Tail, None)),
-            ("spawn_agent", TruncationLimits::new(20_000, HeadTail, None)),
-        ];
         TruncationPolicy {
-            per_tool: defaults
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
-                .collect(),
-            fallback: TruncationLimits::new(30_000, HeadTail, Some(1_000)),
+            overrides: BTreeMap::new(),
+            fallback: TruncationLimits::new(30_000, TruncateMode::HeadTail, Some(1_000)),
         }
     }
 }
@@ -75,20 +34,24 @@ impl TruncationPolicy {
             if tool == "default" {
                 policy.fallback = *limits;
             } else {
-                policy.per_tool.insert(tool.clone(), *limits);
+                policy.overrides.insert(tool.clone(), *limits);
             }
         }
         policy
     }
 
-    /// The limits of `tool`.
-    pub fn limits(&self, tool: &str) -> TruncationLimits {
-        self.per_tool.get(tool).copied().unwrap_or(self.fallback)
+    /// The limits of `tool`, which declared `declared` in its spec.
+    pub fn limits(&self, tool: &str, declared: Option<TruncationLimits>) -> TruncationLimits {
+        self.overrides
+            .get(tool)
+            .copied()
+            .or(declared)
+            .unwrap_or(self.fallback)
     }
 
-    /// Truncate the output of `tool`.
-    pub fn apply(&self, tool: &str, output: &str) -> String {
-        truncate(output, self.limits(tool))
+    /// Truncate the output of `tool` (which declared `declared`).
+    pub fn apply(&self, tool: &str, declared: Option<TruncationLimits>, output: &str) -> String {
+        truncate(output, self.limits(tool, declared))
     }
 }
 
@@ -176,13 +139,21 @@ mod tests {
         TruncationLimits { chars, mode, lines }
     }
 
+    /// What the shell and read_file tools declare in their specs.
+    const SHELL: Option<TruncationLimits> =
+        Some(TruncationLimits::new(30_000, HeadTail, Some(256)));
+    const READ_FILE: Option<TruncationLimits> = Some(TruncationLimits::new(50_000, HeadTail, None));
+
     #[test]
     fn short_output_is_untouched() {
         let short = "x".repeat(100);
-        assert_eq!(TruncationPolicy::default().apply("shell", &short), short);
+        assert_eq!(
+            TruncationPolicy::default().apply("shell", SHELL, &short),
+            short
+        );
         assert!(
             !TruncationPolicy::default()
-                .apply("shell", &short)
+                .apply("shell", SHELL, &short)
                 .contains("WARNING")
         );
     }
@@ -233,7 +204,7 @@ mod tests {
         // Seed phase 4 step 1: characters first, then lines, with a marker.
         let text: String = (0..40_000).map(|i| format!("{i}\n")).collect::<String>();
         assert!(text.len() > 200_000);
-        let out = TruncationPolicy::default().apply("shell", &text);
+        let out = TruncationPolicy::default().apply("shell", SHELL, &text);
         assert!(
             out.contains("[WARNING: Tool output was truncated."),
             "{out}"
@@ -254,10 +225,10 @@ mod tests {
     #[test]
     fn huge_outputs_are_truncated_without_crashing() {
         let ten_mb = "y".repeat(10_000_000);
-        let out = TruncationPolicy::default().apply("read_file", &ten_mb);
+        let out = TruncationPolicy::default().apply("read_file", READ_FILE, &ten_mb);
         assert!(out.len() < 51_000);
         let two_long_lines = format!("{}\n{}", "a".repeat(5_000_000), "b".repeat(5_000_000));
-        let out2 = TruncationPolicy::default().apply("shell", &two_long_lines);
+        let out2 = TruncationPolicy::default().apply("shell", SHELL, &two_long_lines);
         assert!(out2.starts_with('a') && out2.ends_with('b'));
         assert!(out2.len() < 31_000);
     }
@@ -275,7 +246,13 @@ mod tests {
     fn overrides_replace_defaults() {
         let overrides: BTreeMap<String, TruncationLimits> = toml::from_str("shell = { chars = 10, mode = \"tail\", lines = 2 }\ndefault = { chars = 5, mode = \"tail\" }").unwrap();
         let policy = TruncationPolicy::with_overrides(&overrides);
-        assert_eq!(policy.limits("shell"), limits(10, Tail, Some(2)));
-        assert_eq!(policy.limits("third_party"), limits(5, Tail, None));
+        let declared = limits(99, HeadTail, None);
+        assert_eq!(
+            policy.limits("shell", Some(declared)),
+            limits(10, Tail, Some(2))
+        );
+        assert_eq!(policy.limits("third_party", None), limits(5, Tail, None));
+        // What a tool declares beats the fallback, not the operator.
+        assert_eq!(policy.limits("third_party", Some(declared)), declared);
     }
 }

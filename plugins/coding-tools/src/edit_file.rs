@@ -19,6 +19,13 @@ pub struct Args {
 
 impl Tool for EditFile {
     const NAME: &'static str = "edit_file";
+    fn output_limit() -> Option<OutputLimit> {
+        Some(OutputLimit {
+            chars: 10_000,
+            lines: None,
+            keep: Keep::Tail,
+        })
+    }
     const DESCRIPTION: &'static str = "Replace text in a file. old_string must match the file exactly (including indentation) and be unique, unless replace_all is true, in which case every occurrence is replaced. Include enough surrounding lines to make old_string unique. If no exact match exists, a match that differs only in whitespace is used and reported. Read the file first.";
     type Args = Args;
 

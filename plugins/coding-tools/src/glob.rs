@@ -17,6 +17,13 @@ pub struct Args {
 
 impl Tool for Glob {
     const NAME: &'static str = "glob";
+    fn output_limit() -> Option<OutputLimit> {
+        Some(OutputLimit {
+            chars: 20_000,
+            lines: Some(500),
+            keep: Keep::Tail,
+        })
+    }
     const DESCRIPTION: &'static str = "Find files by name pattern, e.g. `**/*.rs` or `src/**/test_*.py` (`*` does not cross `/`; `**` does; a pattern without `/` matches file names anywhere). Returns paths relative to the workspace, most recently modified first. Skips .git and files ignored by .gitignore.";
     type Args = Args;
 

@@ -23,6 +23,13 @@ pub struct Args {
 
 impl Tool for Grep {
     const NAME: &'static str = "grep";
+    fn output_limit() -> Option<OutputLimit> {
+        Some(OutputLimit {
+            chars: 20_000,
+            lines: Some(200),
+            keep: Keep::Tail,
+        })
+    }
     const DESCRIPTION: &'static str = "Search file contents with a regular expression (Rust regex syntax). Returns matches as `path:line:text`, paths relative to the workspace. Searches the workspace (or `path`, a directory or a file), skipping .git, files ignored by .gitignore and binary files. glob_filter limits the files searched (e.g. `*.rs`, or `src/**/*.ts` to match paths).";
     type Args = Args;
 

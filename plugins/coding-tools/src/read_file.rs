@@ -19,6 +19,13 @@ pub struct Args {
 
 impl Tool for ReadFile {
     const NAME: &'static str = "read_file";
+    fn output_limit() -> Option<OutputLimit> {
+        Some(OutputLimit {
+            chars: 50_000,
+            lines: None,
+            keep: Keep::HeadAndTail,
+        })
+    }
     const DESCRIPTION: &'static str = "Read a text file from the workspace. Returns lines prefixed with their 1-based line numbers (`     3\\tline`). By default reads up to 2000 lines from the start; use offset (1-based first line) and limit for large files. Lines longer than 2000 characters are cut. Binary files and directories are refused (use list_dir for directories).";
     type Args = Args;
 

@@ -23,6 +23,13 @@ pub struct Args {
 
 impl Tool for Shell {
     const NAME: &'static str = "shell";
+    fn output_limit() -> Option<OutputLimit> {
+        Some(OutputLimit {
+            chars: 30_000,
+            lines: Some(256),
+            keep: Keep::HeadAndTail,
+        })
+    }
     const BACKGROUND: bool = true;
     const DESCRIPTION: &'static str = "Run a shell command with `sh -c` in the workspace directory. Returns stdout, stderr, the exit code and the duration. Default timeout 10000 ms, maximum 600000 ms; on timeout the command's process group gets SIGTERM, then SIGKILL 2 s later, and the partial output is returned with an error note. For long-running commands (servers, watchers, long builds) set run_in_background: the call returns a job id at once and the result arrives later. The command runs in a sandbox: it can write only inside the workspace and $TMPDIR.";
     type Args = Args;

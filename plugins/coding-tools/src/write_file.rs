@@ -14,6 +14,13 @@ pub struct Args {
 
 impl Tool for WriteFile {
     const NAME: &'static str = "write_file";
+    fn output_limit() -> Option<OutputLimit> {
+        Some(OutputLimit {
+            chars: 1_000,
+            lines: None,
+            keep: Keep::Tail,
+        })
+    }
     const DESCRIPTION: &'static str = "Create a file, or overwrite it, with the given content. Parent directories are created as needed. Prefer edit_file or apply_patch to change part of an existing file.";
     type Args = Args;
 

@@ -85,6 +85,7 @@ impl ToolGuest for tool::ToolPluginPre<HostState> {
                     },
                     background: s.background,
                     shardable: false,
+                    output_limit: None,
                 },
             })
             .collect())

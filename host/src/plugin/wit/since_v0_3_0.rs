@@ -13,7 +13,8 @@ use super::{Guest, GuestContext, ProfileGuest, RawTool, SummarizerGuest, ToolGue
 use crate::plugin::manifest::PluginKind;
 use crate::plugin::state::HostState;
 use crate::plugin::types::{
-    ProfileInfo, SummaryMessage, ToolFailure, ToolOutput, ToolTraits, Writes,
+    ProfileInfo, SummaryMessage, ToolFailure, ToolOutput, ToolTraits, TruncateMode,
+    TruncationLimits, Writes,
 };
 use crate::process::SandboxMode;
 
@@ -69,7 +70,7 @@ pub fn guest(kind: PluginKind, pre: InstancePre<HostState>) -> wasmtime::Result<
 #[async_trait]
 impl ToolGuest for tool::ToolPluginPre<HostState> {
     async fn tools(&self, store: &mut Store<HostState>) -> wasmtime::Result<Vec<RawTool>> {
-        use tool::sandcrab::plugin::types::Writes as W;
+        use tool::sandcrab::plugin::types::{Keep, Writes as W};
         let instance = self.instantiate_async(&mut *store).await?;
         let specs = instance.sandcrab_plugin_tool().call_tools(store).await?;
         Ok(specs
@@ -86,6 +87,16 @@ impl ToolGuest for tool::ToolPluginPre<HostState> {
                     },
                     background: s.background,
                     shardable: false,
+                    output_limit: s.output_limit.map(|l| {
+                        TruncationLimits::declared(
+                            l.chars,
+                            l.lines,
+                            match l.keep {
+                                Keep::HeadAndTail => TruncateMode::HeadTail,
+                                Keep::Tail => TruncateMode::Tail,
+                            },
+                        )
+                    }),
                 },
             })
             .collect())

@@ -35,6 +35,13 @@ pub struct Args {
 
 impl Tool for ApplyPatch {
     const NAME: &'static str = "apply_patch";
+    fn output_limit() -> Option<OutputLimit> {
+        Some(OutputLimit {
+            chars: 10_000,
+            lines: None,
+            keep: Keep::Tail,
+        })
+    }
     const DESCRIPTION: &'static str = "Apply a patch in the v4a format to one or more files. The patch starts with `*** Begin Patch` and ends with `*** End Patch`. Inside, `*** Add File: PATH` is followed by the new file's lines, each prefixed with `+`; `*** Delete File: PATH` deletes; `*** Update File: PATH` (optionally followed by `*** Move to: NEWPATH`) is followed by hunks. Each hunk starts with `@@` (optionally `@@ text of a line to seek to`, such as a function signature) and has lines prefixed with ` ` (context, about 3 lines before and after), `-` (remove) or `+` (add). `*** End of File` anchors a hunk at the end of the file. All or nothing: if any hunk does not match, no file changes.";
     type Args = Args;
 

@@ -14,6 +14,7 @@ fn spec(name: String, description: String, schema: String) -> ToolSpec {
         parameters_schema: schema,
         writes: Writes::Nothing,
         background: false,
+        output_limit: None,
     }
 }
 

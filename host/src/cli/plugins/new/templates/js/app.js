@@ -16,6 +16,8 @@ const SPEC = {
   }),
   writes: { tag: 'nothing' },
   background: false,
+  // How much of a call's output the model sees (undefined: the host's default).
+  outputLimit: undefined,
 };
 
 // A failed call: componentize-js turns a thrown { tag, val } into the

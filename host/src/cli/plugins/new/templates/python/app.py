@@ -22,6 +22,8 @@ SPEC = types.ToolSpec(
     }),
     writes=types.Writes_Nothing(),
     background=False,
+    # How much of a call's output the model sees (None: the host's default).
+    output_limit=None,
 )
 
 
