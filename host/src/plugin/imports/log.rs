@@ -6,14 +6,16 @@ use crate::plugin::guest_log::Level;
 use crate::plugin::state::HostState;
 
 /// Write one guest log line.
-fn write(state: &HostState, level: Level, message: &str) {
+pub(crate) fn write(state: &HostState, level: Level, message: &str) {
     state.log.line(level, "log", message);
 }
 
 /// Implement one version's `log` host trait over [`write`].
 macro_rules! log_host {
     ($version:ident) => {
-        impl crate::plugin::wit::$version::tool::sandcrab::plugin::log::Host for HostState {
+        impl crate::plugin::wit::$version::tool::sandcrab::plugin::log::Host
+            for crate::plugin::state::HostState
+        {
             async fn log(
                 &mut self,
                 level: crate::plugin::wit::$version::tool::sandcrab::plugin::log::Level,
@@ -21,18 +23,16 @@ macro_rules! log_host {
             ) {
                 use crate::plugin::wit::$version::tool::sandcrab::plugin::log::Level as L;
                 let level = match level {
-                    L::Trace => Level::Trace,
-                    L::Debug => Level::Debug,
-                    L::Info => Level::Info,
-                    L::Warn => Level::Warn,
-                    L::Error => Level::Error,
+                    L::Trace => crate::plugin::guest_log::Level::Trace,
+                    L::Debug => crate::plugin::guest_log::Level::Debug,
+                    L::Info => crate::plugin::guest_log::Level::Info,
+                    L::Warn => crate::plugin::guest_log::Level::Warn,
+                    L::Error => crate::plugin::guest_log::Level::Error,
                 };
-                write(self, level, &message);
+                crate::plugin::imports::log::write(self, level, &message);
             }
         }
     };
 }
 
-log_host!(since_v0_1_0);
-log_host!(since_v0_2_0);
-log_host!(since_v0_3_0);
+pub(crate) use log_host;

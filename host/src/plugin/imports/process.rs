@@ -1,5 +1,6 @@
 //! `sandcrab:plugin/process`: run a program through the plugin's sandbox.
-//! Every ABI version forwards to [`run`]; they differ only in where a
+//! Every ABI version forwards to [`run`] (through [`process_host`], which
+//! `wit::bind` invokes per version); they differ only in where a
 //! command without `cwd` runs (0.1.0: the workspace root; 0.2.0: the call's
 //! working directory).
 
@@ -10,7 +11,7 @@ use crate::process::ProcessOutput;
 /// Run `command` for the guest, within the time its call has left: the
 /// program gets its own timeout (and so a TERM, a grace and partial
 /// output) no later than the call's deadline.
-async fn run(
+pub(crate) async fn run(
     state: &mut HostState,
     mut command: GuestCommand,
 ) -> Result<ProcessOutput, ProcessDenied> {
@@ -79,7 +80,9 @@ fn program_timeout(asked_ms: Option<u64>, left: std::time::Duration) -> u64 {
 /// `$default_cwd` says where a command without `cwd` runs.
 macro_rules! process_host {
     ($version:ident, |$state:ident| $default_cwd:expr) => {
-        impl crate::plugin::wit::$version::tool::sandcrab::plugin::process::Host for HostState {
+        impl crate::plugin::wit::$version::tool::sandcrab::plugin::process::Host
+            for crate::plugin::state::HostState
+        {
             async fn run(
                 &mut self,
                 command: crate::plugin::wit::$version::tool::sandcrab::plugin::process::Command,
@@ -92,7 +95,7 @@ macro_rules! process_host {
                 };
                 let $state = &*self;
                 let default_cwd: Option<String> = $default_cwd;
-                let guest = GuestCommand {
+                let guest = crate::plugin::sandbox::GuestCommand {
                     program: command.program,
                     args: command.args,
                     cwd: command.cwd,
@@ -101,7 +104,7 @@ macro_rules! process_host {
                     stdin: command.stdin,
                     timeout_ms: command.timeout_ms,
                 };
-                match run(self, guest).await {
+                match crate::plugin::imports::process::run(self, guest).await {
                     Ok(out) => Ok(Output {
                         stdout: out.stdout,
                         stderr: out.stderr,
@@ -112,10 +115,18 @@ macro_rules! process_host {
                         truncated: out.truncated,
                     }),
                     Err(denied) => Err(match denied {
-                        ProcessDenied::NotAllowed(m) => ProcessError::NotAllowed(m),
-                        ProcessDenied::InvalidCwd(m) => ProcessError::InvalidCwd(m),
-                        ProcessDenied::SandboxUnavailable(m) => ProcessError::SandboxUnavailable(m),
-                        ProcessDenied::SpawnFailed(m) => ProcessError::SpawnFailed(m),
+                        crate::plugin::sandbox::ProcessDenied::NotAllowed(m) => {
+                            ProcessError::NotAllowed(m)
+                        }
+                        crate::plugin::sandbox::ProcessDenied::InvalidCwd(m) => {
+                            ProcessError::InvalidCwd(m)
+                        }
+                        crate::plugin::sandbox::ProcessDenied::SandboxUnavailable(m) => {
+                            ProcessError::SandboxUnavailable(m)
+                        }
+                        crate::plugin::sandbox::ProcessDenied::SpawnFailed(m) => {
+                            ProcessError::SpawnFailed(m)
+                        }
                     }),
                 }
             }
@@ -123,9 +134,7 @@ macro_rules! process_host {
     };
 }
 
-process_host!(since_v0_1_0, |_state| None);
-process_host!(since_v0_2_0, |state| state.working_dir.clone());
-process_host!(since_v0_3_0, |state| state.working_dir.clone());
+pub(crate) use process_host;
 
 #[cfg(test)]
 mod tests {

@@ -5,11 +5,10 @@
 //! host never sees a version. [`detect`] tells which version and world a
 //! component implements.
 
+#[macro_use]
+mod bind;
 pub mod fs_v0_1_0;
 pub mod shards_v0_1_0;
-pub mod since_v0_1_0;
-pub mod since_v0_2_0;
-pub mod since_v0_3_0;
 
 use async_trait::async_trait;
 use wasmtime::component::types::ComponentItem;
@@ -20,35 +19,15 @@ use super::manifest::PluginKind;
 use super::state::HostState;
 use super::types::{ProfileInfo, SummaryMessage, ToolFailure, ToolOutput, ToolTraits};
 
-/// WIT package versions the host loads, newest first.
-pub const SUPPORTED_VERSIONS: &[&str] = &["0.3.0", "0.2.0", "0.1.0"];
-
-/// A released version of the plugin ABI.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WitVersion {
-    V0_1_0,
-    V0_2_0,
-    V0_3_0,
-}
-
-impl WitVersion {
-    fn parse(version: &str) -> Option<Self> {
-        match version {
-            "0.1.0" => Some(WitVersion::V0_1_0),
-            "0.2.0" => Some(WitVersion::V0_2_0),
-            "0.3.0" => Some(WitVersion::V0_3_0),
-            _ => None,
-        }
-    }
+versions! {
+    V0_3_0 = "0.3.0" => since_v0_3_0,
+    V0_2_0 = "0.2.0" => since_v0_2_0,
+    V0_1_0 = "0.1.0" => since_v0_1_0,
 }
 
 impl std::fmt::Display for WitVersion {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            WitVersion::V0_1_0 => "0.1.0",
-            WitVersion::V0_2_0 => "0.2.0",
-            WitVersion::V0_3_0 => "0.3.0",
-        })
+        f.write_str(self.as_str())
     }
 }
 
@@ -172,29 +151,6 @@ pub enum Guest {
     Tool(std::sync::Arc<dyn ToolGuest>),
     Profile(Box<dyn ProfileGuest>),
     Summarizer(Box<dyn SummarizerGuest>),
-}
-
-impl Guest {
-    /// The guest for a component of `version` and `kind`.
-    pub fn new(
-        version: WitVersion,
-        kind: PluginKind,
-        pre: InstancePre<HostState>,
-    ) -> wasmtime::Result<Guest> {
-        match version {
-            WitVersion::V0_1_0 => since_v0_1_0::guest(kind, pre),
-            WitVersion::V0_2_0 => since_v0_2_0::guest(kind, pre),
-            WitVersion::V0_3_0 => since_v0_3_0::guest(kind, pre),
-        }
-    }
-}
-
-/// Add the host imports of every supported version to `linker`.
-pub fn add_to_linker(linker: &mut wasmtime::component::Linker<HostState>) -> wasmtime::Result<()> {
-    since_v0_1_0::add_to_linker(linker)?;
-    since_v0_2_0::add_to_linker(linker)?;
-    since_v0_3_0::add_to_linker(linker)?;
-    fs_v0_1_0::add_to_linker(linker)
 }
 
 /// The exported instance names of `component` (e.g.

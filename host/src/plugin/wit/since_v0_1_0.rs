@@ -10,61 +10,12 @@
 
 use async_trait::async_trait;
 use wasmtime::Store;
-use wasmtime::component::{HasSelf, InstancePre};
 
-use super::{Guest, GuestContext, ProfileGuest, RawTool, SummarizerGuest, ToolGuest};
-use crate::plugin::manifest::PluginKind;
+use super::{GuestContext, ProfileGuest, RawTool, ToolGuest};
 use crate::plugin::state::HostState;
-use crate::plugin::types::{ProfileInfo, SummaryMessage, ToolFailure, ToolOutput, ToolTraits};
+use crate::plugin::types::{ProfileInfo, ToolFailure, ToolOutput, ToolTraits};
 
-/// The `tool-plugin` world; also defines the shared `types`, `process` and
-/// `log` interfaces that the other worlds reuse.
-pub mod tool {
-    wasmtime::component::bindgen!({
-        path: "../wit/since_v0.1.0",
-        world: "tool-plugin",
-        imports: { default: async },
-        exports: { default: async },
-    });
-}
-
-/// The `profile-plugin` world.
-pub mod profile {
-    wasmtime::component::bindgen!({
-        path: "../wit/since_v0.1.0",
-        world: "profile-plugin",
-        imports: { default: async },
-        exports: { default: async },
-        with: { "sandcrab:plugin/log": super::tool::sandcrab::plugin::log },
-    });
-}
-
-/// The `summarizer-plugin` world.
-pub mod summarizer {
-    wasmtime::component::bindgen!({
-        path: "../wit/since_v0.1.0",
-        world: "summarizer-plugin",
-        imports: { default: async },
-        exports: { default: async },
-        with: { "sandcrab:plugin/log": super::tool::sandcrab::plugin::log },
-    });
-}
-
-/// This version's host imports.
-pub fn add_to_linker(linker: &mut wasmtime::component::Linker<HostState>) -> wasmtime::Result<()> {
-    tool::ToolPlugin::add_to_linker::<_, HasSelf<_>>(linker, |state| state)
-}
-
-/// The guest for a component of this version.
-pub fn guest(kind: PluginKind, pre: InstancePre<HostState>) -> wasmtime::Result<Guest> {
-    Ok(match kind {
-        PluginKind::Tool => Guest::Tool(std::sync::Arc::new(tool::ToolPluginPre::new(pre)?)),
-        PluginKind::Profile => Guest::Profile(Box::new(profile::ProfilePluginPre::new(pre)?)),
-        PluginKind::Summarizer => {
-            Guest::Summarizer(Box::new(summarizer::SummarizerPluginPre::new(pre)?))
-        }
-    })
-}
+bind_version!("../wit/since_v0.1.0", since_v0_1_0, |_state| None);
 
 #[async_trait]
 impl ToolGuest for tool::ToolPluginPre<HostState> {
@@ -130,31 +81,6 @@ impl ProfileGuest for profile::ProfilePluginPre<HostState> {
         instance
             .sandcrab_plugin_profile()
             .call_base_instructions(store)
-            .await
-    }
-}
-
-#[async_trait]
-impl SummarizerGuest for summarizer::SummarizerPluginPre<HostState> {
-    async fn render(
-        &self,
-        store: &mut Store<HostState>,
-        persona: &str,
-        existing_summary: &str,
-        messages: &[SummaryMessage],
-    ) -> wasmtime::Result<String> {
-        use summarizer::exports::sandcrab::plugin::summarizer::Message;
-        let messages: Vec<Message> = messages
-            .iter()
-            .map(|m| Message {
-                role: m.role.clone(),
-                content: m.content.clone(),
-            })
-            .collect();
-        let instance = self.instantiate_async(&mut *store).await?;
-        instance
-            .sandcrab_plugin_summarizer()
-            .call_render(store, persona, existing_summary, &messages)
             .await
     }
 }

@@ -1,0 +1,161 @@
+//! What every ABI version binds the same way, written once: the three
+//! worlds' bindings, the version's host imports forwarded to the one real
+//! implementation in [`crate::plugin::imports`], the guest for a
+//! component, and the summarizer (unchanged since 0.1.0). A version's own
+//! file adds only what differs: how its tool and profile exports map to
+//! the version-neutral interfaces.
+
+/// Bind the ABI version whose WIT is at `$wit`; `$default_cwd` says where a
+/// `process` command without `cwd` runs (given the host state).
+macro_rules! bind_version {
+    ($wit:literal, $version:ident, |$state:ident| $default_cwd:expr) => {
+        /// The `tool-plugin` world; also defines the shared `types`,
+        /// `process` and `log` interfaces that the other worlds reuse.
+        pub mod tool {
+            wasmtime::component::bindgen!({
+                path: $wit,
+                world: "tool-plugin",
+                imports: { default: async },
+                exports: { default: async },
+            });
+        }
+
+        /// The `profile-plugin` world.
+        pub mod profile {
+            wasmtime::component::bindgen!({
+                path: $wit,
+                world: "profile-plugin",
+                imports: { default: async },
+                exports: { default: async },
+                with: { "sandcrab:plugin/log": super::tool::sandcrab::plugin::log },
+            });
+        }
+
+        /// The `summarizer-plugin` world.
+        pub mod summarizer {
+            wasmtime::component::bindgen!({
+                path: $wit,
+                world: "summarizer-plugin",
+                imports: { default: async },
+                exports: { default: async },
+                with: { "sandcrab:plugin/log": super::tool::sandcrab::plugin::log },
+            });
+        }
+
+        crate::plugin::imports::process::process_host!($version, |$state| $default_cwd);
+        crate::plugin::imports::log::log_host!($version);
+
+        impl tool::sandcrab::plugin::types::Host for crate::plugin::state::HostState {}
+
+        /// This version's host imports.
+        pub fn add_to_linker(
+            linker: &mut wasmtime::component::Linker<crate::plugin::state::HostState>,
+        ) -> wasmtime::Result<()> {
+            tool::ToolPlugin::add_to_linker::<_, wasmtime::component::HasSelf<_>>(
+                linker,
+                |state| state,
+            )
+        }
+
+        /// The guest for a component of this version.
+        pub fn guest(
+            kind: crate::plugin::manifest::PluginKind,
+            pre: wasmtime::component::InstancePre<crate::plugin::state::HostState>,
+        ) -> wasmtime::Result<super::Guest> {
+            use crate::plugin::manifest::PluginKind;
+            Ok(match kind {
+                PluginKind::Tool => {
+                    super::Guest::Tool(std::sync::Arc::new(tool::ToolPluginPre::new(pre)?))
+                }
+                PluginKind::Profile => {
+                    super::Guest::Profile(Box::new(profile::ProfilePluginPre::new(pre)?))
+                }
+                PluginKind::Summarizer => super::Guest::Summarizer(Box::new(
+                    summarizer::SummarizerPluginPre::new(pre)?,
+                )),
+            })
+        }
+
+        #[async_trait::async_trait]
+        impl super::SummarizerGuest
+            for summarizer::SummarizerPluginPre<crate::plugin::state::HostState>
+        {
+            async fn render(
+                &self,
+                store: &mut wasmtime::Store<crate::plugin::state::HostState>,
+                persona: &str,
+                existing_summary: &str,
+                messages: &[crate::plugin::types::SummaryMessage],
+            ) -> wasmtime::Result<String> {
+                use summarizer::exports::sandcrab::plugin::summarizer::Message;
+                let messages: Vec<Message> = messages
+                    .iter()
+                    .map(|m| Message {
+                        role: m.role.clone(),
+                        content: m.content.clone(),
+                    })
+                    .collect();
+                let instance = self.instantiate_async(&mut *store).await?;
+                instance
+                    .sandcrab_plugin_summarizer()
+                    .call_render(store, persona, existing_summary, &messages)
+                    .await
+            }
+        }
+    };
+}
+
+/// The released ABI versions, newest first: one row each (the variant, the
+/// version text, the module that binds it). Adding a version is its file
+/// and its row.
+macro_rules! versions {
+    ($($variant:ident = $text:literal => $module:ident),+ $(,)?) => {
+        $(pub mod $module;)+
+
+        /// WIT package versions the host loads, newest first.
+        pub const SUPPORTED_VERSIONS: &[&str] = &[$($text),+];
+
+        /// A released version of the plugin ABI.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum WitVersion {
+            $($variant,)+
+        }
+
+        impl WitVersion {
+            fn parse(version: &str) -> Option<Self> {
+                match version {
+                    $($text => Some(WitVersion::$variant),)+
+                    _ => None,
+                }
+            }
+
+            /// The version, as WIT spells it.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(WitVersion::$variant => $text,)+
+                }
+            }
+        }
+
+        impl Guest {
+            /// The guest for a component of `version` and `kind`.
+            pub fn new(
+                version: WitVersion,
+                kind: PluginKind,
+                pre: InstancePre<HostState>,
+            ) -> wasmtime::Result<Guest> {
+                match version {
+                    $(WitVersion::$variant => $module::guest(kind, pre),)+
+                }
+            }
+        }
+
+        /// Add the host imports of every supported version to `linker`.
+        pub fn add_to_linker(
+            linker: &mut wasmtime::component::Linker<HostState>,
+        ) -> wasmtime::Result<()> {
+            $($module::add_to_linker(linker)?;)+
+            fs_v0_1_0::add_to_linker(linker)
+        }
+    };
+}
