@@ -795,3 +795,70 @@ async fn a_client_reconnecting_after_a_bridge_restart_gets_what_it_missed() {
         resumed.ids()
     );
 }
+
+/// The keys of every object in `value`, recursively, in a stable text form
+/// (values masked): the shape a client depends on.
+fn shape(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), shape(v))).collect())
+        }
+        Value::Array(items) => Value::Array(items.iter().map(shape).collect()),
+        Value::String(_) => json!("string"),
+        Value::Number(_) => json!("number"),
+        Value::Bool(_) => json!("bool"),
+        Value::Null => json!(null),
+    }
+}
+
+/// The JSON every route answers, pinned: a change here breaks clients, so
+/// it must be deliberate (and versioned).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_json_of_every_route_is_pinned() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.push(stream(KIND, &Answer::Text(vec!["Hello back."])));
+    let b = bridge(&scene, Some(&server), false);
+    let error = json!({"error": {"code": "string", "message": "string"}});
+    let ok = json!({"ok": true});
+    let (code, body) = b.post("/agent/start").await;
+    assert_eq!((code, shape(&body)), (409, error.clone()), "{body}");
+    let ws = scene.workspace().canonicalize().unwrap();
+    let (code, body) = b
+        .call("POST", "/workspace/initialize", Some(json!({"path": ws})))
+        .await;
+    assert_eq!((code, body), (200, json!({"ok": true, "workspace": ws})));
+    assert_eq!(b.post("/agent/start").await, (200, ok.clone()));
+    assert_eq!(b.status().await, running(false));
+    let events = b.follow(None).await;
+    assert_eq!(b.send("hello").await, (202, ok.clone()));
+    events.wait_for("agent:session-completed").await;
+    let (code, history) = b.call("GET", "/agent/history", None).await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        shape(&history),
+        json!([
+            {"id": "string", "timestamp": "string", "kind": "string", "text": "string"},
+            {"id": "string", "timestamp": "string", "kind": "string", "text": "string",
+             "tool_calls": [], "reasoning": null,
+             "usage": {"input_tokens": "number", "output_tokens": "number",
+                       "cached_tokens": "number", "reasoning_tokens": "number",
+                       "cache_write_tokens": "number"}}
+        ]),
+        "{history}"
+    );
+    assert_eq!(b.post("/agent/interrupt").await, (200, ok.clone()));
+    assert_eq!(b.post("/agent/clear").await, (200, ok.clone()));
+    assert_eq!(b.post("/agent/stop").await, (200, ok.clone()));
+    assert_eq!(b.status().await, stopped());
+    let (code, body) = b.send("late").await;
+    assert_eq!((code, shape(&body)), (409, error.clone()));
+    let (code, body) = b
+        .call(
+            "POST",
+            "/agent/messages",
+            Some(json!({"text": "wrong key"})),
+        )
+        .await;
+    assert_eq!((code, shape(&body)), (422, error));
+}
