@@ -2,6 +2,7 @@
 //! summarization prompt are sandboxed WebAssembly components.
 
 pub mod agent;
+pub mod approvals;
 pub mod cli;
 pub mod compaction;
 pub mod config;

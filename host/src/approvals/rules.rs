@@ -1,0 +1,483 @@
+//! Approval rules: what they match (a tool by name, a shell command by the
+//! prefix of its argument list, a file tool's paths by glob, a run-time
+//! grant), what they decide, and the examples that prove each one means
+//! what its author thinks — checked when the rules load, so a mistyped
+//! rule fails at start naming its file and line.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::command::{CommandLine, without_assignments};
+use super::decision::{Decision, Mode};
+use super::glob::Glob;
+
+/// The tool whose `command` argument is a shell command line.
+pub const SHELL_TOOL: &str = "shell";
+
+/// Who wrote a set of rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// The operator's own configuration: any decision.
+    Trusted,
+    /// The project's `sandcrab.toml`: `ask` and `deny` only (a repository
+    /// never allows itself anything, SPEC §9).
+    Project,
+}
+
+/// What a rule matches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Matcher {
+    /// Every call of a tool.
+    Tool(String),
+    /// Shell commands whose argument list starts with these words.
+    Shell(Vec<String>),
+    /// Calls (of one tool, or of any file tool) writing a path the glob
+    /// matches.
+    Path { tool: Option<String>, glob: Glob },
+    /// A grant a plugin asks for at run time (`network`, `program:git`).
+    Grant(String),
+}
+
+/// One rule, and where it was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    pub matcher: Matcher,
+    pub decision: Decision,
+    /// `file:line`.
+    pub at: String,
+}
+
+/// What is being decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Subject {
+    /// A tool call: its tool, its command line (the shell tool), the
+    /// workspace-relative paths it writes.
+    Call {
+        tool: String,
+        command: Option<String>,
+        paths: Vec<String>,
+    },
+    /// A grant a plugin asks for while it runs.
+    Grant { plugin: String, grant: String },
+}
+
+/// The answer for a subject, and the rule that gave it (None: the mode).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    pub decision: Decision,
+    pub rule: Option<Rule>,
+}
+
+/// A set of rules.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rules {
+    rules: Vec<Rule>,
+}
+
+/// A rule that cannot be used: where, what, how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{at}: {message}")]
+pub struct RuleError {
+    pub at: String,
+    pub message: String,
+}
+
+#[derive(Deserialize)]
+struct FileToml {
+    #[serde(default)]
+    approvals: Option<ApprovalsToml>,
+}
+
+#[derive(Deserialize)]
+struct ApprovalsToml {
+    #[serde(default)]
+    rules: Vec<toml::Spanned<RuleToml>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleToml {
+    tool: Option<String>,
+    shell: Option<Vec<String>>,
+    path: Option<String>,
+    grant: Option<String>,
+    decision: Decision,
+    #[serde(default)]
+    examples: Vec<String>,
+    #[serde(default)]
+    not_examples: Vec<String>,
+}
+
+impl Rules {
+    /// The `[[approvals.rules]]` of a configuration file's `text` (other
+    /// keys are the configuration's business), written by `origin`.
+    pub fn parse(text: &str, file: &Path, origin: Origin) -> Result<Rules, RuleError> {
+        let parsed: FileToml = toml::from_str(text).map_err(|e| RuleError {
+            at: file.display().to_string(),
+            message: e.message().to_string(),
+        })?;
+        let mut rules = Vec::new();
+        for spanned in parsed.approvals.map(|a| a.rules).unwrap_or_default() {
+            let line = text[..spanned.span().start].matches('\n').count() + 1;
+            let at = format!("{}:{line}", file.display());
+            rules.push(rule(spanned.into_inner(), at, origin)?);
+        }
+        Ok(Rules { rules })
+    }
+
+    /// These rules and `more` (a later layer's).
+    pub fn extend(&mut self, more: Rules) {
+        self.rules.extend(more.rules);
+    }
+
+    /// The rules, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &Rule> {
+        self.rules.iter()
+    }
+
+    /// The decision for `subject`: the strictest matching rule, else what
+    /// `mode` says. Every simple command of a shell line and every path a
+    /// call writes is decided on its own, and the strictest of them wins.
+    pub fn decide(&self, subject: &Subject, mode: Mode) -> Verdict {
+        let mut verdicts: Vec<Verdict> = Vec::new();
+        match subject {
+            Subject::Call {
+                tool,
+                command,
+                paths,
+            } => {
+                verdicts.extend(self.strictest(|m| matches!(m, Matcher::Tool(t) if t == tool)));
+                if tool == SHELL_TOOL {
+                    match command.as_deref().map(CommandLine::parse) {
+                        Some(CommandLine::Simple(commands)) => {
+                            for words in &commands {
+                                let found = self.strictest(|m| shell_matches(m, words));
+                                verdicts.push(found.unwrap_or(by_mode(mode, true)));
+                            }
+                        }
+                        _ => verdicts.push(by_mode(mode, true)),
+                    }
+                }
+                for path in paths {
+                    verdicts.extend(self.strictest(|m| match m {
+                        Matcher::Path { tool: only, glob } => {
+                            only.as_ref().is_none_or(|t| t == tool) && glob.matches(path)
+                        }
+                        _ => false,
+                    }));
+                }
+                if verdicts.is_empty() {
+                    verdicts.push(by_mode(mode, false));
+                }
+            }
+            Subject::Grant { grant, .. } => {
+                verdicts.extend(self.strictest(|m| matches!(m, Matcher::Grant(g) if g == grant)));
+                if verdicts.is_empty() {
+                    // A grant beyond what the plugin was given: never
+                    // silently, unless nothing ever asks.
+                    verdicts.push(by_mode(mode, true));
+                }
+            }
+        }
+        verdicts
+            .into_iter()
+            .max_by_key(|v| v.decision)
+            .expect("at least one verdict")
+    }
+
+    /// The strictest rule whose matcher passes `test`.
+    fn strictest(&self, test: impl Fn(&Matcher) -> bool) -> Option<Verdict> {
+        self.rules
+            .iter()
+            .filter(|r| test(&r.matcher))
+            .max_by_key(|r| r.decision)
+            .map(|r| Verdict {
+                decision: r.decision,
+                rule: Some(r.clone()),
+            })
+    }
+}
+
+/// What `mode` says when no rule speaks; `risky` for shell commands and
+/// run-time grants.
+fn by_mode(mode: Mode, risky: bool) -> Verdict {
+    let decision = match mode {
+        Mode::Never => Decision::Allow,
+        Mode::OnRisk if risky => Decision::Ask,
+        Mode::OnRisk => Decision::Allow,
+        Mode::Always => Decision::Ask,
+    };
+    Verdict {
+        decision,
+        rule: None,
+    }
+}
+
+/// Whether a shell rule matches one simple command. Leading `NAME=value`
+/// assignments change what a command does, so a command with them is
+/// never allowed by a prefix; `ask` and `deny` look past them.
+fn shell_matches(matcher: &Matcher, words: &[String]) -> bool {
+    let Matcher::Shell(prefix) = matcher else {
+        return false;
+    };
+    words.starts_with(prefix) || without_assignments(words).starts_with(prefix)
+}
+
+fn rule(raw: RuleToml, at: String, origin: Origin) -> Result<Rule, RuleError> {
+    let fail = |message: String| RuleError {
+        at: at.clone(),
+        message,
+    };
+    if origin == Origin::Project && raw.decision == Decision::Allow {
+        return Err(fail(
+            "a project's sandcrab.toml may add `ask` and `deny` rules, never `allow`: put allow rules in your own configuration".into(),
+        ));
+    }
+    let kinds = [raw.shell.is_some(), raw.path.is_some(), raw.grant.is_some()]
+        .iter()
+        .filter(|set| **set)
+        .count();
+    if kinds > 1 {
+        return Err(fail(
+            "a rule matches one thing: give `shell`, `path` or `grant`, not several (write two rules)".into(),
+        ));
+    }
+    if let Some(name) = &raw.tool
+        && (name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'))
+    {
+        return Err(fail(format!(
+            "`tool = \"{name}\"` is not a tool name (lowercase letters, digits and _)"
+        )));
+    }
+    let matcher = if let Some(words) = raw.shell {
+        if raw.tool.as_deref().is_some_and(|t| t != SHELL_TOOL) {
+            return Err(fail(format!(
+                "a `shell` rule is about the {SHELL_TOOL} tool; drop `tool` or the `shell` prefix"
+            )));
+        }
+        if words.is_empty() || words.iter().any(|w| w.is_empty()) {
+            return Err(fail(
+                "`shell` is the start of an argument list, like [\"git\", \"status\"]; it cannot be empty".into(),
+            ));
+        }
+        Matcher::Shell(words)
+    } else if let Some(glob) = raw.path {
+        Matcher::Path {
+            tool: raw.tool,
+            glob: Glob::new(&glob).map_err(fail)?,
+        }
+    } else if let Some(grant) = raw.grant {
+        if grant != "network" && !grant.starts_with("program:") && !grant.starts_with("env:") {
+            return Err(fail(format!(
+                "`grant = \"{grant}\"` is not a grant: use \"network\", \"program:NAME\" or \"env:NAME\""
+            )));
+        }
+        Matcher::Grant(grant)
+    } else if let Some(tool) = raw.tool {
+        Matcher::Tool(tool)
+    } else {
+        return Err(fail(
+            "the rule matches nothing: give `tool`, `shell`, `path` or `grant`".into(),
+        ));
+    };
+    let rule = Rule {
+        matcher,
+        decision: raw.decision,
+        at: at.clone(),
+    };
+    for example in &raw.examples {
+        if !example_matches(&rule, example) {
+            return Err(fail(format!(
+                "the rule does not match its example {example:?}: fix the rule or the example"
+            )));
+        }
+    }
+    for example in &raw.not_examples {
+        if example_matches(&rule, example) {
+            return Err(fail(format!(
+                "the rule matches {example:?}, which it says it must not: make the rule narrower"
+            )));
+        }
+    }
+    Ok(rule)
+}
+
+/// Whether `rule` alone decides `example` (a command line for a shell
+/// rule, a path for a path rule, a tool or grant name otherwise).
+fn example_matches(rule: &Rule, example: &str) -> bool {
+    match &rule.matcher {
+        Matcher::Shell(_) => match CommandLine::parse(example) {
+            CommandLine::Simple(commands) => {
+                // An allow rule allows a line only if it allows every
+                // command in it; ask and deny speak to any of them.
+                let hit = |words: &Vec<String>| shell_matches(&rule.matcher, words);
+                if rule.decision == Decision::Allow {
+                    commands.iter().all(hit)
+                } else {
+                    commands.iter().any(hit)
+                }
+            }
+            CommandLine::Opaque => false,
+        },
+        Matcher::Path { glob, .. } => glob.matches(example),
+        Matcher::Tool(tool) => tool == example,
+        Matcher::Grant(grant) => grant == example,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(text: &str) -> Rules {
+        Rules::parse(text, Path::new("/c/config.toml"), Origin::Trusted).unwrap()
+    }
+
+    fn err(text: &str, origin: Origin) -> String {
+        Rules::parse(text, Path::new("/c/config.toml"), origin)
+            .unwrap_err()
+            .to_string()
+    }
+
+    fn shell(line: &str) -> Subject {
+        Subject::Call {
+            tool: SHELL_TOOL.into(),
+            command: Some(line.into()),
+            paths: Vec::new(),
+        }
+    }
+
+    const RULES: &str = r#"
+[[approvals.rules]]
+shell = ["git", "status"]
+decision = "allow"
+examples = ["git status", "git status --short"]
+not_examples = ["git push", "git statusx"]
+
+[[approvals.rules]]
+shell = ["git", "push"]
+decision = "deny"
+
+[[approvals.rules]]
+shell = ["cargo", "test"]
+decision = "allow"
+
+[[approvals.rules]]
+path = "src/**"
+decision = "allow"
+
+[[approvals.rules]]
+tool = "write_file"
+path = "**/*.lock"
+decision = "ask"
+
+[[approvals.rules]]
+grant = "network"
+decision = "deny"
+"#;
+
+    #[test]
+    fn the_strictest_matching_rule_wins_and_each_command_counts() {
+        let r = rules(RULES);
+        let d = |s: &Subject, m: Mode| r.decide(s, m).decision;
+        assert_eq!(d(&shell("git status"), Mode::Always), Decision::Allow);
+        assert_eq!(d(&shell("git push origin"), Mode::Never), Decision::Deny);
+        // Every command of a line is decided: one denied denies the line,
+        // one nobody allows is asked about.
+        assert_eq!(
+            d(&shell("git status && git push"), Mode::OnRisk),
+            Decision::Deny
+        );
+        assert_eq!(d(&shell("git status; ls"), Mode::OnRisk), Decision::Ask);
+        assert_eq!(
+            d(&shell("cargo test && git status"), Mode::OnRisk),
+            Decision::Allow
+        );
+        // Never a raw substring: a prefix of the argument list.
+        assert_eq!(d(&shell("echo git status"), Mode::OnRisk), Decision::Ask);
+        // What rules cannot read is never allowed by them.
+        assert_eq!(
+            d(&shell("git status $(rm -rf x)"), Mode::OnRisk),
+            Decision::Ask
+        );
+        // An assignment in front is not the allowed command, but a denied
+        // command stays denied behind one.
+        assert_eq!(
+            d(&shell("GIT_DIR=/x git push"), Mode::Never),
+            Decision::Deny
+        );
+        let write = |path: &str| Subject::Call {
+            tool: "write_file".into(),
+            command: None,
+            paths: vec![path.into()],
+        };
+        assert_eq!(d(&write("src/main.rs"), Mode::Always), Decision::Allow);
+        assert_eq!(d(&write("src/Cargo.lock"), Mode::Never), Decision::Ask);
+        assert_eq!(d(&write("README.md"), Mode::OnRisk), Decision::Allow);
+        assert_eq!(d(&write("README.md"), Mode::Always), Decision::Ask);
+        let grant = |g: &str| Subject::Grant {
+            plugin: "p".into(),
+            grant: g.into(),
+        };
+        assert_eq!(d(&grant("network"), Mode::Never), Decision::Deny);
+        assert_eq!(d(&grant("program:curl"), Mode::OnRisk), Decision::Ask);
+        let verdict = r.decide(&shell("git push"), Mode::Never);
+        // The rule is named by the line of its `[[approvals.rules]]` header.
+        assert_eq!(verdict.rule.unwrap().at, "/c/config.toml:8");
+    }
+
+    #[test]
+    fn modes_decide_what_no_rule_speaks_to() {
+        let none = Rules::default();
+        let read = Subject::Call {
+            tool: "read_file".into(),
+            command: None,
+            paths: Vec::new(),
+        };
+        assert_eq!(
+            none.decide(&shell("ls"), Mode::Never).decision,
+            Decision::Allow
+        );
+        assert_eq!(
+            none.decide(&shell("ls"), Mode::OnRisk).decision,
+            Decision::Ask
+        );
+        assert_eq!(none.decide(&read, Mode::OnRisk).decision, Decision::Allow);
+        assert_eq!(none.decide(&read, Mode::Always).decision, Decision::Ask);
+        assert!(none.decide(&read, Mode::Always).rule.is_none());
+    }
+
+    #[test]
+    fn a_bad_rule_fails_at_load_naming_the_file_and_line() {
+        let bad_example = "\n[[approvals.rules]]\nshell = [\"git\", \"status\"]\ndecision = \"allow\"\nexamples = [\"git stat\"]\n";
+        let e = err(bad_example, Origin::Trusted);
+        assert!(
+            e.starts_with("/c/config.toml:2: ") && e.contains("git stat"),
+            "{e}"
+        );
+        let too_wide = "[[approvals.rules]]\nshell = [\"git\"]\ndecision = \"allow\"\nnot_examples = [\"git push\"]\n";
+        assert!(err(too_wide, Origin::Trusted).contains("narrower"));
+        let outside = "[[approvals.rules]]\npath = \"/etc/**\"\ndecision = \"deny\"\n";
+        assert!(err(outside, Origin::Trusted).contains("outside the workspace"));
+        let bad_tool = "[[approvals.rules]]\ntool = \"Write File\"\ndecision = \"ask\"\n";
+        assert!(err(bad_tool, Origin::Trusted).contains("not a tool name"));
+        let unknown = "[[approvals.rules]]\ntool = \"x\"\ndecison = \"ask\"\n";
+        assert!(err(unknown, Origin::Trusted).contains("decison"));
+    }
+
+    #[test]
+    fn a_project_may_ask_and_deny_but_never_allow() {
+        let allow = "[[approvals.rules]]\nshell = [\"curl\"]\ndecision = \"allow\"\n";
+        let e = err(allow, Origin::Project);
+        assert!(
+            e.contains("never `allow`") && e.starts_with("/c/config.toml:1"),
+            "{e}"
+        );
+        let deny = "[[approvals.rules]]\nshell = [\"curl\"]\ndecision = \"deny\"\n";
+        assert!(Rules::parse(deny, Path::new("p"), Origin::Project).is_ok());
+    }
+}
