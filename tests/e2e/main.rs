@@ -11,6 +11,7 @@ mod support;
 mod agent_abort_test;
 mod agent_cli_test;
 mod agent_loop_test;
+mod approvals_test;
 mod background_jobs_test;
 mod bridge_test;
 mod cli_plugins_test;

@@ -22,6 +22,10 @@ pub struct AgentOptions {
     pub profile: Option<String>,
     pub max_turns: Option<u32>,
     pub max_tool_rounds: Option<u32>,
+    /// The approvals mode (default: the configuration's, else `never`).
+    pub approvals: Option<crate::approvals::Mode>,
+    /// `--approve` rules (`shell:git push`, `path:src/**`, …).
+    pub approve: Vec<String>,
 }
 
 pub use super::build_error::BuildError;
@@ -134,6 +138,18 @@ impl AgentKit {
             .max_tokens
             .or(Some(profile.info.max_output_tokens).filter(|n| *n > 0));
         session_config.apply(&config.agent);
+        let mut rules = config.approvals.parsed.clone();
+        rules.extend(
+            crate::approvals::rules_from_flags(&options.approve)
+                .map_err(|e| BuildError::Config(e.to_string()))?,
+        );
+        session_config.approvals = crate::approvals::Approvals {
+            rules,
+            mode: options
+                .approvals
+                .or(config.approvals.mode)
+                .unwrap_or_default(),
+        };
         session_config.truncation = config.truncation_policy();
         if let Some(n) = options.max_turns {
             session_config.max_turns = n;

@@ -37,6 +37,8 @@ pub struct SessionConfig {
     pub parallel_tool_calls: bool,
     /// Which tools the model is offered (`[agent.tools]`).
     pub tools: ToolSelection,
+    /// Which calls run, which are refused, which need the operator.
+    pub approvals: crate::approvals::Approvals,
 }
 
 impl SessionConfig {
@@ -59,6 +61,7 @@ impl SessionConfig {
             truncation: TruncationPolicy::default(),
             parallel_tool_calls: true,
             tools: ToolSelection::default(),
+            approvals: Default::default(),
         }
     }
 

@@ -1,6 +1,7 @@
 //! The agent: sessions, the agentic loop, events, provider profiles, the
 //! system prompt, loop detection and subagents.
 
+mod approval_gate;
 mod build_error;
 mod builder;
 mod config;

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use futures::FutureExt;
 use tokio::sync::mpsc;
 
+use super::approval_gate::Gate;
 use super::event_data::{self as ed, EventData};
 use super::session::Session;
 use super::turns::ToolResult;
@@ -69,6 +70,48 @@ impl Session {
             arguments: call.arguments.clone(),
         }));
         let registry = self.tools();
+        let gate = super::approval_gate::check(
+            &self.config.approvals,
+            call,
+            &registry,
+            &self.workspace,
+            &self.working_dir,
+        );
+        let outcome = match gate {
+            Gate::Refuse(outcome) => *outcome,
+            Gate::Run(line) => {
+                let mut outcome = self.dispatched(registry, call).await;
+                if let Some(receipt) = &mut outcome.receipt {
+                    receipt.approvals.push(line);
+                }
+                outcome
+            }
+        };
+        let truncated =
+            self.config
+                .truncation
+                .apply(&call.name, outcome.output_limit, &outcome.content);
+        self.emit(EventData::ToolCallEnd(ed::ToolCallEnded {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            output: outcome.content.clone(),
+            is_error: outcome.is_error(),
+            truncated: truncated.len() != outcome.content.len(),
+            status: outcome.status,
+            receipt: outcome.receipt.clone().map(Box::new),
+        }));
+        ToolResult {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: truncated,
+            is_error: outcome.is_error(),
+            receipt: outcome.receipt,
+        }
+    }
+
+    /// Run `call` through the dispatcher (inline or as a job), its live
+    /// output forwarded as events.
+    async fn dispatched(self: &Arc<Self>, registry: ToolRegistry, call: &ToolCall) -> ToolOutcome {
         let (tx, mut rx) = mpsc::channel::<OutputChunk>(crate::process::LIVE_CHUNKS);
         let ctx = ToolContext {
             session_id: self.id.clone(),
@@ -95,26 +138,7 @@ impl Session {
         while let Ok(chunk) = rx.try_recv() {
             self.output_delta(&call.id, chunk);
         }
-        let truncated =
-            self.config
-                .truncation
-                .apply(&call.name, outcome.output_limit, &outcome.content);
-        self.emit(EventData::ToolCallEnd(ed::ToolCallEnded {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-            output: outcome.content.clone(),
-            is_error: outcome.is_error(),
-            truncated: truncated.len() != outcome.content.len(),
-            status: outcome.status,
-            receipt: outcome.receipt.clone().map(Box::new),
-        }));
-        ToolResult {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-            content: truncated,
-            is_error: outcome.is_error(),
-            receipt: outcome.receipt,
-        }
+        outcome
     }
 
     /// Run the call inline, or (with jobs enabled) in dual mode.

@@ -30,11 +30,12 @@ impl Decision {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
-    /// Nothing asks (what the policy grants runs).
+    /// Nothing asks (what the policy grants runs, unless a rule says
+    /// otherwise): the default until a session can ask.
+    #[default]
     Never,
     /// Ask before shell commands no rule allows, and before anything
     /// beyond a plugin's grants.
-    #[default]
     OnRisk,
     /// Ask before every tool call no rule allows.
     Always,

@@ -19,15 +19,21 @@
 //! decision = "ask"
 //! ```
 //!
-//! Not yet wired: the agent loop, the asking channels (chat, bridge,
-//! `run`, MCP) and the receipts' approvals (issue #26).
+//! In force today: the operator's and the project's rules and
+//! `--approve` flags decide every tool call of `run`, `chat` and `serve`
+//! sessions; with nobody to ask yet, an `ask` is a refusal that names what
+//! would allow the call. Not built yet: asking the operator (chat, the
+//! bridge's `agent:permission-required`, MCP elicitation), remembered
+//! answers and `sandcrab approvals list|revoke`.
 
 mod command;
 mod decision;
+mod gate;
 mod glob;
 mod rules;
 
 pub use command::CommandLine;
 pub use decision::{Decision, Mode};
+pub use gate::{Approvals, receipt_line, refusal, rules_from_flags};
 pub use glob::Glob;
 pub use rules::{Matcher, Origin, Rule, RuleError, Rules, SHELL_TOOL, Subject, Verdict};

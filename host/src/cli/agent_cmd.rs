@@ -36,6 +36,17 @@ pub struct AgentArgs {
     /// Most tool rounds per input (0 = unlimited).
     #[arg(long, value_name = "N")]
     pub max_tool_rounds: Option<u32>,
+    /// When to need the operator's approval for calls no rule speaks to:
+    /// never, on-risk (shell commands) or always (default: the
+    /// configuration's `[approvals] mode`, else never). Nobody can be asked
+    /// yet, so a call that needs approval is refused with what would allow
+    /// it.
+    #[arg(long, value_name = "MODE")]
+    pub approvals: Option<crate::approvals::Mode>,
+    /// Allow calls matching RULE without asking: `shell:git push`,
+    /// `path:src/**`, `tool:NAME` or `grant:network` (repeatable).
+    #[arg(long = "approve", value_name = "RULE")]
+    pub approve: Vec<String>,
     /// Print every event as one JSON object per line on stdout.
     #[arg(long)]
     pub json: bool,
@@ -74,6 +85,8 @@ impl AgentArgs {
             profile: self.profile.clone(),
             max_turns: self.max_turns,
             max_tool_rounds: self.max_tool_rounds,
+            approvals: self.approvals,
+            approve: self.approve.clone(),
         };
         let kit = AgentKit::build(&setup.host, &setup.config, &options, |k| {
             std::env::var(k).ok()

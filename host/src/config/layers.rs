@@ -33,6 +33,8 @@ pub const PROJECT_KEYS: &[&str] = &[
     "agent.tools.exclude",
     "truncation",
     "jobs",
+    // Its own rules may only ask and deny (checked when they are read).
+    "approvals.rules",
     "providers.*.model",
     "providers.*.max_tokens",
     "summarization.chunk_size",
@@ -116,10 +118,13 @@ pub fn load(workspace: &Path, explicit: Option<&Path>) -> Result<LoadedConfig, C
     };
     // Each file is deserialized once, to validate it (naming it in
     // errors) before it is merged; the merged table once more at the end.
+    let mut rules = crate::approvals::Rules::default();
     let (mut table, trust_records) = match &trusted_path {
         Some(path) => {
-            let table = parse_table(&trusted_file(path)?, path)?;
+            let text = trusted_file(path)?;
+            let table = parse_table(&text, path)?;
             let trusted = into_config(table.clone(), path)?;
+            rules = approval_rules(&text, path, true)?;
             (absolutize_plugin_dirs(table, path), trusted.trust)
         }
         None => (toml::Table::new(), BTreeMap::new()),
@@ -155,6 +160,7 @@ pub fn load(workspace: &Path, explicit: Option<&Path>) -> Result<LoadedConfig, C
     if let (Some(text), Some(layer)) = (&project_text, &project) {
         let mut over = parse_table(text, &project_path)?;
         into_config(over.clone(), &project_path)?;
+        rules.extend(approval_rules(text, &project_path, false)?);
         if over.remove("trust").is_some() {
             warnings.push(ignored(&project_path, "trust", workspace));
         }
@@ -169,11 +175,36 @@ pub fn load(workspace: &Path, explicit: Option<&Path>) -> Result<LoadedConfig, C
     }
     let mut config = into_config(table, trusted_path.as_deref().unwrap_or(&project_path))?;
     config.policy.sources = grant_files;
+    config.approvals.parsed = rules;
     Ok(LoadedConfig {
         config,
         trusted_path,
         project,
         warnings,
+    })
+}
+
+/// The approval rules written in a file's `text` (`trusted`: the
+/// operator's; otherwise a project's, which may only ask and deny).
+pub fn approval_rules(
+    text: &str,
+    path: &Path,
+    trusted: bool,
+) -> Result<crate::approvals::Rules, ConfigError> {
+    use crate::approvals::{Origin, Rules};
+    let origin = if trusted {
+        Origin::Trusted
+    } else {
+        Origin::Project
+    };
+    Rules::parse(text, path, origin).map_err(|e| ConfigError::Parse {
+        path: path.to_path_buf(),
+        message: match e.at.rsplit_once(':') {
+            Some((_, line)) if line.parse::<usize>().is_ok() => {
+                format!("line {line}: {}", e.message)
+            }
+            _ => e.message,
+        },
     })
 }
 

@@ -31,7 +31,7 @@ use serde::Deserialize;
 use crate::plugin::policy::Policy;
 
 pub use layers::{LoadedConfig, PROJECT_FILE, PROJECT_KEYS, ProjectLayer};
-pub use sections::{AgentToml, JobsToml};
+pub use sections::{AgentToml, ApprovalsToml, JobsToml};
 pub use trust::TrustRecord;
 
 /// The whole configuration. Every section is optional.
@@ -65,6 +65,9 @@ pub struct Config {
     /// Background job settings.
     #[serde(default)]
     pub jobs: JobsToml,
+    /// Approval rules and mode.
+    #[serde(default)]
+    pub approvals: ApprovalsToml,
     /// HTTP settings for model calls.
     #[serde(default)]
     pub llm: LlmSettings,
@@ -183,7 +186,9 @@ impl Config {
     /// relative plugin directories.
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
         let table = layers::parse_table(text, path)?;
-        layers::into_config(table, path)
+        let mut config = layers::into_config(table, path)?;
+        config.approvals.parsed = layers::approval_rules(text, path, true)?;
+        Ok(config)
     }
 
     /// Read `path` (a trusted file).

@@ -36,6 +36,22 @@ impl AgentToml {
     }
 }
 
+/// `[approvals]`: the mode for calls no rule speaks to, and the rules.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalsToml {
+    pub mode: Option<crate::approvals::Mode>,
+    /// `[[approvals.rules]]`, accepted here; each file's rules are read
+    /// with their lines by [`crate::approvals::Rules::parse`] when the file
+    /// is loaded, into `parsed`.
+    #[serde(default)]
+    pub rules: Vec<toml::Value>,
+    /// The rules of every layer, in order (the operator's, then the
+    /// project's ask and deny rules).
+    #[serde(skip)]
+    pub parsed: crate::approvals::Rules,
+}
+
 /// `[jobs]`: when a call moves to the background and how long a job may
 /// run.
 #[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq)]

@@ -1,0 +1,178 @@
+//! The approvals in force for a session: the rules (operator, project,
+//! `--approve` flags) and the mode, and what a refusal tells the model
+//! when nobody can be asked.
+
+use super::command::CommandLine;
+use super::decision::{Decision, Mode};
+use super::rules::{Matcher, RuleError, Rules, SHELL_TOOL, Subject, Verdict};
+
+/// The approvals of a session.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Approvals {
+    pub rules: Rules,
+    pub mode: Mode,
+}
+
+impl Approvals {
+    /// The verdict for `subject`.
+    pub fn decide(&self, subject: &Subject) -> Verdict {
+        self.rules.decide(subject, self.mode)
+    }
+}
+
+/// Allow rules from `--approve` flags: `tool:NAME`, `shell:WORDS…`,
+/// `path:GLOB` or `grant:GRANT`.
+pub fn rules_from_flags(flags: &[String]) -> Result<Rules, RuleError> {
+    let mut text = String::new();
+    for flag in flags {
+        let (kind, value) = flag.split_once(':').ok_or_else(|| RuleError {
+            at: format!("--approve {flag:?}"),
+            message: "write KIND:VALUE, with KIND one of tool, shell, path, grant (for example --approve 'shell:git push')".into(),
+        })?;
+        let value_toml = match kind {
+            "shell" => {
+                let words = shlex::split(value)
+                    .filter(|w| !w.is_empty())
+                    .ok_or_else(|| RuleError {
+                        at: format!("--approve {flag:?}"),
+                        message: "the shell words are empty or unbalanced".into(),
+                    })?;
+                toml::Value::Array(words.into_iter().map(toml::Value::String).collect()).to_string()
+            }
+            "tool" | "path" | "grant" => toml::Value::String(value.to_string()).to_string(),
+            other => {
+                return Err(RuleError {
+                    at: format!("--approve {flag:?}"),
+                    message: format!("unknown kind '{other}': use tool, shell, path or grant"),
+                });
+            }
+        };
+        text.push_str(&format!(
+            "[[approvals.rules]]\n{kind} = {value_toml}\ndecision = \"allow\"\n"
+        ));
+    }
+    Rules::parse(
+        &text,
+        std::path::Path::new("--approve"),
+        super::rules::Origin::Trusted,
+    )
+}
+
+/// What the model reads when `verdict` stops a call of `subject` and
+/// nobody can be asked.
+pub fn refusal(subject: &Subject, verdict: &Verdict) -> String {
+    match (verdict.decision, &verdict.rule) {
+        (Decision::Deny, Some(rule)) => format!(
+            "Denied by the operator's approval rule at {}: this call must not run. Do not retry it; ask the user if it really must happen.",
+            rule.at
+        ),
+        (_, rule) => {
+            let why = match rule {
+                Some(rule) => format!("the approval rule at {} says to ask first", rule.at),
+                None => "no approval rule allows it".to_string(),
+            };
+            let flag = suggestion(subject);
+            format!(
+                "Not run: this call needs the operator's approval ({why}), and nobody can be asked in this session. The operator can allow it with `--approve '{flag}'` or an allow rule in their configuration."
+            )
+        }
+    }
+}
+
+/// The narrowest `--approve` value that would allow `subject`.
+fn suggestion(subject: &Subject) -> String {
+    match subject {
+        Subject::Call { tool, command, .. } if tool == SHELL_TOOL => {
+            match command.as_deref().map(CommandLine::parse) {
+                Some(CommandLine::Simple(commands)) => {
+                    let first = &commands[0];
+                    let n = first.len().min(2);
+                    let words = shlex::try_join(first[..n].iter().map(String::as_str));
+                    format!("shell:{}", words.unwrap_or_default())
+                }
+                _ => format!("tool:{tool}"),
+            }
+        }
+        Subject::Call { paths, .. } if !paths.is_empty() => format!("path:{}", paths[0]),
+        Subject::Call { tool, .. } => format!("tool:{tool}"),
+        Subject::Grant { grant, .. } => format!("grant:{grant}"),
+    }
+}
+
+/// One line for a receipt: how approvals decided the call.
+pub fn receipt_line(verdict: &Verdict, mode: Mode) -> String {
+    let by = match &verdict.rule {
+        Some(rule) => format!("rule {} ({})", rule.at, describe(&rule.matcher)),
+        None => format!("mode {}", mode_name(mode)),
+    };
+    format!("{} by {by}", verdict.decision.as_str())
+}
+
+fn describe(matcher: &Matcher) -> String {
+    match matcher {
+        Matcher::Tool(t) => format!("tool {t}"),
+        Matcher::Shell(words) => format!("shell {}", words.join(" ")),
+        Matcher::Path {
+            tool: Some(t),
+            glob,
+        } => format!("{t} path {}", glob.as_str()),
+        Matcher::Path { tool: None, glob } => format!("path {}", glob.as_str()),
+        Matcher::Grant(g) => format!("grant {g}"),
+    }
+}
+
+fn mode_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Never => "never",
+        Mode::OnRisk => "on-risk",
+        Mode::Always => "always",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shell(line: &str) -> Subject {
+        Subject::Call {
+            tool: SHELL_TOOL.into(),
+            command: Some(line.into()),
+            paths: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn flags_become_allow_rules_and_bad_flags_say_how_to_write_them() {
+        let rules = rules_from_flags(&["shell:git push".into(), "path:src/**".into()]).unwrap();
+        let gate = Approvals {
+            rules,
+            mode: Mode::OnRisk,
+        };
+        assert_eq!(
+            gate.decide(&shell("git push origin main")).decision,
+            Decision::Allow
+        );
+        assert_eq!(gate.decide(&shell("git pull")).decision, Decision::Ask);
+        let err = rules_from_flags(&["git push".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("KIND:VALUE"), "{err}");
+        let err = rules_from_flags(&["shel:git".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown kind 'shel'"), "{err}");
+    }
+
+    #[test]
+    fn a_refusal_names_the_rule_or_the_flag_that_would_allow_it() {
+        let gate = Approvals {
+            rules: Rules::default(),
+            mode: Mode::OnRisk,
+        };
+        let subject = shell("git push --force origin");
+        let verdict = gate.decide(&subject);
+        let text = refusal(&subject, &verdict);
+        assert!(text.contains("--approve 'shell:git push'"), "{text}");
+        assert_eq!(receipt_line(&verdict, gate.mode), "ask by mode on-risk");
+    }
+}

@@ -1,0 +1,162 @@
+//! Approval rules through the real binary: `sandcrab run` with rules in the
+//! operator's configuration, in the project's `sandcrab.toml`, and from
+//! `--approve`. With nobody to ask, a call that needs approval is refused
+//! (and does not run), and the refusal says what would allow it.
+
+use sandcrab::llm::ProviderKind;
+use serde_json::{Value, json};
+
+use crate::cli_support::{events, sandcrab, tool_result};
+use crate::llm_transcripts::{Answer, stream, tool};
+use crate::mock_llm::MockLlm;
+use crate::support::Scene;
+
+const KIND: ProviderKind = ProviderKind::OpenAiCompatible;
+
+/// Run one shell call `command` with `extra` arguments; the TOOL_CALL_END
+/// event and what the model was told.
+async fn run_shell(
+    scene: &Scene,
+    command: &str,
+    extra: &[&str],
+) -> (std::process::Output, Value, String) {
+    let server = MockLlm::start().await;
+    server.push(stream(
+        KIND,
+        &Answer::Tools(vec![tool("c1", "shell", json!({"command": command}))]),
+    ));
+    server.push(stream(KIND, &Answer::Text(vec!["done"])));
+    let out = sandcrab(scene, KIND, &server, "run")
+        .arg("--json")
+        .args(extra)
+        .arg("go")
+        .output()
+        .unwrap();
+    let end = events(&out.stdout)
+        .into_iter()
+        .find(|e| e["kind"] == "TOOL_CALL_END")
+        .unwrap_or_else(|| panic!("no tool call end: {}", String::from_utf8_lossy(&out.stderr)));
+    let requests = server.requests();
+    let sent = tool_result(KIND, &requests[1], "c1", "shell");
+    (out, end, sent)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_command_does_not_run_and_the_model_is_told_which_rule() {
+    let scene = Scene::new();
+    scene.write_user_config(
+        "[[approvals.rules]]\nshell = [\"touch\"]\ndecision = \"deny\"\nexamples = [\"touch x\", \"ls && touch x\"]\n",
+    );
+    let (out, end, sent) = run_shell(&scene, "echo hi && touch pwned", &[]).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !scene.workspace().join("pwned").exists(),
+        "the denied command ran"
+    );
+    assert_eq!(end["data"]["status"], "denied", "{end}");
+    let config = scene.user_config().display().to_string();
+    assert!(
+        sent.contains(&format!("approval rule at {config}:1")),
+        "{sent}"
+    );
+    let approvals = &end["data"]["receipt"]["approvals"];
+    assert!(
+        approvals[0]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("deny by rule {config}:1 (shell touch)")),
+        "{approvals}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_risk_refuses_unapproved_commands_and_approve_lets_them_run() {
+    let scene = Scene::new();
+    let (_, end, sent) = run_shell(&scene, "touch made", &["--approvals", "on-risk"]).await;
+    assert!(!scene.workspace().join("made").exists());
+    assert_eq!(end["data"]["status"], "denied");
+    assert!(sent.contains("--approve 'shell:touch made'"), "{sent}");
+    // Pre-approved by rule, it runs, and its receipt says by which rule.
+    let (_, end, _) = run_shell(
+        &scene,
+        "touch made",
+        &["--approvals", "on-risk", "--approve", "shell:touch"],
+    )
+    .await;
+    assert!(scene.workspace().join("made").exists());
+    assert_eq!(end["data"]["status"], "ok", "{end}");
+    let line = end["data"]["receipt"]["approvals"][0]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        line.starts_with("allow by rule --approve:1 (shell touch)"),
+        "{line}"
+    );
+    // The default (no mode anywhere) asks nothing: today's behaviour.
+    let (_, end, _) = run_shell(&scene, "touch again", &[]).await;
+    assert_eq!(end["data"]["status"], "ok");
+    assert_eq!(
+        end["data"]["receipt"]["approvals"][0],
+        "allow by mode never"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_project_may_deny_but_never_allow() {
+    let scene = Scene::new();
+    let project = scene.workspace().join("sandcrab.toml");
+    std::fs::write(
+        &project,
+        "[[approvals.rules]]\nshell = [\"touch\"]\ndecision = \"deny\"\n",
+    )
+    .unwrap();
+    // Untrusted, its deny rule still applies (it only narrows).
+    let (_, end, _) = run_shell(&scene, "touch x", &[]).await;
+    assert_eq!(end["data"]["status"], "denied", "{end}");
+    assert!(!scene.workspace().join("x").exists());
+    // An allow rule in a project is an error naming the file and line.
+    std::fs::write(
+        &project,
+        "model = \"m\"\n\n[[approvals.rules]]\nshell = [\"curl\"]\ndecision = \"allow\"\n",
+    )
+    .unwrap();
+    let server = MockLlm::start().await;
+    let out = sandcrab(&scene, KIND, &server, "run")
+        .arg("go")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains(&format!("{}: line 3:", project.display()))
+            && stderr.contains("never `allow`"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mistyped_rule_fails_at_start_with_its_line_and_fix() {
+    let scene = Scene::new();
+    scene.write_user_config(
+        "model = \"m\"\n[[approvals.rules]]\nshell = [\"git\", \"status\"]\ndecision = \"allow\"\nexamples = [\"git stat\"]\n",
+    );
+    let server = MockLlm::start().await;
+    let out = sandcrab(&scene, KIND, &server, "run")
+        .arg("go")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains(&format!("{}: line 2:", scene.user_config().display()))
+            && stderr.contains("\"git stat\"")
+            && stderr.contains("fix the rule or the example"),
+        "{stderr}"
+    );
+    assert!(server.requests().is_empty(), "nothing ran");
+}
