@@ -13,7 +13,7 @@ use futures::StreamExt;
 use sandcrab::llm::ProviderKind;
 use serde_json::{Value, json};
 
-use crate::llm_transcripts::{Answer, stream};
+use crate::llm_transcripts::{Answer, stream, tool};
 use crate::mock_llm::{MockLlm, Reply};
 use crate::support::{Scene, sandcrab_cmd};
 
@@ -40,10 +40,21 @@ impl Drop for Bridge {
 /// key); without, no key at all (the stub provider). With `workspace`, on
 /// the scene's workspace; without, none is open.
 fn bridge(scene: &Scene, provider: Option<&MockLlm>, workspace: bool) -> Bridge {
+    bridge_with(scene, provider, workspace, &[])
+}
+
+/// Like [`bridge`], with more `serve` arguments.
+fn bridge_with(
+    scene: &Scene,
+    provider: Option<&MockLlm>,
+    workspace: bool,
+    extra: &[&str],
+) -> Bridge {
     let token_file = scene.root.path().join("serve.token");
     let mut cmd = sandcrab_cmd(scene);
     cmd.args(["serve", "--port", "0", "--token-file"])
-        .arg(&token_file);
+        .arg(&token_file)
+        .args(extra);
     if workspace {
         cmd.arg("-w").arg(scene.workspace());
     } else {
@@ -654,11 +665,14 @@ async fn every_operation_in_the_openapi_document_exists() {
             let body = match path.as_str() {
                 "/workspace/initialize" => Some(json!({"path": scene.workspace()})),
                 "/agent/messages" => Some(json!({"message": "x"})),
+                "/agent/permissions/{id}" => Some(json!({"decision": "deny"})),
                 _ => None,
             };
             let (code, answer) = b.call(&method.to_uppercase(), path, body).await;
+            // A request id nobody waits on is its own 404, not a missing route.
+            let unknown_id = answer["error"]["code"] == "unknown_permission";
             assert!(
-                code != 404 && code != 405,
+                (code != 404 || unknown_id) && code != 405,
                 "{method} {path}: {code} {answer}"
             );
         }
@@ -861,4 +875,198 @@ async fn the_json_of_every_route_is_pinned() {
         )
         .await;
     assert_eq!((code, shape(&body)), (422, error));
+}
+
+/// A bridge whose model runs `touch NAME` (then answers "done"), with one
+/// message sent: the permission request it raised.
+async fn asking_bridge(
+    scene: &Scene,
+    server: &MockLlm,
+    name: &str,
+    extra: &[&str],
+) -> (Bridge, Events, Value) {
+    server.push(stream(
+        KIND,
+        &Answer::Tools(vec![tool(
+            "c1",
+            "shell",
+            json!({"command": format!("touch {name}")}),
+        )]),
+    ));
+    server.push(stream(KIND, &Answer::Text(vec!["done"])));
+    let b = bridge_with(scene, Some(server), true, extra);
+    assert_eq!(b.post("/agent/start").await.0, 200);
+    let events = b.follow(None).await;
+    assert_eq!(b.send("make the file").await.0, 202);
+    let (_, _, request) = events.wait_for("agent:permission-required").await;
+    (b, events, request)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shell_command_waits_for_the_operator_and_runs_once_allowed() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    let (b, events, request) = asking_bridge(&scene, &server, "allowed", &[]).await;
+    assert_eq!(request["tool"], "shell");
+    assert_eq!(request["preview"], "touch allowed");
+    assert_eq!(request["reason"], "ask by mode on-risk");
+    assert_eq!(
+        request["scopes"],
+        json!([
+            {"scope": "once", "allows": "this call"},
+            {"scope": "session", "allows": "shell:touch allowed for the rest of this conversation"}
+        ])
+    );
+    let id = request["id"].as_str().unwrap().to_string();
+    // While it waits: nothing ran, the harness is Suspended, the request is
+    // listed.
+    assert!(!scene.workspace().join("allowed").exists());
+    assert_eq!(b.status().await["lifecycle"], "Suspended");
+    let (code, pending) = b.call("GET", "/agent/permissions", None).await;
+    assert_eq!((code, pending[0]["id"].as_str()), (200, Some(id.as_str())));
+    // Only the token holder answers.
+    let stranger = reqwest::Client::new()
+        .post(format!("{}/agent/permissions/{id}", b.url))
+        .bearer_auth("not-the-token")
+        .json(&json!({"decision": "allow"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stranger.status().as_u16(), 401);
+    assert_eq!(
+        b.call("GET", "/agent/permissions", None)
+            .await
+            .1
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let path = format!("/agent/permissions/{id}");
+    assert_eq!(
+        b.call(
+            "POST",
+            &path,
+            Some(json!({"decision": "allow", "scope": "once"}))
+        )
+        .await,
+        (200, json!({"ok": true}))
+    );
+    events.wait_for("agent:session-completed").await;
+    assert!(scene.workspace().join("allowed").exists());
+    let (_, _, resolved) = events.wait_for("agent:permission-resolved").await;
+    assert_eq!(
+        (&resolved["decision"], &resolved["by"]),
+        (&json!("allow"), &json!("bridge"))
+    );
+    let (_, _, result) = events.wait_for("agent:tool-result").await;
+    let line = result["receipt"]["approvals"][0].as_str().unwrap();
+    assert_eq!(
+        line,
+        "ask by mode on-risk; allowed by the operator via bridge (once)"
+    );
+    assert_eq!(b.status().await["lifecycle"], "Running");
+    // Answered once: a second answer finds nothing waiting.
+    let (code, body) = b
+        .call("POST", &path, Some(json!({"decision": "deny"})))
+        .await;
+    assert_eq!(
+        (code, &body["error"]["code"]),
+        (404, &json!("unknown_permission"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denial_and_its_note_reach_the_model_and_nothing_runs() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    let (b, events, request) = asking_bridge(&scene, &server, "denied", &[]).await;
+    let path = format!("/agent/permissions/{}", request["id"].as_str().unwrap());
+    let answer = json!({"decision": "deny", "note": "use the build script instead"});
+    assert_eq!(b.call("POST", &path, Some(answer)).await.0, 200);
+    events.wait_for("agent:session-completed").await;
+    assert!(!scene.workspace().join("denied").exists());
+    let (_, _, result) = events.wait_for("agent:tool-result").await;
+    assert_eq!(result["status"], "denied");
+    let sent = crate::cli_support::tool_result(KIND, &server.requests()[1], "c1", "shell");
+    assert!(
+        sent.contains("The operator denied this call: use the build script instead"),
+        "{sent}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unanswered_request_is_denied_when_its_time_runs_out() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    let (b, events, _) = asking_bridge(&scene, &server, "late", &["--approval-timeout", "1"]).await;
+    let (_, _, resolved) = events.wait_for("agent:permission-resolved").await;
+    assert_eq!(
+        (&resolved["decision"], &resolved["by"]),
+        (&json!("deny"), &json!("timeout"))
+    );
+    events.wait_for("agent:session-completed").await;
+    assert!(!scene.workspace().join("late").exists());
+    assert!(
+        b.call("GET", "/agent/permissions", None)
+            .await
+            .1
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_yes_for_the_conversation_is_not_asked_again_and_says_its_scope() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    // The model runs the same command in two rounds.
+    server.push(stream(
+        KIND,
+        &Answer::Tools(vec![tool("c1", "shell", json!({"command": "touch twice"}))]),
+    ));
+    server.push(stream(
+        KIND,
+        &Answer::Tools(vec![tool(
+            "c2",
+            "shell",
+            json!({"command": "touch twice -c"}),
+        )]),
+    ));
+    server.push(stream(KIND, &Answer::Text(vec!["done"])));
+    let b = bridge(&scene, Some(&server), true);
+    assert_eq!(b.post("/agent/start").await.0, 200);
+    let events = b.follow(None).await;
+    assert_eq!(b.send("go").await.0, 202);
+    let (_, _, request) = events.wait_for("agent:permission-required").await;
+    let path = format!("/agent/permissions/{}", request["id"].as_str().unwrap());
+    let answer = json!({"decision": "allow", "scope": "session"});
+    assert_eq!(b.call("POST", &path, Some(answer)).await.0, 200);
+    events.wait_for("agent:session-completed").await;
+    let asked = events
+        .names()
+        .iter()
+        .filter(|n| *n == "agent:permission-required")
+        .count();
+    assert_eq!(asked, 1, "the second call was asked about again");
+    let results: Vec<Value> = events
+        .list
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| e.1 == "agent:tool-result")
+        .map(|e| e.2.clone())
+        .collect();
+    assert_eq!(
+        results[0]["receipt"]["approvals"][0],
+        "ask by mode on-risk; allowed by the operator via bridge (shell:touch twice for this conversation)"
+    );
+    let id = request["id"].as_str().unwrap();
+    assert_eq!(
+        results[1]["receipt"]["approvals"][0],
+        format!("allow by rule the operator's answer to {id} via bridge (shell touch twice)"),
+        "{}",
+        results[1]
+    );
 }

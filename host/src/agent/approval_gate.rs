@@ -5,7 +5,12 @@
 
 use std::path::Path;
 
-use crate::approvals::{Approvals, Decision, SHELL_TOOL, Subject, receipt_line, refusal};
+use super::event_data::{self as ed, EventData};
+use super::session::Session;
+use crate::approvals::{
+    Decision, PermissionRequest, SHELL_TOOL, Scope, ScopeOffer, Subject, receipt_line, refusal,
+    rules_from_flags, suggestion,
+};
 use crate::llm::ToolCall;
 use crate::plugin::Writes;
 use crate::tools::{Receipt, Standing, ToolOutcome, ToolRegistry, ToolStatus};
@@ -18,36 +23,139 @@ pub(super) enum Gate {
     Refuse(Box<ToolOutcome>),
 }
 
-/// Decide `call` before it runs.
-pub(super) fn check(
-    approvals: &Approvals,
-    call: &ToolCall,
-    registry: &ToolRegistry,
-    workspace: &Path,
-    working_dir: &Path,
-) -> Gate {
-    let subject = subject(call, registry, workspace, working_dir);
-    let verdict = approvals.decide(&subject);
+/// Decide `call` before it runs: by the rules (and this conversation's
+/// answers), and when they say to ask, by the operator through the
+/// session's queue (nobody to ask: refused).
+pub(super) async fn decide(session: &Session, call: &ToolCall, registry: &ToolRegistry) -> Gate {
+    let approvals = &session.config.approvals;
+    let subject = subject(call, registry, &session.workspace, &session.working_dir);
+    let granted = session
+        .granted
+        .lock()
+        .map(|g| g.clone())
+        .unwrap_or_default();
+    let verdict = approvals.decide_with(&subject, &granted);
     let line = receipt_line(&verdict, approvals.mode);
-    if verdict.decision == Decision::Allow {
-        return Gate::Run(line);
+    let refuse = |text: String, line: String| {
+        let standing = registry
+            .get(&call.name)
+            .map(|t| t.executor.standing(&call.name))
+            .unwrap_or_else(|| Standing::host(&call.name));
+        let mut outcome = ToolOutcome::with_status(ToolStatus::Denied, text);
+        outcome.receipt = Some(Receipt {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            standing,
+            programs: Vec::new(),
+            approvals: vec![line],
+            outcome: ToolStatus::Denied.outcome().into(),
+            status: Some(ToolStatus::Denied),
+        });
+        Gate::Refuse(Box::new(outcome))
+    };
+    match (verdict.decision, &session.config.asker) {
+        (Decision::Allow, _) => Gate::Run(line),
+        (Decision::Ask, Some(queue)) => {
+            let offer = suggestion(&subject);
+            let request = PermissionRequest {
+                id: String::new(),
+                session_id: session.id.clone(),
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                arguments: call.arguments.clone(),
+                preview: preview(&subject),
+                sandbox: sandbox_of(registry, &call.name),
+                reason: line.clone(),
+                scopes: vec![
+                    ScopeOffer {
+                        scope: Scope::Once,
+                        allows: "this call".into(),
+                    },
+                    ScopeOffer {
+                        scope: Scope::Session,
+                        allows: format!("{offer} for the rest of this conversation"),
+                    },
+                ],
+            };
+            let ticket = queue.submit(request);
+            session.emit(EventData::PermissionRequired(ticket.request().clone()));
+            let asked_id = ticket.request().id.clone();
+            let answer = ticket.answer().await;
+            session.emit(EventData::PermissionResolved(ed::PermissionResolved {
+                id: asked_id.clone(),
+                call_id: call.id.clone(),
+                decision: if answer.allow {
+                    Decision::Allow
+                } else {
+                    Decision::Deny
+                },
+                scope: answer.scope,
+                by: answer.by.clone(),
+            }));
+            if !answer.allow {
+                let note = answer
+                    .note
+                    .as_deref()
+                    .map(|n| format!(": {n}"))
+                    .unwrap_or_default();
+                return refuse(
+                    format!(
+                        "The operator denied this call{note}. Do not retry it as it is; change approach or ask the user."
+                    ),
+                    format!("{line}; denied by the operator via {}", answer.by),
+                );
+            }
+            if answer.scope == Scope::Session
+                && let Ok(rules) = rules_from_flags(std::slice::from_ref(&offer))
+                && let Ok(mut granted) = session.granted.lock()
+            {
+                granted.extend(rules.relabel(&format!(
+                    "the operator's answer to {asked_id} via {}",
+                    answer.by
+                )));
+            }
+            let scope = match answer.scope {
+                Scope::Once => "once".to_string(),
+                Scope::Session => format!("{offer} for this conversation"),
+            };
+            Gate::Run(format!(
+                "{line}; allowed by the operator via {} ({scope})",
+                answer.by
+            ))
+        }
+        (Decision::Ask, None) | (Decision::Deny, _) => {
+            let text = refusal(&subject, &verdict);
+            let note = if verdict.decision == Decision::Ask {
+                format!("{line}; nobody to ask, refused")
+            } else {
+                line
+            };
+            refuse(text, note)
+        }
     }
-    let text = refusal(&subject, &verdict);
-    let standing = registry
-        .get(&call.name)
-        .map(|t| t.executor.standing(&call.name))
-        .unwrap_or_else(|| Standing::host(&call.name));
-    let mut outcome = ToolOutcome::with_status(ToolStatus::Denied, text);
-    outcome.receipt = Some(Receipt {
-        call_id: call.id.clone(),
-        tool: call.name.clone(),
-        standing,
-        programs: Vec::new(),
-        approvals: vec![format!("{line}; nobody to ask, refused")],
-        outcome: ToolStatus::Denied.outcome().into(),
-        status: Some(ToolStatus::Denied),
-    });
-    Gate::Refuse(Box::new(outcome))
+}
+
+/// The sandbox a tool's calls run under, in a word.
+fn sandbox_of(registry: &ToolRegistry, tool: &str) -> String {
+    registry
+        .get(tool)
+        .map(|t| t.executor.standing(tool).mode)
+        .unwrap_or_else(|| "host".into())
+}
+
+/// What the call would do, in a line.
+fn preview(subject: &Subject) -> String {
+    match subject {
+        Subject::Call {
+            command: Some(command),
+            ..
+        } => command.clone(),
+        Subject::Call { paths, tool, .. } if !paths.is_empty() => {
+            format!("{tool} writes {}", paths.join(", "))
+        }
+        Subject::Call { tool, .. } => tool.clone(),
+        Subject::Grant { plugin, grant } => format!("{plugin} asks for {grant}"),
+    }
 }
 
 /// The call as the rules see it.

@@ -26,6 +26,8 @@ pub struct AgentOptions {
     pub approvals: Option<crate::approvals::Mode>,
     /// `--approve` rules (`shell:git push`, `path:src/**`, …).
     pub approve: Vec<String>,
+    /// The mode when neither `approvals` nor the configuration names one.
+    pub default_approvals: crate::approvals::Mode,
 }
 
 pub use super::build_error::BuildError;
@@ -148,7 +150,7 @@ impl AgentKit {
             mode: options
                 .approvals
                 .or(config.approvals.mode)
-                .unwrap_or_default(),
+                .unwrap_or(options.default_approvals),
         };
         session_config.truncation = config.truncation_policy();
         if let Some(n) = options.max_turns {

@@ -1,5 +1,7 @@
 //! Session settings (the config file's `[agent]` table and CLI flags).
 
+use std::sync::Arc;
+
 use crate::config::AgentToml;
 use crate::tools::ToolSelection;
 use crate::tools::TruncationPolicy;
@@ -39,6 +41,9 @@ pub struct SessionConfig {
     pub tools: ToolSelection,
     /// Which calls run, which are refused, which need the operator.
     pub approvals: crate::approvals::Approvals,
+    /// Where a call that needs the operator waits for an answer (None:
+    /// nobody can be asked, such a call is refused).
+    pub asker: Option<Arc<crate::approvals::PermissionQueue>>,
 }
 
 impl SessionConfig {
@@ -62,6 +67,7 @@ impl SessionConfig {
             parallel_tool_calls: true,
             tools: ToolSelection::default(),
             approvals: Default::default(),
+            asker: None,
         }
     }
 

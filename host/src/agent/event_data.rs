@@ -197,6 +197,18 @@ pub struct JobFinished {
     pub status: JobStatus,
 }
 
+/// PERMISSION_RESOLVED: how a permission request ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PermissionResolved {
+    pub id: String,
+    pub call_id: String,
+    /// `allow` or `deny`.
+    pub decision: crate::approvals::Decision,
+    pub scope: crate::approvals::Scope,
+    /// `bridge`, `timeout`, …
+    pub by: String,
+}
+
 /// Declares the kinds, their payloads, and the mapping between them, from
 /// one table.
 macro_rules! event_kinds {
@@ -270,6 +282,10 @@ event_kinds! {
     CompactionStart(Nothing),
     /// Compaction ended (its stats; all zero when nothing changed).
     CompactionEnd(CompactionStats),
+    /// A call waits for the operator's approval.
+    PermissionRequired(crate::approvals::PermissionRequest),
+    /// The operator answered (or nobody did in time).
+    PermissionResolved(PermissionResolved),
 }
 
 impl EventData {
@@ -445,6 +461,36 @@ mod tests {
             ),
             (EventData::CompactionStart(Nothing {}), json!({})),
             (
+                EventData::PermissionRequired(crate::approvals::PermissionRequest {
+                    id: "p1".into(),
+                    session_id: "s1".into(),
+                    call_id: "c1".into(),
+                    tool: "shell".into(),
+                    arguments: json!({"command": "git push"}),
+                    preview: "git push".into(),
+                    sandbox: "workspace-write".into(),
+                    reason: "ask by mode on-risk".into(),
+                    scopes: vec![crate::approvals::ScopeOffer {
+                        scope: crate::approvals::Scope::Session,
+                        allows: "shell:git push".into(),
+                    }],
+                }),
+                json!({"id": "p1", "session_id": "s1", "call_id": "c1", "tool": "shell",
+                       "arguments": {"command": "git push"}, "preview": "git push",
+                       "sandbox": "workspace-write", "reason": "ask by mode on-risk",
+                       "scopes": [{"scope": "session", "allows": "shell:git push"}]}),
+            ),
+            (
+                EventData::PermissionResolved(PermissionResolved {
+                    id: "p1".into(),
+                    call_id: "c1".into(),
+                    decision: crate::approvals::Decision::Deny,
+                    scope: crate::approvals::Scope::Once,
+                    by: "timeout".into(),
+                }),
+                json!({"id": "p1", "call_id": "c1", "decision": "deny", "scope": "once", "by": "timeout"}),
+            ),
+            (
                 EventData::CompactionEnd(CompactionStats {
                     messages_compressed: 4,
                     batches_created: 1,
@@ -469,7 +515,7 @@ mod tests {
             // And back: a stored event reads as the same payload.
             assert_eq!(EventData::from_json(kind, want).unwrap(), data, "{kind:?}");
         }
-        assert_eq!(seen.len(), 20, "every kind is pinned");
+        assert_eq!(seen.len(), 22, "every kind is pinned");
     }
 
     #[test]

@@ -138,6 +138,8 @@ pub struct Session {
     pub(super) children: Option<Arc<dyn SessionChildren>>,
     pub(super) jobs: Option<SessionJobs>,
     pub(super) memory: Option<Arc<super::memory::SessionMemory>>,
+    /// Allow rules the operator added for the rest of this conversation.
+    pub(super) granted: Mutex<crate::approvals::Rules>,
 }
 
 impl Session {
@@ -210,6 +212,7 @@ impl Session {
                 children: parts.children,
                 jobs: parts.jobs,
                 memory: parts.memory,
+                granted: Mutex::new(Default::default()),
             }
         })
     }

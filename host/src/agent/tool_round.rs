@@ -70,13 +70,7 @@ impl Session {
             arguments: call.arguments.clone(),
         }));
         let registry = self.tools();
-        let gate = super::approval_gate::check(
-            &self.config.approvals,
-            call,
-            &registry,
-            &self.workspace,
-            &self.working_dir,
-        );
+        let gate = super::approval_gate::decide(self, call, &registry).await;
         let outcome = match gate {
             Gate::Refuse(outcome) => *outcome,
             Gate::Run(line) => {

@@ -18,6 +18,14 @@ impl Approvals {
     pub fn decide(&self, subject: &Subject) -> Verdict {
         self.rules.decide(subject, self.mode)
     }
+
+    /// The verdict for `subject` with `more` rules (a session's answers)
+    /// beside these.
+    pub fn decide_with(&self, subject: &Subject, more: &Rules) -> Verdict {
+        let mut all = self.rules.clone();
+        all.extend(more.clone());
+        all.decide(subject, self.mode)
+    }
 }
 
 /// Allow rules from `--approve` flags: `tool:NAME`, `shell:WORDS…`,
@@ -80,7 +88,7 @@ pub fn refusal(subject: &Subject, verdict: &Verdict) -> String {
 }
 
 /// The narrowest `--approve` value that would allow `subject`.
-fn suggestion(subject: &Subject) -> String {
+pub fn suggestion(subject: &Subject) -> String {
     match subject {
         Subject::Call { tool, command, .. } if tool == SHELL_TOOL => {
             match command.as_deref().map(CommandLine::parse) {

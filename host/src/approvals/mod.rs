@@ -30,10 +30,15 @@ mod command;
 mod decision;
 mod gate;
 mod glob;
+mod queue;
 mod rules;
 
 pub use command::CommandLine;
 pub use decision::{Decision, Mode};
-pub use gate::{Approvals, receipt_line, refusal, rules_from_flags};
+pub use gate::{Approvals, receipt_line, refusal, rules_from_flags, suggestion};
 pub use glob::Glob;
+pub use queue::{
+    Answer, MAX_NOTE_CHARS, PermissionQueue, PermissionRequest, Scope, ScopeOffer, Ticket,
+    UnknownRequest,
+};
 pub use rules::{Matcher, Origin, Rule, RuleError, Rules, SHELL_TOOL, Subject, Verdict};

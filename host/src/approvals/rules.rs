@@ -126,6 +126,14 @@ impl Rules {
         Ok(Rules { rules })
     }
 
+    /// Say where these rules come from (`at` for every one of them).
+    pub fn relabel(mut self, at: &str) -> Rules {
+        for rule in &mut self.rules {
+            rule.at = at.to_string();
+        }
+        self
+    }
+
     /// These rules and `more` (a later layer's).
     pub fn extend(&mut self, more: Rules) {
         self.rules.extend(more.rules);

@@ -38,15 +38,20 @@ pub struct AgentArgs {
     pub max_tool_rounds: Option<u32>,
     /// When to need the operator's approval for calls no rule speaks to:
     /// never, on-risk (shell commands) or always (default: the
-    /// configuration's `[approvals] mode`, else never). Nobody can be asked
-    /// yet, so a call that needs approval is refused with what would allow
-    /// it.
+    /// configuration's `[approvals] mode`, else on-risk for `serve`, never
+    /// for `run` and `chat`). `serve` asks through the bridge; `run` and
+    /// `chat` cannot ask yet, so there a call that needs approval is
+    /// refused with what would allow it.
     #[arg(long, value_name = "MODE")]
     pub approvals: Option<crate::approvals::Mode>,
     /// Allow calls matching RULE without asking: `shell:git push`,
     /// `path:src/**`, `tool:NAME` or `grant:network` (repeatable).
     #[arg(long = "approve", value_name = "RULE")]
     pub approve: Vec<String>,
+    /// The approvals mode when neither the flag nor the configuration
+    /// names one (the command's default).
+    #[arg(skip)]
+    pub default_approvals: crate::approvals::Mode,
     /// Print every event as one JSON object per line on stdout.
     #[arg(long)]
     pub json: bool,
@@ -87,6 +92,7 @@ impl AgentArgs {
             max_tool_rounds: self.max_tool_rounds,
             approvals: self.approvals,
             approve: self.approve.clone(),
+            default_approvals: self.default_approvals,
         };
         let kit = AgentKit::build(&setup.host, &setup.config, &options, |k| {
             std::env::var(k).ok()

@@ -48,6 +48,10 @@ pub struct ServeArgs {
     /// Milliseconds a connection may stay silent before it is closed.
     #[arg(long, value_name = "MS", default_value_t = 60_000, hide = true)]
     idle_timeout_ms: u64,
+    /// Seconds a call waits for the operator's approval (GET
+    /// /agent/permissions, POST /agent/permissions/ID) before it is denied.
+    #[arg(long, value_name = "SECS", default_value_t = 300)]
+    approval_timeout: u64,
 }
 
 /// Builds the agent for a workspace with the command line's options.
@@ -110,14 +114,19 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             crate::harness::EventLog::default()
         }
     };
-    let harness = Arc::new(Harness::with_log(
-        Arc::new(CliFactory {
-            args: args.agent.clone(),
-        }),
-        workspace.clone(),
-        allowed,
-        log,
-    ));
+    // The bridge can ask: by default, shell commands no rule allows wait
+    // for the operator.
+    let mut agent = args.agent.clone();
+    agent.default_approvals = crate::approvals::Mode::OnRisk;
+    let harness = Arc::new(
+        Harness::with_log(
+            Arc::new(CliFactory { args: agent }),
+            workspace.clone(),
+            allowed,
+            log,
+        )
+        .with_permission_timeout(std::time::Duration::from_secs(args.approval_timeout)),
+    );
     let shutdown = tokio_util::sync::CancellationToken::new();
     let app = router(
         harness.clone(),

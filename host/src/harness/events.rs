@@ -217,6 +217,8 @@ pub fn translate(event: &Event) -> Option<(&'static str, Value)> {
         EventData::TurnLimit(_) => "agent:turn-limit",
         EventData::ContextWarning(_) => "agent:context-warning",
         EventData::LoopDetection(_) => "agent:loop-detected",
+        EventData::PermissionRequired(_) => "agent:permission-required",
+        EventData::PermissionResolved(_) => "agent:permission-resolved",
         EventData::SteeringInjected(_)
         | EventData::AssistantTextStart(_)
         | EventData::ToolCallOutputDelta(_)

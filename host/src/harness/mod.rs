@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::agent::{AgentKit, Session, Turn};
+use crate::approvals::{Answer, PermissionQueue, PermissionRequest, UnknownRequest};
 pub use events::{BridgeEvent, EventLog};
 
 /// Where the harness is in its life. Unit variants serialize as bare
@@ -135,7 +136,12 @@ struct Running {
     session: Arc<Session>,
     _keep: Box<dyn std::any::Any + Send + Sync>,
     pump: tokio::task::JoinHandle<()>,
+    /// Reports `Suspended` while a call waits for the operator.
+    suspense: tokio::task::JoinHandle<()>,
 }
+
+/// How long a permission request waits for an answer by default.
+pub const PERMISSION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 
 struct State {
     workspace: Option<PathBuf>,
@@ -152,6 +158,8 @@ pub struct Harness {
     /// Messages being processed (sent and not finished).
     streaming: Arc<AtomicUsize>,
     log: Arc<EventLog>,
+    /// Calls waiting for the operator (answered through the bridge).
+    permissions: Arc<PermissionQueue>,
 }
 
 impl Harness {
@@ -188,7 +196,25 @@ impl Harness {
             }),
             streaming: Arc::new(AtomicUsize::new(0)),
             log: Arc::new(log),
+            permissions: PermissionQueue::new(PERMISSION_TIMEOUT),
         }
+    }
+
+    /// Deny a permission request nobody answers within `timeout`.
+    pub fn with_permission_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.permissions = PermissionQueue::new(timeout);
+        self
+    }
+
+    /// The calls waiting for the operator, oldest first.
+    pub fn pending_permissions(&self) -> Vec<PermissionRequest> {
+        self.permissions.pending()
+    }
+
+    /// The operator's answer to request `id` (only the bridge's token
+    /// holder gets here).
+    pub fn answer_permission(&self, id: &str, answer: Answer) -> Result<(), UnknownRequest> {
+        self.permissions.answer(id, answer)
     }
 
     /// The event stream.
@@ -229,7 +255,7 @@ impl Harness {
     pub async fn status(&self) -> Status {
         let state = self.state.lock().await;
         Status {
-            lifecycle: state.lifecycle.clone(),
+            lifecycle: self.shown(&state.lifecycle),
             is_streaming: state.running.is_some() && self.streaming.load(Ordering::SeqCst) > 0,
         }
     }
@@ -246,15 +272,19 @@ impl Harness {
         }
         self.set(&mut state, Lifecycle::Starting);
         match self.factory.build(&workspace).await {
-            Ok((kit, keep)) => {
+            Ok((mut kit, keep)) => {
+                // Calls that need the operator wait in the bridge's queue.
+                kit.config.asker = Some(self.permissions.clone());
                 let kit = Arc::new(kit);
                 let session = kit.session().await;
                 let pump = self.pump(&session);
+                let suspense = self.report_suspense();
                 state.running = Some(Running {
                     kit,
                     session,
                     _keep: keep,
                     pump,
+                    suspense,
                 });
                 self.set(&mut state, Lifecycle::Running);
                 Ok(())
@@ -288,6 +318,7 @@ impl Harness {
             .await;
         running.session.abort().await;
         running.pump.abort();
+        running.suspense.abort();
         self.streaming.store(0, Ordering::SeqCst);
         self.set(state, Lifecycle::Stopped);
     }
@@ -378,6 +409,41 @@ impl Harness {
                 serde_json::from_str(&t.body).map_err(|e| HarnessError::History(e.to_string()))
             })
             .collect()
+    }
+
+    /// `lifecycle` as clients see it: `Suspended` while a call waits for
+    /// the operator.
+    fn shown(&self, lifecycle: &Lifecycle) -> Lifecycle {
+        if *lifecycle == Lifecycle::Running && *self.permissions.waiting().borrow() > 0 {
+            Lifecycle::Suspended
+        } else {
+            lifecycle.clone()
+        }
+    }
+
+    /// Publish a status change whenever calls start or stop waiting for
+    /// the operator.
+    fn report_suspense(&self) -> tokio::task::JoinHandle<()> {
+        let mut waiting = self.permissions.waiting();
+        let (log, streaming) = (self.log.clone(), self.streaming.clone());
+        tokio::spawn(async move {
+            let mut was = *waiting.borrow_and_update() > 0;
+            while waiting.changed().await.is_ok() {
+                let now = *waiting.borrow_and_update() > 0;
+                if now != was {
+                    was = now;
+                    let lifecycle = if now {
+                        Lifecycle::Suspended
+                    } else {
+                        Lifecycle::Running
+                    };
+                    log.publish(
+                        "agent:status-changed",
+                        json!({"lifecycle": lifecycle, "is_streaming": streaming.load(Ordering::SeqCst) > 0}),
+                    );
+                }
+            }
+        })
     }
 
     fn set(&self, state: &mut State, lifecycle: Lifecycle) {

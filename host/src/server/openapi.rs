@@ -41,6 +41,23 @@ fn turns_body() -> Value {
     }, "required": ["id", "timestamp", "kind"]}})
 }
 
+fn permissions_body() -> Value {
+    json!({"type": "array", "items": {"type": "object", "properties": {
+        "id": {"type": "string"},
+        "session_id": {"type": "string"},
+        "call_id": {"type": "string"},
+        "tool": {"type": "string"},
+        "arguments": {},
+        "preview": {"type": "string"},
+        "sandbox": {"type": "string"},
+        "reason": {"type": "string"},
+        "scopes": {"type": "array", "items": {"type": "object", "properties": {
+            "scope": {"type": "string", "enum": ["once", "session"]},
+            "allows": {"type": "string"}
+        }}}
+    }, "required": ["id", "tool", "arguments", "preview", "sandbox", "scopes"]}})
+}
+
 const OPERATIONS: &[Op] = &[
     Op {
         method: "post",
@@ -112,8 +129,30 @@ const OPERATIONS: &[Op] = &[
     },
     Op {
         method: "get",
+        path: "/agent/permissions",
+        summary: "Calls waiting for the operator's approval, oldest first (each also announced as agent:permission-required)",
+        body: None,
+        status: "200",
+        response: permissions_body,
+    },
+    Op {
+        method: "post",
+        path: "/agent/permissions/{id}",
+        summary: "Answer a waiting call: allow or deny, for this call (`once`) or for what the request's `session` scope names; a note is shown to the model with a denial. 404 unknown_permission when it is no longer waiting (answered, timed out, withdrawn)",
+        body: Some(|| {
+            json!({"type": "object", "properties": {
+                "decision": {"type": "string", "enum": ["allow", "deny"]},
+                "scope": {"type": "string", "enum": ["once", "session"], "default": "once"},
+                "note": {"type": "string", "maxLength": 2000}
+            }, "required": ["decision"], "additionalProperties": false})
+        }),
+        status: "200",
+        response: ok_body,
+    },
+    Op {
+        method: "get",
         path: "/events",
-        summary: "Server-Sent Events (agent:status-changed, agent:message-chunk, agent:session-started, agent:session-completed, agent:session-interrupted, agent:tool-call, agent:error, job and compaction events); send Last-Event-ID to resume",
+        summary: "Server-Sent Events (agent:status-changed, agent:message-chunk, agent:session-started, agent:session-completed, agent:session-interrupted, agent:tool-call, agent:error, agent:permission-required, agent:permission-resolved, job and compaction events); send Last-Event-ID to resume",
         body: None,
         status: "200",
         response: || json!({"type": "string", "description": "text/event-stream"}),

@@ -20,6 +20,8 @@ pub(super) fn router() -> Router<Shared> {
         .route("/agent/status", get(status))
         .route("/agent/clear", post(clear))
         .route("/agent/history", get(history))
+        .route("/agent/permissions", get(permissions))
+        .route("/agent/permissions/{id}", post(answer_permission))
         .route("/openapi.json", get(openapi))
 }
 
@@ -105,6 +107,51 @@ async fn clear(State(s): State<Shared>) -> Reply {
 async fn history(State(s): State<Shared>) -> Reply {
     let turns = s.harness.history().await?;
     Ok(Json(serde_json::to_value(turns).unwrap_or_default()))
+}
+
+async fn permissions(State(s): State<Shared>) -> Reply {
+    Ok(Json(
+        serde_json::to_value(s.harness.pending_permissions()).unwrap_or_default(),
+    ))
+}
+
+/// `allow` or `deny`.
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Verdict {
+    Allow,
+    Deny,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PermissionAnswer {
+    decision: Verdict,
+    #[serde(default = "once")]
+    scope: crate::approvals::Scope,
+    note: Option<String>,
+}
+
+fn once() -> crate::approvals::Scope {
+    crate::approvals::Scope::Once
+}
+
+async fn answer_permission(
+    State(s): State<Shared>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+    request: Result<Json<PermissionAnswer>, JsonRejection>,
+) -> Reply {
+    let request = body(request)?;
+    let answer = crate::approvals::Answer {
+        allow: matches!(request.decision, Verdict::Allow),
+        scope: request.scope,
+        note: request.note,
+        by: "bridge".into(),
+    };
+    s.harness
+        .answer_permission(&id, answer)
+        .map_err(|e| ApiError::new(StatusCode::NOT_FOUND, "unknown_permission", &e.to_string()))?;
+    ok()
 }
 
 async fn openapi() -> Json<Value> {

@@ -1,0 +1,246 @@
+//! Requests waiting for the operator: each call that needs approval gets
+//! its own request with an unguessable id; only the operator's channel
+//! (the bridge token holder) answers, through [`PermissionQueue::answer`].
+//! A request nobody answers is denied when its time runs out, and one
+//! whose call is interrupted is withdrawn.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::{oneshot, watch};
+
+/// How far a yes reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scope {
+    /// This call only.
+    Once,
+    /// Calls matching the offered rule, for the rest of this conversation.
+    Session,
+}
+
+/// A yes, and exactly what it allows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScopeOffer {
+    pub scope: Scope,
+    /// In words: `this call`, or the rule a session-wide yes adds.
+    pub allows: String,
+}
+
+/// One call waiting for the operator.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PermissionRequest {
+    pub id: String,
+    /// The session asking (a subagent's own id when a subagent asks).
+    pub session_id: String,
+    pub call_id: String,
+    pub tool: String,
+    pub arguments: serde_json::Value,
+    /// What the call would do, in a line or a few (the command, the path).
+    pub preview: String,
+    /// The sandbox the call would run under.
+    pub sandbox: String,
+    /// Why it asks (the rule, or the mode).
+    pub reason: String,
+    /// What each possible yes allows.
+    pub scopes: Vec<ScopeOffer>,
+}
+
+/// The operator's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub allow: bool,
+    pub scope: Scope,
+    /// Shown to the model with a denial.
+    pub note: Option<String>,
+    /// Who answered, through what (`bridge`, or `timeout`).
+    pub by: String,
+}
+
+/// Longest note the model is shown.
+pub const MAX_NOTE_CHARS: usize = 2_000;
+
+/// No request with that id is waiting.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no permission request {0} is waiting (answered, timed out, or withdrawn)")]
+pub struct UnknownRequest(pub String);
+
+type Waiting = BTreeMap<String, (PermissionRequest, oneshot::Sender<Answer>)>;
+
+/// The requests waiting for the operator.
+#[derive(Debug)]
+pub struct PermissionQueue {
+    waiting: Mutex<Waiting>,
+    timeout: Duration,
+    count: watch::Sender<usize>,
+}
+
+impl PermissionQueue {
+    /// A queue whose requests are denied after `timeout`.
+    pub fn new(timeout: Duration) -> Arc<Self> {
+        Arc::new(PermissionQueue {
+            waiting: Mutex::new(BTreeMap::new()),
+            timeout,
+            count: watch::channel(0).0,
+        })
+    }
+
+    /// How many requests wait, now and as it changes.
+    pub fn waiting(&self) -> watch::Receiver<usize> {
+        self.count.subscribe()
+    }
+
+    /// The requests waiting, oldest first.
+    pub fn pending(&self) -> Vec<PermissionRequest> {
+        let waiting = self.lock();
+        let mut list: Vec<PermissionRequest> = waiting.values().map(|(r, _)| r.clone()).collect();
+        list.sort_by(|a, b| a.id.cmp(&b.id));
+        list
+    }
+
+    /// Put `request` in the queue (its `id` is set here); wait for the
+    /// answer with [`Ticket::answer`]. Dropping the ticket withdraws the
+    /// request.
+    pub fn submit(self: &Arc<Self>, mut request: PermissionRequest) -> Ticket {
+        request.id = format!(
+            "{:013}-{}",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis())
+                .unwrap_or_default(),
+            uuid::Uuid::new_v4().simple()
+        );
+        let (tx, rx) = oneshot::channel();
+        self.lock()
+            .insert(request.id.clone(), (request.clone(), tx));
+        self.count_changed();
+        Ticket {
+            queue: self.clone(),
+            request,
+            rx: Some(rx),
+        }
+    }
+
+    /// Answer request `id`.
+    pub fn answer(&self, id: &str, mut answer: Answer) -> Result<(), UnknownRequest> {
+        let (_, tx) = self
+            .lock()
+            .remove(id)
+            .ok_or_else(|| UnknownRequest(id.to_string()))?;
+        self.count_changed();
+        if let Some(note) = &mut answer.note {
+            *note = note.chars().take(MAX_NOTE_CHARS).collect();
+        }
+        tx.send(answer).map_err(|_| UnknownRequest(id.to_string()))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Waiting> {
+        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn count_changed(&self) {
+        let n = self.lock().len();
+        self.count.send_replace(n);
+    }
+}
+
+/// A request in the queue.
+pub struct Ticket {
+    queue: Arc<PermissionQueue>,
+    request: PermissionRequest,
+    rx: Option<oneshot::Receiver<Answer>>,
+}
+
+impl Ticket {
+    /// The request, with its id.
+    pub fn request(&self) -> &PermissionRequest {
+        &self.request
+    }
+
+    /// The operator's answer; a denial when the queue's time runs out.
+    pub async fn answer(mut self) -> Answer {
+        let rx = self.rx.take().expect("answered once");
+        match tokio::time::timeout(self.queue.timeout, rx).await {
+            Ok(Ok(answer)) => answer,
+            _ => Answer {
+                allow: false,
+                scope: Scope::Once,
+                note: Some(format!(
+                    "nobody answered within {} s",
+                    self.queue.timeout.as_secs()
+                )),
+                by: "timeout".into(),
+            },
+        }
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        if self.queue.lock().remove(&self.request.id).is_some() {
+            self.queue.count_changed();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> PermissionRequest {
+        PermissionRequest {
+            id: String::new(),
+            session_id: "s".into(),
+            call_id: "c".into(),
+            tool: "shell".into(),
+            arguments: serde_json::json!({"command": "ls"}),
+            preview: "ls".into(),
+            sandbox: "workspace-write".into(),
+            reason: "ask by mode on-risk".into(),
+            scopes: Vec::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn an_answer_reaches_the_asker_and_clears_the_request() {
+        let queue = PermissionQueue::new(Duration::from_secs(30));
+        let ticket = queue.submit(request());
+        let id = ticket.request().id.clone();
+        assert_eq!(queue.pending()[0].id, id);
+        assert_eq!(*queue.waiting().borrow(), 1);
+        let asker = tokio::spawn(ticket.answer());
+        assert!(queue.answer("nope", answer(true)).is_err());
+        queue.answer(&id, answer(true)).unwrap();
+        let got = asker.await.unwrap();
+        assert!(got.allow);
+        assert!(queue.pending().is_empty());
+        assert!(queue.answer(&id, answer(false)).is_err(), "answered once");
+    }
+
+    #[tokio::test]
+    async fn nobody_answering_is_a_denial_and_a_dropped_asker_withdraws() {
+        let queue = PermissionQueue::new(Duration::from_millis(50));
+        let got = queue.submit(request()).answer().await;
+        assert!(!got.allow && got.by == "timeout");
+        assert!(queue.pending().is_empty());
+        let slow = PermissionQueue::new(Duration::from_secs(30));
+        let asking = slow.submit(request()).answer();
+        let _ = tokio::time::timeout(Duration::from_millis(20), asking).await;
+        assert!(
+            slow.pending().is_empty(),
+            "withdrawn when its call stopped waiting"
+        );
+        assert_eq!(*slow.waiting().borrow(), 0);
+    }
+
+    fn answer(allow: bool) -> Answer {
+        Answer {
+            allow,
+            scope: Scope::Once,
+            note: None,
+            by: "bridge".into(),
+        }
+    }
+}
