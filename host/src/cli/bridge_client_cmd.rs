@@ -51,6 +51,21 @@ enum Op {
     Clear,
     /// The current conversation's turns.
     History,
+    /// The calls waiting for your approval.
+    Permissions,
+    /// Allow a waiting call (`--session`: and what its session scope
+    /// names, for the rest of the conversation).
+    Approve {
+        id: String,
+        #[arg(long)]
+        session: bool,
+    },
+    /// Deny a waiting call, with a note the model sees.
+    Deny {
+        id: String,
+        #[arg(long)]
+        note: Option<String>,
+    },
     /// Print the event stream as JSON lines (Ctrl-C to stop).
     Events {
         /// Resume after this event id.
@@ -78,14 +93,53 @@ pub async fn run(args: AgentClientArgs) -> anyhow::Result<ExitCode> {
         Op::Status => ("GET", "/agent/status", None),
         Op::Clear => ("POST", "/agent/clear", None),
         Op::History => ("GET", "/agent/history", None),
+        Op::Permissions => ("GET", "/agent/permissions", None),
+        Op::Approve { id, session } => {
+            let scope = if *session { "session" } else { "once" };
+            let body = json!({"decision": "allow", "scope": scope});
+            return post_answer(&bridge, &token, id, body).await;
+        }
+        Op::Deny { id, note } => {
+            let body = json!({"decision": "deny", "note": note});
+            return post_answer(&bridge, &token, id, body).await;
+        }
         Op::Events { after } => return bridge.events(&token, *after).await,
     };
+    call(&bridge, &token, method, path, body).await
+}
+
+/// Answer permission request `id` with `body`.
+async fn post_answer(
+    bridge: &Bridge,
+    token: &str,
+    id: &str,
+    mut body: Value,
+) -> anyhow::Result<ExitCode> {
+    if body["note"].is_null() {
+        body.as_object_mut().map(|o| o.remove("note"));
+    }
+    // The id goes into the path: only the characters ids are made of.
+    if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+        anyhow::bail!("{id:?} is not a permission request id (see `sandcrab agent permissions`)");
+    }
+    let path = format!("/agent/permissions/{id}");
+    call(bridge, token, "POST", &path, Some(body)).await
+}
+
+/// One request to the bridge; its JSON answer on stdout, or its error.
+async fn call(
+    bridge: &Bridge,
+    token: &str,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> anyhow::Result<ExitCode> {
     let url = format!("{}{path}", bridge.base);
     let request = match method {
         "GET" => bridge.http.get(&url),
         _ => bridge.http.post(&url).json(&body.unwrap_or(json!({}))),
     };
-    let response = request.bearer_auth(&token).send().await.with_context(|| {
+    let response = request.bearer_auth(token).send().await.with_context(|| {
         format!(
             "cannot reach the bridge at {} (is `sandcrab serve` running?)",
             bridge.base
