@@ -419,3 +419,29 @@ fn the_typescript_sdk_client_works_over_stdio_and_http() {
             .contains("from typescript")
     );
 }
+
+#[test]
+fn the_operators_deny_rules_hold_for_mcp_clients_too() {
+    let scene = Scene::new();
+    scene.write_user_config("[[approvals.rules]]\nshell = [\"touch\"]\ndecision = \"deny\"\n");
+    let out = over_stdio(
+        &scene,
+        &[],
+        json!([
+            {"call": "shell", "args": {"command": "touch via-mcp"}},
+            {"call": "shell", "args": {"command": "echo fine"}},
+        ]),
+    );
+    let steps = out["steps"].as_array().unwrap();
+    assert_eq!(steps[0]["is_error"], true, "{}", steps[0]);
+    assert!(
+        steps[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Denied by the operator's approval rule"),
+        "{}",
+        steps[0]
+    );
+    assert!(!scene.workspace().join("via-mcp").exists());
+    assert_eq!(steps[1]["is_error"], false, "{}", steps[1]);
+}

@@ -1,18 +1,16 @@
-//! Approvals at the moment a call is about to run: what the call is to the
-//! rules (its tool, its shell command, the workspace paths it writes), the
-//! verdict, and — with nobody to ask yet — the refusal the model reads.
-//! Every verdict goes into the call's receipt.
-
-use std::path::Path;
+//! Approvals at the moment a call is about to run: the verdict of the
+//! rules (and of this conversation's answers); when they say to ask, the
+//! operator's answer through the session's queue, or — with nobody to
+//! ask — the refusal the model reads. Every verdict goes into the call's
+//! receipt.
 
 use super::event_data::{self as ed, EventData};
 use super::session::Session;
 use crate::approvals::{
-    Decision, PermissionRequest, SHELL_TOOL, Scope, ScopeOffer, Subject, receipt_line, refusal,
+    Decision, PermissionRequest, Scope, ScopeOffer, Subject, call_subject, receipt_line, refusal,
     rules_from_flags, suggestion,
 };
 use crate::llm::ToolCall;
-use crate::plugin::Writes;
 use crate::tools::{Receipt, Standing, ToolOutcome, ToolRegistry, ToolStatus};
 
 /// What the gate lets through.
@@ -28,7 +26,14 @@ pub(super) enum Gate {
 /// session's queue (nobody to ask: refused).
 pub(super) async fn decide(session: &Session, call: &ToolCall, registry: &ToolRegistry) -> Gate {
     let approvals = &session.config.approvals;
-    let subject = subject(call, registry, &session.workspace, &session.working_dir);
+    let writes = registry.get(&call.name).map(|t| &t.spec.traits.writes);
+    let subject = call_subject(
+        &call.name,
+        &call.arguments,
+        writes,
+        &session.workspace,
+        &session.working_dir,
+    );
     let granted = session
         .granted
         .lock()
@@ -155,57 +160,5 @@ fn preview(subject: &Subject) -> String {
         }
         Subject::Call { tool, .. } => tool.clone(),
         Subject::Grant { plugin, grant } => format!("{plugin} asks for {grant}"),
-    }
-}
-
-/// The call as the rules see it.
-fn subject(
-    call: &ToolCall,
-    registry: &ToolRegistry,
-    workspace: &Path,
-    working_dir: &Path,
-) -> Subject {
-    let args = match &call.arguments {
-        serde_json::Value::String(raw) => serde_json::from_str(raw).unwrap_or_default(),
-        other => other.clone(),
-    };
-    let command = (call.name == SHELL_TOOL)
-        .then(|| args["command"].as_str().map(String::from))
-        .flatten();
-    let paths = match registry.get(&call.name).map(|t| &t.spec.traits.writes) {
-        Some(Writes::Paths(names)) => names
-            .iter()
-            .filter_map(|name| args[name.as_str()].as_str())
-            .map(|p| relative(p, workspace, working_dir))
-            .collect(),
-        _ => Vec::new(),
-    };
-    Subject::Call {
-        tool: call.name.clone(),
-        command,
-        paths,
-    }
-}
-
-/// `path` relative to the workspace (as given when it is not inside it,
-/// so no glob matches it).
-fn relative(path: &str, workspace: &Path, working_dir: &Path) -> String {
-    let full = working_dir.join(path);
-    full.strip_prefix(workspace)
-        .map(|rel| rel.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| path.to_string())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn paths_are_judged_relative_to_the_workspace() {
-        let ws = Path::new("/w");
-        assert_eq!(relative("src/a.rs", ws, Path::new("/w")), "src/a.rs");
-        assert_eq!(relative("a.rs", ws, Path::new("/w/src")), "src/a.rs");
-        assert_eq!(relative("/w/src/a.rs", ws, Path::new("/w/x")), "src/a.rs");
-        assert_eq!(relative("/etc/passwd", ws, Path::new("/w")), "/etc/passwd");
     }
 }

@@ -32,6 +32,7 @@ mod gate;
 mod glob;
 mod queue;
 mod rules;
+mod subject;
 
 pub use command::CommandLine;
 pub use decision::{Decision, Mode};
@@ -42,3 +43,4 @@ pub use queue::{
     UnknownRequest,
 };
 pub use rules::{Matcher, Origin, Rule, RuleError, Rules, SHELL_TOOL, Subject, Verdict};
+pub use subject::call_subject;

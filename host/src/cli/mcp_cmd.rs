@@ -146,7 +146,14 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     let catalog = ToolCatalog::new(set.registry);
     let truncation = setup.config.truncation_policy();
-    let server = ToolServer::new(catalog.clone(), truncation);
+    // The operator's rules decide every call (deny rules hold here too);
+    // the client cannot be asked yet, so `ask` refuses.
+    let approvals = crate::approvals::Approvals {
+        rules: setup.config.approvals.parsed.clone(),
+        mode: setup.config.approvals.mode.unwrap_or_default(),
+    };
+    let workspace = setup.host.sandbox_context().workspace.clone();
+    let server = ToolServer::new(catalog.clone(), truncation).with_approvals(approvals, workspace);
     let live = LivePlugins::serving(setup.host, catalog, selection);
     let report = |r: PluginReport| errln!("plugins: {}", super::terminal::sanitize(&r.to_string()));
     let _watching = args

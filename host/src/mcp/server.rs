@@ -31,6 +31,10 @@ pub const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 pub struct ToolServer {
     catalog: ToolCatalog,
     truncation: Arc<TruncationPolicy>,
+    /// The operator's approval rules, and the workspace their paths are
+    /// in. The MCP client cannot be asked yet: a call that needs approval
+    /// is refused with what would allow it.
+    approvals: Arc<(crate::approvals::Approvals, std::path::PathBuf)>,
 }
 
 impl ToolServer {
@@ -40,7 +44,18 @@ impl ToolServer {
         ToolServer {
             catalog,
             truncation: Arc::new(truncation),
+            approvals: Arc::default(),
         }
+    }
+
+    /// Decide every call by `approvals` (paths relative to `workspace`).
+    pub fn with_approvals(
+        mut self,
+        approvals: crate::approvals::Approvals,
+        workspace: std::path::PathBuf,
+    ) -> Self {
+        self.approvals = Arc::new((approvals, workspace));
+        self
     }
 
     /// Run one call to completion, cancellation or the client's departure.
@@ -68,6 +83,15 @@ impl ToolServer {
                 .map(serde_json::Value::Object)
                 .unwrap_or(serde_json::Value::Null),
         };
+        let (approvals, workspace) = &*self.approvals;
+        let writes = registry.get(&name).map(|t| &t.spec.traits.writes);
+        let subject =
+            crate::approvals::call_subject(&name, &call.arguments, writes, workspace, workspace);
+        let verdict = approvals.decide(&subject);
+        if verdict.decision != crate::approvals::Decision::Allow {
+            let text = crate::approvals::refusal(&subject, &verdict);
+            return Ok(CallToolResult::error(vec![ContentBlock::text(text)]));
+        }
         let progress = context.meta.get_progress_token();
         let (live_tx, live_rx) = mpsc::channel(LIVE_CHUNKS);
         let ctx = ToolContext {
