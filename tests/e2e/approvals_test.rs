@@ -160,3 +160,36 @@ async fn a_mistyped_rule_fails_at_start_with_its_line_and_fix() {
     );
     assert!(server.requests().is_empty(), "nothing ran");
 }
+
+#[test]
+fn the_rules_in_force_are_listed_with_where_each_was_written() {
+    let scene = Scene::new();
+    scene.write_user_config(
+        "[approvals]\nmode = \"on-risk\"\n\n[[approvals.rules]]\nshell = [\"git\", \"status\"]\ndecision = \"allow\"\n",
+    );
+    let project = scene.workspace().join("sandcrab.toml");
+    std::fs::write(
+        &project,
+        "[[approvals.rules]]\npath = \"secrets/**\"\ndecision = \"deny\"\n",
+    )
+    .unwrap();
+    let out = crate::support::sandcrab_cmd(&scene)
+        .args(["approvals", "list", "--json", "-w"])
+        .arg(scene.workspace())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let config = scene.user_config().display().to_string();
+    assert_eq!(
+        listed,
+        json!({"mode": "on-risk", "rules": [
+            {"at": format!("{config}:4"), "decision": "allow", "matches": "shell git status"},
+            {"at": format!("{}:1", project.display()), "decision": "deny", "matches": "path secrets/**"},
+        ]})
+    );
+}

@@ -4,7 +4,7 @@
 
 use super::command::CommandLine;
 use super::decision::{Decision, Mode};
-use super::rules::{Matcher, RuleError, Rules, SHELL_TOOL, Subject, Verdict};
+use super::rules::{RuleError, Rules, SHELL_TOOL, Subject, Verdict};
 
 /// The approvals of a session.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -110,26 +110,13 @@ pub fn suggestion(subject: &Subject) -> String {
 /// One line for a receipt: how approvals decided the call.
 pub fn receipt_line(verdict: &Verdict, mode: Mode) -> String {
     let by = match &verdict.rule {
-        Some(rule) => format!("rule {} ({})", rule.at, describe(&rule.matcher)),
+        Some(rule) => format!("rule {} ({})", rule.at, rule.describe()),
         None => format!("mode {}", mode_name(mode)),
     };
     format!("{} by {by}", verdict.decision.as_str())
 }
 
-fn describe(matcher: &Matcher) -> String {
-    match matcher {
-        Matcher::Tool(t) => format!("tool {t}"),
-        Matcher::Shell(words) => format!("shell {}", words.join(" ")),
-        Matcher::Path {
-            tool: Some(t),
-            glob,
-        } => format!("{t} path {}", glob.as_str()),
-        Matcher::Path { tool: None, glob } => format!("path {}", glob.as_str()),
-        Matcher::Grant(g) => format!("grant {g}"),
-    }
-}
-
-fn mode_name(mode: Mode) -> &'static str {
+pub fn mode_name(mode: Mode) -> &'static str {
     match mode {
         Mode::Never => "never",
         Mode::OnRisk => "on-risk",

@@ -48,6 +48,22 @@ pub struct Rule {
     pub at: String,
 }
 
+impl Rule {
+    /// What the rule matches, in words (`shell git push`, `path src/**`).
+    pub fn describe(&self) -> String {
+        match &self.matcher {
+            Matcher::Tool(t) => format!("tool {t}"),
+            Matcher::Shell(words) => format!("shell {}", words.join(" ")),
+            Matcher::Path {
+                tool: Some(t),
+                glob,
+            } => format!("{t} path {}", glob.as_str()),
+            Matcher::Path { tool: None, glob } => format!("path {}", glob.as_str()),
+            Matcher::Grant(g) => format!("grant {g}"),
+        }
+    }
+}
+
 /// What is being decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Subject {

@@ -5,6 +5,7 @@
 mod terminal;
 
 mod agent_cmd;
+mod approvals_cmd;
 mod audit_cmd;
 mod bridge_client_cmd;
 mod mcp_cmd;
@@ -89,6 +90,10 @@ enum Command {
     /// One line per tool call of a saved session: the tool, who ran it,
     /// which rule allowed it, what its programs ran under.
     Audit(audit_cmd::AuditArgs),
+    /// The approval rules in force in a workspace, and where each was
+    /// written.
+    #[command(subcommand)]
+    Approvals(approvals_cmd::ApprovalsCommand),
 }
 
 /// Run the command line; the process exit code.
@@ -125,6 +130,7 @@ pub fn main() -> ExitCode {
             Command::Sandbox(cmd) => sandbox_cmd::run(cmd).await,
             Command::Sessions(cmd) => sessions_cmd::run(cmd),
             Command::Audit(args) => audit_cmd::run(args),
+            Command::Approvals(cmd) => approvals_cmd::run(cmd),
             Command::Mcp(cmd) => mcp_cmd::run(cmd).await,
             Command::Serve(args) => serve_cmd::run(args).await,
             Command::Agent(args) => bridge_client_cmd::run(args).await,
