@@ -193,3 +193,39 @@ fn the_rules_in_force_are_listed_with_where_each_was_written() {
         ]})
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_path_rule_sees_through_dot_dot_and_guest_paths() {
+    let scene = Scene::new();
+    scene.write_user_config("[[approvals.rules]]\npath = \"secrets/**\"\ndecision = \"deny\"\n");
+    std::fs::create_dir_all(scene.workspace().join("src")).unwrap();
+    std::fs::create_dir_all(scene.workspace().join("secrets")).unwrap();
+    for (n, path) in ["src/../secrets/a", "/workspace/secrets/b", "./secrets/c"]
+        .iter()
+        .enumerate()
+    {
+        let server = MockLlm::start().await;
+        server.push(stream(
+            KIND,
+            &Answer::Tools(vec![tool(
+                "c1",
+                "write_file",
+                json!({"file_path": path, "content": "leak"}),
+            )]),
+        ));
+        server.push(stream(KIND, &Answer::Text(vec!["done"])));
+        let out = sandcrab(&scene, KIND, &server, "run")
+            .args(["--json", "go"])
+            .output()
+            .unwrap();
+        let end = events(&out.stdout)
+            .into_iter()
+            .find(|e| e["kind"] == "TOOL_CALL_END")
+            .unwrap();
+        assert_eq!(end["data"]["status"], "denied", "{path}: {end}");
+        let written = std::fs::read_dir(scene.workspace().join("secrets"))
+            .unwrap()
+            .count();
+        assert_eq!(written, 0, "{path} was written (case {n})");
+    }
+}

@@ -71,16 +71,17 @@ pub(super) async fn decide(session: &Session, call: &ToolCall, registry: &ToolRe
                 preview: preview(&subject),
                 sandbox: sandbox_of(registry, &call.name),
                 reason: line.clone(),
-                scopes: vec![
-                    ScopeOffer {
-                        scope: Scope::Once,
-                        allows: "this call".into(),
-                    },
-                    ScopeOffer {
-                        scope: Scope::Session,
-                        allows: format!("{offer} for the rest of this conversation"),
-                    },
-                ],
+                // A yes for the conversation only where one exact rule can
+                // say what it allows.
+                scopes: std::iter::once(ScopeOffer {
+                    scope: Scope::Once,
+                    allows: "this call".into(),
+                })
+                .chain(offer.as_ref().map(|offer| ScopeOffer {
+                    scope: Scope::Session,
+                    allows: format!("{offer} for the rest of this conversation"),
+                }))
+                .collect(),
             };
             let ticket = queue.submit(request);
             session.emit(EventData::PermissionRequired(ticket.request().clone()));
@@ -110,8 +111,14 @@ pub(super) async fn decide(session: &Session, call: &ToolCall, registry: &ToolRe
                     format!("{line}; denied by the operator via {}", answer.by),
                 );
             }
-            if answer.scope == Scope::Session
-                && let Ok(rules) = rules_from_flags(std::slice::from_ref(&offer))
+            // A yes for the conversation where none was offered is a yes
+            // for this call.
+            let for_session = match (&answer.scope, &offer) {
+                (Scope::Session, Some(offer)) => Some(offer.clone()),
+                _ => None,
+            };
+            if let Some(offer) = &for_session
+                && let Ok(rules) = rules_from_flags(std::slice::from_ref(offer))
                 && let Ok(mut granted) = session.granted.lock()
             {
                 granted.extend(rules.relabel(&format!(
@@ -119,9 +126,9 @@ pub(super) async fn decide(session: &Session, call: &ToolCall, registry: &ToolRe
                     answer.by
                 )));
             }
-            let scope = match answer.scope {
-                Scope::Once => "once".to_string(),
-                Scope::Session => format!("{offer} for this conversation"),
+            let scope = match &for_session {
+                None => "once".to_string(),
+                Some(offer) => format!("{offer} for this conversation"),
             };
             Gate::Run(format!(
                 "{line}; allowed by the operator via {} ({scope})",

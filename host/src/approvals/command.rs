@@ -26,6 +26,7 @@ impl CommandLine {
                 continue;
             }
             match shlex::split(&segment) {
+                Some(words) if runs_others(&words) => return CommandLine::Opaque,
                 Some(words) if !words.is_empty() => commands.push(words),
                 Some(_) => {}
                 None => return CommandLine::Opaque,
@@ -52,26 +53,40 @@ pub fn without_assignments(command: &[String]) -> &[String] {
     &command[skip..]
 }
 
+/// Words that make the rest of a command something else (a keyword, a
+/// wrapper that runs its arguments, an interpreter given a script): a
+/// command starting with one is opaque.
+const RUNS_OTHERS: &[&str] = &[
+    "!", "{", "}", "if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done",
+    "case", "esac", "function", "select", "time", "[[", "eval", "exec", "command", "builtin",
+    "env", "xargs", "nohup", "nice", "timeout", "sudo", "doas", "su", "sh", "bash", "dash", "zsh",
+    "ksh", "fish", "busybox", "source", ".",
+];
+
 /// Split at unquoted command separators; None when the line uses what
-/// rules cannot read (substitution, redirection, subshells, here-docs).
+/// rules cannot read: substitution and expansion (`$`, backquotes),
+/// redirection, subshells and groups, globs, comments, escapes, a new
+/// line inside quotes, or a command run through another.
 fn split_segments(line: &str) -> Option<Vec<String>> {
     let mut segments = Vec::new();
     let mut current = String::new();
     let mut chars = line.chars().peekable();
     let (mut single, mut double) = (false, false);
+    // Whether the next character starts a word.
+    let mut word_start = true;
     while let Some(c) = chars.next() {
         if single {
+            if c == '\n' {
+                return None;
+            }
             single = c != '\'';
             current.push(c);
+            word_start = false;
             continue;
         }
         match c {
-            '\\' => {
-                current.push(c);
-                if let Some(next) = chars.next() {
-                    current.push(next);
-                }
-            }
+            // An escape can hide any of the below from a reader.
+            '\\' => return None,
             '\'' if !double => {
                 single = true;
                 current.push(c);
@@ -80,24 +95,39 @@ fn split_segments(line: &str) -> Option<Vec<String>> {
                 double = !double;
                 current.push(c);
             }
-            '`' => return None,
-            '$' if chars.peek() == Some(&'(') => return None,
-            '<' | '>' | '(' | ')' if !double => return None,
+            '\n' if double => return None,
+            '`' | '$' => return None,
+            '#' if !double && word_start => return None,
+            '<' | '>' | '(' | ')' | '{' | '}' | '*' | '?' | '[' | ']' | '~' if !double => {
+                return None;
+            }
             ';' | '&' | '|' | '\n' if !double => {
                 segments.push(std::mem::take(&mut current));
                 // `&&` and `||` are one separator.
                 if (c == '&' || c == '|') && chars.peek() == Some(&c) {
                     chars.next();
                 }
+                word_start = true;
+                continue;
             }
             _ => current.push(c),
         }
+        word_start = !double && c.is_whitespace();
     }
     if single || double {
         return None;
     }
     segments.push(current);
     Some(segments)
+}
+
+/// Whether `words` (one simple command) runs something rules cannot see.
+pub fn runs_others(words: &[String]) -> bool {
+    let first = without_assignments(words).first();
+    first.is_none_or(|w| {
+        let name = w.rsplit('/').next().unwrap_or(w);
+        RUNS_OTHERS.contains(&name) || w.contains('/')
+    })
 }
 
 #[cfg(test)]
@@ -131,6 +161,10 @@ mod tests {
             CommandLine::parse("echo \"a; b\""),
             words(&[&["echo", "a; b"]])
         );
+        assert_eq!(
+            CommandLine::parse("grep -n 'fn main' src/main.rs"),
+            words(&[&["grep", "-n", "fn main", "src/main.rs"]])
+        );
     }
 
     #[test]
@@ -143,6 +177,24 @@ mod tests {
             "(cd x && rm y)",
             "echo 'unclosed",
             "   ",
+            // A comment's quote would hide the new line from a reader.
+            "git status #'\nrm -rf ~ #'",
+            // bash's $'...' and any expansion.
+            "git status $'\\'' ; rm -rf ~ ; echo \\'",
+            "X=push; git $X",
+            // Globs can become any word a file is named.
+            "git pu?h",
+            "rm -rf *",
+            "{ rm -rf x; }",
+            "if :; then rm x; fi",
+            "! rm x",
+            "env rm x",
+            "/bin/rm x",
+            "sh -c 'git push'",
+            "xargs rm < list",
+            "eval rm x",
+            "echo \"a\nb\"",
+            "git pu\\sh",
         ] {
             assert_eq!(CommandLine::parse(line), CommandLine::Opaque, "{line}");
         }

@@ -79,31 +79,42 @@ pub fn refusal(subject: &Subject, verdict: &Verdict) -> String {
                 Some(rule) => format!("the approval rule at {} says to ask first", rule.at),
                 None => "no approval rule allows it".to_string(),
             };
-            let flag = suggestion(subject);
+            let how = match suggestion(subject) {
+                Some(flag) => format!(
+                    "The operator can allow it with `--approve '{flag}'` or an allow rule in their configuration."
+                ),
+                None => "No single rule can allow it as written (several commands, or shell syntax rules cannot read): split it into plain commands, or ask the user to run it.".to_string(),
+            };
             format!(
-                "Not run: this call needs the operator's approval ({why}), and nobody can be asked in this session. The operator can allow it with `--approve '{flag}'` or an allow rule in their configuration."
+                "Not run: this call needs the operator's approval ({why}), and nobody can be asked in this session. {how}"
             )
         }
     }
 }
 
-/// The narrowest `--approve` value that would allow `subject`.
-pub fn suggestion(subject: &Subject) -> String {
+/// The narrowest allow rule (as an `--approve` value) that would let this
+/// exact call run, if one can: a shell line of one plain command (its
+/// whole argument list), a tool writing one path that has no glob
+/// characters, or a tool by name. None when no rule can (several
+/// commands, opaque syntax) — then only a yes for this call will do.
+pub fn suggestion(subject: &Subject) -> Option<String> {
     match subject {
         Subject::Call { tool, command, .. } if tool == SHELL_TOOL => {
             match command.as_deref().map(CommandLine::parse) {
-                Some(CommandLine::Simple(commands)) => {
-                    let first = &commands[0];
-                    let n = first.len().min(2);
-                    let words = shlex::try_join(first[..n].iter().map(String::as_str));
-                    format!("shell:{}", words.unwrap_or_default())
+                Some(CommandLine::Simple(commands)) if commands.len() == 1 => {
+                    let words = shlex::try_join(commands[0].iter().map(String::as_str)).ok()?;
+                    Some(format!("shell:{words}"))
                 }
-                _ => format!("tool:{tool}"),
+                _ => None,
             }
         }
-        Subject::Call { paths, .. } if !paths.is_empty() => format!("path:{}", paths[0]),
-        Subject::Call { tool, .. } => format!("tool:{tool}"),
-        Subject::Grant { grant, .. } => format!("grant:{grant}"),
+        Subject::Call { paths, .. } if paths.len() == 1 => {
+            let path = &paths[0];
+            (!path.contains(['*', '?', '[', ']'])).then(|| format!("path:{path}"))
+        }
+        Subject::Call { paths, .. } if paths.len() > 1 => None,
+        Subject::Call { tool, .. } => Some(format!("tool:{tool}")),
+        Subject::Grant { grant, .. } => Some(format!("grant:{grant}")),
     }
 }
 
@@ -167,7 +178,13 @@ mod tests {
         let subject = shell("git push --force origin");
         let verdict = gate.decide(&subject);
         let text = refusal(&subject, &verdict);
-        assert!(text.contains("--approve 'shell:git push'"), "{text}");
+        assert!(
+            text.contains("--approve 'shell:git push --force origin'"),
+            "{text}"
+        );
+        // Several commands: no one rule allows the line.
+        let two = shell("ls && git push");
+        assert!(refusal(&two, &gate.decide(&two)).contains("No single rule can allow it"));
         assert_eq!(receipt_line(&verdict, gate.mode), "ask by mode on-risk");
     }
 }

@@ -171,12 +171,14 @@ impl Rules {
                 command,
                 paths,
             } => {
-                verdicts.extend(self.strictest(|m| matches!(m, Matcher::Tool(t) if t == tool)));
+                verdicts.extend(
+                    self.strictest(|r| matches!(&r.matcher, Matcher::Tool(t) if t == tool)),
+                );
                 if tool == SHELL_TOOL {
                     match command.as_deref().map(CommandLine::parse) {
                         Some(CommandLine::Simple(commands)) => {
                             for words in &commands {
-                                let found = self.strictest(|m| shell_matches(m, words));
+                                let found = self.strictest(|r| shell_matches(r, words));
                                 verdicts.push(found.unwrap_or(by_mode(mode, true)));
                             }
                         }
@@ -184,7 +186,7 @@ impl Rules {
                     }
                 }
                 for path in paths {
-                    verdicts.extend(self.strictest(|m| match m {
+                    verdicts.extend(self.strictest(|r| match &r.matcher {
                         Matcher::Path { tool: only, glob } => {
                             only.as_ref().is_none_or(|t| t == tool) && glob.matches(path)
                         }
@@ -196,7 +198,9 @@ impl Rules {
                 }
             }
             Subject::Grant { grant, .. } => {
-                verdicts.extend(self.strictest(|m| matches!(m, Matcher::Grant(g) if g == grant)));
+                verdicts.extend(
+                    self.strictest(|r| matches!(&r.matcher, Matcher::Grant(g) if g == grant)),
+                );
                 if verdicts.is_empty() {
                     // A grant beyond what the plugin was given: never
                     // silently, unless nothing ever asks.
@@ -210,11 +214,11 @@ impl Rules {
             .expect("at least one verdict")
     }
 
-    /// The strictest rule whose matcher passes `test`.
-    fn strictest(&self, test: impl Fn(&Matcher) -> bool) -> Option<Verdict> {
+    /// The strictest rule that passes `test`.
+    fn strictest(&self, test: impl Fn(&Rule) -> bool) -> Option<Verdict> {
         self.rules
             .iter()
-            .filter(|r| test(&r.matcher))
+            .filter(|r| test(r))
             .max_by_key(|r| r.decision)
             .map(|r| Verdict {
                 decision: r.decision,
@@ -239,13 +243,15 @@ fn by_mode(mode: Mode, risky: bool) -> Verdict {
 }
 
 /// Whether a shell rule matches one simple command. Leading `NAME=value`
-/// assignments change what a command does, so a command with them is
-/// never allowed by a prefix; `ask` and `deny` look past them.
-fn shell_matches(matcher: &Matcher, words: &[String]) -> bool {
-    let Matcher::Shell(prefix) = matcher else {
+/// assignments change what a command does (`LD_PRELOAD=…`,
+/// `GIT_CONFIG_…`), so a command with them is never allowed by a prefix;
+/// `ask` and `deny` look past them.
+fn shell_matches(rule: &Rule, words: &[String]) -> bool {
+    let Matcher::Shell(prefix) = &rule.matcher else {
         return false;
     };
-    words.starts_with(prefix) || without_assignments(words).starts_with(prefix)
+    words.starts_with(prefix)
+        || (rule.decision != Decision::Allow && without_assignments(words).starts_with(prefix))
 }
 
 fn rule(raw: RuleToml, at: String, origin: Origin) -> Result<Rule, RuleError> {
@@ -271,10 +277,10 @@ fn rule(raw: RuleToml, at: String, origin: Origin) -> Result<Rule, RuleError> {
         && (name.is_empty()
             || !name
                 .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'))
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.'))
     {
         return Err(fail(format!(
-            "`tool = \"{name}\"` is not a tool name (lowercase letters, digits and _)"
+            "`tool = \"{name}\"` is not a tool name (letters, digits, _, - and .; an MCP server's tools are SERVER__TOOL)"
         )));
     }
     let matcher = if let Some(words) = raw.shell {
@@ -295,12 +301,11 @@ fn rule(raw: RuleToml, at: String, origin: Origin) -> Result<Rule, RuleError> {
             glob: Glob::new(&glob).map_err(fail)?,
         }
     } else if let Some(grant) = raw.grant {
-        if grant != "network" && !grant.starts_with("program:") && !grant.starts_with("env:") {
-            return Err(fail(format!(
-                "`grant = \"{grant}\"` is not a grant: use \"network\", \"program:NAME\" or \"env:NAME\""
-            )));
-        }
-        Matcher::Grant(grant)
+        // Nothing asks for grants while a plugin runs yet: a rule that
+        // could never apply would only mislead.
+        return Err(fail(format!(
+            "`grant = \"{grant}\"`: rules for grants asked for at run time are not in force yet (a plugin's grants are decided when it loads: see [policy.plugins.NAME]); remove the rule"
+        )));
     } else if let Some(tool) = raw.tool {
         Matcher::Tool(tool)
     } else {
@@ -338,7 +343,7 @@ fn example_matches(rule: &Rule, example: &str) -> bool {
             CommandLine::Simple(commands) => {
                 // An allow rule allows a line only if it allows every
                 // command in it; ask and deny speak to any of them.
-                let hit = |words: &Vec<String>| shell_matches(&rule.matcher, words);
+                let hit = |words: &Vec<String>| shell_matches(rule, words);
                 if rule.decision == Decision::Allow {
                     commands.iter().all(hit)
                 } else {
@@ -398,10 +403,6 @@ decision = "allow"
 tool = "write_file"
 path = "**/*.lock"
 decision = "ask"
-
-[[approvals.rules]]
-grant = "network"
-decision = "deny"
 "#;
 
     #[test]
@@ -447,8 +448,15 @@ decision = "deny"
             plugin: "p".into(),
             grant: g.into(),
         };
-        assert_eq!(d(&grant("network"), Mode::Never), Decision::Deny);
+        // Grants asked for at run time: decided by the mode.
+        assert_eq!(d(&grant("network"), Mode::Never), Decision::Allow);
         assert_eq!(d(&grant("program:curl"), Mode::OnRisk), Decision::Ask);
+        // Assignments in front change what a command does: never allowed by
+        // a prefix, still denied.
+        assert_eq!(
+            d(&shell("LD_PRELOAD=./x.so git status"), Mode::OnRisk),
+            Decision::Ask
+        );
         let verdict = r.decide(&shell("git push"), Mode::Never);
         // The rule is named by the line of its `[[approvals.rules]]` header.
         assert_eq!(verdict.rule.unwrap().at, "/c/config.toml:8");
@@ -489,6 +497,10 @@ decision = "deny"
         assert!(err(outside, Origin::Trusted).contains("outside the workspace"));
         let bad_tool = "[[approvals.rules]]\ntool = \"Write File\"\ndecision = \"ask\"\n";
         assert!(err(bad_tool, Origin::Trusted).contains("not a tool name"));
+        let grant = "[[approvals.rules]]\ngrant = \"network\"\ndecision = \"deny\"\n";
+        assert!(err(grant, Origin::Trusted).contains("not in force yet"));
+        let mcp = "[[approvals.rules]]\ntool = \"my-server__delete_repo\"\ndecision = \"ask\"\n";
+        assert!(Rules::parse(mcp, Path::new("c"), Origin::Trusted).is_ok());
         let unknown = "[[approvals.rules]]\ntool = \"x\"\ndecison = \"ask\"\n";
         assert!(err(unknown, Origin::Trusted).contains("decison"));
     }
