@@ -28,14 +28,14 @@ impl Approvals {
     }
 }
 
-/// Allow rules from `--approve` flags: `tool:NAME`, `shell:WORDS…`,
-/// `path:GLOB` or `grant:GRANT`.
+/// Allow rules from `--approve` flags: `tool:NAME`, `shell:WORDS…` or
+/// `path:GLOB`.
 pub fn rules_from_flags(flags: &[String]) -> Result<Rules, RuleError> {
     let mut text = String::new();
     for flag in flags {
         let (kind, value) = flag.split_once(':').ok_or_else(|| RuleError {
             at: format!("--approve {flag:?}"),
-            message: "write KIND:VALUE, with KIND one of tool, shell, path, grant (for example --approve 'shell:git push')".into(),
+            message: "write KIND:VALUE, with KIND one of tool, shell, path (for example --approve 'shell:git push')".into(),
         })?;
         let value_toml = match kind {
             "shell" => {
@@ -51,7 +51,7 @@ pub fn rules_from_flags(flags: &[String]) -> Result<Rules, RuleError> {
             other => {
                 return Err(RuleError {
                     at: format!("--approve {flag:?}"),
-                    message: format!("unknown kind '{other}': use tool, shell, path or grant"),
+                    message: format!("unknown kind '{other}': use tool, shell or path"),
                 });
             }
         };

@@ -13,18 +13,14 @@
 //! [[approvals.rules]]
 //! path = "src/**"                   # paths a file tool writes
 //! decision = "allow"
-//!
-//! [[approvals.rules]]
-//! grant = "network"                 # a grant asked for at run time
-//! decision = "ask"
 //! ```
 //!
-//! In force today: the operator's and the project's rules and
-//! `--approve` flags decide every tool call of `run`, `chat` and `serve`
-//! sessions; with nobody to ask yet, an `ask` is a refusal that names what
-//! would allow the call. Not built yet: asking the operator (chat, the
-//! bridge's `agent:permission-required`, MCP elicitation), remembered
-//! answers and `sandcrab approvals list|revoke`.
+//! In force: the operator's and the project's rules and `--approve` flags
+//! decide every tool call of `run`, `chat` and `serve` sessions and of
+//! `mcp serve` clients; `serve` asks the operator through the bridge
+//! ([`PermissionQueue`]); elsewhere an `ask` is a refusal that names what
+//! would allow the call. Not built yet: the `chat` prompt, MCP
+//! elicitation, remembered "always" answers, grant rules.
 
 mod command;
 mod decision;

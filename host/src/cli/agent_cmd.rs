@@ -45,7 +45,7 @@ pub struct AgentArgs {
     #[arg(long, value_name = "MODE")]
     pub approvals: Option<crate::approvals::Mode>,
     /// Allow calls matching RULE without asking: `shell:git push`,
-    /// `path:src/**`, `tool:NAME` or `grant:network` (repeatable).
+    /// `path:src/**` or `tool:NAME` (repeatable).
     #[arg(long = "approve", value_name = "RULE")]
     pub approve: Vec<String>,
     /// The approvals mode when neither the flag nor the configuration
