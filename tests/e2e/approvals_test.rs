@@ -229,3 +229,23 @@ async fn a_path_rule_sees_through_dot_dot_and_guest_paths() {
         assert_eq!(written, 0, "{path} was written (case {n})");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_comment_cannot_smuggle_a_second_command_past_an_allow_rule() {
+    let scene = Scene::new();
+    // `echo` is allowed; the quote inside the comment once hid the new
+    // line, so the whole line read as one allowed `echo`.
+    let line = "echo hi #'\ntouch smuggled #'";
+    let (_, end, sent) = run_shell(
+        &scene,
+        line,
+        &["--approvals", "on-risk", "--approve", "shell:echo"],
+    )
+    .await;
+    assert_eq!(end["data"]["status"], "denied", "{end}");
+    assert!(
+        !scene.workspace().join("smuggled").exists(),
+        "the hidden command ran"
+    );
+    assert!(sent.contains("No single rule can allow it"), "{sent}");
+}
