@@ -34,12 +34,12 @@ pub(super) async fn decide(session: &Session, call: &ToolCall, registry: &ToolRe
         &session.workspace,
         &session.working_dir,
     );
-    let granted = session
-        .granted
-        .lock()
-        .map(|g| g.clone())
-        .unwrap_or_default();
-    let verdict = approvals.decide_with(&subject, &granted);
+    // This conversation's answers count beside the rules (none if their
+    // lock was poisoned).
+    let verdict = match session.granted.lock() {
+        Ok(granted) => approvals.decide_with(&subject, &granted),
+        Err(_) => approvals.decide(&subject),
+    };
     let line = receipt_line(&verdict, approvals.mode);
     let refuse = |text: String, line: String| {
         let standing = registry

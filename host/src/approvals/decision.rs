@@ -41,18 +41,28 @@ pub enum Mode {
     Always,
 }
 
+impl Mode {
+    /// Every mode.
+    pub const ALL: [Mode; 3] = [Mode::Never, Mode::OnRisk, Mode::Always];
+
+    /// The word the configuration and `--approvals` use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Never => "never",
+            Mode::OnRisk => "on-risk",
+            Mode::Always => "always",
+        }
+    }
+}
+
 impl std::str::FromStr for Mode {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "never" => Ok(Mode::Never),
-            "on-risk" => Ok(Mode::OnRisk),
-            "always" => Ok(Mode::Always),
-            other => Err(format!(
-                "unknown approvals mode '{other}': use never, on-risk or always"
-            )),
-        }
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| format!("unknown approvals mode '{s}': use never, on-risk or always"))
     }
 }
 

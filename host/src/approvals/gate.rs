@@ -22,9 +22,7 @@ impl Approvals {
     /// The verdict for `subject` with `more` rules (a session's answers)
     /// beside these.
     pub fn decide_with(&self, subject: &Subject, more: &Rules) -> Verdict {
-        let mut all = self.rules.clone();
-        all.extend(more.clone());
-        all.decide(subject, self.mode)
+        self.rules.decide_with(more, subject, self.mode)
     }
 }
 
@@ -122,17 +120,9 @@ pub fn suggestion(subject: &Subject) -> Option<String> {
 pub fn receipt_line(verdict: &Verdict, mode: Mode) -> String {
     let by = match &verdict.rule {
         Some(rule) => format!("rule {} ({})", rule.at, rule.describe()),
-        None => format!("mode {}", mode_name(mode)),
+        None => format!("mode {}", mode.as_str()),
     };
     format!("{} by {by}", verdict.decision.as_str())
-}
-
-pub fn mode_name(mode: Mode) -> &'static str {
-    match mode {
-        Mode::Never => "never",
-        Mode::OnRisk => "on-risk",
-        Mode::Always => "always",
-    }
 }
 
 #[cfg(test)]

@@ -32,7 +32,7 @@ mod subject;
 
 pub use command::CommandLine;
 pub use decision::{Decision, Mode};
-pub use gate::{Approvals, mode_name, receipt_line, refusal, rules_from_flags, suggestion};
+pub use gate::{Approvals, receipt_line, refusal, rules_from_flags, suggestion};
 pub use glob::Glob;
 pub use queue::{
     Answer, MAX_NOTE_CHARS, PermissionQueue, PermissionRequest, Scope, ScopeOffer, Ticket,

@@ -164,6 +164,24 @@ impl Rules {
     /// `mode` says. Every simple command of a shell line and every path a
     /// call writes is decided on its own, and the strictest of them wins.
     pub fn decide(&self, subject: &Subject, mode: Mode) -> Verdict {
+        self.decide_with(&Rules::default(), subject, mode)
+    }
+
+    /// Like [`Rules::decide`], with `more` rules (a conversation's answers)
+    /// beside these.
+    pub fn decide_with(&self, more: &Rules, subject: &Subject, mode: Mode) -> Verdict {
+        // The strictest rule that passes a test.
+        let strictest = |test: &dyn Fn(&Rule) -> bool| {
+            self.rules
+                .iter()
+                .chain(&more.rules)
+                .filter(|r| test(r))
+                .max_by_key(|r| r.decision)
+                .map(|r| Verdict {
+                    decision: r.decision,
+                    rule: Some(r.clone()),
+                })
+        };
         let mut verdicts: Vec<Verdict> = Vec::new();
         match subject {
             Subject::Call {
@@ -171,14 +189,14 @@ impl Rules {
                 command,
                 paths,
             } => {
-                verdicts.extend(
-                    self.strictest(|r| matches!(&r.matcher, Matcher::Tool(t) if t == tool)),
-                );
+                verdicts.extend(strictest(
+                    &|r| matches!(&r.matcher, Matcher::Tool(t) if t == tool),
+                ));
                 if tool == SHELL_TOOL {
                     match command.as_deref().map(CommandLine::parse) {
                         Some(CommandLine::Simple(commands)) => {
                             for words in &commands {
-                                let found = self.strictest(|r| shell_matches(r, words));
+                                let found = strictest(&|r| shell_matches(r, words));
                                 verdicts.push(found.unwrap_or(by_mode(mode, true)));
                             }
                         }
@@ -186,7 +204,7 @@ impl Rules {
                     }
                 }
                 for path in paths {
-                    verdicts.extend(self.strictest(|r| match &r.matcher {
+                    verdicts.extend(strictest(&|r| match &r.matcher {
                         Matcher::Path { tool: only, glob } => {
                             only.as_ref().is_none_or(|t| t == tool) && glob.matches(path)
                         }
@@ -198,9 +216,9 @@ impl Rules {
                 }
             }
             Subject::Grant { grant, .. } => {
-                verdicts.extend(
-                    self.strictest(|r| matches!(&r.matcher, Matcher::Grant(g) if g == grant)),
-                );
+                verdicts.extend(strictest(
+                    &|r| matches!(&r.matcher, Matcher::Grant(g) if g == grant),
+                ));
                 if verdicts.is_empty() {
                     // A grant beyond what the plugin was given: never
                     // silently, unless nothing ever asks.
@@ -212,18 +230,6 @@ impl Rules {
             .into_iter()
             .max_by_key(|v| v.decision)
             .expect("at least one verdict")
-    }
-
-    /// The strictest rule that passes `test`.
-    fn strictest(&self, test: impl Fn(&Rule) -> bool) -> Option<Verdict> {
-        self.rules
-            .iter()
-            .filter(|r| test(r))
-            .max_by_key(|r| r.decision)
-            .map(|r| Verdict {
-                decision: r.decision,
-                rule: Some(r.clone()),
-            })
     }
 }
 

@@ -41,7 +41,7 @@ pub fn run(cmd: ApprovalsCommand) -> anyhow::Result<ExitCode> {
             .iter()
             .map(|r| json!({"at": r.at, "decision": r.decision, "matches": r.describe()}))
             .collect();
-        let mode = crate::approvals::mode_name(mode);
+        let mode = mode.as_str();
         outln!(
             "{}",
             super::terminal::json_pretty(&json!({"mode": mode, "rules": list}))
@@ -50,7 +50,7 @@ pub fn run(cmd: ApprovalsCommand) -> anyhow::Result<ExitCode> {
     }
     outln!(
         "mode: {} (for calls no rule speaks to; `--approvals` overrides it per run)",
-        crate::approvals::mode_name(mode)
+        mode.as_str()
     );
     if rules.is_empty() {
         outln!("no approval rules (add [[approvals.rules]] to your configuration)");

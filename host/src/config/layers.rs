@@ -124,7 +124,7 @@ pub fn load(workspace: &Path, explicit: Option<&Path>) -> Result<LoadedConfig, C
             let text = trusted_file(path)?;
             let table = parse_table(&text, path)?;
             let trusted = into_config(table.clone(), path)?;
-            rules = approval_rules(&text, path, true)?;
+            rules = approval_rules(&trusted, &text, path, true)?;
             (absolutize_plugin_dirs(table, path), trusted.trust)
         }
         None => (toml::Table::new(), BTreeMap::new()),
@@ -159,8 +159,8 @@ pub fn load(workspace: &Path, explicit: Option<&Path>) -> Result<LoadedConfig, C
 
     if let (Some(text), Some(layer)) = (&project_text, &project) {
         let mut over = parse_table(text, &project_path)?;
-        into_config(over.clone(), &project_path)?;
-        rules.extend(approval_rules(text, &project_path, false)?);
+        let project_config = into_config(over.clone(), &project_path)?;
+        rules.extend(approval_rules(&project_config, text, &project_path, false)?);
         if over.remove("trust").is_some() {
             warnings.push(ignored(&project_path, "trust", workspace));
         }
@@ -184,14 +184,20 @@ pub fn load(workspace: &Path, explicit: Option<&Path>) -> Result<LoadedConfig, C
     })
 }
 
-/// The approval rules written in a file's `text` (`trusted`: the
-/// operator's; otherwise a project's, which may only ask and deny).
+/// The approval rules of a file (`config`, parsed from `text`): read
+/// again from the text, for their lines, only when it has any.
+/// `trusted`: the operator's; otherwise a project's, which may only ask and
+/// deny.
 pub fn approval_rules(
+    config: &Config,
     text: &str,
     path: &Path,
     trusted: bool,
 ) -> Result<crate::approvals::Rules, ConfigError> {
     use crate::approvals::{Origin, Rules};
+    if config.approvals.rules.is_empty() {
+        return Ok(Rules::default());
+    }
     let origin = if trusted {
         Origin::Trusted
     } else {

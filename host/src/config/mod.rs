@@ -187,7 +187,7 @@ impl Config {
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
         let table = layers::parse_table(text, path)?;
         let mut config = layers::into_config(table, path)?;
-        config.approvals.parsed = layers::approval_rules(text, path, true)?;
+        config.approvals.parsed = layers::approval_rules(&config, text, path, true)?;
         Ok(config)
     }
 

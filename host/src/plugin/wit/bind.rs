@@ -1,9 +1,10 @@
 //! What every ABI version binds the same way, written once: the three
 //! worlds' bindings, the version's host imports forwarded to the one real
 //! implementation in [`crate::plugin::imports`], the guest for a
-//! component, and the summarizer (unchanged since 0.1.0). A version's own
-//! file adds only what differs: how its tool and profile exports map to
-//! the version-neutral interfaces.
+//! component, and the calls into the tool, profile and summarizer exports.
+//! A version's own file adds only what differs, as four conversions to and
+//! from the version-neutral types: `raw_tool` (a declared tool),
+//! `call_context`, `tool_output` and `profile_info`.
 
 /// Bind the ABI version whose WIT is at `$wit`; `$default_cwd` says where a
 /// `process` command without `cwd` runs (given the host state).
@@ -74,6 +75,65 @@ macro_rules! bind_version {
                     summarizer::SummarizerPluginPre::new(pre)?,
                 )),
             })
+        }
+
+        #[async_trait::async_trait]
+        impl super::ToolGuest for tool::ToolPluginPre<crate::plugin::state::HostState> {
+            async fn tools(
+                &self,
+                store: &mut wasmtime::Store<crate::plugin::state::HostState>,
+            ) -> wasmtime::Result<Vec<super::RawTool>> {
+                let instance = self.instantiate_async(&mut *store).await?;
+                let specs = instance.sandcrab_plugin_tool().call_tools(store).await?;
+                Ok(specs.into_iter().map(raw_tool).collect())
+            }
+
+            async fn call(
+                &self,
+                store: &mut wasmtime::Store<crate::plugin::state::HostState>,
+                name: &str,
+                args_json: &str,
+                ctx: &super::GuestContext,
+            ) -> wasmtime::Result<
+                Result<crate::plugin::types::ToolOutput, crate::plugin::types::ToolFailure>,
+            > {
+                use crate::plugin::types::ToolFailure;
+                use tool::sandcrab::plugin::types::ToolError as E;
+                let wit_ctx = call_context(ctx);
+                let instance = self.instantiate_async(&mut *store).await?;
+                let result = instance
+                    .sandcrab_plugin_tool()
+                    .call_call(store, name, args_json, &wit_ctx)
+                    .await?;
+                Ok(result.map(tool_output).map_err(|e| match e {
+                    E::InvalidArguments(m) => ToolFailure::InvalidArguments(m),
+                    E::Denied(m) => ToolFailure::Denied(m),
+                    E::Failed(m) => ToolFailure::Failed(m),
+                }))
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl super::ProfileGuest for profile::ProfilePluginPre<crate::plugin::state::HostState> {
+            async fn info(
+                &self,
+                store: &mut wasmtime::Store<crate::plugin::state::HostState>,
+            ) -> wasmtime::Result<crate::plugin::types::ProfileInfo> {
+                let instance = self.instantiate_async(&mut *store).await?;
+                let info = instance.sandcrab_plugin_profile().call_info(store).await?;
+                Ok(profile_info(info))
+            }
+
+            async fn base_instructions(
+                &self,
+                store: &mut wasmtime::Store<crate::plugin::state::HostState>,
+            ) -> wasmtime::Result<String> {
+                let instance = self.instantiate_async(&mut *store).await?;
+                instance
+                    .sandcrab_plugin_profile()
+                    .call_base_instructions(store)
+                    .await
+            }
         }
 
         #[async_trait::async_trait]

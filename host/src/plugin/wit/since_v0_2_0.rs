@@ -1,101 +1,64 @@
-//! Host bindings for `sandcrab:plugin@0.2.0` (`wit/since_v0.2.0`), frozen.
-//!
-//! Every world of this version is bound here and adapted to the
-//! version-neutral guest interfaces; the host imports of the version
-//! (`process`, `log`) forward to the one real implementation in
-//! [`crate::plugin::imports`].
+//! Host bindings for `sandcrab:plugin@0.2.0` (`wit/since_v0.2.0`), frozen:
+//! `bind_version!` binds it; this file maps its types to the
+//! version-neutral ones. What 0.2.0 lacks takes its 0.2.0 meaning: the
+//! call context carries no sandbox facts, and a tool declares no output
+//! limit (the host's default applies). Its profiles' `adapter` is ignored.
 
-use async_trait::async_trait;
-use wasmtime::Store;
-
-use super::{GuestContext, ProfileGuest, RawTool, ToolGuest};
-use crate::plugin::state::HostState;
-use crate::plugin::types::{
-    ProfileInfo, ToolFailure, ToolOutput, ToolTraits, Writes,
-};
+use super::{GuestContext, RawTool};
+use crate::plugin::types::{ProfileInfo, ToolOutput, ToolTraits, Writes};
 
 bind_version!("../wit/since_v0.2.0", since_v0_2_0, |state| state.working_dir.clone());
 
-#[async_trait]
-impl ToolGuest for tool::ToolPluginPre<HostState> {
-    async fn tools(&self, store: &mut Store<HostState>) -> wasmtime::Result<Vec<RawTool>> {
-        use tool::sandcrab::plugin::types::Writes as W;
-        let instance = self.instantiate_async(&mut *store).await?;
-        let specs = instance.sandcrab_plugin_tool().call_tools(store).await?;
-        Ok(specs
-            .into_iter()
-            .map(|s| RawTool {
-                name: s.name,
-                description: s.description,
-                schema: s.parameters_schema,
-                traits: ToolTraits {
-                    writes: match s.writes {
-                        W::Nothing => Writes::Nothing,
-                        W::Paths(args) => Writes::Paths(args),
-                        W::Workspace => Writes::Workspace,
-                    },
-                    background: s.background,
-                    shardable: false,
-                    output_limit: None,
-                },
-            })
-            .collect())
-    }
+use profile::exports::sandcrab::plugin::profile::ProfileInfo as WitProfileInfo;
+use tool::sandcrab::plugin::types as wit;
 
-    async fn call(
-        &self,
-        store: &mut Store<HostState>,
-        name: &str,
-        args_json: &str,
-        ctx: &GuestContext,
-    ) -> wasmtime::Result<Result<ToolOutput, ToolFailure>> {
-        use tool::sandcrab::plugin::types::{CallContext, ToolError as E};
-        let wit_ctx = CallContext {
-            workspace_root: ctx.workspace_root.clone(),
-            host_workspace_root: ctx.host_workspace_root.clone(),
-            session_id: ctx.session_id.clone(),
-            call_id: ctx.call_id.clone(),
-            working_dir: ctx.working_dir.clone(),
-        };
-        let instance = self.instantiate_async(&mut *store).await?;
-        let result = instance
-            .sandcrab_plugin_tool()
-            .call_call(store, name, args_json, &wit_ctx)
-            .await?;
-        Ok(result
-            .map(|o| ToolOutput {
-                text: o.text,
-                timed_out: o.timed_out,
-            })
-            .map_err(|e| match e {
-                E::InvalidArguments(m) => ToolFailure::InvalidArguments(m),
-                E::Denied(m) => ToolFailure::Denied(m),
-                E::Failed(m) => ToolFailure::Failed(m),
-            }))
+/// A tool as the plugin declared it.
+fn raw_tool(s: wit::ToolSpec) -> RawTool {
+    RawTool {
+        name: s.name,
+        description: s.description,
+        schema: s.parameters_schema,
+        traits: ToolTraits {
+            writes: match s.writes {
+                wit::Writes::Nothing => Writes::Nothing,
+                wit::Writes::Paths(args) => Writes::Paths(args),
+                wit::Writes::Workspace => Writes::Workspace,
+            },
+            background: s.background,
+            shardable: false,
+            output_limit: None,
+        },
     }
 }
 
-#[async_trait]
-impl ProfileGuest for profile::ProfilePluginPre<HostState> {
-    async fn info(&self, store: &mut Store<HostState>) -> wasmtime::Result<ProfileInfo> {
-        let instance = self.instantiate_async(&mut *store).await?;
-        let info = instance.sandcrab_plugin_profile().call_info(store).await?;
-        Ok(ProfileInfo {
-            id: info.id,
-            default_model: info.default_model,
-            context_window: info.context_window,
-            parallel_tool_calls: info.parallel_tool_calls,
-            tool_names: info.tool_names,
-            project_doc_files: info.project_doc_files,
-            max_output_tokens: info.max_output_tokens,
-        })
+/// What the call is told.
+fn call_context(ctx: &GuestContext) -> wit::CallContext {
+    wit::CallContext {
+        workspace_root: ctx.workspace_root.clone(),
+        host_workspace_root: ctx.host_workspace_root.clone(),
+        session_id: ctx.session_id.clone(),
+        call_id: ctx.call_id.clone(),
+        working_dir: ctx.working_dir.clone(),
     }
+}
 
-    async fn base_instructions(&self, store: &mut Store<HostState>) -> wasmtime::Result<String> {
-        let instance = self.instantiate_async(&mut *store).await?;
-        instance
-            .sandcrab_plugin_profile()
-            .call_base_instructions(store)
-            .await
+/// A tool's answer.
+fn tool_output(o: wit::ToolOutput) -> ToolOutput {
+    ToolOutput {
+        text: o.text,
+        timed_out: o.timed_out,
+    }
+}
+
+/// A profile's facts.
+fn profile_info(info: WitProfileInfo) -> ProfileInfo {
+    ProfileInfo {
+        id: info.id,
+        default_model: info.default_model,
+        context_window: info.context_window,
+        parallel_tool_calls: info.parallel_tool_calls,
+        tool_names: info.tool_names,
+        project_doc_files: info.project_doc_files,
+        max_output_tokens: info.max_output_tokens,
     }
 }

@@ -1,120 +1,82 @@
-//! Host bindings for `sandcrab:plugin@0.3.0` (`wit/since_v0.3.0`), frozen.
-//!
-//! Every world of this version is bound here and adapted to the
-//! version-neutral guest interfaces; the host imports of the version
-//! (`process`, `log`) forward to the one real implementation in
-//! [`crate::plugin::imports`].
+//! Host bindings for `sandcrab:plugin@0.3.0` (`wit/since_v0.3.0`), frozen:
+//! `bind_version!` binds it; this file maps its types to the
+//! version-neutral ones.
 
-use async_trait::async_trait;
-use wasmtime::Store;
-
-use super::{GuestContext, ProfileGuest, RawTool, ToolGuest};
-use crate::plugin::state::HostState;
+use super::{GuestContext, RawTool};
 use crate::plugin::types::{
-    ProfileInfo, ToolFailure, ToolOutput, ToolTraits, TruncateMode,
-    TruncationLimits, Writes,
+    ProfileInfo, ToolOutput, ToolTraits, TruncateMode, TruncationLimits, Writes,
 };
 use crate::process::SandboxMode;
 
 bind_version!("../wit/since_v0.3.0", since_v0_3_0, |state| state.working_dir.clone());
 
-#[async_trait]
-impl ToolGuest for tool::ToolPluginPre<HostState> {
-    async fn tools(&self, store: &mut Store<HostState>) -> wasmtime::Result<Vec<RawTool>> {
-        use tool::sandcrab::plugin::types::{Keep, Writes as W};
-        let instance = self.instantiate_async(&mut *store).await?;
-        let specs = instance.sandcrab_plugin_tool().call_tools(store).await?;
-        Ok(specs
-            .into_iter()
-            .map(|s| RawTool {
-                name: s.name,
-                description: s.description,
-                schema: s.parameters_schema,
-                traits: ToolTraits {
-                    writes: match s.writes {
-                        W::Nothing => Writes::Nothing,
-                        W::Paths(args) => Writes::Paths(args),
-                        W::Workspace => Writes::Workspace,
-                    },
-                    background: s.background,
-                    shardable: false,
-                    output_limit: s.output_limit.map(|l| {
-                        TruncationLimits::declared(
-                            l.chars,
-                            l.lines,
-                            match l.keep {
-                                Keep::HeadAndTail => TruncateMode::HeadTail,
-                                Keep::Tail => TruncateMode::Tail,
-                            },
-                        )
-                    }),
-                },
-            })
-            .collect())
-    }
+use profile::exports::sandcrab::plugin::profile::ProfileInfo as WitProfileInfo;
+use tool::sandcrab::plugin::types as wit;
 
-    async fn call(
-        &self,
-        store: &mut Store<HostState>,
-        name: &str,
-        args_json: &str,
-        ctx: &GuestContext,
-    ) -> wasmtime::Result<Result<ToolOutput, ToolFailure>> {
-        use tool::sandcrab::plugin::types::{CallContext, SandboxMode as M, ToolError as E};
-        let wit_ctx = CallContext {
-            workspace_root: ctx.workspace_root.clone(),
-            host_workspace_root: ctx.host_workspace_root.clone(),
-            session_id: ctx.session_id.clone(),
-            call_id: ctx.call_id.clone(),
-            working_dir: ctx.working_dir.clone(),
-            sandbox: match ctx.sandbox_mode {
-                SandboxMode::Locked => M::Locked,
-                SandboxMode::WorkspaceWrite => M::WorkspaceWrite,
-                SandboxMode::Off => M::Off,
+/// A tool as the plugin declared it.
+fn raw_tool(s: wit::ToolSpec) -> RawTool {
+    RawTool {
+        name: s.name,
+        description: s.description,
+        schema: s.parameters_schema,
+        traits: ToolTraits {
+            writes: match s.writes {
+                wit::Writes::Nothing => Writes::Nothing,
+                wit::Writes::Paths(args) => Writes::Paths(args),
+                wit::Writes::Workspace => Writes::Workspace,
             },
-            protected_paths: ctx.protected.clone(),
-            time_budget_ms: ctx.time_budget_ms,
-            background: ctx.background,
-        };
-        let instance = self.instantiate_async(&mut *store).await?;
-        let result = instance
-            .sandcrab_plugin_tool()
-            .call_call(store, name, args_json, &wit_ctx)
-            .await?;
-        Ok(result
-            .map(|o| ToolOutput {
-                text: o.text,
-                timed_out: o.timed_out,
-            })
-            .map_err(|e| match e {
-                E::InvalidArguments(m) => ToolFailure::InvalidArguments(m),
-                E::Denied(m) => ToolFailure::Denied(m),
-                E::Failed(m) => ToolFailure::Failed(m),
-            }))
+            background: s.background,
+            shardable: false,
+            output_limit: s.output_limit.map(|l| {
+                TruncationLimits::declared(
+                    l.chars,
+                    l.lines,
+                    match l.keep {
+                        wit::Keep::HeadAndTail => TruncateMode::HeadTail,
+                        wit::Keep::Tail => TruncateMode::Tail,
+                    },
+                )
+            }),
+        },
     }
 }
 
-#[async_trait]
-impl ProfileGuest for profile::ProfilePluginPre<HostState> {
-    async fn info(&self, store: &mut Store<HostState>) -> wasmtime::Result<ProfileInfo> {
-        let instance = self.instantiate_async(&mut *store).await?;
-        let info = instance.sandcrab_plugin_profile().call_info(store).await?;
-        Ok(ProfileInfo {
-            id: info.id,
-            default_model: info.default_model,
-            context_window: info.context_window,
-            parallel_tool_calls: info.parallel_tool_calls,
-            tool_names: info.tool_names,
-            project_doc_files: info.project_doc_files,
-            max_output_tokens: info.max_output_tokens,
-        })
+/// What the call is told.
+fn call_context(ctx: &GuestContext) -> wit::CallContext {
+    wit::CallContext {
+        workspace_root: ctx.workspace_root.clone(),
+        host_workspace_root: ctx.host_workspace_root.clone(),
+        session_id: ctx.session_id.clone(),
+        call_id: ctx.call_id.clone(),
+        working_dir: ctx.working_dir.clone(),
+        sandbox: match ctx.sandbox_mode {
+            SandboxMode::Locked => wit::SandboxMode::Locked,
+            SandboxMode::WorkspaceWrite => wit::SandboxMode::WorkspaceWrite,
+            SandboxMode::Off => wit::SandboxMode::Off,
+        },
+        protected_paths: ctx.protected.clone(),
+        time_budget_ms: ctx.time_budget_ms,
+        background: ctx.background,
     }
+}
 
-    async fn base_instructions(&self, store: &mut Store<HostState>) -> wasmtime::Result<String> {
-        let instance = self.instantiate_async(&mut *store).await?;
-        instance
-            .sandcrab_plugin_profile()
-            .call_base_instructions(store)
-            .await
+/// A tool's answer.
+fn tool_output(o: wit::ToolOutput) -> ToolOutput {
+    ToolOutput {
+        text: o.text,
+        timed_out: o.timed_out,
+    }
+}
+
+/// A profile's facts.
+fn profile_info(info: WitProfileInfo) -> ProfileInfo {
+    ProfileInfo {
+        id: info.id,
+        default_model: info.default_model,
+        context_window: info.context_window,
+        parallel_tool_calls: info.parallel_tool_calls,
+        tool_names: info.tool_names,
+        project_doc_files: info.project_doc_files,
+        max_output_tokens: info.max_output_tokens,
     }
 }
