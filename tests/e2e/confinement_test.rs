@@ -598,3 +598,65 @@ fn sandbox_status_reports_what_this_host_enforces() {
         "{text}"
     );
 }
+
+/// Another sandcrab's bridge token (in the default place), the operator's
+/// configuration file and the session database hold what would let a
+/// program answer permission requests, learn keys or read every
+/// conversation: a confined program finds them empty or unreadable, even
+/// where it may read the whole filesystem.
+#[tokio::test]
+async fn confined_programs_find_the_hosts_secrets_hidden() {
+    if !confinable() {
+        return;
+    }
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let scene = Scene::new();
+    let canary = "canary-token-8d2e61";
+    let runtime = scene.root.path().join("run");
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .recursive(true)
+        .create(runtime.join("sandcrab"))
+        .unwrap();
+    let token = runtime.join("sandcrab/serve.token");
+    std::fs::write(&token, canary).unwrap();
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    scene.write_user_config(&format!("# {canary}\n"));
+    let database = scene.root.path().join("data/sandcrab/sandcrab.db");
+    std::fs::create_dir_all(database.parent().unwrap()).unwrap();
+    std::fs::write(&database, canary).unwrap();
+    let probe = json!({
+        "command": format!(
+            "cat {} {} {} 2>&1; ls {} 2>&1; true",
+            token.display(),
+            scene.user_config().display(),
+            database.display(),
+            runtime.join("sandcrab").display()
+        )
+    })
+    .to_string();
+    let run = |sandbox: &str| {
+        let out = sandcrab_cmd(&scene)
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .args(["tool", "call", "shell", "--sandbox", sandbox, "-w"])
+            .arg(scene.workspace())
+            .args(["--args", &probe])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let confined = run("workspace-write");
+    assert!(
+        !confined.contains(canary),
+        "a confined program read a host secret: {confined}"
+    );
+    // The probe can see: unconfined, every canary is there.
+    let off = run("off");
+    assert_eq!(off.matches(canary).count(), 3, "{off}");
+    assert!(off.contains("serve.token"), "{off}");
+}

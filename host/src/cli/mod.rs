@@ -103,6 +103,7 @@ pub fn main() -> ExitCode {
     // Programs sandcrab starts run as the same user: keep them out of this
     // process's /proc entries (environment, memory) and core dumps.
     crate::process::harden_host();
+    hide_host_secrets();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -146,6 +147,25 @@ pub fn main() -> ExitCode {
             errln!("sandcrab: {}", terminal::sanitize(&format!("{err:#}")));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// What no program sandcrab confines may read, wherever this command
+/// goes: the bridge tokens in their default place (another sandcrab's
+/// too), the operator's configuration and the default session database.
+/// Token files and databases opened elsewhere are hidden where they are
+/// issued and opened.
+fn hide_host_secrets() {
+    let defaults = crate::server::token::default_secrets()
+        .into_iter()
+        .chain(crate::user_files::config_file())
+        .chain(
+            crate::store::default_path()
+                .map(|db| crate::store::database_files(&db))
+                .unwrap_or_default(),
+        );
+    for path in defaults {
+        crate::process::hide(&path);
     }
 }
 

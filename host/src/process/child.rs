@@ -9,7 +9,8 @@
 //! 2. `unshare` a user namespace, with a PID namespace, a mount namespace
 //!    (when paths must be protected) and a network namespace (when the
 //!    network is closed); write the id maps;
-//! 3. make mounts private and bind the protected paths read-only;
+//! 3. make mounts private, bind the protected paths read-only and cover
+//!    the host's secrets (see [`super::hidden`]);
 //! 4. fork the namespace's *init* (PID 1), which mounts a private `/proc`
 //!    and forks the *program* process; init reaps everything and exits when
 //!    the program exits, and the kernel then kills every process left in
@@ -26,6 +27,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::Arc;
+
+use super::hidden::Cover;
 
 /// The child's uid/gid inside its user namespace: the same as outside.
 #[derive(Debug, Clone)]
@@ -59,20 +62,31 @@ impl IdMaps {
     }
 }
 
-/// Paths to bind read-only onto themselves, with the mount flags each
-/// remount must keep (flags locked by the kernel in a user namespace).
+/// The mounts a confined program's namespace gets: paths bound read-only
+/// onto themselves (with the mount flags each remount must keep: flags
+/// locked by the kernel in a user namespace), then the host's secrets
+/// covered.
 #[derive(Debug, Clone, Default)]
 pub struct BindPlan {
     mounts: Vec<(CString, libc::c_ulong)>,
+    /// Directories to cover with an empty file system.
+    cover_dirs: Vec<CString>,
+    /// Files to cover with `/dev/null`.
+    cover_files: Vec<CString>,
+}
+
+fn c_path(path: &std::path::Path) -> io::Result<CString> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::other("a path with a NUL byte"))
 }
 
 impl BindPlan {
-    /// A plan for `paths` (each must exist; read in the parent).
-    pub fn read_only(paths: &[PathBuf]) -> io::Result<Self> {
+    /// A plan binding `paths` read-only (each must exist; read in the
+    /// parent) and covering `covers`.
+    pub fn new(paths: &[PathBuf], covers: &[Cover]) -> io::Result<Self> {
         let mut mounts = Vec::new();
         for path in paths {
-            let c = CString::new(path.as_os_str().as_bytes())
-                .map_err(|_| io::Error::other("a path with a NUL byte"))?;
+            let c = c_path(path)?;
             // SAFETY: statvfs on a NUL-terminated path into a zeroed struct.
             let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
             if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
@@ -80,15 +94,27 @@ impl BindPlan {
             }
             mounts.push((c, kept_flags(st.f_flag)));
         }
-        Ok(BindPlan { mounts })
+        let mut plan = BindPlan {
+            mounts,
+            ..BindPlan::default()
+        };
+        for cover in covers {
+            match cover {
+                Cover::Directory(dir) => plan.cover_dirs.push(c_path(dir)?),
+                Cover::File(file) => plan.cover_files.push(c_path(file)?),
+            }
+        }
+        Ok(plan)
     }
 
     /// Whether there is anything to mount.
     pub fn is_empty(&self) -> bool {
-        self.mounts.is_empty()
+        self.mounts.is_empty() && self.cover_dirs.is_empty() && self.cover_files.is_empty()
     }
 
-    /// Make every mount private, then bind each path read-only.
+    /// Make every mount private, bind each path read-only, then cover the
+    /// secrets (after the binds: a secret inside a protected directory
+    /// stays covered).
     ///
     /// # Safety
     /// Call only in a forked child inside its own mount namespace.
@@ -110,6 +136,24 @@ impl BindPlan {
                     p,
                     std::ptr::null(),
                     libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | flags,
+                    std::ptr::null(),
+                ))?;
+            }
+            for dir in &self.cover_dirs {
+                check(libc::mount(
+                    c"none".as_ptr(),
+                    dir.as_ptr(),
+                    c"tmpfs".as_ptr(),
+                    libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                    c"mode=000,size=4k,nr_inodes=1".as_ptr().cast(),
+                ))?;
+            }
+            for file in &self.cover_files {
+                check(libc::mount(
+                    c"/dev/null".as_ptr(),
+                    file.as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_BIND,
                     std::ptr::null(),
                 ))?;
             }

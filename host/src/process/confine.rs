@@ -15,6 +15,7 @@ use landlock::{
 
 use super::child::{BindPlan, ChildPlan, IdMaps};
 use super::filter::{self, FilterSpec};
+use super::hidden;
 use super::mode::SandboxMode;
 use super::support::{LANDLOCK_ABI_TRUNCATE, support};
 
@@ -171,10 +172,11 @@ impl Confinement {
     }
 
     /// Install the confinement on `cmd` (it runs in the child before
-    /// exec). The protected paths that exist now are bound read-only.
+    /// exec). The protected paths that exist now are bound read-only; the
+    /// host's secrets that exist now are covered.
     pub fn apply(&self, cmd: &mut tokio::process::Command) -> Result<(), ConfineError> {
         let binds = if self.namespaces & libc::CLONE_NEWNS != 0 {
-            BindPlan::read_only(&existing_protected(&self.protected)?)
+            BindPlan::new(&existing_protected(&self.protected)?, &hidden::covers())
                 .map_err(|e| ConfineError::Build(format!("protected paths: {e}")))?
         } else {
             BindPlan::default()

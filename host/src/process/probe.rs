@@ -2,7 +2,8 @@
 //! what the mode forbids — write outside their roots, read a file outside,
 //! connect to a loopback listener and to a pathname Unix socket the probe
 //! opened on the host, read another process's environment, outlive their
-//! call, signal a host process. Each attempt is `blocked` or `OPEN`.
+//! call, signal a host process, read a secret of the host (a bridge token)
+//! though it may read everywhere else. Each attempt is `blocked` or `OPEN`.
 //!
 //! The program is sandcrab itself (`sandcrab sandbox probe ACTION ARG`,
 //! placed in the probe's private temp directory as a confined program of a
@@ -26,11 +27,12 @@ pub enum Attempt {
     ReadEnvironment,
     Outlive,
     Signal,
+    ReadHostSecret,
 }
 
 impl Attempt {
     /// Every attempt, in report order.
-    pub const ALL: [Attempt; 7] = [
+    pub const ALL: [Attempt; 8] = [
         Attempt::WriteOutside,
         Attempt::ReadOutside,
         Attempt::Network,
@@ -38,6 +40,7 @@ impl Attempt {
         Attempt::ReadEnvironment,
         Attempt::Outlive,
         Attempt::Signal,
+        Attempt::ReadHostSecret,
     ];
 
     /// What it tries, for the report.
@@ -50,6 +53,9 @@ impl Attempt {
             Attempt::ReadEnvironment => "read sandcrab's environment",
             Attempt::Outlive => "outlive its call (setsid, double fork)",
             Attempt::Signal => "signal a process of the host",
+            Attempt::ReadHostSecret => {
+                "read a host secret (a bridge token) while it may read everywhere"
+            }
         }
     }
 
@@ -143,6 +149,7 @@ impl Scene {
             std::fs::create_dir(dir)?;
         }
         std::fs::write(outside.join("secret"), "probe secret")?;
+        std::fs::write(outside.join("serve.token"), "probe token")?;
         let program = temp.join("sandcrab");
         if std::fs::hard_link(sandcrab, &program).is_err() {
             std::fs::copy(sandcrab, &program)?;
@@ -156,15 +163,20 @@ impl Scene {
         })
     }
 
-    async fn check(&self, mode: SandboxMode, weaken: Weaken) -> ModeCheck {
-        let spec = ConfinementSpec {
+    /// What the probe's programs get: their workspace and temp dir.
+    fn spec(&self, mode: SandboxMode, network: bool) -> ConfinementSpec {
+        ConfinementSpec {
             mode,
             read_everywhere: false,
             read: Vec::new(),
             write: vec![self.workspace.clone(), self.temp.clone()],
-            network: weaken.network,
+            network,
             protected: Vec::new(),
-        };
+        }
+    }
+
+    async fn check(&self, mode: SandboxMode, weaken: Weaken) -> ModeCheck {
+        let spec = self.spec(mode, weaken.network);
         let confinement = match Confinement::prepare(&spec) {
             Ok(c) => c,
             Err(e) => {
@@ -242,6 +254,21 @@ impl Scene {
             Attempt::Signal => {
                 let said = self.run("signal", &host_pid, confinement).await;
                 (said.contains(OPEN_MARK), said)
+            }
+            Attempt::ReadHostSecret => {
+                // As first-party tools' programs are: reading everywhere.
+                let token = self.outside.join("serve.token");
+                super::hide(&token);
+                let spec = ConfinementSpec {
+                    read_everywhere: true,
+                    ..self.spec(confinement.mode(), confinement.network())
+                };
+                let wide = match Confinement::prepare(&spec) {
+                    Ok(wide) => wide,
+                    Err(e) => return (false, format!("could not confine: {e}")),
+                };
+                let said = self.run("read", &token.display().to_string(), &wide).await;
+                (said.contains("probe token"), said)
             }
             Attempt::Outlive => {
                 let marker = format!("linger-{}", uuid::Uuid::new_v4());

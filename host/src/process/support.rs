@@ -173,11 +173,13 @@ fn probe_pid_ns() -> io::Result<()> {
     }
 }
 
-/// A read-only bind mount of the temp directory works in a new mount
-/// namespace (what protected paths need).
+/// A read-only bind mount of the temp directory, then a cover over it,
+/// work in a new mount namespace (what protected paths and the host's
+/// hidden secrets need).
 fn probe_mount_ns() -> bool {
     let dir = std::env::temp_dir();
-    let Ok(plan) = super::child::BindPlan::read_only(&[dir]) else {
+    let cover = super::hidden::Cover::Directory(dir.clone());
+    let Ok(plan) = super::child::BindPlan::new(&[dir], &[cover]) else {
         return false;
     };
     let maps = super::child::IdMaps::current();

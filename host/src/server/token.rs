@@ -46,21 +46,43 @@ pub enum TokenError {
 /// The default token file of `sandcrab serve` (`name` = `serve.token`) or
 /// of `sandcrab mcp serve --http` (`mcp.token`).
 pub fn default_file(name: &str) -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_RUNTIME_DIR")
+    let base = runtime_dir().or_else(|| {
+        std::env::var_os("XDG_CONFIG_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+    })?;
+    Some(base.join("sandcrab").join(name))
+}
+
+/// `$XDG_RUNTIME_DIR`, when it is an absolute directory.
+fn runtime_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_RUNTIME_DIR")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute() && p.is_dir())
-        .or_else(|| {
-            std::env::var_os("XDG_CONFIG_HOME")
-                .map(PathBuf::from)
-                .filter(|p| p.is_absolute())
-                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
-        })?;
-    Some(base.join("sandcrab").join(name))
+}
+
+/// What a confined program must never read of the tokens in their
+/// default place: the directory when it is sandcrab's own in
+/// `$XDG_RUNTIME_DIR` (other sandcrabs may issue tokens there later),
+/// else the two token files.
+pub fn default_secrets() -> Vec<PathBuf> {
+    match default_file("serve.token") {
+        Some(file) if runtime_dir().is_some_and(|dir| file.starts_with(dir)) => {
+            file.parent().map(Path::to_path_buf).into_iter().collect()
+        }
+        _ => ["serve.token", "mcp.token"]
+            .into_iter()
+            .filter_map(default_file)
+            .collect(),
+    }
 }
 
 /// A new token for this start, written to `file` (0600) in a private
 /// directory (created 0700 if missing). Earlier tokens stop working.
 pub fn issue(file: &Path) -> Result<String, TokenError> {
+    // Whoever holds it drives the bridge: no confined program reads it.
+    crate::process::hide(file);
     if let Some(dir) = file.parent() {
         use std::os::unix::fs::DirBuilderExt;
         if !dir.exists() {

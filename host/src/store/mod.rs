@@ -11,7 +11,7 @@ mod private;
 mod schema;
 mod sqlite;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub use sqlite::SqliteStore;
 
@@ -149,6 +149,18 @@ pub struct StoredEvent {
     pub event: String,
     /// JSON.
     pub data: String,
+}
+
+/// The files of the database at `path`: the file itself and SQLite's
+/// write-ahead log, shared-memory index and rollback journal beside it.
+pub fn database_files(path: &Path) -> Vec<PathBuf> {
+    let mut files = vec![path.to_path_buf()];
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        files.push(PathBuf::from(name));
+    }
+    files
 }
 
 /// The default database file: `$XDG_DATA_HOME/sandcrab/sandcrab.db`, else

@@ -33,6 +33,10 @@ impl SqliteStore {
                 .map_err(|e| open_err(format!("cannot create {}: {e}", dir.display())))?;
         }
         super::private::secure(path).map_err(open_err)?;
+        // Every conversation is in it: no confined program reads it.
+        for file in super::database_files(path) {
+            crate::process::hide(&file);
+        }
         let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
         Self::setup(conn).map_err(|e| open_err(e.to_string()))
     }
