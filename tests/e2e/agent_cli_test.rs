@@ -344,8 +344,9 @@ async fn ctrl_c_in_chat_interrupts_the_turn_not_the_program() {
         .collect();
     server.push(Reply { chunks, ..slow }.delayed(std::time::Duration::from_millis(200)));
     server.push(stream(kind, &Answer::Text(vec!["second answer"])));
+    // A scripted chat: nobody at the terminal answers approvals.
     let mut child = sandcrab(&scene, kind, &server, "chat")
-        .arg("--json")
+        .args(["--json", "--approvals", "never"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -410,8 +411,9 @@ async fn chat_lists_and_cancels_background_jobs() {
         kind,
         &Answer::Text(vec!["Noted: it was cancelled."]),
     ));
+    // A scripted chat: nobody at the terminal answers approvals.
     let mut child = sandcrab(&scene, kind, &server, "chat")
-        .arg("--json")
+        .args(["--json", "--approvals", "never"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

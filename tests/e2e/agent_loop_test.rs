@@ -48,7 +48,9 @@ struct Chat {
 
 impl Chat {
     fn start(scene: &Scene, kind: ProviderKind, server: &MockLlm) -> Chat {
+        // Scripted: nobody at the terminal answers approvals.
         let mut child = sandcrab(scene, kind, server, "chat")
+            .args(["--approvals", "never"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

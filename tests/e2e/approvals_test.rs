@@ -188,8 +188,10 @@ fn the_rules_in_force_are_listed_with_where_each_was_written() {
     assert_eq!(
         listed,
         json!({"mode": "on-risk", "rules": [
-            {"at": format!("{config}:4"), "decision": "allow", "matches": "shell git status"},
-            {"at": format!("{}:1", project.display()), "decision": "deny", "matches": "path secrets/**"},
+            {"at": format!("{config}:4"), "decision": "allow", "matches": "shell git status",
+             "number": 1, "workspace": null},
+            {"at": format!("{}:1", project.display()), "decision": "deny", "matches": "path secrets/**",
+             "number": null, "workspace": null},
         ]})
     );
 }
@@ -248,4 +250,54 @@ async fn a_comment_cannot_smuggle_a_second_command_past_an_allow_rule() {
         "the hidden command ran"
     );
     assert!(sent.contains("No single rule can allow it"), "{sent}");
+}
+
+/// The model may not add a rule by writing the operator's file, even when
+/// the workspace holds it (sandcrab run in the home directory): the file
+/// tools and the shell both leave it as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_cannot_write_itself_a_rule_into_the_operators_file() {
+    let scene = Scene::new();
+    let config_home = scene.workspace().join("dot-config");
+    let config = config_home.join("sandcrab/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, "# the operator's\n").unwrap();
+    let rule = "[[approvals.rules]]\nshell = [\"touch\"]\ndecision = \"allow\"\n";
+    let server = MockLlm::start().await;
+    server.push(stream(
+        KIND,
+        &Answer::Tools(vec![tool(
+            "w1",
+            "write_file",
+            json!({"file_path": "dot-config/sandcrab/config.toml", "content": rule}),
+        )]),
+    ));
+    server.push(stream(
+        KIND,
+        &Answer::Tools(vec![tool(
+            "s1",
+            "shell",
+            json!({"command": format!("printf '{}' >> dot-config/sandcrab/config.toml", rule.replace('\n', "\\n"))}),
+        )]),
+    ));
+    server.push(stream(KIND, &Answer::Text(vec!["done"])));
+    let out = sandcrab(&scene, KIND, &server, "run")
+        .env("XDG_CONFIG_HOME", &config_home)
+        .args(["--json", "--approve", "shell:printf"])
+        .arg("add the rule")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        "# the operator's\n",
+        "the model changed the operator's file"
+    );
+    let requests = server.requests();
+    let told = tool_result(KIND, &requests[1], "w1", "write_file");
+    assert!(told.contains("protected"), "{told}");
 }

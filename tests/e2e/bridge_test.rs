@@ -910,11 +910,16 @@ async fn a_shell_command_waits_for_the_operator_and_runs_once_allowed() {
     assert_eq!(request["tool"], "shell");
     assert_eq!(request["preview"], "touch allowed");
     assert_eq!(request["reason"], "ask by mode on-risk");
+    assert_eq!(request["from"], "agent");
     assert_eq!(
         request["scopes"],
         json!([
-            {"scope": "once", "allows": "this call"},
-            {"scope": "session", "allows": "shell:touch allowed for the rest of this conversation"}
+            {"scope": "once", "allows": "this call", "rule": null},
+            {"scope": "session", "allows": "shell:touch allowed for the rest of this conversation",
+             "rule": "shell:touch allowed"},
+            {"scope": "workspace", "rule": "shell:touch allowed",
+             "allows": format!("shell:touch allowed from now on in this workspace (an allow rule written to {})",
+                               scene.user_config().display())}
         ])
     );
     let id = request["id"].as_str().unwrap().to_string();
@@ -961,9 +966,11 @@ async fn a_shell_command_waits_for_the_operator_and_runs_once_allowed() {
     );
     let (_, _, result) = events.wait_for("agent:tool-result").await;
     let line = result["receipt"]["approvals"][0].as_str().unwrap();
-    assert_eq!(
-        line,
-        "ask by mode on-risk; allowed by the operator via bridge (once)"
+    // Who answered, through which channel, when, and how far.
+    assert!(
+        line.starts_with("ask by mode on-risk; allowed by the operator via bridge at 20")
+            && line.ends_with("Z (once)"),
+        "{line}"
     );
     assert_eq!(b.status().await["lifecycle"], "Running");
     // Answered once: a second answer finds nothing waiting.
@@ -1058,9 +1065,11 @@ async fn a_yes_for_the_conversation_is_not_asked_again_and_says_its_scope() {
         .filter(|e| e.1 == "agent:tool-result")
         .map(|e| e.2.clone())
         .collect();
-    assert_eq!(
-        results[0]["receipt"]["approvals"][0],
-        "ask by mode on-risk; allowed by the operator via bridge (shell:touch twice for this conversation)"
+    let line = results[0]["receipt"]["approvals"][0].as_str().unwrap();
+    assert!(
+        line.starts_with("ask by mode on-risk; allowed by the operator via bridge at 20")
+            && line.ends_with("Z (shell:touch twice for this conversation)"),
+        "{line}"
     );
     let id = request["id"].as_str().unwrap();
     assert_eq!(
@@ -1232,4 +1241,49 @@ finally:
     );
     events.wait_for("agent:session-completed").await;
     assert!(!scene.workspace().join("pwned").exists());
+}
+
+/// `sandcrab agent approve --always`: the rule is written to the
+/// operator's file for this workspace only, and the receipt says where.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn always_in_this_workspace_writes_the_rule_and_the_receipt_names_it() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    let (b, events, request) = asking_bridge(&scene, &server, "kept", &[]).await;
+    let out = sandcrab_cmd(&scene)
+        .args([
+            "agent",
+            "approve",
+            request["id"].as_str().unwrap(),
+            "--always",
+        ])
+        .args(["--url", &b.url, "--token-file"])
+        .arg(scene.root.path().join("serve.token"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    events.wait_for("agent:session-completed").await;
+    assert!(scene.workspace().join("kept").exists());
+    let config = std::fs::read_to_string(scene.user_config()).unwrap();
+    let workspace = scene.workspace().canonicalize().unwrap();
+    assert!(
+        config.contains(&format!(
+            "shell = [\"touch\", \"kept\"]\ndecision = \"allow\"\nworkspace = \"{}\"",
+            workspace.display()
+        )),
+        "{config}"
+    );
+    let (_, _, result) = events.wait_for("agent:tool-result").await;
+    let line = result["receipt"]["approvals"][0].as_str().unwrap();
+    assert!(
+        line.contains(&format!(
+            "(shell:touch kept always in this workspace: rule written at {}:",
+            scene.user_config().display()
+        )),
+        "{line}"
+    );
 }

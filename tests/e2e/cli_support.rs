@@ -45,8 +45,9 @@ pub fn kinds(events: &[Value]) -> Vec<&str> {
 
 pub fn chat(scene: &Scene, kind: ProviderKind, server: &MockLlm, lines: &[&str]) -> Output {
     let mut cmd = sandcrab(scene, kind, server, "chat");
+    // Scripted: nobody at the terminal answers approvals.
     let mut child = cmd
-        .args(["--json"])
+        .args(["--json", "--approvals", "never"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

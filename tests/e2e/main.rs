@@ -14,6 +14,7 @@ mod agent_loop_test;
 mod approvals_test;
 mod background_jobs_test;
 mod bridge_test;
+mod chat_approvals_test;
 mod cli_plugins_test;
 mod coding_tools_test;
 mod component_cache_test;

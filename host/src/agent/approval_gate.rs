@@ -6,11 +6,14 @@
 
 use super::event_data::{self as ed, EventData};
 use super::session::Session;
+use std::path::Path;
+
 use crate::approvals::{
-    Decision, PermissionRequest, Scope, ScopeOffer, Subject, call_subject, receipt_line, refusal,
-    rules_from_flags, suggestion,
+    Answer, Decision, PermissionRequest, Scope, ScopeOffer, Subject, call_subject, edit_diff,
+    receipt_line, refusal, rules_from_flags, suggestion,
 };
 use crate::llm::ToolCall;
+use crate::plugin::Writes;
 use crate::tools::{Receipt, Standing, ToolOutcome, ToolRegistry, ToolStatus};
 
 /// What the gate lets through.
@@ -62,26 +65,27 @@ pub(super) async fn decide(session: &Session, call: &ToolCall, registry: &ToolRe
         (Decision::Allow, _) => Gate::Run(line),
         (Decision::Ask, Some(queue)) => {
             let offer = suggestion(&subject);
+            let remember_in = session.config.remember_in.as_ref();
             let request = PermissionRequest {
                 id: String::new(),
                 session_id: session.id.clone(),
                 call_id: call.id.clone(),
                 tool: call.name.clone(),
                 arguments: call.arguments.clone(),
+                from: if session.depth == 0 {
+                    "agent".into()
+                } else {
+                    format!("subagent {}", session.id)
+                },
                 preview: preview(&subject),
+                diff: writes
+                    .filter(|w| !matches!(w, Writes::Nothing))
+                    .and_then(|_| {
+                        edit_diff(&call.arguments, &session.workspace, &session.working_dir)
+                    }),
                 sandbox: sandbox_of(registry, &call.name),
                 reason: line.clone(),
-                // A yes for the conversation only where one exact rule can
-                // say what it allows.
-                scopes: std::iter::once(ScopeOffer {
-                    scope: Scope::Once,
-                    allows: "this call".into(),
-                })
-                .chain(offer.as_ref().map(|offer| ScopeOffer {
-                    scope: Scope::Session,
-                    allows: format!("{offer} for the rest of this conversation"),
-                }))
-                .collect(),
+                scopes: scope_offers(offer.as_deref(), remember_in.map(|f| f.as_path())),
             };
             let ticket = queue.submit(request);
             session.emit(EventData::PermissionRequired(ticket.request().clone()));
@@ -98,6 +102,7 @@ pub(super) async fn decide(session: &Session, call: &ToolCall, registry: &ToolRe
                 scope: answer.scope,
                 by: answer.by.clone(),
             }));
+            let who = format!("the operator via {} at {}", answer.by, answer.at);
             if !answer.allow {
                 let note = answer
                     .note
@@ -108,32 +113,11 @@ pub(super) async fn decide(session: &Session, call: &ToolCall, registry: &ToolRe
                     format!(
                         "The operator denied this call{note}. Do not retry it as it is; change approach or ask the user."
                     ),
-                    format!("{line}; denied by the operator via {}", answer.by),
+                    format!("{line}; denied by {who}"),
                 );
             }
-            // A yes for the conversation where none was offered is a yes
-            // for this call.
-            let for_session = match (&answer.scope, &offer) {
-                (Scope::Session, Some(offer)) => Some(offer.clone()),
-                _ => None,
-            };
-            if let Some(offer) = &for_session
-                && let Ok(rules) = rules_from_flags(std::slice::from_ref(offer))
-                && let Ok(mut granted) = session.granted.lock()
-            {
-                granted.extend(rules.relabel(&format!(
-                    "the operator's answer to {asked_id} via {}",
-                    answer.by
-                )));
-            }
-            let scope = match &for_session {
-                None => "once".to_string(),
-                Some(offer) => format!("{offer} for this conversation"),
-            };
-            Gate::Run(format!(
-                "{line}; allowed by the operator via {} ({scope})",
-                answer.by
-            ))
+            let scope = remember(session, &answer, offer.as_deref(), &asked_id);
+            Gate::Run(format!("{line}; allowed by {who} ({scope})"))
         }
         (Decision::Ask, None) | (Decision::Deny, _) => {
             let text = refusal(&subject, &verdict);
@@ -144,6 +128,77 @@ pub(super) async fn decide(session: &Session, call: &ToolCall, registry: &ToolRe
             };
             refuse(text, note)
         }
+    }
+}
+
+/// The yeses to offer: this call; where one rule can say what the call
+/// is, that rule for the conversation, and — when there is an operator's
+/// file to write it to — for this workspace from now on.
+fn scope_offers(offer: Option<&str>, remember_in: Option<&Path>) -> Vec<ScopeOffer> {
+    let mut offers = vec![ScopeOffer {
+        scope: Scope::Once,
+        allows: "this call".into(),
+        rule: None,
+    }];
+    if let Some(offer) = offer {
+        offers.push(ScopeOffer {
+            scope: Scope::Session,
+            allows: format!("{offer} for the rest of this conversation"),
+            rule: Some(offer.to_string()),
+        });
+        if let Some(file) = remember_in {
+            offers.push(ScopeOffer {
+                scope: Scope::Workspace,
+                allows: format!(
+                    "{offer} from now on in this workspace (an allow rule written to {})",
+                    file.display()
+                ),
+                rule: Some(offer.to_string()),
+            });
+        }
+    }
+    offers
+}
+
+/// Keep what a yes reaches beyond this call: a conversation's answer in
+/// the session's rules, a workspace's in the operator's file (and in the
+/// session's rules, since this session read the file before). A scope
+/// that was not offered is a yes for this call. The scope, in words.
+fn remember(session: &Session, answer: &Answer, offer: Option<&str>, asked_id: &str) -> String {
+    let Some(offer) = offer else {
+        return "once".into();
+    };
+    let label = format!("the operator's answer to {asked_id} via {}", answer.by);
+    let keep = |rules: crate::approvals::Rules| {
+        if let Ok(mut granted) = session.granted.lock() {
+            granted.extend(rules);
+        }
+    };
+    match (answer.scope, &session.config.remember_in) {
+        (Scope::Session, _) => {
+            if let Ok(rules) = rules_from_flags(&[offer.to_string()]) {
+                keep(rules.relabel(&label));
+            }
+            format!("{offer} for this conversation")
+        }
+        (Scope::Workspace, Some(file)) => {
+            let why = format!(
+                "allowed always in this workspace by {label} at {}",
+                answer.at
+            );
+            match crate::config::remembered::remember_rule(file, offer, &session.workspace, &why) {
+                Ok(rule) => {
+                    let at = rule.at.clone();
+                    keep(crate::approvals::Rules::from_rules(vec![rule]));
+                    format!("{offer} always in this workspace: rule written at {at}")
+                }
+                Err(err) => {
+                    session.warn(&format!("the rule for {offer} could not be written: {err}"));
+                    format!("once; the rule for {offer} could not be written: {err}")
+                }
+            }
+        }
+        _ => "once".into(),
     }
 }
 

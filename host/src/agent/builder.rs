@@ -152,6 +152,7 @@ impl AgentKit {
                 .or(config.approvals.mode)
                 .unwrap_or(options.default_approvals),
         };
+        session_config.remember_in = config.approvals.remember_in.clone();
         session_config.truncation = config.truncation_policy();
         if let Some(n) = options.max_turns {
             session_config.max_turns = n;

@@ -44,6 +44,9 @@ pub struct SessionConfig {
     /// Where a call that needs the operator waits for an answer (None:
     /// nobody can be asked, such a call is refused).
     pub asker: Option<Arc<crate::approvals::PermissionQueue>>,
+    /// The operator's configuration file, where an "always in this
+    /// workspace" answer is written (None: that answer is not offered).
+    pub remember_in: Option<std::path::PathBuf>,
 }
 
 impl SessionConfig {
@@ -68,6 +71,7 @@ impl SessionConfig {
             tools: ToolSelection::default(),
             approvals: Default::default(),
             asker: None,
+            remember_in: None,
         }
     }
 

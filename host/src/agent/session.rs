@@ -222,6 +222,11 @@ impl Session {
         &self.id
     }
 
+    /// The workspace it works in.
+    pub fn workspace(&self) -> &std::path::Path {
+        &self.workspace
+    }
+
     /// Subagent depth (0 at the top).
     pub fn depth(&self) -> usize {
         self.depth

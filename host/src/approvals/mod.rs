@@ -26,6 +26,7 @@ mod command;
 mod decision;
 mod gate;
 mod glob;
+mod preview;
 mod queue;
 mod rules;
 mod subject;
@@ -34,6 +35,7 @@ pub use command::CommandLine;
 pub use decision::{Decision, Mode};
 pub use gate::{Approvals, receipt_line, refusal, rules_from_flags, suggestion};
 pub use glob::Glob;
+pub use preview::edit_diff;
 pub use queue::{
     Answer, MAX_NOTE_CHARS, PermissionQueue, PermissionRequest, Scope, ScopeOffer, Ticket,
     UnknownRequest,

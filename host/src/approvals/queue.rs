@@ -19,14 +19,20 @@ pub enum Scope {
     Once,
     /// Calls matching the offered rule, for the rest of this conversation.
     Session,
+    /// Calls matching the offered rule, from now on in this workspace: the
+    /// rule is written to the operator's configuration file.
+    Workspace,
 }
 
 /// A yes, and exactly what it allows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScopeOffer {
     pub scope: Scope,
-    /// In words: `this call`, or the rule a session-wide yes adds.
+    /// In words: `this call`, or the rule a wider yes adds and how far.
     pub allows: String,
+    /// The rule a wider yes adds, as an `--approve` value (`shell:git
+    /// push`); None for a yes for this call.
+    pub rule: Option<String>,
 }
 
 /// One call waiting for the operator.
@@ -38,8 +44,12 @@ pub struct PermissionRequest {
     pub call_id: String,
     pub tool: String,
     pub arguments: serde_json::Value,
+    /// Who asks: `agent`, or `subagent ID`.
+    pub from: String,
     /// What the call would do, in a line or a few (the command, the path).
     pub preview: String,
+    /// For a file edit, the change it would make (a unified diff).
+    pub diff: Option<String>,
     /// The sandbox the call would run under.
     pub sandbox: String,
     /// Why it asks (the rule, or the mode).
@@ -55,8 +65,11 @@ pub struct Answer {
     pub scope: Scope,
     /// Shown to the model with a denial.
     pub note: Option<String>,
-    /// Who answered, through what (`bridge`, or `timeout`).
+    /// Who answered, through what (`bridge`, `chat`, `mcp`, or
+    /// `timeout`).
     pub by: String,
+    /// When (RFC 3339, UTC).
+    pub at: String,
 }
 
 /// Longest note the model is shown.
@@ -172,6 +185,7 @@ impl Ticket {
                     self.queue.timeout.as_secs()
                 )),
                 by: "timeout".into(),
+                at: crate::time::now_rfc3339(),
             },
         }
     }
@@ -196,7 +210,9 @@ mod tests {
             call_id: "c".into(),
             tool: "shell".into(),
             arguments: serde_json::json!({"command": "ls"}),
+            from: "agent".into(),
             preview: "ls".into(),
+            diff: None,
             sandbox: "workspace-write".into(),
             reason: "ask by mode on-risk".into(),
             scopes: Vec::new(),
@@ -241,6 +257,7 @@ mod tests {
             scope: Scope::Once,
             note: None,
             by: "bridge".into(),
+            at: "2026-11-24T00:00:00.000Z".into(),
         }
     }
 }

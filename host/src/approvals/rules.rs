@@ -4,7 +4,7 @@
 //! what its author thinks — checked when the rules load, so a mistyped
 //! rule fails at start naming its file and line.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
@@ -46,6 +46,14 @@ pub struct Rule {
     pub decision: Decision,
     /// `file:line`.
     pub at: String,
+    /// Its place among its file's rules (1 for the first): what
+    /// `sandcrab approvals revoke` names it by.
+    pub number: usize,
+    /// The only workspace it applies in (None: every workspace). An
+    /// "always in this workspace" answer writes one.
+    pub workspace: Option<PathBuf>,
+    /// Who wrote it.
+    pub origin: Origin,
 }
 
 impl Rule {
@@ -60,6 +68,14 @@ impl Rule {
             } => format!("{t} path {}", glob.as_str()),
             Matcher::Path { tool: None, glob } => format!("path {}", glob.as_str()),
             Matcher::Grant(g) => format!("grant {g}"),
+        }
+    }
+
+    /// Where it applies, in words.
+    pub fn applies_in(&self) -> String {
+        match &self.workspace {
+            Some(ws) => format!("in {} only", ws.display()),
+            None => "in every workspace".into(),
         }
     }
 }
@@ -123,6 +139,8 @@ struct RuleToml {
     examples: Vec<String>,
     #[serde(default)]
     not_examples: Vec<String>,
+    /// The one workspace the rule applies in (an absolute path).
+    workspace: Option<PathBuf>,
 }
 
 impl Rules {
@@ -134,12 +152,39 @@ impl Rules {
             message: e.message().to_string(),
         })?;
         let mut rules = Vec::new();
-        for spanned in parsed.approvals.map(|a| a.rules).unwrap_or_default() {
+        for (i, spanned) in parsed
+            .approvals
+            .map(|a| a.rules)
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+        {
             let line = text[..spanned.span().start].matches('\n').count() + 1;
             let at = format!("{}:{line}", file.display());
-            rules.push(rule(spanned.into_inner(), at, origin)?);
+            let mut rule = rule(spanned.into_inner(), at, origin)?;
+            rule.number = i + 1;
+            rules.push(rule);
         }
         Ok(Rules { rules })
+    }
+
+    /// The rules that apply in `workspace`: those for every workspace and
+    /// those written for this one (compared as real paths).
+    pub fn for_workspace(self, workspace: &Path) -> Rules {
+        let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        let here = real(workspace);
+        Rules {
+            rules: self
+                .rules
+                .into_iter()
+                .filter(|r| r.workspace.as_deref().is_none_or(|ws| real(ws) == here))
+                .collect(),
+        }
+    }
+
+    /// A set of these `rules`.
+    pub fn from_rules(rules: Vec<Rule>) -> Rules {
+        Rules { rules }
     }
 
     /// Say where these rules come from (`at` for every one of them).
@@ -270,6 +315,20 @@ fn rule(raw: RuleToml, at: String, origin: Origin) -> Result<Rule, RuleError> {
             "a project's sandcrab.toml may add `ask` and `deny` rules, never `allow`: put allow rules in your own configuration".into(),
         ));
     }
+    match &raw.workspace {
+        Some(_) if origin == Origin::Project => {
+            return Err(fail(
+                "`workspace` belongs in your own configuration: a project's rules apply in that project already; remove it".into(),
+            ));
+        }
+        Some(ws) if !ws.is_absolute() => {
+            return Err(fail(format!(
+                "`workspace = \"{}\"` must be an absolute path (the workspace the rule applies in)",
+                ws.display()
+            )));
+        }
+        _ => {}
+    }
     let kinds = [raw.shell.is_some(), raw.path.is_some(), raw.grant.is_some()]
         .iter()
         .filter(|set| **set)
@@ -323,6 +382,9 @@ fn rule(raw: RuleToml, at: String, origin: Origin) -> Result<Rule, RuleError> {
         matcher,
         decision: raw.decision,
         at: at.clone(),
+        number: 0,
+        workspace: raw.workspace,
+        origin,
     };
     for example in &raw.examples {
         if !example_matches(&rule, example) {
@@ -410,6 +472,39 @@ tool = "write_file"
 path = "**/*.lock"
 decision = "ask"
 "#;
+
+    #[test]
+    fn a_workspace_rule_applies_in_its_workspace_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let (here, there) = (dir.path().join("here"), dir.path().join("there"));
+        std::fs::create_dir(&here).unwrap();
+        std::fs::create_dir(&there).unwrap();
+        let text = format!(
+            "[[approvals.rules]]\nshell = [\"make\"]\ndecision = \"allow\"\nworkspace = {:?}\n\n[[approvals.rules]]\nshell = [\"ls\"]\ndecision = \"allow\"\n",
+            here.display().to_string()
+        );
+        let all = rules(&text);
+        assert_eq!(all.iter().map(|r| r.number).collect::<Vec<_>>(), [1, 2]);
+        let d = |ws: &Path, line: &str| {
+            rules(&text)
+                .for_workspace(ws)
+                .decide(&shell(line), Mode::OnRisk)
+                .decision
+        };
+        assert_eq!(d(&here, "make"), Decision::Allow);
+        assert_eq!(
+            d(&here.join("."), "make"),
+            Decision::Allow,
+            "compared as real paths"
+        );
+        assert_eq!(d(&there, "make"), Decision::Ask);
+        assert_eq!(d(&there, "ls"), Decision::Allow);
+        let relative =
+            "[[approvals.rules]]\ntool = \"x\"\ndecision = \"allow\"\nworkspace = \"ws\"\n";
+        assert!(err(relative, Origin::Trusted).contains("must be an absolute path"));
+        let project = "[[approvals.rules]]\ntool = \"x\"\ndecision = \"ask\"\nworkspace = \"/w\"\n";
+        assert!(err(project, Origin::Project).contains("belongs in your own configuration"));
+    }
 
     #[test]
     fn the_strictest_matching_rule_wins_and_each_command_counts() {

@@ -38,10 +38,10 @@ pub struct AgentArgs {
     pub max_tool_rounds: Option<u32>,
     /// When to need the operator's approval for calls no rule speaks to:
     /// never, on-risk (shell commands) or always (default: the
-    /// configuration's `[approvals] mode`, else on-risk for `serve`, never
-    /// for `run` and `chat`). `serve` asks through the bridge; `run` and
-    /// `chat` cannot ask yet, so there a call that needs approval is
-    /// refused with what would allow it.
+    /// configuration's `[approvals] mode`, else on-risk for `chat` and
+    /// `serve`, never for `run`). `chat` asks on the terminal, `serve`
+    /// through the bridge; `run` has nobody to ask, so there a call that
+    /// needs approval is refused with what would allow it.
     #[arg(long, value_name = "MODE")]
     pub approvals: Option<crate::approvals::Mode>,
     /// Allow calls matching RULE without asking: `shell:git push`,
@@ -178,8 +178,12 @@ pub async fn run(args: AgentArgs, prompt: String, wait_jobs: u64) -> anyhow::Res
 }
 
 /// An interactive session.
-pub async fn chat(args: AgentArgs, watch_plugins: bool) -> anyhow::Result<ExitCode> {
-    let (setup, kit) = args.kit(true).await?;
+pub async fn chat(mut args: AgentArgs, watch_plugins: bool) -> anyhow::Result<ExitCode> {
+    args.default_approvals = crate::approvals::Mode::OnRisk;
+    let (setup, mut kit) = args.kit(true).await?;
+    // Calls that need the operator wait for the terminal's answer.
+    let asks = crate::approvals::PermissionQueue::new(CHAT_APPROVAL_TIMEOUT);
+    kit.config.asker = Some(asks.clone());
     let session = args.session(&kit).await?;
     warn_session(&setup, &kit, &session);
     let live = LivePlugins::new(
@@ -205,12 +209,26 @@ pub async fn chat(args: AgentArgs, watch_plugins: bool) -> anyhow::Result<ExitCo
     );
     let printer = tokio::spawn(render(session.events(), args.json));
     let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    let mut waiting = asks.waiting();
+    let mut show_prompt = true;
     loop {
-        err!("> ");
+        if show_prompt {
+            err!("> ");
+        }
+        show_prompt = true;
         let line = tokio::select! {
             line = lines.next_line() => line?,
             _ = tokio::signal::ctrl_c() => {
                 errln!("\n(type /exit to quit)");
+                continue;
+            }
+            // Between turns, a background job or subagent may ask.
+            Ok(()) = waiting.changed() => {
+                if asks.pending().is_empty() {
+                    show_prompt = false;
+                } else {
+                    super::approval_prompt::answer_waiting(&asks, &mut lines, session.workspace()).await;
+                }
                 continue;
             }
         };
@@ -220,7 +238,7 @@ pub async fn chat(args: AgentArgs, watch_plugins: bool) -> anyhow::Result<ExitCo
             "" => continue,
             "/exit" | "/quit" => break,
             "/retry" => {
-                if let Some(reason) = retry(&session).await {
+                if let Some(reason) = retry(&session, &asks, &mut lines).await {
                     errln!("sandcrab: {}", super::terminal::sanitize(&reason));
                     if session.state() == SessionState::Closed {
                         break;
@@ -246,7 +264,7 @@ pub async fn chat(args: AgentArgs, watch_plugins: bool) -> anyhow::Result<ExitCo
             }
             _ => {}
         }
-        if let Some(reason) = turn(&session, input).await {
+        if let Some(reason) = turn(&session, input, &asks, &mut lines).await {
             errln!("sandcrab: {}", super::terminal::sanitize(&reason));
             if session.state() == SessionState::Closed {
                 break;
@@ -314,37 +332,77 @@ fn reporter(session: std::sync::Arc<Session>) -> impl Fn(PluginReport) + Send + 
     }
 }
 
-/// Process one chat input; Ctrl-C interrupts it. Returns an error reason.
-async fn turn(session: &std::sync::Arc<Session>, input: &str) -> Option<String> {
-    interruptible(session, session.submit(input)).await
+/// How long a call waits for the operator's answer in `chat`.
+const CHAT_APPROVAL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1800);
+
+/// The terminal's input lines.
+type Input = tokio::io::Lines<tokio::io::BufReader<tokio::io::Stdin>>;
+
+/// Process one chat input; Ctrl-C interrupts it, approvals are asked on
+/// the terminal. Returns an error reason.
+async fn turn(
+    session: &std::sync::Arc<Session>,
+    input: &str,
+    asks: &std::sync::Arc<crate::approvals::PermissionQueue>,
+    lines: &mut Input,
+) -> Option<String> {
+    interruptible(session, session.submit(input), asks, lines).await
 }
 
-/// Ask the model again after an error; Ctrl-C interrupts it.
-async fn retry(session: &std::sync::Arc<Session>) -> Option<String> {
-    interruptible(session, session.retry()).await
+/// Ask the model again after an error; like [`turn`].
+async fn retry(
+    session: &std::sync::Arc<Session>,
+    asks: &std::sync::Arc<crate::approvals::PermissionQueue>,
+    lines: &mut Input,
+) -> Option<String> {
+    interruptible(session, session.retry(), asks, lines).await
 }
 
-/// Drive `work`, turning Ctrl-C into an interrupt of the session; the
+/// Drive `work`, turning Ctrl-C into an interrupt of the session and
+/// asking the operator about every call that waits for approval; the
 /// error reason, if any.
 async fn interruptible(
     session: &std::sync::Arc<Session>,
     work: impl std::future::Future<Output = Result<(), SessionError>>,
+    asks: &std::sync::Arc<crate::approvals::PermissionQueue>,
+    lines: &mut Input,
 ) -> Option<String> {
     tokio::pin!(work);
+    let mut waiting = asks.waiting();
+    // A request already waiting (a background job asked between turns)
+    // is asked about first.
+    waiting.mark_changed();
     loop {
         tokio::select! {
+            Ok(()) = waiting.changed() => {
+                // The turn goes on while the operator reads: a parallel
+                // call may finish, another may ask (asked in order).
+                let answering = super::approval_prompt::answer_waiting(asks, lines, session.workspace());
+                tokio::pin!(answering);
+                tokio::select! {
+                    () = &mut answering => {}
+                    result = &mut work => {
+                        return failure(result);
+                    }
+                }
+            }
             result = &mut work => {
-                return match result {
-                    Ok(()) => None,
-                    Err(SessionError::Closed) => Some("the session is closed".into()),
-                    Err(err) => Some(err.to_string()),
-                };
+                return failure(result);
             }
             _ = tokio::signal::ctrl_c() => {
                 errln!("\n(interrupted)");
                 session.interrupt();
             }
         }
+    }
+}
+
+/// Why a turn failed, if it did.
+fn failure(result: Result<(), SessionError>) -> Option<String> {
+    match result {
+        Ok(()) => None,
+        Err(SessionError::Closed) => Some("the session is closed".into()),
+        Err(err) => Some(err.to_string()),
     }
 }
 

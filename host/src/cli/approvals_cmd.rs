@@ -1,45 +1,86 @@
-//! `sandcrab approvals list`: the approval rules in force in a workspace —
-//! the operator's, then the project's — each with the file and line it
-//! was written at, and the mode for calls no rule speaks to.
+//! `sandcrab approvals list|revoke`: the approval rules in force in a
+//! workspace — the operator's, then the project's — each with its number,
+//! where it applies and the file and line it was written at; and taking
+//! the operator's rules back out of their file by number.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use serde_json::json;
 
+use crate::approvals::{Origin, Rule, Rules};
 use crate::config::Config;
 
 #[derive(Debug, Subcommand)]
 pub enum ApprovalsCommand {
-    /// List the rules in force here, strictest decision first within each
-    /// file's order, with where each was written.
+    /// List the rules in force here (or, with --all, every rule of your
+    /// configuration file, whatever workspace it is for), with where each
+    /// applies and where it was written.
     List(ListArgs),
+    /// Remove rules from your configuration file, by the numbers `list`
+    /// shows (#N).
+    Revoke(RevokeArgs),
 }
 
 #[derive(Debug, Args)]
 pub struct ListArgs {
     /// Workspace directory (default: the current directory).
     #[arg(short, long, value_name = "DIR")]
-    workspace: Option<std::path::PathBuf>,
+    workspace: Option<PathBuf>,
     /// Configuration file (default: the user's).
     #[arg(long, value_name = "FILE")]
-    config: Option<std::path::PathBuf>,
+    config: Option<PathBuf>,
+    /// Every rule of your configuration file, for any workspace.
+    #[arg(long)]
+    all: bool,
     /// Print JSON instead.
     #[arg(long)]
     json: bool,
 }
 
+#[derive(Debug, Args)]
+pub struct RevokeArgs {
+    /// The rules' numbers, as `sandcrab approvals list` shows them.
+    #[arg(required = true, value_name = "N")]
+    numbers: Vec<usize>,
+    /// Configuration file (default: the user's).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
 pub fn run(cmd: ApprovalsCommand) -> anyhow::Result<ExitCode> {
-    let ApprovalsCommand::List(args) = cmd;
+    match cmd {
+        ApprovalsCommand::List(args) => list(args),
+        ApprovalsCommand::Revoke(args) => revoke(args),
+    }
+}
+
+fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
     let workspace = super::setup::resolve_workspace(args.workspace.as_deref())?;
     let loaded = Config::load(&workspace, args.config.as_deref())?;
     let approvals = &loaded.config.approvals;
     let mode = approvals.mode.unwrap_or_default();
-    let rules: Vec<_> = approvals.parsed.iter().collect();
+    let rules: Vec<Rule> = if args.all {
+        operator_rules(args.config.clone())?
+            .iter()
+            .cloned()
+            .collect()
+    } else {
+        approvals.parsed.iter().cloned().collect()
+    };
     if args.json {
         let list: Vec<_> = rules
             .iter()
-            .map(|r| json!({"at": r.at, "decision": r.decision, "matches": r.describe()}))
+            .map(|r| {
+                json!({
+                    "number": (r.origin == Origin::Trusted).then_some(r.number),
+                    "at": r.at,
+                    "decision": r.decision,
+                    "matches": r.describe(),
+                    "workspace": r.workspace,
+                })
+            })
             .collect();
         let mode = mode.as_str();
         outln!(
@@ -55,13 +96,55 @@ pub fn run(cmd: ApprovalsCommand) -> anyhow::Result<ExitCode> {
     if rules.is_empty() {
         outln!("no approval rules (add [[approvals.rules]] to your configuration)");
     }
-    for rule in rules {
+    for rule in &rules {
+        let number = match rule.origin {
+            Origin::Trusted => format!("#{}", rule.number),
+            Origin::Project => "project".into(),
+        };
         outln!(
-            "{:<5}  {}  ({})",
+            "{number:<8} {:<5}  {}  {}  ({})",
             rule.decision.as_str(),
-            super::terminal::sanitize(&rule.describe()),
-            super::terminal::sanitize(&rule.at)
+            rule.describe(),
+            rule.applies_in(),
+            rule.at
+        );
+    }
+    if !rules.is_empty() {
+        outln!("(`sandcrab approvals revoke N` removes rule #N from your configuration)");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn revoke(args: RevokeArgs) -> anyhow::Result<ExitCode> {
+    let file = operator_file(args.config)?;
+    let removed = crate::config::remembered::revoke_rules(&file, &args.numbers)?;
+    for rule in removed {
+        outln!(
+            "revoked #{}: {} {} {} (was at {})",
+            rule.number,
+            rule.decision.as_str(),
+            rule.describe(),
+            rule.applies_in(),
+            rule.at
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The operator's configuration file: `--config`, else the user's.
+fn operator_file(explicit: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    explicit
+        .or_else(Config::user_file)
+        .ok_or_else(|| anyhow::anyhow!("no configuration file: set HOME or pass --config"))
+}
+
+/// Every rule of the operator's file.
+fn operator_rules(explicit: Option<PathBuf>) -> anyhow::Result<Rules> {
+    let file = operator_file(explicit)?;
+    let text = match std::fs::read_to_string(&file) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => anyhow::bail!("{}: {e}", file.display()),
+    };
+    Ok(Rules::parse(&text, &file, Origin::Trusted)?)
 }

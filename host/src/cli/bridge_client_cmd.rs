@@ -53,12 +53,15 @@ enum Op {
     History,
     /// The calls waiting for your approval.
     Permissions,
-    /// Allow a waiting call (`--session`: and what its session scope
-    /// names, for the rest of the conversation).
+    /// Allow a waiting call (`--session`: and what its offered rule
+    /// names, for the rest of the conversation; `--always`: from now on in
+    /// this workspace, written to the operator's configuration).
     Approve {
         id: String,
-        #[arg(long)]
+        #[arg(long, conflicts_with = "always")]
         session: bool,
+        #[arg(long)]
+        always: bool,
     },
     /// Deny a waiting call, with a note the model sees.
     Deny {
@@ -94,8 +97,16 @@ pub async fn run(args: AgentClientArgs) -> anyhow::Result<ExitCode> {
         Op::Clear => ("POST", "/agent/clear", None),
         Op::History => ("GET", "/agent/history", None),
         Op::Permissions => ("GET", "/agent/permissions", None),
-        Op::Approve { id, session } => {
-            let scope = if *session { "session" } else { "once" };
+        Op::Approve {
+            id,
+            session,
+            always,
+        } => {
+            let scope = match (session, always) {
+                (_, true) => "workspace",
+                (true, _) => "session",
+                _ => "once",
+            };
             let body = json!({"decision": "allow", "scope": scope});
             return post_answer(&bridge, &token, id, body).await;
         }

@@ -5,6 +5,7 @@
 mod terminal;
 
 mod agent_cmd;
+mod approval_prompt;
 mod approvals_cmd;
 mod audit_cmd;
 mod bridge_client_cmd;

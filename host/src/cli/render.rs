@@ -64,12 +64,8 @@ fn human(event: &Event, at_line_start: &mut bool) {
             errln!("note: the conversation uses about {pct:.0}% of the model's context window");
         }
         EventData::Warning(d) => errln!("warning: {}", clean(&d.message)),
-        EventData::PermissionRequired(d) => errln!(
-            "● waiting for approval of {} ({}): {}",
-            clean(&d.tool),
-            clean(&d.id),
-            clean(&d.preview)
-        ),
+        // Whoever asks shows the request (chat's prompt); nothing to add.
+        EventData::PermissionRequired(_) => {}
         EventData::Error(d) => errln!("error: {}", clean(&d.error)),
         EventData::JobStarted(d) => errln!(
             "● background job {} started ({})",

@@ -22,6 +22,10 @@ pub fn edit(
         path: file.to_path_buf(),
         message,
     };
+    // A link (a dotfiles checkout) keeps leading to the file: the file it
+    // leads to is the one replaced.
+    let real = std::fs::canonicalize(file).ok();
+    let file = real.as_deref().unwrap_or(file);
     let text = match std::fs::read_to_string(file) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),

@@ -124,7 +124,8 @@ pub fn load(workspace: &Path, explicit: Option<&Path>) -> Result<LoadedConfig, C
             let text = trusted_file(path)?;
             let table = parse_table(&text, path)?;
             let trusted = into_config(table.clone(), path)?;
-            rules = approval_rules(&trusted, &text, path, true)?;
+            // Rules written for another workspace stay out.
+            rules = approval_rules(&trusted, &text, path, true)?.for_workspace(workspace);
             (absolutize_plugin_dirs(table, path), trusted.trust)
         }
         None => (toml::Table::new(), BTreeMap::new()),
@@ -176,6 +177,7 @@ pub fn load(workspace: &Path, explicit: Option<&Path>) -> Result<LoadedConfig, C
     let mut config = into_config(table, trusted_path.as_deref().unwrap_or(&project_path))?;
     config.policy.sources = grant_files;
     config.approvals.parsed = rules;
+    config.approvals.remember_in = explicit.map(Path::to_path_buf).or_else(Config::user_file);
     Ok(LoadedConfig {
         config,
         trusted_path,

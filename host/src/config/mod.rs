@@ -20,6 +20,7 @@ pub mod edit;
 mod layers;
 mod project;
 mod read;
+pub mod remembered;
 mod sections;
 pub mod trust;
 

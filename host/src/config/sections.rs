@@ -50,6 +50,10 @@ pub struct ApprovalsToml {
     /// project's ask and deny rules).
     #[serde(skip)]
     pub parsed: crate::approvals::Rules,
+    /// The operator's file, where an "always in this workspace" answer is
+    /// written (the `--config` file, else the user's, created if need be).
+    #[serde(skip)]
+    pub remember_in: Option<std::path::PathBuf>,
 }
 
 /// `[jobs]`: when a call moves to the background and how long a job may

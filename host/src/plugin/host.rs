@@ -184,7 +184,10 @@ impl PluginHost {
             .iter()
             .map(|rel| workspace.join(rel))
             .collect();
-        for path in &config.protect {
+        // What trusted plugins load from, and the host's secrets (the
+        // operator's config file, tokens, the database) where the
+        // workspace holds them: no tool and no program writes them.
+        for path in config.protect.iter().chain(&crate::process::hidden()) {
             let path = path.canonicalize().unwrap_or_else(|_| path.clone());
             if path.starts_with(&workspace) && path != workspace && !protected.contains(&path) {
                 protected.push(path);

@@ -48,12 +48,15 @@ fn permissions_body() -> Value {
         "call_id": {"type": "string"},
         "tool": {"type": "string"},
         "arguments": {},
+        "from": {"type": "string", "description": "agent, or subagent ID"},
         "preview": {"type": "string"},
+        "diff": {"type": ["string", "null"], "description": "for a file edit, the unified diff it would apply"},
         "sandbox": {"type": "string"},
         "reason": {"type": "string"},
         "scopes": {"type": "array", "items": {"type": "object", "properties": {
-            "scope": {"type": "string", "enum": ["once", "session"]},
-            "allows": {"type": "string"}
+            "scope": {"type": "string", "enum": ["once", "session", "workspace"]},
+            "allows": {"type": "string"},
+            "rule": {"type": ["string", "null"], "description": "the rule a wider yes adds, as an --approve value"}
         }}}
     }, "required": ["id", "tool", "arguments", "preview", "sandbox", "scopes"]}})
 }
@@ -142,7 +145,7 @@ const OPERATIONS: &[Op] = &[
         body: Some(|| {
             json!({"type": "object", "properties": {
                 "decision": {"type": "string", "enum": ["allow", "deny"]},
-                "scope": {"type": "string", "enum": ["once", "session"], "default": "once"},
+                "scope": {"type": "string", "enum": ["once", "session", "workspace"], "default": "once"},
                 "note": {"type": "string", "maxLength": 2000}
             }, "required": ["decision"], "additionalProperties": false})
         }),

@@ -147,6 +147,7 @@ async fn answer_permission(
         scope: request.scope,
         note: request.note,
         by: "bridge".into(),
+        at: crate::time::now_rfc3339(),
     };
     s.harness
         .answer_permission(&id, answer)

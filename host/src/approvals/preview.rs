@@ -1,0 +1,121 @@
+//! What a file edit would change, shown before the operator answers: a
+//! unified diff of the file as it is against the file as the call would
+//! leave it. Read from the call's arguments by the file tools' own
+//! conventions (`content` replaces the file, `old_string`/`new_string`
+//! replace text, `patch` is already a diff).
+
+use std::path::Path;
+
+use similar::TextDiff;
+
+/// Largest file read for a diff.
+const MAX_READ: u64 = 1 << 20;
+/// Longest diff shown.
+const MAX_DIFF_CHARS: usize = 20_000;
+
+/// The diff `arguments` would make to the file they name (relative to
+/// `working_dir` of `workspace`), if the call is a file edit sandcrab can
+/// foresee. Only files inside the workspace are read.
+pub fn edit_diff(
+    arguments: &serde_json::Value,
+    workspace: &Path,
+    working_dir: &Path,
+) -> Option<String> {
+    let args = match arguments {
+        serde_json::Value::String(raw) => serde_json::from_str(raw).ok()?,
+        other => other.clone(),
+    };
+    if let Some(patch) = args["patch"].as_str() {
+        return Some(clip(patch.to_string()));
+    }
+    let name = args["file_path"].as_str().or(args["path"].as_str())?;
+    let path = resolve(name, workspace, working_dir);
+    let before = read_small(&path, workspace);
+    let after = if let Some(content) = args["content"].as_str() {
+        content.to_string()
+    } else {
+        let (old, new) = (args["old_string"].as_str()?, args["new_string"].as_str()?);
+        let before = before.as_deref()?;
+        if args["replace_all"].as_bool() == Some(true) {
+            before.replace(old, new)
+        } else {
+            before.replacen(old, new, 1)
+        }
+    };
+    let before = before.unwrap_or_default();
+    let diff = TextDiff::from_lines(&before, &after)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{name}"), &format!("b/{name}"))
+        .to_string();
+    Some(clip(diff))
+}
+
+/// `name` as the host sees it: `/workspace/…` guest paths resolve against
+/// the workspace, relative names against the working directory.
+fn resolve(name: &str, workspace: &Path, working_dir: &Path) -> std::path::PathBuf {
+    match name.strip_prefix("/workspace/") {
+        Some(rest) => workspace.join(rest),
+        None => working_dir.join(name),
+    }
+}
+
+/// The file's text, if it is a small regular file inside `workspace`
+/// (never through a FIFO or a device, never outside).
+fn read_small(path: &Path, workspace: &Path) -> Option<String> {
+    let real = std::fs::canonicalize(path).ok()?;
+    if !real.starts_with(std::fs::canonicalize(workspace).ok()?) {
+        return None;
+    }
+    let meta = std::fs::metadata(&real).ok()?;
+    if !meta.is_file() || meta.len() > MAX_READ {
+        return None;
+    }
+    std::fs::read_to_string(real).ok()
+}
+
+fn clip(mut text: String) -> String {
+    if text.chars().count() > MAX_DIFF_CHARS {
+        text = text.chars().take(MAX_DIFF_CHARS).collect();
+        text.push_str("\n… (diff cut)\n");
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn edits_show_the_change_they_would_make() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "one\ntwo\nthree\n").unwrap();
+        let edit = json!({"file_path": "a.txt", "old_string": "two", "new_string": "2"});
+        let diff = edit_diff(&edit, dir.path(), dir.path()).unwrap();
+        assert!(diff.contains("--- a/a.txt\n+++ b/a.txt\n"), "{diff}");
+        assert!(diff.contains("-two\n+2\n"), "{diff}");
+        let write = json!({"file_path": "/workspace/new.txt", "content": "hello\n"});
+        assert!(
+            edit_diff(&write, dir.path(), dir.path())
+                .unwrap()
+                .contains("+hello\n")
+        );
+        let patch = json!({"patch": "*** Begin Patch\n*** End Patch"});
+        assert!(
+            edit_diff(&patch, dir.path(), dir.path())
+                .unwrap()
+                .starts_with("*** Begin Patch")
+        );
+        assert_eq!(
+            edit_diff(&json!({"command": "ls"}), dir.path(), dir.path()),
+            None
+        );
+        // Nothing outside the workspace is read, even for a diff.
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "s3cret\n").unwrap();
+        let edit = json!({"file_path": outside.path().join("secret"), "content": "x\n"});
+        let diff = edit_diff(&edit, dir.path(), dir.path()).unwrap();
+        assert!(!diff.contains("s3cret"), "{diff}");
+    }
+}

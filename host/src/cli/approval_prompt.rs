@@ -1,0 +1,205 @@
+//! `chat`'s approval prompt: a call that needs the operator is shown on
+//! the terminal — the tool, who asks, the sandbox it will run under, its
+//! arguments, for a file edit the diff it would apply, and what each yes
+//! would allow (for "always", the rule that would be written) — and the
+//! answer is read from the terminal's own input: `y` this call, `s` for
+//! this conversation, `a` always in this workspace, `n [NOTE]` deny (the
+//! note goes to the model). Ctrl-C, or the end of input, is a denial.
+//! Nothing else can answer: the queue takes answers only from here.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use tokio::io::{AsyncBufRead, Lines};
+
+use crate::approvals::{Answer, PermissionQueue, PermissionRequest, Scope};
+
+/// What the operator typed, read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Reply {
+    Allow(Scope),
+    Deny(Option<String>),
+    /// Not an answer this request accepts; the hint says why.
+    Unclear(String),
+}
+
+/// Read one answer line for `request`.
+fn read_reply(line: &str, request: &PermissionRequest) -> Reply {
+    let line = line.trim();
+    let (word, rest) = match line.split_once(|c: char| c.is_whitespace() || c == ':') {
+        Some((word, rest)) => (word, rest.trim()),
+        None => (line, ""),
+    };
+    let offered = |scope: Scope| request.scopes.iter().any(|o| o.scope == scope);
+    match word.to_ascii_lowercase().as_str() {
+        "y" | "yes" if rest.is_empty() => Reply::Allow(Scope::Once),
+        "s" if rest.is_empty() && offered(Scope::Session) => Reply::Allow(Scope::Session),
+        "a" if rest.is_empty() && offered(Scope::Workspace) => Reply::Allow(Scope::Workspace),
+        "s" | "a" if rest.is_empty() => Reply::Unclear(
+            "no single rule can say what this call does, so only a yes for this call (y) is offered".into(),
+        ),
+        "n" | "no" => Reply::Deny((!rest.is_empty()).then(|| rest.to_string())),
+        _ => Reply::Unclear("answer y, s, a or n (n NOTE tells the model why)".into()),
+    }
+}
+
+/// Show `request` on the terminal.
+fn show(request: &PermissionRequest, workspace: &Path) {
+    errln!(
+        "\n── approval needed: {} (asked by {}; runs under the {} sandbox)",
+        request.tool,
+        request.from,
+        request.sandbox
+    );
+    errln!("   why: {}", request.reason);
+    match request.arguments["command"].as_str() {
+        Some(command) if request.tool == crate::approvals::SHELL_TOOL => {
+            errln!("   command: {command}")
+        }
+        _ => errln!(
+            "   arguments: {}",
+            shorten(&request.arguments.to_string(), 2_000)
+        ),
+    }
+    if let Some(diff) = &request.diff {
+        errln!("   change it would make:");
+        for line in diff.lines() {
+            errln!("   │ {line}");
+        }
+    }
+    for offer in &request.scopes {
+        let key = match offer.scope {
+            Scope::Once => "y",
+            Scope::Session => "s",
+            Scope::Workspace => "a",
+        };
+        errln!("   {key}  allow {}", offer.allows);
+        if offer.scope == Scope::Workspace
+            && let Some(flag) = &offer.rule
+            && let Some(rule) = crate::config::remembered::rule_text(flag, workspace)
+        {
+            for line in rule.lines() {
+                errln!("        {line}");
+            }
+        }
+    }
+    errln!("   n  deny (n NOTE: deny and tell the model why)");
+}
+
+fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(max).collect();
+    format!("{cut}…")
+}
+
+/// Ask the operator about every request waiting in `queue`, oldest first,
+/// reading answers from `lines` (the terminal). Returns when none waits.
+pub async fn answer_waiting<R: AsyncBufRead + Unpin>(
+    queue: &Arc<PermissionQueue>,
+    lines: &mut Lines<R>,
+    workspace: &Path,
+) {
+    while let Some(request) = queue.pending().into_iter().next() {
+        show(&request, workspace);
+        let answer = loop {
+            err!("answer [y/s/a/n]: ");
+            let line = tokio::select! {
+                line = lines.next_line() => line.ok().flatten(),
+                _ = tokio::signal::ctrl_c() => {
+                    errln!("\n(Ctrl-C: denied)");
+                    break deny(Some("the operator pressed Ctrl-C".into()));
+                }
+            };
+            let Some(line) = line else {
+                errln!("(end of input: denied)");
+                break deny(None);
+            };
+            match read_reply(&line, &request) {
+                Reply::Allow(scope) => {
+                    break Answer {
+                        allow: true,
+                        scope,
+                        note: None,
+                        by: "chat".into(),
+                        at: crate::time::now_rfc3339(),
+                    };
+                }
+                Reply::Deny(note) => break deny(note),
+                Reply::Unclear(hint) => errln!("   {hint}"),
+            }
+        };
+        if queue.answer(&request.id, answer).is_err() {
+            errln!(
+                "   (that request is no longer waiting: it timed out or its call was interrupted)"
+            );
+        }
+    }
+}
+
+fn deny(note: Option<String>) -> Answer {
+    Answer {
+        allow: false,
+        scope: Scope::Once,
+        note,
+        by: "chat".into(),
+        at: crate::time::now_rfc3339(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::approvals::ScopeOffer;
+
+    fn request(scopes: &[Scope]) -> PermissionRequest {
+        PermissionRequest {
+            id: "p1".into(),
+            session_id: "s".into(),
+            call_id: "c".into(),
+            tool: "shell".into(),
+            arguments: serde_json::json!({"command": "make"}),
+            from: "agent".into(),
+            preview: "make".into(),
+            diff: None,
+            sandbox: "workspace-write".into(),
+            reason: "ask by mode on-risk".into(),
+            scopes: scopes
+                .iter()
+                .map(|&scope| ScopeOffer {
+                    scope,
+                    allows: String::new(),
+                    rule: None,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn answers_are_read_strictly() {
+        let all = request(&[Scope::Once, Scope::Session, Scope::Workspace]);
+        assert_eq!(read_reply("y", &all), Reply::Allow(Scope::Once));
+        assert_eq!(read_reply(" S ", &all), Reply::Allow(Scope::Session));
+        assert_eq!(read_reply("a", &all), Reply::Allow(Scope::Workspace));
+        assert_eq!(read_reply("n", &all), Reply::Deny(None));
+        assert_eq!(
+            read_reply("n use the Makefile target", &all),
+            Reply::Deny(Some("use the Makefile target".into()))
+        );
+        assert_eq!(
+            read_reply("no: later", &all),
+            Reply::Deny(Some("later".into()))
+        );
+        for unclear in ["", "yes please", "ok", "always"] {
+            assert!(
+                matches!(read_reply(unclear, &all), Reply::Unclear(_)),
+                "{unclear}"
+            );
+        }
+        // A scope that was not offered is not taken.
+        let once = request(&[Scope::Once]);
+        assert!(matches!(read_reply("a", &once), Reply::Unclear(_)));
+        assert!(matches!(read_reply("s", &once), Reply::Unclear(_)));
+    }
+}

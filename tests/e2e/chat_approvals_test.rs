@@ -1,0 +1,289 @@
+//! `sandcrab chat` asking the operator, through a real pseudo-terminal:
+//! the request shows the tool, the sandbox and (for an edit) the diff; `y`
+//! allows once, `s` for the conversation, `a` always in this workspace
+//! (the rule appears in the operator's file, and a later chat does not
+//! ask), `n NOTE` denies with a note the model reads, and Ctrl-C denies.
+
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use sandcrab::llm::ProviderKind;
+use serde_json::json;
+
+use crate::cli_support::{sandcrab, tool_result};
+use crate::llm_transcripts::{Answer, stream, tool};
+use crate::mock_llm::MockLlm;
+use crate::support::{Scene, sandcrab_cmd};
+
+const KIND: ProviderKind = ProviderKind::OpenAiCompatible;
+
+/// A program on the slave side of a pseudo-terminal (its controlling
+/// terminal, so Ctrl-C there is SIGINT), and everything it wrote.
+struct Terminal {
+    child: Child,
+    master: std::fs::File,
+    seen: Arc<Mutex<String>>,
+    /// Where the next `expect` starts looking.
+    cursor: usize,
+}
+
+impl Terminal {
+    fn spawn(mut cmd: Command) -> Terminal {
+        let (mut master, mut slave) = (0, 0);
+        // SAFETY: openpty fills two descriptors we then own.
+        let rc = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+        // SAFETY: both were just opened and are ours.
+        let (master, slave) =
+            unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+        let io = |fd: &OwnedFd| Stdio::from(fd.try_clone().unwrap());
+        cmd.stdin(io(&slave)).stdout(io(&slave)).stderr(io(&slave));
+        // SAFETY: setsid and ioctl are async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().unwrap();
+        drop(slave);
+        let master = std::fs::File::from(master);
+        let mut reader = master.try_clone().unwrap();
+        let seen = Arc::new(Mutex::new(String::new()));
+        let sink = seen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        Terminal {
+            child,
+            master,
+            seen,
+            cursor: 0,
+        }
+    }
+
+    /// Wait until `needle` appears after what was already expected; what
+    /// appeared up to and including it.
+    fn expect(&mut self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            {
+                let seen = self.seen.lock().unwrap();
+                if let Some(at) = seen[self.cursor..].find(needle) {
+                    let end = self.cursor + at + needle.len();
+                    let chunk = seen[self.cursor..end].to_string();
+                    self.cursor = end;
+                    return chunk;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "no {needle:?} on the terminal; it shows:\n{}",
+                    &seen[self.cursor..]
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn send(&mut self, text: &str) {
+        self.master.write_all(text.as_bytes()).unwrap();
+    }
+
+    /// `/exit`, and wait for the program to end.
+    fn exit(mut self) -> String {
+        self.send("/exit\n");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "chat did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = self.master.as_raw_fd();
+    }
+}
+
+fn shell(id: &str, command: &str) -> crate::mock_llm::Reply {
+    stream(
+        KIND,
+        &Answer::Tools(vec![tool(id, "shell", json!({"command": command}))]),
+    )
+}
+
+fn say(text: &'static str) -> crate::mock_llm::Reply {
+    stream(KIND, &Answer::Text(vec![text]))
+}
+
+const PROMPT: &str = "answer [y/s/a/n]:";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_asks_on_the_terminal_and_every_answer_keeps_its_scope() {
+    let scene = Scene::new();
+    std::fs::write(scene.workspace().join("a.txt"), "one\ntwo\n").unwrap();
+    let server = MockLlm::strict(KIND).await;
+    // 1: an edit, shown as a diff, allowed once.
+    server.push(stream(
+        KIND,
+        &Answer::Tools(vec![tool(
+            "e1",
+            "edit_file",
+            json!({"file_path": "a.txt", "old_string": "two", "new_string": "2"}),
+        )]),
+    ));
+    server.push(say("edited"));
+    // 2: allowed for the conversation: the same command is not asked again.
+    server.push(shell("c1", "touch conv"));
+    server.push(shell("c2", "touch conv"));
+    server.push(say("twice"));
+    // 3: always in this workspace.
+    server.push(shell("c3", "touch always"));
+    server.push(say("remembered"));
+    // 4: denied with a note.
+    server.push(shell("c4", "touch denied"));
+    server.push(say("understood"));
+    // 5: Ctrl-C.
+    server.push(shell("c5", "touch interrupted"));
+    server.push(say("stopped"));
+    let mut chat = sandcrab(&scene, KIND, &server, "chat");
+    chat.args(["--approvals", "always"]);
+    let mut term = Terminal::spawn(chat);
+    term.expect("> ");
+
+    term.send("fix a.txt\n");
+    let shown = term.expect(PROMPT);
+    assert!(shown.contains("approval needed: edit_file"), "{shown}");
+    assert!(shown.contains("workspace-write sandbox"), "{shown}");
+    assert!(
+        shown.contains("-two") && shown.contains("+2"),
+        "no diff: {shown}"
+    );
+    term.send("y\n");
+    term.expect("edited");
+    assert_eq!(
+        std::fs::read_to_string(scene.workspace().join("a.txt")).unwrap(),
+        "one\n2\n"
+    );
+
+    term.send("make conv\n");
+    let shown = term.expect(PROMPT);
+    assert!(shown.contains("command: touch conv"), "{shown}");
+    assert!(
+        shown.contains("s  allow shell:touch conv for the rest of this conversation"),
+        "{shown}"
+    );
+    term.send("s\n");
+    let rest = term.expect("twice");
+    assert!(!rest.contains("approval needed"), "asked again: {rest}");
+    assert!(scene.workspace().join("conv").exists());
+
+    term.send("make always\n");
+    let shown = term.expect(PROMPT);
+    let workspace = scene.workspace().canonicalize().unwrap();
+    assert!(
+        shown.contains("shell = [\"touch\", \"always\"]")
+            && shown.contains(&format!("workspace = \"{}\"", workspace.display())),
+        "the rule is shown before it is written: {shown}"
+    );
+    term.send("a\n");
+    term.expect("remembered");
+    assert!(scene.workspace().join("always").exists());
+    let config = std::fs::read_to_string(scene.user_config()).unwrap();
+    assert!(
+        config.contains("shell = [\"touch\", \"always\"]\ndecision = \"allow\"")
+            && config.contains(&format!("workspace = \"{}\"", workspace.display())),
+        "{config}"
+    );
+
+    term.send("make denied\n");
+    term.expect(PROMPT);
+    term.send("n use make instead\n");
+    term.expect("understood");
+    assert!(!scene.workspace().join("denied").exists());
+
+    term.send("make interrupted\n");
+    term.expect(PROMPT);
+    term.send("\x03");
+    term.expect("stopped");
+    assert!(!scene.workspace().join("interrupted").exists());
+    term.exit();
+
+    let requests = server.requests();
+    let told = |i: usize, id: &str| tool_result(KIND, &requests[i], id, "shell");
+    assert!(
+        told(8, "c4").contains("The operator denied this call: use make instead"),
+        "{}",
+        told(8, "c4")
+    );
+    assert!(told(10, "c5").contains("Ctrl-C"), "{}", told(10, "c5"));
+
+    // A later chat in this workspace does not ask for what was allowed
+    // always here…
+    std::fs::remove_file(scene.workspace().join("always")).unwrap();
+    let server = MockLlm::strict(KIND).await;
+    server.push(shell("d1", "touch always"));
+    server.push(say("done again"));
+    let mut term = Terminal::spawn(sandcrab(&scene, KIND, &server, "chat"));
+    term.expect("> ");
+    term.send("again\n");
+    let rest = term.expect("done again");
+    assert!(!rest.contains("approval needed"), "asked again: {rest}");
+    assert!(scene.workspace().join("always").exists());
+    term.exit();
+
+    // …the rule is listed with its scope, and revoking it removes it.
+    let list = sandcrab_cmd(&scene)
+        .args(["approvals", "list", "-w"])
+        .arg(scene.workspace())
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        listed.contains("#1")
+            && listed.contains("shell touch always")
+            && listed.contains(&format!("in {} only", workspace.display())),
+        "{listed}"
+    );
+    let revoke = sandcrab_cmd(&scene)
+        .args(["approvals", "revoke", "1"])
+        .output()
+        .unwrap();
+    assert!(
+        revoke.status.success(),
+        "{}",
+        String::from_utf8_lossy(&revoke.stderr)
+    );
+    assert!(String::from_utf8_lossy(&revoke.stdout).contains("revoked #1"));
+    assert!(
+        !std::fs::read_to_string(scene.user_config())
+            .unwrap()
+            .contains("always")
+    );
+}
