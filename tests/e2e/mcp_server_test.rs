@@ -445,3 +445,64 @@ fn the_operators_deny_rules_hold_for_mcp_clients_too() {
     assert!(!scene.workspace().join("via-mcp").exists());
     assert_eq!(steps[1]["is_error"], false, "{}", steps[1]);
 }
+
+/// With `--approvals on-risk`, the MCP client is asked (elicitation): a
+/// yes runs the call and the receipt says the client answered, a no with
+/// a note refuses it with the note, and a client that cannot answer gets
+/// the refusal that names what would allow the call.
+#[test]
+fn the_mcp_client_is_asked_when_a_rule_says_ask() {
+    let scene = Scene::new();
+    let out = over_stdio(
+        &scene,
+        &["--approvals", "on-risk"],
+        json!([
+            {"answers": ["allow", "deny:use the Makefile"]},
+            {"call": "shell", "args": {"command": "touch asked-yes"}},
+            {"call": "shell", "args": {"command": "touch asked-no"}},
+            {"asked": true},
+        ]),
+    );
+    let steps = out["steps"].as_array().unwrap();
+    assert_eq!(steps[0]["is_error"], false, "{}", steps[0]);
+    assert!(scene.workspace().join("asked-yes").exists());
+    let receipt = &steps[0]["meta"]["sandcrab/receipt"];
+    let line = receipt["approvals"][0].as_str().unwrap_or_default();
+    assert!(
+        line.starts_with("ask by mode on-risk; allowed by the operator via mcp client at "),
+        "{receipt}"
+    );
+    assert_eq!(steps[1]["is_error"], true, "{}", steps[1]);
+    assert!(
+        steps[1]["text"]
+            .as_str()
+            .unwrap()
+            .contains("The operator denied this call: use the Makefile"),
+        "{}",
+        steps[1]
+    );
+    assert!(!scene.workspace().join("asked-no").exists());
+    let asked = steps[2]["asked"].as_array().unwrap();
+    assert_eq!(asked.len(), 2);
+    let message = asked[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("shell: touch asked-yes") && message.contains("workspace-write sandbox"),
+        "{message}"
+    );
+    // A client without elicitation cannot be asked: refused, not run.
+    let out = over_stdio(
+        &scene,
+        &["--approvals", "on-risk"],
+        json!([{"call": "shell", "args": {"command": "touch unasked"}}]),
+    );
+    let step = &out["steps"][0];
+    assert_eq!(step["is_error"], true, "{step}");
+    assert!(
+        step["text"]
+            .as_str()
+            .unwrap()
+            .contains("--approve 'shell:touch unasked'"),
+        "{step}"
+    );
+    assert!(!scene.workspace().join("unasked").exists());
+}

@@ -16,6 +16,11 @@ SCRIPT is a JSON list of steps, run in order after `initialize`:
                                              the steps before it are done)
   {"gone": CMDLINE}                       -> whether no process has that
                                              command line (waits up to 3 s)
+  {"answers": ["allow", "deny:NOTE", "decline"]}
+                                          -> how the next elicitations are
+                                             answered (a script with this
+                                             step declares elicitation)
+  {"asked": true}                         -> the elicitation messages seen
 
 Prints one JSON object: {"server": name, "steps": [...]}.
 """
@@ -62,7 +67,27 @@ async def run_steps(read, write, script):
         if "ToolListChanged" in name:
             list_changed.set()
 
-    async with ClientSession(read, write, message_handler=on_message) as session:
+    answers = []
+    asked = []
+
+    async def on_elicit(context, params):
+        import mcp.types as types
+
+        asked.append({"message": params.message, "schema": params.requested_schema})
+        answer = answers.pop(0) if answers else "decline"
+        if answer == "allow":
+            return types.ElicitResult(action="accept", content={"allow": True})
+        if answer.startswith("deny:"):
+            return types.ElicitResult(action="accept", content={"allow": False, "note": answer[5:]})
+        return types.ElicitResult(action="decline")
+
+    elicits = any("answers" in step for step in script)
+    async with ClientSession(
+        read,
+        write,
+        message_handler=on_message,
+        elicitation_callback=on_elicit if elicits else None,
+    ) as session:
         init = await session.initialize()
         out = {"server": init.server_info.name, "steps": []}
         for step in script:
@@ -111,6 +136,10 @@ async def run_steps(read, write, script):
                 list_changed = anyio.Event()
             elif "gone" in step:
                 out["steps"].append({"gone": await gone(step["gone"])})
+            elif "answers" in step:
+                answers.extend(step["answers"])
+            elif "asked" in step:
+                out["steps"].append({"asked": asked})
             elif "sleep" in step:
                 await anyio.sleep(step["sleep"])
             elif "touch" in step:

@@ -9,7 +9,7 @@ use super::session::Session;
 use std::path::Path;
 
 use crate::approvals::{
-    Answer, Decision, PermissionRequest, Scope, ScopeOffer, Subject, call_subject, edit_diff,
+    Answer, Decision, PermissionRequest, Scope, ScopeOffer, call_subject, describe_call, edit_diff,
     receipt_line, refusal, rules_from_flags, suggestion,
 };
 use crate::llm::ToolCall;
@@ -77,7 +77,7 @@ pub(super) async fn decide(session: &Session, call: &ToolCall, registry: &ToolRe
                 } else {
                     format!("subagent {}", session.id)
                 },
-                preview: preview(&subject),
+                preview: describe_call(&subject),
                 diff: writes
                     .filter(|w| !matches!(w, Writes::Nothing))
                     .and_then(|_| {
@@ -208,19 +208,4 @@ fn sandbox_of(registry: &ToolRegistry, tool: &str) -> String {
         .get(tool)
         .map(|t| t.executor.standing(tool).mode)
         .unwrap_or_else(|| "host".into())
-}
-
-/// What the call would do, in a line.
-fn preview(subject: &Subject) -> String {
-    match subject {
-        Subject::Call {
-            command: Some(command),
-            ..
-        } => command.clone(),
-        Subject::Call { paths, tool, .. } if !paths.is_empty() => {
-            format!("{tool} writes {}", paths.join(", "))
-        }
-        Subject::Call { tool, .. } => tool.clone(),
-        Subject::Grant { plugin, grant } => format!("{plugin} asks for {grant}"),
-    }
 }

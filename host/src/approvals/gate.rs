@@ -116,6 +116,21 @@ pub fn suggestion(subject: &Subject) -> Option<String> {
     }
 }
 
+/// What a call would do, in a line (the command, the paths it writes).
+pub fn describe_call(subject: &Subject) -> String {
+    match subject {
+        Subject::Call {
+            command: Some(command),
+            ..
+        } => command.clone(),
+        Subject::Call { paths, tool, .. } if !paths.is_empty() => {
+            format!("{tool} writes {}", paths.join(", "))
+        }
+        Subject::Call { tool, .. } => tool.clone(),
+        Subject::Grant { plugin, grant } => format!("{plugin} asks for {grant}"),
+    }
+}
+
 /// One line for a receipt: how approvals decided the call.
 pub fn receipt_line(verdict: &Verdict, mode: Mode) -> String {
     let by = match &verdict.rule {

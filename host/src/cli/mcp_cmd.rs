@@ -56,6 +56,16 @@ pub struct ServeArgs {
     /// tool list changed (`--watch-plugins false` turns it off).
     #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     watch_plugins: bool,
+    /// When to ask the MCP client (elicitation) before a call no rule
+    /// speaks to: never (default, else the configuration's `[approvals]
+    /// mode`), on-risk or always. A client that cannot answer gets a
+    /// refusal naming what would allow the call.
+    #[arg(long, value_name = "MODE")]
+    approvals: Option<crate::approvals::Mode>,
+    /// Allow calls matching RULE without asking (`shell:git status`,
+    /// `path:src/**`, `tool:NAME`; repeatable).
+    #[arg(long = "approve", value_name = "RULE")]
+    approve: Vec<String>,
 }
 
 /// Largest MCP request body (a tool call's arguments) over HTTP.
@@ -147,10 +157,15 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let catalog = ToolCatalog::new(set.registry);
     let truncation = setup.config.truncation_policy();
     // The operator's rules decide every call (deny rules hold here too);
-    // the client cannot be asked yet, so `ask` refuses.
+    // `ask` asks the client, when it can answer.
+    let mut rules = setup.config.approvals.parsed.clone();
+    rules.extend(crate::approvals::rules_from_flags(&args.approve)?);
     let approvals = crate::approvals::Approvals {
-        rules: setup.config.approvals.parsed.clone(),
-        mode: setup.config.approvals.mode.unwrap_or_default(),
+        rules,
+        mode: args
+            .approvals
+            .or(setup.config.approvals.mode)
+            .unwrap_or_default(),
     };
     let workspace = setup.host.sandbox_context().workspace.clone();
     let server = ToolServer::new(catalog.clone(), truncation).with_approvals(approvals, workspace);

@@ -5,6 +5,7 @@
 //! This folder sits beside `tools/`: it knows tool registries, plugin
 //! grants and the process sandbox, never the agent.
 
+mod ask;
 mod error;
 mod launch;
 mod remote_tool;

@@ -32,8 +32,9 @@ pub struct ToolServer {
     catalog: ToolCatalog,
     truncation: Arc<TruncationPolicy>,
     /// The operator's approval rules, and the workspace their paths are
-    /// in. The MCP client cannot be asked yet: a call that needs approval
-    /// is refused with what would allow it.
+    /// in. A call that needs approval is put to the client (elicitation);
+    /// a client that cannot answer gets a refusal naming what would allow
+    /// it.
     approvals: Arc<(crate::approvals::Approvals, std::path::PathBuf)>,
 }
 
@@ -88,9 +89,38 @@ impl ToolServer {
         let subject =
             crate::approvals::call_subject(&name, &call.arguments, writes, workspace, workspace);
         let verdict = approvals.decide(&subject);
-        if verdict.decision != crate::approvals::Decision::Allow {
-            let text = crate::approvals::refusal(&subject, &verdict);
-            return Ok(CallToolResult::error(vec![ContentBlock::text(text)]));
+        let mut approval = crate::approvals::receipt_line(&verdict, approvals.mode);
+        match verdict.decision {
+            crate::approvals::Decision::Allow => {}
+            crate::approvals::Decision::Deny => {
+                let text = crate::approvals::refusal(&subject, &verdict);
+                return Ok(CallToolResult::error(vec![ContentBlock::text(text)]));
+            }
+            crate::approvals::Decision::Ask => {
+                let sandbox = registry
+                    .get(&name)
+                    .map(|t| t.executor.standing(&name).mode)
+                    .unwrap_or_else(|| "host".into());
+                let what = crate::approvals::describe_call(&subject);
+                match super::ask::ask_client(&context.peer, &name, &what, &approval, &sandbox).await
+                {
+                    super::ask::Asked::Allowed { at } => {
+                        approval = format!(
+                            "{approval}; allowed by the operator via mcp client at {at} (once)"
+                        );
+                    }
+                    super::ask::Asked::Denied { note, .. } => {
+                        let note = note.map(|n| format!(": {n}")).unwrap_or_default();
+                        return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                            "The operator denied this call{note}. Do not retry it as it is; change approach or ask the user."
+                        ))]));
+                    }
+                    super::ask::Asked::CannotAsk => {
+                        let text = crate::approvals::refusal(&subject, &verdict);
+                        return Ok(CallToolResult::error(vec![ContentBlock::text(text)]));
+                    }
+                }
+            }
         }
         let progress = context.meta.get_progress_token();
         let (live_tx, live_rx) = mpsc::channel(LIVE_CHUNKS);
@@ -115,7 +145,12 @@ impl ToolServer {
             reporter.abort();
         }
         match outcome {
-            Some(outcome) => Ok(self.result(&name, outcome)),
+            Some(mut outcome) => {
+                if let Some(receipt) = &mut outcome.receipt {
+                    receipt.approvals.insert(0, approval);
+                }
+                Ok(self.result(&name, outcome))
+            }
             None => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
                 "{name} was cancelled by the client"
             ))])),
