@@ -301,3 +301,44 @@ async fn the_model_cannot_write_itself_a_rule_into_the_operators_file() {
     let told = tool_result(KIND, &requests[1], "w1", "write_file");
     assert!(told.contains("protected"), "{told}");
 }
+
+/// `[approvals] rules_file` names a file of rules beside the operator's
+/// configuration: its rules are in force and listed, and a mistake in it
+/// is named by its own file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rules_file_the_operator_names_is_in_force() {
+    let scene = Scene::new();
+    scene.write_user_config("[approvals]\nrules_file = \"rules.toml\"\n");
+    let rules = scene.user_config().with_file_name("rules.toml");
+    std::fs::write(
+        &rules,
+        "# team rules\n\n[[approvals.rules]]\nshell = [\"touch\"]\ndecision = \"deny\"\n",
+    )
+    .unwrap();
+    let (_, end, sent) = run_shell(&scene, "touch nope", &[]).await;
+    assert_eq!(end["data"]["status"], "denied", "{end}");
+    assert!(
+        sent.contains(&format!("{}:3", rules.display())),
+        "the refusal names the rules file's line: {sent}"
+    );
+    let list = crate::support::sandcrab_cmd(&scene)
+        .args(["approvals", "list", "-w"])
+        .arg(scene.workspace())
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&list.stdout);
+    assert!(listed.contains("file     deny   shell touch"), "{listed}");
+    std::fs::write(
+        &rules,
+        "[[approvals.rules]]\nshell = [\"touch\"]\ndecision = \"maybe\"\n",
+    )
+    .unwrap();
+    let out = crate::support::sandcrab_cmd(&scene)
+        .args(["approvals", "list", "-w"])
+        .arg(scene.workspace())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains(&rules.display().to_string()), "{err}");
+}

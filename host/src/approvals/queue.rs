@@ -75,6 +75,10 @@ pub struct Answer {
 /// Longest note the model is shown.
 pub const MAX_NOTE_CHARS: usize = 2_000;
 
+/// Most requests waiting at once: a model that fires a hundred parallel
+/// calls does not bury the operator; the calls beyond are denied.
+pub const MAX_WAITING: usize = 16;
+
 /// No request with that id is waiting.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("no permission request {0} is waiting (answered, timed out, or withdrawn)")]
@@ -126,8 +130,27 @@ impl PermissionQueue {
             uuid::Uuid::new_v4().simple()
         );
         let (tx, rx) = oneshot::channel();
-        self.lock()
-            .insert(request.id.clone(), (request.clone(), tx));
+        {
+            let mut waiting = self.lock();
+            if waiting.len() >= MAX_WAITING {
+                // Answered at once: the sender goes with the refusal.
+                let _ = tx.send(Answer {
+                    allow: false,
+                    scope: Scope::Once,
+                    note: Some(format!(
+                        "{MAX_WAITING} requests are already waiting for the operator; ask again after they are answered"
+                    )),
+                    by: "queue limit".into(),
+                    at: crate::time::now_rfc3339(),
+                });
+                return Ticket {
+                    queue: self.clone(),
+                    request,
+                    rx: Some(rx),
+                };
+            }
+            waiting.insert(request.id.clone(), (request.clone(), tx));
+        }
         self.count_changed();
         Ticket {
             queue: self.clone(),
@@ -233,6 +256,18 @@ mod tests {
         assert!(got.allow);
         assert!(queue.pending().is_empty());
         assert!(queue.answer(&id, answer(false)).is_err(), "answered once");
+    }
+
+    #[tokio::test]
+    async fn requests_beyond_the_limit_are_denied_at_once() {
+        let queue = PermissionQueue::new(Duration::from_secs(30));
+        let tickets: Vec<Ticket> = (0..MAX_WAITING).map(|_| queue.submit(request())).collect();
+        assert_eq!(queue.pending().len(), MAX_WAITING);
+        let late = queue.submit(request()).answer().await;
+        assert!(!late.allow && late.by == "queue limit", "{late:?}");
+        assert_eq!(queue.pending().len(), MAX_WAITING);
+        drop(tickets);
+        assert!(queue.pending().is_empty());
     }
 
     #[tokio::test]

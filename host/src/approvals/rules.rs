@@ -54,6 +54,8 @@ pub struct Rule {
     pub workspace: Option<PathBuf>,
     /// Who wrote it.
     pub origin: Origin,
+    /// The file it is in.
+    pub file: PathBuf,
 }
 
 impl Rule {
@@ -163,6 +165,7 @@ impl Rules {
             let at = format!("{}:{line}", file.display());
             let mut rule = rule(spanned.into_inner(), at, origin)?;
             rule.number = i + 1;
+            rule.file = file.to_path_buf();
             rules.push(rule);
         }
         Ok(Rules { rules })
@@ -385,6 +388,7 @@ fn rule(raw: RuleToml, at: String, origin: Origin) -> Result<Rule, RuleError> {
         number: 0,
         workspace: raw.workspace,
         origin,
+        file: PathBuf::new(),
     };
     for example in &raw.examples {
         if !example_matches(&rule, example) {

@@ -69,12 +69,16 @@ fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
     } else {
         approvals.parsed.iter().cloned().collect()
     };
+    // Numbers name rules of the operator's file, which revoke edits; a
+    // rules file it names, or a project's, is edited by hand.
+    let operator = operator_file(args.config.clone()).ok();
+    let number = |r: &Rule| (Some(&r.file) == operator.as_ref()).then_some(r.number);
     if args.json {
         let list: Vec<_> = rules
             .iter()
             .map(|r| {
                 json!({
-                    "number": (r.origin == Origin::Trusted).then_some(r.number),
+                    "number": number(r),
                     "at": r.at,
                     "decision": r.decision,
                     "matches": r.describe(),
@@ -97,9 +101,10 @@ fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
         outln!("no approval rules (add [[approvals.rules]] to your configuration)");
     }
     for rule in &rules {
-        let number = match rule.origin {
-            Origin::Trusted => format!("#{}", rule.number),
-            Origin::Project => "project".into(),
+        let number = match (number(rule), rule.origin) {
+            (Some(n), _) => format!("#{n}"),
+            (None, Origin::Project) => "project".into(),
+            (None, Origin::Trusted) => "file".into(),
         };
         outln!(
             "{number:<8} {:<5}  {}  {}  ({})",

@@ -126,6 +126,9 @@ pub fn load(workspace: &Path, explicit: Option<&Path>) -> Result<LoadedConfig, C
             let trusted = into_config(table.clone(), path)?;
             // Rules written for another workspace stay out.
             rules = approval_rules(&trusted, &text, path, true)?.for_workspace(workspace);
+            if let Some(file) = &trusted.approvals.rules_file {
+                rules.extend(rules_file(path, file)?.for_workspace(workspace));
+            }
             (absolutize_plugin_dirs(table, path), trusted.trust)
         }
         None => (toml::Table::new(), BTreeMap::new()),
@@ -183,6 +186,24 @@ pub fn load(workspace: &Path, explicit: Option<&Path>) -> Result<LoadedConfig, C
         trusted_path,
         project,
         warnings,
+    })
+}
+
+/// The rules of the rules file `file` that the operator's configuration
+/// `config_path` names (relative to it). Like the configuration itself,
+/// no tool or program may change or read it.
+fn rules_file(config_path: &Path, file: &Path) -> Result<crate::approvals::Rules, ConfigError> {
+    let path = match config_path.parent() {
+        Some(dir) if file.is_relative() => dir.join(file),
+        _ => file.to_path_buf(),
+    };
+    crate::process::hide(&path);
+    let text = trusted_file(&path)?;
+    crate::approvals::Rules::parse(&text, &path, crate::approvals::Origin::Trusted).map_err(|e| {
+        ConfigError::Parse {
+            path: path.clone(),
+            message: e.to_string(),
+        }
     })
 }
 

@@ -46,6 +46,9 @@ pub struct ApprovalsToml {
     /// is loaded, into `parsed`.
     #[serde(default)]
     pub rules: Vec<toml::Value>,
+    /// A file of more `[[approvals.rules]]` (relative to the configuration
+    /// file naming it); read only from the operator's own file.
+    pub rules_file: Option<std::path::PathBuf>,
     /// The rules of every layer, in order (the operator's, then the
     /// project's ask and deny rules).
     #[serde(skip)]
