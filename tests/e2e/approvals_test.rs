@@ -342,3 +342,30 @@ async fn a_rules_file_the_operator_names_is_in_force() {
     assert!(!out.status.success());
     assert!(err.contains(&rules.display().to_string()), "{err}");
 }
+
+/// A rule naming a tool nobody has (a typo) would silently never apply:
+/// the session warns with its file and line; rules for the host's own
+/// tools (jobs, subagents) are not warned about.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rule_for_a_tool_nobody_has_is_a_warning_with_its_line() {
+    let scene = Scene::new();
+    scene.write_user_config(
+        "[[approvals.rules]]\ntool = \"cancel_job\"\ndecision = \"ask\"\n\n[[approvals.rules]]\ntool = \"write_fiel\"\ndecision = \"deny\"\n",
+    );
+    let (out, _, _) = run_shell(&scene, "echo hi", &[]).await;
+    let warnings: Vec<String> = events(&out.stdout)
+        .into_iter()
+        .filter(|e| e["kind"] == "WARNING")
+        .map(|e| e["data"]["message"].as_str().unwrap().to_string())
+        .filter(|m| m.contains("approval rule"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with(&format!(
+            "{}:5: the approval rule names tool 'write_fiel'",
+            scene.user_config().display()
+        )) && warnings[0].contains("write_file"),
+        "{}",
+        warnings[0]
+    );
+}

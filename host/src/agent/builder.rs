@@ -284,6 +284,10 @@ impl AgentKit {
         if let Some(warning) = warning {
             session.warn(&warning);
         }
+        let known = session.tools().names();
+        for warning in crate::approvals::unknown_tools(&self.config.approvals.rules, &known) {
+            session.warn(&warning);
+        }
         session
     }
 

@@ -64,6 +64,29 @@ pub fn rules_from_flags(flags: &[String]) -> Result<Rules, RuleError> {
     )
 }
 
+/// A warning for every rule that names a tool not among `known` (a
+/// mistyped name would otherwise never match, silently): its file and
+/// line, the name, and the tools there are.
+pub fn unknown_tools(rules: &Rules, known: &[String]) -> Vec<String> {
+    rules
+        .iter()
+        .filter_map(|rule| {
+            let tool = match &rule.matcher {
+                super::rules::Matcher::Tool(t) => t,
+                super::rules::Matcher::Path { tool: Some(t), .. } => t,
+                _ => return None,
+            };
+            (!known.contains(tool)).then(|| {
+                format!(
+                    "{}: the approval rule names tool '{tool}', which no tool here has, so it never applies; fix the name (tools: {})",
+                    rule.at,
+                    known.join(", ")
+                )
+            })
+        })
+        .collect()
+}
+
 /// What the model reads when `verdict` stops a call of `subject` and
 /// nobody can be asked.
 pub fn refusal(subject: &Subject, verdict: &Verdict) -> String {
@@ -172,6 +195,24 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("unknown kind 'shel'"), "{err}");
+    }
+
+    #[test]
+    fn a_rule_naming_no_tool_there_is_warned_about_with_its_line() {
+        let rules = Rules::parse(
+            "[[approvals.rules]]\ntool = \"write_fiel\"\ndecision = \"deny\"\n\n[[approvals.rules]]\ntool = \"shell\"\ndecision = \"ask\"\n",
+            std::path::Path::new("/c/config.toml"),
+            super::super::rules::Origin::Trusted,
+        )
+        .unwrap();
+        let known = ["shell".to_string(), "write_file".to_string()];
+        let warnings = unknown_tools(&rules, &known);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with("/c/config.toml:1: the approval rule names tool 'write_fiel'"),
+            "{}",
+            warnings[0]
+        );
     }
 
     #[test]

@@ -35,7 +35,9 @@ mod subject;
 
 pub use command::CommandLine;
 pub use decision::{Decision, Mode};
-pub use gate::{Approvals, describe_call, receipt_line, refusal, rules_from_flags, suggestion};
+pub use gate::{
+    Approvals, describe_call, receipt_line, refusal, rules_from_flags, suggestion, unknown_tools,
+};
 pub use glob::Glob;
 pub use preview::edit_diff;
 pub use queue::{
