@@ -1287,3 +1287,29 @@ async fn always_in_this_workspace_writes_the_rule_and_the_receipt_names_it() {
         "{line}"
     );
 }
+
+/// An interrupt while a call waits withdraws its request: the list is
+/// empty and `agent:permission-resolved` says so, so no client waits on
+/// a request that is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_withdraws_the_waiting_request_and_says_so() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    let (b, events, request) = asking_bridge(&scene, &server, "withdrawn", &[]).await;
+    assert_eq!(b.post("/agent/interrupt").await.0, 200);
+    let (_, _, resolved) = events.wait_for("agent:permission-resolved").await;
+    assert_eq!(resolved["id"], request["id"]);
+    assert_eq!(
+        (&resolved["decision"], &resolved["by"]),
+        (&json!("deny"), &json!("withdrawn"))
+    );
+    assert!(
+        b.call("GET", "/agent/permissions", None)
+            .await
+            .1
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    assert!(!scene.workspace().join("withdrawn").exists());
+}

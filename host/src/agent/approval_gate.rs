@@ -90,18 +90,24 @@ pub(super) async fn decide(session: &Session, call: &ToolCall, registry: &ToolRe
             let ticket = queue.submit(request);
             session.emit(EventData::PermissionRequired(ticket.request().clone()));
             let asked_id = ticket.request().id.clone();
-            let answer = ticket.answer().await;
-            session.emit(EventData::PermissionResolved(ed::PermissionResolved {
+            // Withdrawn (the call interrupted) before an answer: say so too.
+            let mut pending = Resolution {
+                session,
                 id: asked_id.clone(),
                 call_id: call.id.clone(),
-                decision: if answer.allow {
+                answered: false,
+            };
+            let answer = ticket.answer().await;
+            pending.answered = true;
+            pending.emit(
+                if answer.allow {
                     Decision::Allow
                 } else {
                     Decision::Deny
                 },
-                scope: answer.scope,
-                by: answer.by.clone(),
-            }));
+                answer.scope,
+                &answer.by,
+            );
             let who = format!("the operator via {} at {}", answer.by, answer.at);
             if !answer.allow {
                 let note = answer
@@ -127,6 +133,38 @@ pub(super) async fn decide(session: &Session, call: &ToolCall, registry: &ToolRe
                 line
             };
             refuse(text, note)
+        }
+    }
+}
+
+/// The `agent:permission-resolved` of one request: sent with the answer,
+/// or — when the waiting call is dropped first (interrupted) — as a
+/// denial `by` "withdrawn", so a client never waits on a request that is
+/// gone.
+struct Resolution<'a> {
+    session: &'a Session,
+    id: String,
+    call_id: String,
+    answered: bool,
+}
+
+impl Resolution<'_> {
+    fn emit(&self, decision: Decision, scope: Scope, by: &str) {
+        self.session
+            .emit(EventData::PermissionResolved(ed::PermissionResolved {
+                id: self.id.clone(),
+                call_id: self.call_id.clone(),
+                decision,
+                scope,
+                by: by.to_string(),
+            }));
+    }
+}
+
+impl Drop for Resolution<'_> {
+    fn drop(&mut self) {
+        if !self.answered {
+            self.emit(Decision::Deny, Scope::Once, "withdrawn");
         }
     }
 }
