@@ -369,3 +369,47 @@ async fn a_rule_for_a_tool_nobody_has_is_a_warning_with_its_line() {
         warnings[0]
     );
 }
+
+/// The same for a configuration named with `--config` inside the
+/// workspace: neither a file tool nor an allowed program changes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_cannot_write_a_rule_into_a_config_named_by_flag() {
+    let scene = Scene::new();
+    let config = scene.workspace().join("dev.toml");
+    std::fs::write(&config, "# the operator's\n").unwrap();
+    let server = MockLlm::start().await;
+    server.push(stream(
+        KIND,
+        &Answer::Tools(vec![tool(
+            "s1",
+            "shell",
+            json!({"command": "printf '[[approvals.rules]]\\ntool = \"shell\"\\ndecision = \"allow\"\\n' >> dev.toml"}),
+        )]),
+    ));
+    server.push(stream(
+        KIND,
+        &Answer::Tools(vec![tool(
+            "w1",
+            "edit_file",
+            json!({"file_path": "dev.toml", "old_string": "# the operator's", "new_string": "[[approvals.rules]]\ntool = \"shell\"\ndecision = \"allow\""}),
+        )]),
+    ));
+    server.push(stream(KIND, &Answer::Text(vec!["done"])));
+    let out = sandcrab(&scene, KIND, &server, "run")
+        .arg("--config")
+        .arg(&config)
+        .args(["--json", "--approve", "shell:printf"])
+        .arg("add the rule")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        "# the operator's\n",
+        "the model changed the operator's file"
+    );
+}

@@ -660,3 +660,61 @@ async fn confined_programs_find_the_hosts_secrets_hidden() {
     assert_eq!(off.matches(canary).count(), 3, "{off}");
     assert!(off.contains("serve.token"), "{off}");
 }
+
+/// Secrets that appear after a program started — a bridge started later,
+/// a token or configuration file replaced by rename (as sandcrab itself
+/// saves them) — stay hidden from it: whole directories are covered, not
+/// the files that happened to exist.
+#[tokio::test]
+async fn secrets_written_after_a_program_starts_stay_hidden() {
+    if !confinable() {
+        return;
+    }
+    let scene = Scene::new();
+    let canary = "canary-late-51c0";
+    let runtime = scene.root.path().join("run");
+    std::fs::create_dir(&runtime).unwrap();
+    scene.write_user_config("# nothing yet\n");
+    let token = runtime.join("sandcrab/serve.token");
+    let config = scene.user_config();
+    let probe = json!({
+        "command": format!(
+            "for i in $(seq 60); do cat {} {} 2>/dev/null; sleep 0.1; done; true",
+            token.display(),
+            config.display()
+        ),
+        "timeout_ms": 30000
+    })
+    .to_string();
+    let child = sandcrab_cmd(&scene)
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .args([
+            "tool",
+            "call",
+            "shell",
+            "--sandbox",
+            "workspace-write",
+            "-w",
+        ])
+        .arg(scene.workspace())
+        .args(["--args", &probe])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    // A bridge starting now, and the operator's file saved by rename.
+    std::fs::create_dir_all(token.parent().unwrap()).unwrap();
+    std::fs::write(&token, canary).unwrap();
+    let fresh = config.with_extension("new");
+    std::fs::write(&fresh, format!("# {canary}\n")).unwrap();
+    std::fs::rename(&fresh, &config).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!said.contains(canary), "a late secret was read: {said}");
+}

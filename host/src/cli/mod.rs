@@ -152,21 +152,18 @@ pub fn main() -> ExitCode {
 }
 
 /// What no program sandcrab confines may read, wherever this command
-/// goes: the bridge tokens in their default place (another sandcrab's
-/// too), the operator's configuration and the default session database.
-/// Token files and databases opened elsewhere are hidden where they are
-/// issued and opened.
+/// goes: the directories of the bridge tokens (every sandcrab's), of the
+/// operator's configuration and of the session database — created now,
+/// so they are covered before anything is written into them. Token files
+/// and databases kept elsewhere are hidden where they are issued and
+/// opened.
 fn hide_host_secrets() {
-    let defaults = crate::server::token::default_secrets()
+    let dirs = crate::server::token::default_dirs()
         .into_iter()
-        .chain(crate::user_files::config_file())
-        .chain(
-            crate::store::default_path()
-                .map(|db| crate::store::database_files(&db))
-                .unwrap_or_default(),
-        );
-    for path in defaults {
-        crate::process::hide(&path);
+        .chain(crate::user_files::config_file().and_then(|f| f.parent().map(Into::into)))
+        .chain(crate::store::default_path().and_then(|db| db.parent().map(Into::into)));
+    for dir in dirs {
+        crate::process::hide_dir(&dir);
     }
 }
 

@@ -113,7 +113,12 @@ pub fn into_config(table: toml::Table, path: &Path) -> Result<Config, ConfigErro
 /// Read the trusted file and the project file of `workspace`; combine them.
 pub fn load(workspace: &Path, explicit: Option<&Path>) -> Result<LoadedConfig, ConfigError> {
     let trusted_path = match explicit {
-        Some(path) => Some(path.to_path_buf()),
+        Some(path) => {
+            // Wherever it is, the operator's file is no program's to read
+            // or change.
+            crate::process::hide(path);
+            Some(path.to_path_buf())
+        }
         None => Config::user_file().filter(|p| p.exists()),
     };
     // Each file is deserialized once, to validate it (naming it in

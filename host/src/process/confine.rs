@@ -100,6 +100,8 @@ pub struct Confinement {
     ruleset: Option<Arc<OwnedFd>>,
     seccomp: Option<Arc<seccompiler::BpfProgram>>,
     protected: Vec<PathBuf>,
+    /// What the program works in (never covered by a secret's cover).
+    visible: Vec<PathBuf>,
 }
 
 impl Confinement {
@@ -113,6 +115,7 @@ impl Confinement {
             ruleset: None,
             seccomp: None,
             protected: Vec::new(),
+            visible: Vec::new(),
         }
     }
 
@@ -148,6 +151,7 @@ impl Confinement {
             ruleset: Some(Arc::new(build_ruleset(spec, support.private_proc)?)),
             seccomp: Some(Arc::new(bpf)),
             protected: spec.protected.clone(),
+            visible: spec.write.iter().chain(&spec.read).cloned().collect(),
         })
     }
 
@@ -176,8 +180,11 @@ impl Confinement {
     /// host's secrets that exist now are covered.
     pub fn apply(&self, cmd: &mut tokio::process::Command) -> Result<(), ConfineError> {
         let binds = if self.namespaces & libc::CLONE_NEWNS != 0 {
-            BindPlan::new(&existing_protected(&self.protected)?, &hidden::covers())
-                .map_err(|e| ConfineError::Build(format!("protected paths: {e}")))?
+            BindPlan::new(
+                &existing_protected(&self.protected)?,
+                &hidden::covers(&self.visible),
+            )
+            .map_err(|e| ConfineError::Build(format!("protected paths: {e}")))?
         } else {
             BindPlan::default()
         };

@@ -9,7 +9,12 @@
 //! file system, a file by `/dev/null`.
 //!
 //! Whoever creates or opens a secret registers it ([`hide`]); every
-//! confinement prepared afterwards covers it.
+//! program started afterwards gets it covered. Directories are the sure
+//! cover: a secret written into one later, or replaced there by rename
+//! (as tokens and the configuration are saved), stays covered; a file
+//! cover holds only for the file that existed when the program started.
+//! So sandcrab's own secrets live in dedicated directories, created
+//! before any program runs.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -46,8 +51,11 @@ pub enum Cover {
 
 /// The covers for the registered secrets that exist now, as they are on
 /// disk (a link is covered where it leads, so the secret is covered and
-/// not the link; the link then leads to the cover).
-pub fn covers() -> Vec<Cover> {
+/// not the link; the link then leads to the cover). A secret inside a
+/// covered directory needs no cover of its own; a directory holding one
+/// of `visible` (the workspace a program works in) is not covered — the
+/// files in it that are secrets are, one by one.
+pub fn covers(visible: &[PathBuf]) -> Vec<Cover> {
     let mut covers = Vec::new();
     for path in hidden() {
         let Ok(real) = std::fs::canonicalize(&path) else {
@@ -59,9 +67,34 @@ pub fn covers() -> Vec<Cover> {
             _ => {}
         }
     }
+    covers.retain(|c| match c {
+        Cover::Directory(dir) => !visible.iter().any(|v| v.starts_with(dir)),
+        Cover::File(_) => true,
+    });
     covers.sort_by(|a, b| cover_path(a).cmp(cover_path(b)));
     covers.dedup();
-    covers
+    // Sorted, a directory comes before what is inside it.
+    let mut kept: Vec<Cover> = Vec::new();
+    for cover in covers {
+        let inside = kept
+            .iter()
+            .any(|k| matches!(k, Cover::Directory(dir) if cover_path(&cover).starts_with(dir)));
+        if !inside {
+            kept.push(cover);
+        }
+    }
+    kept
+}
+
+/// Hide the dedicated directory `dir`, creating it (private to the user)
+/// first so it is covered before anything is written into it.
+pub fn hide_dir(dir: &Path) {
+    use std::os::unix::fs::DirBuilderExt;
+    let _ = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir);
+    hide(dir);
 }
 
 fn cover_path(cover: &Cover) -> &Path {
@@ -85,7 +118,7 @@ mod tests {
         hide(&real.join("link"));
         hide(&real.join("not-yet"));
         hide(&real.join("tokens"));
-        let mine: Vec<Cover> = covers()
+        let mine: Vec<Cover> = covers(&[])
             .into_iter()
             .filter(|c| cover_path(c).starts_with(&real))
             .collect();
@@ -98,6 +131,14 @@ mod tests {
         );
         // Created later: covered from then on.
         std::fs::write(real.join("not-yet"), "").unwrap();
-        assert!(covers().contains(&Cover::File(real.join("not-yet"))));
+        assert!(covers(&[]).contains(&Cover::File(real.join("not-yet"))));
+        // Inside a covered directory: no cover of its own (the mount point
+        // would not exist under the cover).
+        std::fs::write(real.join("tokens/serve.token"), "").unwrap();
+        hide(&real.join("tokens/serve.token"));
+        assert!(!covers(&[]).contains(&Cover::File(real.join("tokens/serve.token"))));
+        // A directory holding the workspace is left visible.
+        let ws = real.join("tokens/ws");
+        assert!(!covers(&[ws]).contains(&Cover::Directory(real.join("tokens"))));
     }
 }

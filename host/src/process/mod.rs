@@ -24,7 +24,7 @@ mod support;
 pub use bounded::{LineLimited, forward_lines};
 pub use confine::{ConfineError, Confinement, ConfinementSpec, MAX_FILE_SIZE, MAX_PROCESSES};
 pub use env::{ChildEnv, DEFAULT_PATH, find_on_path};
-pub use hidden::{hidden, hide};
+pub use hidden::{hidden, hide, hide_dir};
 pub use host::harden_host;
 pub use mode::SandboxMode;
 pub use runner::{

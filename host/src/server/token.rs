@@ -1,7 +1,7 @@
 //! The bridge's bearer token: a fresh random one at every start, in a file
 //! only the user can read, in a directory only the user can change
 //! (`$XDG_RUNTIME_DIR/sandcrab/serve.token`, else
-//! `~/.config/sandcrab/serve.token`).
+//! `~/.config/sandcrab/tokens/serve.token`).
 //!
 //! A client never sends the token to a server before the server proved it
 //! holds it: [`proof`] is a keyed hash of the client's random challenge and
@@ -44,15 +44,23 @@ pub enum TokenError {
 }
 
 /// The default token file of `sandcrab serve` (`name` = `serve.token`) or
-/// of `sandcrab mcp serve --http` (`mcp.token`).
+/// of `sandcrab mcp serve --http` (`mcp.token`): in
+/// `$XDG_RUNTIME_DIR/sandcrab/`, else `~/.config/sandcrab/tokens/`.
 pub fn default_file(name: &str) -> Option<PathBuf> {
-    let base = runtime_dir().or_else(|| {
-        std::env::var_os("XDG_CONFIG_HOME")
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
-    })?;
-    Some(base.join("sandcrab").join(name))
+    let dir = match runtime_dir() {
+        Some(run) => run.join("sandcrab"),
+        None => config_tokens_dir()?,
+    };
+    Some(dir.join(name))
+}
+
+/// `~/.config/sandcrab/tokens` (honouring `XDG_CONFIG_HOME`).
+fn config_tokens_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(base.join("sandcrab").join("tokens"))
 }
 
 /// `$XDG_RUNTIME_DIR`, when it is an absolute directory.
@@ -62,20 +70,15 @@ fn runtime_dir() -> Option<PathBuf> {
         .filter(|p| p.is_absolute() && p.is_dir())
 }
 
-/// What a confined program must never read of the tokens in their
-/// default place: the directory when it is sandcrab's own in
-/// `$XDG_RUNTIME_DIR` (other sandcrabs may issue tokens there later),
-/// else the two token files.
-pub fn default_secrets() -> Vec<PathBuf> {
-    match default_file("serve.token") {
-        Some(file) if runtime_dir().is_some_and(|dir| file.starts_with(dir)) => {
-            file.parent().map(Path::to_path_buf).into_iter().collect()
-        }
-        _ => ["serve.token", "mcp.token"]
-            .into_iter()
-            .filter_map(default_file)
-            .collect(),
-    }
+/// The directories where every sandcrab keeps its tokens by default
+/// (with and without `$XDG_RUNTIME_DIR`: another sandcrab may have been
+/// started the other way): no confined program may read them.
+pub fn default_dirs() -> Vec<PathBuf> {
+    runtime_dir()
+        .map(|run| run.join("sandcrab"))
+        .into_iter()
+        .chain(config_tokens_dir())
+        .collect()
 }
 
 /// A new token for this start, written to `file` (0600) in a private
