@@ -79,7 +79,7 @@ async fn on_risk_refuses_unapproved_commands_and_approve_lets_them_run() {
     let (_, end, sent) = run_shell(&scene, "touch made", &["--approvals", "on-risk"]).await;
     assert!(!scene.workspace().join("made").exists());
     assert_eq!(end["data"]["status"], "denied");
-    assert!(sent.contains("--approve 'shell:touch made'"), "{sent}");
+    assert!(sent.contains("--approve 'command:touch made'"), "{sent}");
     // Pre-approved by rule, it runs, and its receipt says by which rule.
     let (_, end, _) = run_shell(
         &scene,

@@ -915,10 +915,10 @@ async fn a_shell_command_waits_for_the_operator_and_runs_once_allowed() {
         request["scopes"],
         json!([
             {"scope": "once", "allows": "this call", "rule": null},
-            {"scope": "session", "allows": "shell:touch allowed for the rest of this conversation",
-             "rule": "shell:touch allowed"},
-            {"scope": "workspace", "rule": "shell:touch allowed",
-             "allows": format!("shell:touch allowed from now on in this workspace (an allow rule written to {})",
+            {"scope": "session", "allows": "command:touch allowed for the rest of this conversation",
+             "rule": "command:touch allowed"},
+            {"scope": "workspace", "rule": "command:touch allowed",
+             "allows": format!("command:touch allowed from now on in this workspace (an allow rule written to {})",
                                scene.user_config().display())}
         ])
     );
@@ -1035,11 +1035,7 @@ async fn a_yes_for_the_conversation_is_not_asked_again_and_says_its_scope() {
     ));
     server.push(stream(
         KIND,
-        &Answer::Tools(vec![tool(
-            "c2",
-            "shell",
-            json!({"command": "touch twice -c"}),
-        )]),
+        &Answer::Tools(vec![tool("c2", "shell", json!({"command": "touch twice"}))]),
     ));
     server.push(stream(KIND, &Answer::Text(vec!["done"])));
     let b = bridge(&scene, Some(&server), true);
@@ -1068,13 +1064,13 @@ async fn a_yes_for_the_conversation_is_not_asked_again_and_says_its_scope() {
     let line = results[0]["receipt"]["approvals"][0].as_str().unwrap();
     assert!(
         line.starts_with("ask by mode on-risk; allowed by the operator via bridge at 20")
-            && line.ends_with("Z (shell:touch twice for this conversation)"),
+            && line.ends_with("Z (command:touch twice for this conversation)"),
         "{line}"
     );
     let id = request["id"].as_str().unwrap();
     assert_eq!(
         results[1]["receipt"]["approvals"][0],
-        format!("allow by rule the operator's answer to {id} via bridge (shell touch twice)"),
+        format!("allow by rule the operator's answer to {id} via bridge (command touch twice)"),
         "{}",
         results[1]
     );
@@ -1272,7 +1268,7 @@ async fn always_in_this_workspace_writes_the_rule_and_the_receipt_names_it() {
     let workspace = scene.workspace().canonicalize().unwrap();
     assert!(
         config.contains(&format!(
-            "shell = [\"touch\", \"kept\"]\ndecision = \"allow\"\nworkspace = \"{}\"",
+            "command = [\"touch\", \"kept\"]\ndecision = \"allow\"\nworkspace = \"{}\"",
             workspace.display()
         )),
         "{config}"
@@ -1281,7 +1277,7 @@ async fn always_in_this_workspace_writes_the_rule_and_the_receipt_names_it() {
     let line = result["receipt"]["approvals"][0].as_str().unwrap();
     assert!(
         line.contains(&format!(
-            "(shell:touch kept always in this workspace: rule written at {}:",
+            "(command:touch kept always in this workspace: rule written at {}:",
             scene.user_config().display()
         )),
         "{line}"

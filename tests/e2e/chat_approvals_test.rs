@@ -196,7 +196,7 @@ async fn chat_asks_on_the_terminal_and_every_answer_keeps_its_scope() {
     let shown = term.expect(PROMPT);
     assert!(shown.contains("command: touch conv"), "{shown}");
     assert!(
-        shown.contains("s  allow shell:touch conv for the rest of this conversation"),
+        shown.contains("s  allow command:touch conv for the rest of this conversation"),
         "{shown}"
     );
     term.send("s\n");
@@ -208,7 +208,7 @@ async fn chat_asks_on_the_terminal_and_every_answer_keeps_its_scope() {
     let shown = term.expect(PROMPT);
     let workspace = scene.workspace().canonicalize().unwrap();
     assert!(
-        shown.contains("shell = [\"touch\", \"always\"]")
+        shown.contains("command = [\"touch\", \"always\"]")
             && shown.contains(&format!("workspace = \"{}\"", workspace.display())),
         "the rule is shown before it is written: {shown}"
     );
@@ -217,7 +217,7 @@ async fn chat_asks_on_the_terminal_and_every_answer_keeps_its_scope() {
     assert!(scene.workspace().join("always").exists());
     let config = std::fs::read_to_string(scene.user_config()).unwrap();
     assert!(
-        config.contains("shell = [\"touch\", \"always\"]\ndecision = \"allow\"")
+        config.contains("command = [\"touch\", \"always\"]\ndecision = \"allow\"")
             && config.contains(&format!("workspace = \"{}\"", workspace.display())),
         "{config}"
     );
@@ -267,7 +267,7 @@ async fn chat_asks_on_the_terminal_and_every_answer_keeps_its_scope() {
     let listed = String::from_utf8_lossy(&list.stdout);
     assert!(
         listed.contains("#1")
-            && listed.contains("shell touch always")
+            && listed.contains("command touch always")
             && listed.contains(&format!("in {} only", workspace.display())),
         "{listed}"
     );

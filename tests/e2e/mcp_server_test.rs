@@ -501,7 +501,7 @@ fn the_mcp_client_is_asked_when_a_rule_says_ask() {
         step["text"]
             .as_str()
             .unwrap()
-            .contains("--approve 'shell:touch unasked'"),
+            .contains("--approve 'command:touch unasked'"),
         "{step}"
     );
     assert!(!scene.workspace().join("unasked").exists());

@@ -26,17 +26,18 @@ impl Approvals {
     }
 }
 
-/// Allow rules from `--approve` flags: `tool:NAME`, `shell:WORDS…` or
-/// `path:GLOB`.
+/// Allow rules from `--approve` flags: `tool:NAME`, `shell:WORDS…` (an
+/// argument list starting so), `command:WORDS…` (exactly this argument
+/// list) or `path:GLOB`.
 pub fn rules_from_flags(flags: &[String]) -> Result<Rules, RuleError> {
     let mut text = String::new();
     for flag in flags {
         let (kind, value) = flag.split_once(':').ok_or_else(|| RuleError {
             at: format!("--approve {flag:?}"),
-            message: "write KIND:VALUE, with KIND one of tool, shell, path (for example --approve 'shell:git push')".into(),
+            message: "write KIND:VALUE, with KIND one of tool, shell, command, path (for example --approve 'shell:git status')".into(),
         })?;
         let value_toml = match kind {
-            "shell" => {
+            "shell" | "command" => {
                 let words = shlex::split(value)
                     .filter(|w| !w.is_empty())
                     .ok_or_else(|| RuleError {
@@ -49,7 +50,7 @@ pub fn rules_from_flags(flags: &[String]) -> Result<Rules, RuleError> {
             other => {
                 return Err(RuleError {
                     at: format!("--approve {flag:?}"),
-                    message: format!("unknown kind '{other}': use tool, shell or path"),
+                    message: format!("unknown kind '{other}': use tool, shell, command or path"),
                 });
             }
         };
@@ -114,8 +115,8 @@ pub fn refusal(subject: &Subject, verdict: &Verdict) -> String {
 }
 
 /// The narrowest allow rule (as an `--approve` value) that would let this
-/// exact call run, if one can: a shell line of one plain command (its
-/// whole argument list), a tool writing one path that has no glob
+/// exact call run, if one can: a shell line of one plain command (exactly
+/// its argument list, no longer one), a tool writing one path that has no glob
 /// characters, or a tool by name. None when no rule can (several
 /// commands, opaque syntax) — then only a yes for this call will do.
 pub fn suggestion(subject: &Subject) -> Option<String> {
@@ -124,7 +125,7 @@ pub fn suggestion(subject: &Subject) -> Option<String> {
             match command.as_deref().map(CommandLine::parse) {
                 Some(CommandLine::Simple(commands)) if commands.len() == 1 => {
                     let words = shlex::try_join(commands[0].iter().map(String::as_str)).ok()?;
-                    Some(format!("shell:{words}"))
+                    Some(format!("command:{words}"))
                 }
                 _ => None,
             }
@@ -225,7 +226,7 @@ mod tests {
         let verdict = gate.decide(&subject);
         let text = refusal(&subject, &verdict);
         assert!(
-            text.contains("--approve 'shell:git push --force origin'"),
+            text.contains("--approve 'command:git push --force origin'"),
             "{text}"
         );
         // Several commands: no one rule allows the line.

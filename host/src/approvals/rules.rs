@@ -32,6 +32,10 @@ pub enum Matcher {
     Tool(String),
     /// Shell commands whose argument list starts with these words.
     Shell(Vec<String>),
+    /// Shell commands whose argument list is exactly these words (what a
+    /// yes for a conversation or a workspace adds: it allows the command
+    /// the operator saw, not longer ones).
+    Command(Vec<String>),
     /// Calls (of one tool, or of any file tool) writing a path the glob
     /// matches.
     Path { tool: Option<String>, glob: Glob },
@@ -64,6 +68,7 @@ impl Rule {
         match &self.matcher {
             Matcher::Tool(t) => format!("tool {t}"),
             Matcher::Shell(words) => format!("shell {}", words.join(" ")),
+            Matcher::Command(words) => format!("command {}", words.join(" ")),
             Matcher::Path {
                 tool: Some(t),
                 glob,
@@ -134,6 +139,7 @@ struct ApprovalsToml {
 struct RuleToml {
     tool: Option<String>,
     shell: Option<Vec<String>>,
+    command: Option<Vec<String>>,
     path: Option<String>,
     grant: Option<String>,
     decision: Decision,
@@ -301,11 +307,12 @@ fn by_mode(mode: Mode, risky: bool) -> Verdict {
 /// `GIT_CONFIG_…`), so a command with them is never allowed by a prefix;
 /// `ask` and `deny` look past them.
 fn shell_matches(rule: &Rule, words: &[String]) -> bool {
-    let Matcher::Shell(prefix) = &rule.matcher else {
-        return false;
+    let fits = |words: &[String]| match &rule.matcher {
+        Matcher::Shell(prefix) => words.starts_with(prefix),
+        Matcher::Command(exact) => words == exact.as_slice(),
+        _ => false,
     };
-    words.starts_with(prefix)
-        || (rule.decision != Decision::Allow && without_assignments(words).starts_with(prefix))
+    fits(words) || (rule.decision != Decision::Allow && fits(without_assignments(words)))
 }
 
 fn rule(raw: RuleToml, at: String, origin: Origin) -> Result<Rule, RuleError> {
@@ -332,13 +339,18 @@ fn rule(raw: RuleToml, at: String, origin: Origin) -> Result<Rule, RuleError> {
         }
         _ => {}
     }
-    let kinds = [raw.shell.is_some(), raw.path.is_some(), raw.grant.is_some()]
-        .iter()
-        .filter(|set| **set)
-        .count();
+    let kinds = [
+        raw.shell.is_some(),
+        raw.command.is_some(),
+        raw.path.is_some(),
+        raw.grant.is_some(),
+    ]
+    .iter()
+    .filter(|set| **set)
+    .count();
     if kinds > 1 {
         return Err(fail(
-            "a rule matches one thing: give `shell`, `path` or `grant`, not several (write two rules)".into(),
+            "a rule matches one thing: give `shell`, `command`, `path` or `grant`, not several (write two rules)".into(),
         ));
     }
     if let Some(name) = &raw.tool
@@ -363,6 +375,18 @@ fn rule(raw: RuleToml, at: String, origin: Origin) -> Result<Rule, RuleError> {
             ));
         }
         Matcher::Shell(words)
+    } else if let Some(words) = raw.command {
+        if raw.tool.as_deref().is_some_and(|t| t != SHELL_TOOL) {
+            return Err(fail(format!(
+                "a `command` rule is about the {SHELL_TOOL} tool; drop `tool`"
+            )));
+        }
+        if words.is_empty() || words.iter().any(|w| w.is_empty()) {
+            return Err(fail(
+                "`command` is a whole argument list, like [\"git\", \"push\", \"origin\", \"main\"]; it cannot be empty".into(),
+            ));
+        }
+        Matcher::Command(words)
     } else if let Some(glob) = raw.path {
         Matcher::Path {
             tool: raw.tool,
@@ -378,7 +402,7 @@ fn rule(raw: RuleToml, at: String, origin: Origin) -> Result<Rule, RuleError> {
         Matcher::Tool(tool)
     } else {
         return Err(fail(
-            "the rule matches nothing: give `tool`, `shell`, `path` or `grant`".into(),
+            "the rule matches nothing: give `tool`, `shell`, `command`, `path` or `grant`".into(),
         ));
     };
     let rule = Rule {
@@ -411,7 +435,7 @@ fn rule(raw: RuleToml, at: String, origin: Origin) -> Result<Rule, RuleError> {
 /// rule, a path for a path rule, a tool or grant name otherwise).
 fn example_matches(rule: &Rule, example: &str) -> bool {
     match &rule.matcher {
-        Matcher::Shell(_) => match CommandLine::parse(example) {
+        Matcher::Shell(_) | Matcher::Command(_) => match CommandLine::parse(example) {
             CommandLine::Simple(commands) => {
                 // An allow rule allows a line only if it allows every
                 // command in it; ask and deny speak to any of them.
@@ -508,6 +532,18 @@ decision = "ask"
         assert!(err(relative, Origin::Trusted).contains("must be an absolute path"));
         let project = "[[approvals.rules]]\ntool = \"x\"\ndecision = \"ask\"\nworkspace = \"/w\"\n";
         assert!(err(project, Origin::Project).contains("belongs in your own configuration"));
+    }
+
+    #[test]
+    fn a_command_rule_allows_exactly_its_argument_list() {
+        let r = rules(
+            "[[approvals.rules]]\ncommand = [\"rm\", \"-f\", \"build.log\"]\ndecision = \"allow\"\nexamples = [\"rm -f build.log\"]\nnot_examples = [\"rm -f build.log -r src .git\"]\n",
+        );
+        let d = |line: &str| r.decide(&shell(line), Mode::OnRisk).decision;
+        assert_eq!(d("rm -f build.log"), Decision::Allow);
+        assert_eq!(d("rm -f build.log -r src .git"), Decision::Ask);
+        assert_eq!(d("rm -f"), Decision::Ask);
+        assert_eq!(d("X=1 rm -f build.log"), Decision::Ask);
     }
 
     #[test]

@@ -43,29 +43,54 @@ fn read_reply(line: &str, request: &PermissionRequest) -> Reply {
     }
 }
 
-/// Show `request` on the terminal.
-fn show(request: &PermissionRequest, workspace: &Path) {
-    errln!(
-        "\n── approval needed: {} (asked by {}; runs under the {} sandbox)",
-        request.tool,
-        request.from,
-        request.sandbox
+/// Longest command or argument text shown (on one line).
+const MAX_SHOWN_CHARS: usize = 2_000;
+/// Most diff lines shown.
+const MAX_DIFF_LINES: usize = 200;
+
+/// `request` as the terminal shows it. Everything the model controls is
+/// on one line with its line breaks escaped and cut to a length, so a
+/// command cannot push itself off the screen or draw a fake request; the
+/// diff (many lines by nature) comes first, each line marked and cut,
+/// and the command and the answers last, where the operator reads them.
+fn render(request: &PermissionRequest, workspace: &Path) -> String {
+    let mut out = format!(
+        "\n── approval needed: {} (asked by {}; runs under the {} sandbox)\n",
+        one_line(&request.tool, 200),
+        one_line(&request.from, 200),
+        one_line(&request.sandbox, 200)
     );
-    errln!("   why: {}", request.reason);
+    if let Some(diff) = &request.diff {
+        out.push_str("   change it would make:\n");
+        let lines: Vec<&str> = diff.lines().collect();
+        for line in lines.iter().take(MAX_DIFF_LINES) {
+            out.push_str(&format!("   │ {}\n", one_line(line, 500)));
+        }
+        if lines.len() > MAX_DIFF_LINES {
+            out.push_str(&format!(
+                "   │ … {} more lines of diff not shown\n",
+                lines.len() - MAX_DIFF_LINES
+            ));
+        }
+    }
+    out.push_str(&format!("   why: {}\n", one_line(&request.reason, 500)));
     match request.arguments["command"].as_str() {
         Some(command) if request.tool == crate::approvals::SHELL_TOOL => {
-            errln!("   command: {command}")
+            let lines = command.lines().count();
+            let note = if lines > 1 {
+                format!(" ({lines} lines, shown on one)")
+            } else {
+                String::new()
+            };
+            out.push_str(&format!(
+                "   command{note}: {}\n",
+                one_line(command, MAX_SHOWN_CHARS)
+            ));
         }
-        _ => errln!(
-            "   arguments: {}",
-            shorten(&request.arguments.to_string(), 2_000)
-        ),
-    }
-    if let Some(diff) = &request.diff {
-        errln!("   change it would make:");
-        for line in diff.lines() {
-            errln!("   │ {line}");
-        }
+        _ => out.push_str(&format!(
+            "   arguments: {}\n",
+            one_line(&request.arguments.to_string(), MAX_SHOWN_CHARS)
+        )),
     }
     for offer in &request.scopes {
         let key = match offer.scope {
@@ -73,25 +98,43 @@ fn show(request: &PermissionRequest, workspace: &Path) {
             Scope::Session => "s",
             Scope::Workspace => "a",
         };
-        errln!("   {key}  allow {}", offer.allows);
+        out.push_str(&format!(
+            "   {key}  allow {}\n",
+            one_line(&offer.allows, 1_000)
+        ));
         if offer.scope == Scope::Workspace
             && let Some(flag) = &offer.rule
             && let Some(rule) = crate::config::remembered::rule_text(flag, workspace)
         {
             for line in rule.lines() {
-                errln!("        {line}");
+                out.push_str(&format!("        {}\n", one_line(line, 1_000)));
             }
         }
     }
-    errln!("   n  deny (n NOTE: deny and tell the model why)");
+    out.push_str("   n  deny (n NOTE: deny and tell the model why)");
+    out
 }
 
-fn shorten(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
+/// `text` on one line: line breaks and tabs escaped (`\n`), cut to `max`
+/// characters with how many were left out.
+fn one_line(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    let mut shown = 0;
+    for c in text.chars() {
+        if shown == max {
+            let rest = text.chars().count() - max;
+            out.push_str(&format!("… ({rest} more characters)"));
+            break;
+        }
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c => out.push(c),
+        }
+        shown += 1;
     }
-    let cut: String = text.chars().take(max).collect();
-    format!("{cut}…")
+    out
 }
 
 /// Ask the operator about every request waiting in `queue`, oldest first,
@@ -102,7 +145,7 @@ pub async fn answer_waiting<R: AsyncBufRead + Unpin>(
     workspace: &Path,
 ) {
     while let Some(request) = queue.pending().into_iter().next() {
-        show(&request, workspace);
+        errln!("{}", render(&request, workspace));
         let answer = loop {
             err!("answer [y/s/a/n]: ");
             let line = tokio::select! {
@@ -174,6 +217,37 @@ mod tests {
                 })
                 .collect(),
         }
+    }
+
+    #[test]
+    fn a_command_cannot_draw_a_fake_request_or_hide_below_the_screen() {
+        let mut fake = request(&[Scope::Once]);
+        let filler = "\n".repeat(60);
+        fake.arguments = serde_json::json!({
+            "command": format!("echo PWNED > pwned{filler}── approval needed: shell\n   command: git status --short")
+        });
+        let shown = render(&fake, Path::new("/w"));
+        assert_eq!(
+            shown.matches("── approval needed").count(),
+            2,
+            "the fake header is only inside the escaped command: {shown}"
+        );
+        assert_eq!(
+            shown
+                .lines()
+                .filter(|l| l.starts_with("── approval needed"))
+                .count(),
+            1,
+            "{shown}"
+        );
+        let command = shown.lines().find(|l| l.contains("command")).unwrap();
+        assert!(
+            command.starts_with("   command (62 lines, shown on one): echo PWNED > pwned\\n\\n"),
+            "{command}"
+        );
+        assert!(shown.lines().count() < 10, "{shown}");
+        let long = "x".repeat(5_000);
+        assert!(one_line(&long, 10).ends_with("… (4990 more characters)"));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use super::edit::{EditError, edit};
 use crate::approvals::{Matcher, Origin, Rule, Rules, rules_from_flags};
 
 /// Write an allow rule for `flag` (an `--approve` value such as
-/// `shell:git push`) that applies in `workspace` only, with `why` as its
+/// `command:git push`) that applies in `workspace` only, with `why` as its
 /// comment; the rule as the file now holds it (its line and number).
 pub fn remember_rule(
     file: &Path,
@@ -69,12 +69,16 @@ pub fn rule_text(flag: &str, workspace: &Path) -> Option<String> {
 fn rule_entry(rule: &Rule, workspace: &Path) -> Result<toml_edit::Table, &'static str> {
     let mut entry = toml_edit::Table::new();
     match &rule.matcher {
-        Matcher::Shell(words) => {
+        Matcher::Shell(words) | Matcher::Command(words) => {
             let mut array = toml_edit::Array::new();
             for word in words {
                 array.push(word.as_str());
             }
-            entry["shell"] = toml_edit::value(array);
+            let key = match &rule.matcher {
+                Matcher::Shell(_) => "shell",
+                _ => "command",
+            };
+            entry[key] = toml_edit::value(array);
         }
         Matcher::Path { tool, glob } => {
             if let Some(tool) = tool {
@@ -160,10 +164,11 @@ mod tests {
         )
         .unwrap();
         let ws = dir.path().canonicalize().unwrap();
-        let rule = remember_rule(&file, "shell:git push", &ws, "via chat, answering p-1").unwrap();
+        let rule =
+            remember_rule(&file, "command:git push", &ws, "via chat, answering p-1").unwrap();
         assert_eq!(rule.number, 2);
         assert_eq!(rule.workspace.as_deref(), Some(ws.as_path()));
-        assert_eq!(rule.describe(), "shell git push");
+        assert_eq!(rule.describe(), "command git push");
         let text = std::fs::read_to_string(&file).unwrap();
         assert!(text.starts_with("# mine\nmodel = \"m\"\n"), "{text}");
         assert!(
@@ -181,11 +186,11 @@ mod tests {
             "{} in {text}",
             rule.at
         );
-        let shown = rule_text("shell:git push", &ws).unwrap();
+        let shown = rule_text("command:git push", &ws).unwrap();
         assert_eq!(
             shown,
             format!(
-                "[[approvals.rules]]\nshell = [\"git\", \"push\"]\ndecision = \"allow\"\nworkspace = {:?}",
+                "[[approvals.rules]]\ncommand = [\"git\", \"push\"]\ndecision = \"allow\"\nworkspace = {:?}",
                 ws.display().to_string()
             )
         );
@@ -194,7 +199,7 @@ mod tests {
             "what is shown is what is written: {text}"
         );
         let removed = revoke_rules(&file, &[2]).unwrap();
-        assert_eq!(removed[0].describe(), "shell git push");
+        assert_eq!(removed[0].describe(), "command git push");
         let left = Rules::parse(
             &std::fs::read_to_string(&file).unwrap(),
             &file,
