@@ -119,8 +119,7 @@ fn render(request: &PermissionRequest, workspace: &Path) -> String {
 /// characters with how many were left out.
 fn one_line(text: &str, max: usize) -> String {
     let mut out = String::new();
-    let mut shown = 0;
-    for c in text.chars() {
+    for (shown, c) in text.chars().enumerate() {
         if shown == max {
             let rest = text.chars().count() - max;
             out.push_str(&format!("… ({rest} more characters)"));
@@ -132,7 +131,6 @@ fn one_line(text: &str, max: usize) -> String {
             '\t' => out.push_str("\\t"),
             c => out.push(c),
         }
-        shown += 1;
     }
     out
 }
