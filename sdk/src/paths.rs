@@ -81,4 +81,11 @@ fn outside(path: &str, root: &str) -> ToolError {
 /// The paths the host protects unless the operator changed the list:
 /// files that make other programs run code later. Used where a call's
 /// context does not carry the list (a shard of a sharded call).
-pub const DEFAULT_PROTECTED: &[&str] = &[".git/config", ".git/hooks", ".sandcrab", "sandcrab.toml"];
+pub const DEFAULT_PROTECTED: &[&str] = &[
+    ".git/config",
+    ".git/config.worktree",
+    ".git/commondir",
+    ".git/hooks",
+    ".sandcrab",
+    "sandcrab.toml",
+];

@@ -413,3 +413,39 @@ async fn the_model_cannot_write_a_rule_into_a_config_named_by_flag() {
         "the model changed the operator's file"
     );
 }
+
+/// A project — even one the operator trusted — may make asking stricter,
+/// never looser: its `[approvals] mode = "never"` does not stop the
+/// operator's on-risk from asking, and its `always` raises `run`'s never.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trusted_project_cannot_turn_asking_off() {
+    let scene = Scene::new();
+    scene.write_user_config("[approvals]\nmode = \"on-risk\"\n");
+    std::fs::write(
+        scene.workspace().join("sandcrab.toml"),
+        "[approvals]\nmode = \"never\"\n",
+    )
+    .unwrap();
+    let trusted = crate::support::sandcrab_cmd(&scene)
+        .arg("trust")
+        .arg(scene.workspace())
+        .output()
+        .unwrap();
+    assert!(
+        trusted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&trusted.stderr)
+    );
+    let (_, end, _) = run_shell(&scene, "touch loosened", &[]).await;
+    assert_eq!(end["data"]["status"], "denied", "{end}");
+    assert!(!scene.workspace().join("loosened").exists());
+    // Stricter is taken: `always` asks even for an echo under run's never.
+    scene.write_user_config("");
+    std::fs::write(
+        scene.workspace().join("sandcrab.toml"),
+        "[approvals]\nmode = \"always\"\n",
+    )
+    .unwrap();
+    let (_, end, _) = run_shell(&scene, "echo hi", &[]).await;
+    assert_eq!(end["data"]["status"], "denied", "{end}");
+}

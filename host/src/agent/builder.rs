@@ -149,8 +149,7 @@ impl AgentKit {
             rules,
             mode: options
                 .approvals
-                .or(config.approvals.mode)
-                .unwrap_or(options.default_approvals),
+                .unwrap_or_else(|| config.approvals.mode_or(options.default_approvals)),
         };
         session_config.remember_in = config.approvals.remember_in.clone();
         session_config.truncation = config.truncation_policy();

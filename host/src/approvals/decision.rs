@@ -26,8 +26,9 @@ impl Decision {
     }
 }
 
-/// When nothing in the rules speaks to a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// When nothing in the rules speaks to a call (ordered from least to most
+/// asking).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
     /// Nothing asks (what the policy grants runs, unless a rule says

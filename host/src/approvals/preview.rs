@@ -36,6 +36,21 @@ pub fn edit_diff(
     } else {
         let (old, new) = (args["old_string"].as_str()?, args["new_string"].as_str()?);
         let before = before.as_deref()?;
+        if !before.contains(old) {
+            // The tool may still match it loosely (whitespace, line ends):
+            // what it would change cannot be shown exactly, so say so and
+            // show both texts.
+            let quote = |text: &str, mark: char| {
+                text.lines()
+                    .map(|l| format!("{mark}{l}\n"))
+                    .collect::<String>()
+            };
+            return Some(clip(format!(
+                "(the text to replace is not in {name} as written; the tool may match it with different spacing, so the exact change cannot be shown)\n{}{}",
+                quote(old, '-'),
+                quote(new, '+')
+            )));
+        }
         if args["replace_all"].as_bool() == Some(true) {
             before.replace(old, new)
         } else {
@@ -111,6 +126,15 @@ mod tests {
             edit_diff(&json!({"command": "ls"}), dir.path(), dir.path()),
             None
         );
+        // Text the tool would match loosely: said, both texts shown.
+        let loose =
+            json!({"file_path": "a.txt", "old_string": "one\n  two", "new_string": "curl x | sh"});
+        let diff = edit_diff(&loose, dir.path(), dir.path()).unwrap();
+        assert!(
+            diff.starts_with("(the text to replace is not in a.txt as written"),
+            "{diff}"
+        );
+        assert!(diff.contains("+curl x | sh"), "{diff}");
         // Nothing outside the workspace is read, even for a diff.
         let outside = tempfile::tempdir().unwrap();
         std::fs::write(outside.path().join("secret"), "s3cret\n").unwrap();

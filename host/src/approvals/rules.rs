@@ -178,15 +178,16 @@ impl Rules {
     }
 
     /// The rules that apply in `workspace`: those for every workspace and
-    /// those written for this one (compared as real paths).
+    /// those written for this one — the workspace's real path, compared
+    /// as written (a rule's path is not resolved again: a link planted
+    /// later must not move a rule to another workspace).
     pub fn for_workspace(self, workspace: &Path) -> Rules {
-        let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-        let here = real(workspace);
+        let here = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
         Rules {
             rules: self
                 .rules
                 .into_iter()
-                .filter(|r| r.workspace.as_deref().is_none_or(|ws| real(ws) == here))
+                .filter(|r| r.workspace.as_deref().is_none_or(|ws| ws == here))
                 .collect(),
         }
     }
@@ -504,7 +505,8 @@ decision = "ask"
     #[test]
     fn a_workspace_rule_applies_in_its_workspace_only() {
         let dir = tempfile::tempdir().unwrap();
-        let (here, there) = (dir.path().join("here"), dir.path().join("there"));
+        let base = dir.path().canonicalize().unwrap();
+        let (here, there) = (base.join("here"), base.join("there"));
         std::fs::create_dir(&here).unwrap();
         std::fs::create_dir(&there).unwrap();
         let text = format!(
@@ -527,6 +529,11 @@ decision = "ask"
         );
         assert_eq!(d(&there, "make"), Decision::Ask);
         assert_eq!(d(&there, "ls"), Decision::Allow);
+        // The attack: the rule's directory replaced by a link to its
+        // parent does not bring the rule to the parent.
+        std::fs::rename(&here, base.join("here.old")).unwrap();
+        std::os::unix::fs::symlink(".", &here).unwrap();
+        assert_eq!(d(&base, "make"), Decision::Ask, "a link moved the rule");
         let relative =
             "[[approvals.rules]]\ntool = \"x\"\ndecision = \"allow\"\nworkspace = \"ws\"\n";
         assert!(err(relative, Origin::Trusted).contains("must be an absolute path"));

@@ -60,7 +60,7 @@ fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
     let workspace = super::setup::resolve_workspace(args.workspace.as_deref())?;
     let loaded = Config::load(&workspace, args.config.as_deref())?;
     let approvals = &loaded.config.approvals;
-    let mode = approvals.mode.unwrap_or_default();
+    let mode = approvals.mode_or(Default::default());
     let rules: Vec<Rule> = if args.all {
         operator_rules(args.config.clone())?
             .iter()
@@ -109,9 +109,9 @@ fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
         outln!(
             "{number:<8} {:<5}  {}  {}  ({})",
             rule.decision.as_str(),
-            rule.describe(),
-            rule.applies_in(),
-            rule.at
+            one_line(&rule.describe()),
+            one_line(&rule.applies_in()),
+            one_line(&rule.at)
         );
     }
     if !rules.is_empty() {
@@ -128,12 +128,17 @@ fn revoke(args: RevokeArgs) -> anyhow::Result<ExitCode> {
             "revoked #{}: {} {} {} (was at {})",
             rule.number,
             rule.decision.as_str(),
-            rule.describe(),
-            rule.applies_in(),
-            rule.at
+            one_line(&rule.describe()),
+            one_line(&rule.applies_in()),
+            one_line(&rule.at)
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `text` on one line (a path or word with a line break in it shows it).
+fn one_line(text: &str) -> String {
+    text.replace('\n', "\\n").replace('\r', "\\r")
 }
 
 /// The operator's configuration file: `--config`, else the user's.

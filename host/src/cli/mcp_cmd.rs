@@ -164,8 +164,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         rules,
         mode: args
             .approvals
-            .or(setup.config.approvals.mode)
-            .unwrap_or_default(),
+            .unwrap_or_else(|| setup.config.approvals.mode_or(Default::default())),
     };
     let workspace = setup.host.sandbox_context().workspace.clone();
     let server = ToolServer::new(catalog.clone(), truncation).with_approvals(approvals, workspace);

@@ -124,6 +124,7 @@ pub fn load(workspace: &Path, explicit: Option<&Path>) -> Result<LoadedConfig, C
     // Each file is deserialized once, to validate it (naming it in
     // errors) before it is merged; the merged table once more at the end.
     let mut rules = crate::approvals::Rules::default();
+    let mut project_floor = None;
     let (mut table, trust_records) = match &trusted_path {
         Some(path) => {
             let text = trusted_file(path)?;
@@ -170,6 +171,13 @@ pub fn load(workspace: &Path, explicit: Option<&Path>) -> Result<LoadedConfig, C
         let mut over = parse_table(text, &project_path)?;
         let project_config = into_config(over.clone(), &project_path)?;
         rules.extend(approval_rules(&project_config, text, &project_path, false)?);
+        // A project, trusted or not, may make asking stricter, never
+        // looser: its mode is a floor, and it names no rules file.
+        project_floor = project_config.approvals.mode;
+        if let Some(approvals) = over.get_mut("approvals").and_then(|v| v.as_table_mut()) {
+            approvals.remove("mode");
+            approvals.remove("rules_file");
+        }
         if over.remove("trust").is_some() {
             warnings.push(ignored(&project_path, "trust", workspace));
         }
@@ -185,6 +193,7 @@ pub fn load(workspace: &Path, explicit: Option<&Path>) -> Result<LoadedConfig, C
     let mut config = into_config(table, trusted_path.as_deref().unwrap_or(&project_path))?;
     config.policy.sources = grant_files;
     config.approvals.parsed = rules;
+    config.approvals.project_floor = project_floor;
     config.approvals.remember_in = explicit.map(Path::to_path_buf).or_else(Config::user_file);
     Ok(LoadedConfig {
         config,

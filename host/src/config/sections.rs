@@ -53,10 +53,25 @@ pub struct ApprovalsToml {
     /// project's ask and deny rules).
     #[serde(skip)]
     pub parsed: crate::approvals::Rules,
+    /// The project's `[approvals] mode`: asking is at least this strict
+    /// unless the operator's `--approvals` says otherwise (a project never
+    /// makes it looser).
+    #[serde(skip)]
+    pub project_floor: Option<crate::approvals::Mode>,
     /// The operator's file, where an "always in this workspace" answer is
     /// written (the `--config` file, else the user's, created if need be).
     #[serde(skip)]
     pub remember_in: Option<std::path::PathBuf>,
+}
+
+impl ApprovalsToml {
+    /// The mode when no `--approvals` flag names one: the operator's, else
+    /// the command's `default`, made no looser than the project's.
+    pub fn mode_or(&self, default: crate::approvals::Mode) -> crate::approvals::Mode {
+        self.mode
+            .unwrap_or(default)
+            .max(self.project_floor.unwrap_or_default())
+    }
 }
 
 /// `[jobs]`: when a call moves to the background and how long a job may

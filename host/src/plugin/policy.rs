@@ -6,7 +6,7 @@
 //! mode = "default"              # default | locked
 //! sandbox = "workspace-write"   # process confinement: workspace-write | locked | off
 //! network = false               # no plugin and no program gets the network
-//! protected_paths = [".git/config", ".git/hooks", ".sandcrab", "sandcrab.toml"]
+//! protected_paths = [".git/config", ".git/config.worktree", ".git/commondir", ".git/hooks", ".sandcrab", "sandcrab.toml"]
 //!
 //! [policy.plugins.my-linter]    # grants for one plugin, by name
 //! workspace = "read-write"
@@ -232,9 +232,18 @@ pub fn is_secret_env(name: &str) -> bool {
         .any(|s| upper == *s || upper.ends_with(&format!("_{s}")))
 }
 
-/// Workspace paths protected by default: git's configuration and hooks
-/// (git runs what they say) and sandcrab's own project configuration.
-pub const DEFAULT_PROTECTED: &[&str] = &[".git/config", ".git/hooks", ".sandcrab", "sandcrab.toml"];
+/// Workspace paths protected by default: git's configuration, wherever git
+/// reads it from (`config`, `config.worktree`, and `commondir`, which
+/// moves both), and its hooks (git runs what they say), and sandcrab's
+/// own project configuration.
+pub const DEFAULT_PROTECTED: &[&str] = &[
+    ".git/config",
+    ".git/config.worktree",
+    ".git/commondir",
+    ".git/hooks",
+    ".sandcrab",
+    "sandcrab.toml",
+];
 
 impl Policy {
     /// The process confinement in force: locked mode pins `locked`.
