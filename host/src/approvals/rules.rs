@@ -364,30 +364,32 @@ fn rule(raw: RuleToml, at: String, origin: Origin) -> Result<Rule, RuleError> {
             "`tool = \"{name}\"` is not a tool name (letters, digits, _, - and .; an MCP server's tools are SERVER__TOOL)"
         )));
     }
-    let matcher = if let Some(words) = raw.shell {
+    // A shell rule's words: about the shell tool, none empty.
+    let words = |key: &str, words: Vec<String>, like: &str| {
         if raw.tool.as_deref().is_some_and(|t| t != SHELL_TOOL) {
             return Err(fail(format!(
-                "a `shell` rule is about the {SHELL_TOOL} tool; drop `tool` or the `shell` prefix"
+                "a `{key}` rule is about the {SHELL_TOOL} tool; drop `tool`"
             )));
         }
         if words.is_empty() || words.iter().any(|w| w.is_empty()) {
-            return Err(fail(
-                "`shell` is the start of an argument list, like [\"git\", \"status\"]; it cannot be empty".into(),
-            ));
-        }
-        Matcher::Shell(words)
-    } else if let Some(words) = raw.command {
-        if raw.tool.as_deref().is_some_and(|t| t != SHELL_TOOL) {
             return Err(fail(format!(
-                "a `command` rule is about the {SHELL_TOOL} tool; drop `tool`"
+                "`{key}` is {like}; it cannot be empty or hold an empty word"
             )));
         }
-        if words.is_empty() || words.iter().any(|w| w.is_empty()) {
-            return Err(fail(
-                "`command` is a whole argument list, like [\"git\", \"push\", \"origin\", \"main\"]; it cannot be empty".into(),
-            ));
-        }
-        Matcher::Command(words)
+        Ok(words)
+    };
+    let matcher = if let Some(list) = raw.shell.clone() {
+        Matcher::Shell(words(
+            "shell",
+            list,
+            "the start of an argument list, like [\"git\", \"status\"]",
+        )?)
+    } else if let Some(list) = raw.command.clone() {
+        Matcher::Command(words(
+            "command",
+            list,
+            "a whole argument list, like [\"git\", \"push\", \"origin\", \"main\"]",
+        )?)
     } else if let Some(glob) = raw.path {
         Matcher::Path {
             tool: raw.tool,
