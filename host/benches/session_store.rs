@@ -3,7 +3,9 @@
 //! - appending one turn, committed (goal ≥ 5,000 turns/s);
 //! - resuming a 10,000-turn session (goal ≤ 100 ms);
 //! - compacting 1,000 turns (goal ≤ 20 ms);
-//! - `memory_read` (FTS5) over 10,000 archived blocks (goal ≤ 10 ms).
+//! - `memory_read` (FTS5) over 10,000 archived blocks (goal ≤ 10 ms);
+//! - `sessions verify` of a 10,000-turn session: reading the turns and
+//!   the chain and recomputing every hash (goal ≤ 200 ms).
 //!
 //! Run: `cargo bench -p sandcrab --bench session_store`.
 
@@ -164,5 +166,21 @@ fn search(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, append, resume, compact, search);
+fn verify(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, id) = session_with(dir.path(), 10_000);
+    let mut group = c.benchmark_group("chain");
+    group.sample_size(20);
+    group.bench_function("verify_10000_turns", |b| {
+        b.iter(|| {
+            let links = store.chain(&id).unwrap();
+            let turns = store.turns(&id).unwrap();
+            let ok = sandcrab::store::chain::verify(&links, &turns).unwrap();
+            assert_eq!(ok.links, 10_000);
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, append, resume, compact, search, verify);
 criterion_main!(benches);

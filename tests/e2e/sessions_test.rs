@@ -156,6 +156,102 @@ async fn a_long_conversation_compacts_and_memory_read_finds_what_was_compacted()
     let found = tool_result(KIND, last, "m1", "memory_read");
     assert!(found.contains("deploy key rotates on Tuesdays"), "{found}");
     assert!(found.contains("compaction-batch-"), "{found}");
+
+    // Compaction deleted turns, and signed off what it deleted: the
+    // session's chain still verifies.
+    let id = only_session(&scene);
+    let (ok, said) = verify(&scene, &id);
+    assert!(ok, "{said}");
+}
+
+/// The id of the scene's one saved session.
+fn only_session(scene: &Scene) -> String {
+    let out = sandcrab_cmd(scene)
+        .args(["sessions", "list", "-w"])
+        .arg(scene.workspace())
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .expect("a saved session")
+        .to_string()
+}
+
+/// `sandcrab sessions verify ID`: whether it verified, and what it said.
+fn verify(scene: &Scene, id: &str) -> (bool, String) {
+    let out = sandcrab_cmd(scene)
+        .args(["sessions", "verify", id, "-w"])
+        .arg(scene.workspace())
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), said)
+}
+
+/// Tamper evidence through the binary: a session with a tool call (its
+/// receipt stored in the turn) verifies, `show` prints the chain head,
+/// and one byte changed in the database file makes `verify` name the turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_byte_changed_in_the_database_file_is_found_by_verify() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.push(stream(
+        KIND,
+        &Answer::Tools(vec![tool(
+            "c1",
+            "shell",
+            json!({"command": "echo tamper-marker-q7"}),
+        )]),
+    ));
+    server.push(stream(KIND, &Answer::Text(vec!["done"])));
+    let out = sandcrab(&scene, KIND, &server, "run")
+        .arg("say tamper-marker-q7")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = only_session(&scene);
+    let (ok, said) = verify(&scene, &id);
+    assert!(
+        ok && said.contains("the chain verifies — 4 links"),
+        "{said}"
+    );
+    let show = sandcrab_cmd(&scene)
+        .args(["sessions", "show", &id, "-w"])
+        .arg(scene.workspace())
+        .output()
+        .unwrap();
+    let head = said.split("head ").nth(1).unwrap().trim().to_string();
+    assert!(
+        String::from_utf8_lossy(&show.stdout).contains(&format!("chain head {head}")),
+        "{}",
+        String::from_utf8_lossy(&show.stdout)
+    );
+    // One byte of the file: the marker in the first turn (the user's, a
+    // JSON string there; the session's title holds it without quotes).
+    let db = scene.root.path().join("data/sandcrab/sandcrab.db");
+    let mut bytes = std::fs::read(&db).unwrap();
+    let marker = b"\"say tamper-marker-q7\"";
+    let at = bytes
+        .windows(marker.len())
+        .position(|w| w == marker)
+        .expect("the marker is in the database file");
+    bytes[at + 1] = b'S';
+    std::fs::write(&db, bytes).unwrap();
+    let (ok, said) = verify(&scene, &id);
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains("(link 1) was changed after it was stored"),
+        "{said}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

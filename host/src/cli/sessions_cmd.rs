@@ -1,4 +1,4 @@
-//! `sandcrab sessions list|show|delete`: the saved conversations.
+//! `sandcrab sessions list|show|verify|delete`: the saved conversations.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,6 +28,14 @@ pub enum SessionsCommand {
         /// and where each came from, its programs and their confinement.
         #[arg(long)]
         receipts: bool,
+        #[command(flatten)]
+        place: Place,
+    },
+    /// Recompute a saved session's hash chain: every turn (and the
+    /// receipts in it) and every compaction since the session began.
+    /// Names the first record that does not match and exits 1.
+    Verify {
+        id: String,
         #[command(flatten)]
         place: Place,
     },
@@ -118,6 +126,15 @@ pub fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
                 record.turns,
                 record.updated_at
             );
+            let links = store.chain(&id)?;
+            match links.last() {
+                Some(last) => outln!(
+                    "chain head {} ({} links; `sandcrab sessions verify {id}` checks it)",
+                    last.hash,
+                    links.len()
+                ),
+                None => outln!("no hash chain (stored before sandcrab kept one)"),
+            }
             let summaries = store.archival(&id, &crate::compaction::batch_label_prefix(&id))?;
             if !summaries.is_empty() {
                 outln!(
@@ -132,6 +149,35 @@ pub fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
                 }
             }
             Ok(ExitCode::SUCCESS)
+        }
+        SessionsCommand::Verify { id, place } => {
+            let (_, store) = place.open()?;
+            if store.session(&id)?.is_none() {
+                return Err(crate::store::StoreError::UnknownSession(id).into());
+            }
+            let turns = store.turns(&id)?;
+            match crate::store::chain::verify(&store.chain(&id)?, &turns) {
+                Ok(ok) => {
+                    outln!(
+                        "session {id}: the chain verifies — {} links, head {}{}",
+                        ok.links,
+                        ok.head,
+                        if ok.unchained_before > 0 {
+                            format!(
+                                " ({} earlier turns were stored before the chain existed and are not covered)",
+                                ok.unchained_before
+                            )
+                        } else {
+                            String::new()
+                        }
+                    );
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(broken) => {
+                    errln!("session {id}: the chain does not verify: {broken}");
+                    Ok(ExitCode::FAILURE)
+                }
+            }
         }
         SessionsCommand::Delete { id, place } => {
             let (_, store) = place.open()?;

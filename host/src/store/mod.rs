@@ -7,6 +7,7 @@
 //! Durability: every write is one transaction, committed before the call
 //! returns (WAL; survives the process being killed at any moment).
 
+pub mod chain;
 mod private;
 mod schema;
 mod sqlite;
@@ -140,6 +141,8 @@ pub trait Store: Send + Sync {
     ) -> Result<Vec<StoredEvent>, StoreError>;
     /// The highest event id kept for `stream` (0: none).
     fn last_event_id(&self, stream: &str) -> Result<u64, StoreError>;
+    /// A session's hash chain, in order (see [`chain`]).
+    fn chain(&self, session: &str) -> Result<Vec<chain::Link>, StoreError>;
 }
 
 /// One kept event of an event stream (the HTTP bridge's).

@@ -55,4 +55,18 @@ pub const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (stream, id)
     ) WITHOUT ROWID;
     "#,
+    // 3: every session's hash chain: a link per stored turn and per
+    // compaction, each hashed with the one before (tamper evidence).
+    r#"
+    CREATE TABLE chain (
+        session_id  TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        seq         INTEGER NOT NULL,
+        kind        TEXT NOT NULL,
+        subject     TEXT NOT NULL,
+        digest      TEXT NOT NULL,
+        detail      TEXT NOT NULL,
+        hash        TEXT NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    ) WITHOUT ROWID;
+    "#,
 ];

@@ -5,6 +5,7 @@ use std::sync::Mutex;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
+use super::chain;
 use super::schema::MIGRATIONS;
 use super::{
     ArchivalBlock, CompactionWrite, NewBlock, SessionRecord, Store, StoreError, StoredEvent,
@@ -115,6 +116,30 @@ fn fts_query(text: &str) -> Option<String> {
     (!words.is_empty()).then(|| words.join(" OR "))
 }
 
+/// Append a link to `session`'s chain (inside the caller's transaction).
+fn add_link(
+    tx: &rusqlite::Transaction<'_>,
+    session: &str,
+    kind: &str,
+    subject: &str,
+    digest: &str,
+    detail: &str,
+) -> Result<(), rusqlite::Error> {
+    let last: Option<(i64, String)> = tx
+        .prepare_cached(
+            "SELECT seq, hash FROM chain WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1",
+        )?
+        .query_row([session], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    let (seq, prev) = last.unwrap_or((0, chain::GENESIS.to_string()));
+    let hash = chain::link_hash(&prev, kind, subject, digest);
+    tx.prepare_cached(
+        "INSERT INTO chain (session_id, seq, kind, subject, digest, detail, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![session, seq + 1, kind, subject, digest, detail, hash])?;
+    Ok(())
+}
+
 fn insert_block(
     tx: &rusqlite::Transaction<'_>,
     conversation: &str,
@@ -195,6 +220,9 @@ impl Store for SqliteStore {
                 insert.execute(params![t.id, session, t.timestamp, t.kind, t.body])?;
             }
         }
+        for t in turns {
+            add_link(&tx, session, chain::TURN, &t.id, &chain::turn_digest(t), "")?;
+        }
         let changed = tx.execute(
             "UPDATE sessions SET updated_at = ?2 WHERE id = ?1",
             params![session, crate::time::now_rfc3339()],
@@ -259,6 +287,33 @@ impl Store for SqliteStore {
     fn compact(&self, conversation: &str, write: &CompactionWrite) -> Result<(), StoreError> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
+        if !write.delete_turns.is_empty() {
+            // The sign-off: what it removed (as the chain knew it) and what
+            // replaced it.
+            let removed = {
+                let mut digest = tx.prepare_cached(
+                    "SELECT digest FROM chain WHERE session_id = ?1 AND kind = 'turn' AND subject = ?2",
+                )?;
+                let mut removed = Vec::new();
+                for id in &write.delete_turns {
+                    let found: Option<String> = digest
+                        .query_row(params![conversation, id], |r| r.get(0))
+                        .optional()?;
+                    removed.push((id.clone(), found.unwrap_or_default()));
+                }
+                removed
+            };
+            let detail = chain::compaction_detail(&removed, &write.add_blocks);
+            let label = format!("compaction of {} turns", removed.len());
+            add_link(
+                &tx,
+                conversation,
+                chain::COMPACTION,
+                &label,
+                &chain::detail_digest(&detail),
+                &detail,
+            )?;
+        }
         for block in &write.add_blocks {
             insert_block(&tx, conversation, block)?;
         }
@@ -276,6 +331,24 @@ impl Store for SqliteStore {
         }
         tx.commit()?;
         Ok(())
+    }
+
+    fn chain(&self, session: &str) -> Result<Vec<chain::Link>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT seq, kind, subject, digest, detail, hash FROM chain WHERE session_id = ?1 ORDER BY seq",
+        )?;
+        let rows = stmt.query_map([session], |r| {
+            Ok(chain::Link {
+                seq: r.get::<_, i64>(0)? as u64,
+                kind: r.get(1)?,
+                subject: r.get(2)?,
+                digest: r.get(3)?,
+                detail: r.get(4)?,
+                hash: r.get(5)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     fn append_events(&self, stream: &str, events: &[StoredEvent]) -> Result<(), StoreError> {

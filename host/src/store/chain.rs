@@ -1,0 +1,319 @@
+//! Tamper evidence: every session keeps a hash chain beside its turns.
+//! Each stored turn (receipts ride inside tool results) adds a link —
+//! its digest, hashed with the previous link's hash — written in the same
+//! transaction as the turn. A compaction, which deletes turns by design,
+//! adds a signed-off link naming every turn it removed (with the digest
+//! the chain holds for it) and the summary batches that replaced them,
+//! so the chain still verifies afterwards. [`verify`] recomputes it all
+//! and names the first record that does not match.
+//!
+//! The hashes are BLAKE3 over length-prefixed fields. They prove that
+//! nothing was changed *since* the chain head you noted (`sessions show`
+//! prints it); someone who can rewrite the database can also rewrite the
+//! chain, so keep the head somewhere else when it matters.
+
+use std::collections::HashMap;
+
+use super::{NewBlock, StoredTurn};
+
+/// The hash before the first link.
+pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// What a link vouches for.
+pub const TURN: &str = "turn";
+/// A compaction's sign-off.
+pub const COMPACTION: &str = "compaction";
+
+/// One link of a session's chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    /// Its place in the chain (1 for the first).
+    pub seq: u64,
+    /// [`TURN`] or [`COMPACTION`].
+    pub kind: String,
+    /// The turn's id, or the compaction's label.
+    pub subject: String,
+    /// The digest of what it vouches for.
+    pub digest: String,
+    /// For a compaction: what it removed and added (JSON); empty for a
+    /// turn.
+    pub detail: String,
+    /// The chain hash up to and including this link.
+    pub hash: String,
+}
+
+/// Where a chain does not match.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Broken {
+    #[error(
+        "link {seq} ({kind} {subject}) does not follow from the links before it: the chain itself was edited"
+    )]
+    Link {
+        seq: u64,
+        kind: String,
+        subject: String,
+    },
+    #[error("turn {turn} (link {seq}) was changed after it was stored")]
+    Changed { seq: u64, turn: String },
+    #[error("turn {turn} (link {seq}) is gone, and no compaction removed it")]
+    Missing { seq: u64, turn: String },
+    #[error("turn {turn} is not in the chain: it was added outside sandcrab")]
+    Unchained { turn: String },
+}
+
+impl Broken {
+    /// The link it was found at (a turn outside the chain: after all).
+    fn at(&self) -> u64 {
+        match self {
+            Broken::Link { seq, .. }
+            | Broken::Changed { seq, .. }
+            | Broken::Missing { seq, .. } => *seq,
+            Broken::Unchained { .. } => u64::MAX,
+        }
+    }
+}
+
+/// A chain that verified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verified {
+    /// Links checked.
+    pub links: usize,
+    /// The hash of the last link ([`GENESIS`] for none).
+    pub head: String,
+    /// Turns stored before this session had a chain (not verifiable).
+    pub unchained_before: usize,
+}
+
+fn hasher_with(fields: &[&str]) -> blake3::Hasher {
+    let mut hasher = blake3::Hasher::new();
+    for field in fields {
+        hasher.update(&(field.len() as u64).to_le_bytes());
+        hasher.update(field.as_bytes());
+    }
+    hasher
+}
+
+fn digest_of(fields: &[&str]) -> String {
+    hasher_with(fields).finalize().to_hex().to_string()
+}
+
+/// The digest of a stored turn: every field.
+pub fn turn_digest(turn: &StoredTurn) -> String {
+    digest_of(&[&turn.id, &turn.timestamp, &turn.kind, &turn.body])
+}
+
+/// The detail of a compaction that removed `removed` (turn id, the
+/// digest the chain holds for it) and added `added`.
+pub fn compaction_detail(removed: &[(String, String)], added: &[NewBlock]) -> String {
+    let added: Vec<(String, String)> = added
+        .iter()
+        .map(|b| (b.label.clone(), digest_of(&[&b.label, &b.content])))
+        .collect();
+    serde_json::json!({"removed": removed, "added": added}).to_string()
+}
+
+/// The digest of a compaction's detail.
+pub fn detail_digest(detail: &str) -> String {
+    digest_of(&[detail])
+}
+
+/// The chain hash of a link after `prev`.
+pub fn link_hash(prev: &str, kind: &str, subject: &str, digest: &str) -> String {
+    digest_of(&[prev, kind, subject, digest])
+}
+
+/// Check `links` (in order) against the session's stored `turns` (in
+/// order): the first record that does not match, or what verified.
+pub fn verify(links: &[Link], turns: &[StoredTurn]) -> Result<Verified, Broken> {
+    let mut problems: Vec<Broken> = Vec::new();
+    let mut prev = GENESIS.to_string();
+    // Turn id → (link, digest) for every turn the chain vouches for.
+    let mut vouched: HashMap<&str, (u64, &str)> = HashMap::new();
+    let mut removed: HashMap<String, String> = HashMap::new();
+    for link in links {
+        let detail_ok = link.kind != COMPACTION || detail_digest(&link.detail) == link.digest;
+        if !detail_ok || link_hash(&prev, &link.kind, &link.subject, &link.digest) != link.hash {
+            problems.push(Broken::Link {
+                seq: link.seq,
+                kind: link.kind.clone(),
+                subject: link.subject.clone(),
+            });
+        }
+        prev = link.hash.clone();
+        match link.kind.as_str() {
+            TURN => {
+                vouched.insert(&link.subject, (link.seq, &link.digest));
+            }
+            COMPACTION => {
+                let parsed: serde_json::Value =
+                    serde_json::from_str(&link.detail).unwrap_or_default();
+                for pair in parsed["removed"].as_array().into_iter().flatten() {
+                    if let (Some(id), Some(digest)) = (pair[0].as_str(), pair[1].as_str()) {
+                        removed.insert(id.to_string(), digest.to_string());
+                    }
+                }
+            }
+            _ => problems.push(Broken::Link {
+                seq: link.seq,
+                kind: link.kind.clone(),
+                subject: link.subject.clone(),
+            }),
+        }
+    }
+    let stored: HashMap<&str, &StoredTurn> = turns.iter().map(|t| (t.id.as_str(), t)).collect();
+    let mut unchained_before = 0;
+    let mut seen_chained = false;
+    for turn in turns {
+        match vouched.get(turn.id.as_str()) {
+            Some(&(seq, digest)) => {
+                seen_chained = true;
+                if turn_digest(turn) != digest {
+                    problems.push(Broken::Changed {
+                        seq,
+                        turn: turn.id.clone(),
+                    });
+                }
+            }
+            // Stored before the session had a chain: older than every
+            // chained turn.
+            None if !seen_chained => unchained_before += 1,
+            None => problems.push(Broken::Unchained {
+                turn: turn.id.clone(),
+            }),
+        }
+    }
+    for (id, &(seq, digest)) in &vouched {
+        if stored.contains_key(id) {
+            continue;
+        }
+        // Gone: only a compaction that names it, with the same digest,
+        // may have removed it.
+        if removed.get(*id).map(String::as_str) != Some(digest) {
+            problems.push(Broken::Missing {
+                seq,
+                turn: id.to_string(),
+            });
+        }
+    }
+    match problems.into_iter().min_by_key(Broken::at) {
+        Some(first) => Err(first),
+        None => Ok(Verified {
+            links: links.len(),
+            head: prev,
+            unchained_before,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn turn(id: &str, body: &str) -> StoredTurn {
+        StoredTurn {
+            id: id.into(),
+            timestamp: "2026-11-24T00:00:00.000Z".into(),
+            kind: "user".into(),
+            body: body.into(),
+        }
+    }
+
+    /// The links sandcrab would write for `turns`.
+    fn chain(turns: &[StoredTurn]) -> Vec<Link> {
+        let mut prev = GENESIS.to_string();
+        turns
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let digest = turn_digest(t);
+                let hash = link_hash(&prev, TURN, &t.id, &digest);
+                prev = hash.clone();
+                Link {
+                    seq: i as u64 + 1,
+                    kind: TURN.into(),
+                    subject: t.id.clone(),
+                    digest,
+                    detail: String::new(),
+                    hash,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_untouched_chain_verifies_and_any_change_is_named() {
+        let turns: Vec<StoredTurn> = (0..5).map(|i| turn(&format!("t{i}"), "hello")).collect();
+        let links = chain(&turns);
+        let ok = verify(&links, &turns).unwrap();
+        assert_eq!((ok.links, ok.head.clone()), (5, links[4].hash.clone()));
+        // One byte of one turn.
+        let mut edited = turns.clone();
+        edited[2].body = "hellO".into();
+        assert_eq!(
+            verify(&links, &edited).unwrap_err(),
+            Broken::Changed {
+                seq: 3,
+                turn: "t2".into()
+            }
+        );
+        // A turn deleted, one added, the chain edited.
+        assert!(matches!(
+            verify(&links, &turns[..4]).unwrap_err(),
+            Broken::Missing { seq: 5, .. }
+        ));
+        let mut more = turns.clone();
+        more.push(turn("planted", "x"));
+        assert!(matches!(
+            verify(&links, &more).unwrap_err(),
+            Broken::Unchained { .. }
+        ));
+        let mut forged = links.clone();
+        forged[1].digest = turn_digest(&turn("t1", "forged"));
+        assert!(matches!(
+            verify(&forged, &turns).unwrap_err(),
+            Broken::Link { seq: 2, .. }
+        ));
+    }
+
+    #[test]
+    fn a_compaction_signs_off_what_it_removed() {
+        let turns: Vec<StoredTurn> = (0..4).map(|i| turn(&format!("t{i}"), "x")).collect();
+        let mut links = chain(&turns);
+        let removed: Vec<(String, String)> = links[..2]
+            .iter()
+            .map(|l| (l.subject.clone(), l.digest.clone()))
+            .collect();
+        let detail = compaction_detail(
+            &removed,
+            &[NewBlock {
+                label: "summary".into(),
+                content: "what happened".into(),
+            }],
+        );
+        let digest = detail_digest(&detail);
+        let hash = link_hash(&links[3].hash, COMPACTION, "compaction 1", &digest);
+        links.push(Link {
+            seq: 5,
+            kind: COMPACTION.into(),
+            subject: "compaction 1".into(),
+            digest,
+            detail,
+            hash,
+        });
+        assert!(verify(&links, &turns[2..]).is_ok());
+        // Removing one more than it signed off is not.
+        assert!(matches!(
+            verify(&links, &turns[3..]).unwrap_err(),
+            Broken::Missing { seq: 3, .. }
+        ));
+    }
+
+    #[test]
+    fn turns_from_before_the_chain_are_counted_not_failed() {
+        let old: Vec<StoredTurn> = (0..3).map(|i| turn(&format!("o{i}"), "x")).collect();
+        let new: Vec<StoredTurn> = (0..2).map(|i| turn(&format!("n{i}"), "y")).collect();
+        let links = chain(&new);
+        let all: Vec<StoredTurn> = old.iter().chain(&new).cloned().collect();
+        assert_eq!(verify(&links, &all).unwrap().unchained_before, 3);
+    }
+}
