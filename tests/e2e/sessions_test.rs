@@ -402,3 +402,91 @@ async fn chat_continue_after_kill_9_keeps_every_committed_turn() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no session with id 'bogus'"));
 }
+
+/// `sessions export` writes one file that `sessions import` loads into
+/// another store (another machine's), where the session verifies with the
+/// same chain head; a file edited on the way is refused, naming the turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exported_session_imports_elsewhere_and_verifies_the_same() {
+    let here = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.push(stream(
+        KIND,
+        &Answer::Tools(vec![tool(
+            "c1",
+            "shell",
+            json!({"command": "echo carried"}),
+        )]),
+    ));
+    server.push(stream(KIND, &Answer::Text(vec!["done"])));
+    let out = sandcrab(&here, KIND, &server, "run")
+        .arg("carry this session")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = only_session(&here);
+    let (_, said) = verify(&here, &id);
+    let head = said.split("head ").nth(1).unwrap().trim().to_string();
+    let export = sandcrab_cmd(&here)
+        .args(["sessions", "export", &id, "-w"])
+        .arg(here.workspace())
+        .output()
+        .unwrap();
+    assert!(
+        export.status.success(),
+        "{}",
+        String::from_utf8_lossy(&export.stderr)
+    );
+    let file = here.root.path().join("s.jsonl");
+    std::fs::write(&file, &export.stdout).unwrap();
+
+    let there = Scene::new();
+    let import = |path: &std::path::Path| {
+        sandcrab_cmd(&there)
+            .args(["sessions", "import"])
+            .arg(path)
+            .arg("-w")
+            .arg(there.workspace())
+            .output()
+            .unwrap()
+    };
+    // Edited on the way: refused.
+    // (In the first turn: the session's title, which repeats it, is not
+    // part of the chain.)
+    let text = String::from_utf8(export.stdout.clone()).unwrap();
+    let edited_text: String = text
+        .lines()
+        .map(|l| {
+            let l = if l.starts_with("{\"record\":\"turn\"") {
+                l.replacen("carry this session", "carry that session", 1)
+            } else {
+                l.to_string()
+            };
+            format!("{l}\n")
+        })
+        .collect();
+    assert_ne!(edited_text, text);
+    let edited = here.root.path().join("edited.jsonl");
+    std::fs::write(&edited, edited_text).unwrap();
+    let refused = import(&edited);
+    assert!(!refused.status.success());
+    let why = String::from_utf8_lossy(&refused.stderr);
+    assert!(why.contains("was changed after it was stored"), "{why}");
+    // As written: imported, and it verifies with the same head.
+    let imported = import(&file);
+    assert!(
+        imported.status.success(),
+        "{}",
+        String::from_utf8_lossy(&imported.stderr)
+    );
+    let (ok, said) = verify(&there, &id);
+    assert!(ok, "{said}");
+    assert!(said.contains(&format!("head {head}")), "{said}");
+    // A second import finds it there.
+    let again = import(&file);
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already in this store"));
+}

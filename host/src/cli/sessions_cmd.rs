@@ -1,4 +1,5 @@
-//! `sandcrab sessions list|show|verify|delete`: the saved conversations.
+//! `sandcrab sessions list|show|verify|export|import|delete`: the saved
+//! conversations.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -36,6 +37,21 @@ pub enum SessionsCommand {
     /// Names the first record that does not match and exits 1.
     Verify {
         id: String,
+        #[command(flatten)]
+        place: Place,
+    },
+    /// Write a saved session as one self-contained file of JSON lines
+    /// (turns, receipts, hash chain, summaries) to standard output.
+    Export {
+        id: String,
+        #[command(flatten)]
+        place: Place,
+    },
+    /// Load a session written by `export` (on this or another machine):
+    /// refused unless its chain verifies.
+    Import {
+        /// The exported file (`-`: standard input).
+        file: PathBuf,
         #[command(flatten)]
         place: Place,
     },
@@ -178,6 +194,31 @@ pub fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
                     Ok(ExitCode::FAILURE)
                 }
             }
+        }
+        SessionsCommand::Export { id, place } => {
+            let (_, store) = place.open()?;
+            let export = crate::store::export::SessionExport::of(store.as_ref(), &id)?;
+            super::terminal::write_out(&export.to_jsonl());
+            Ok(ExitCode::SUCCESS)
+        }
+        SessionsCommand::Import { file, place } => {
+            let (_, store) = place.open()?;
+            let text = if file.as_os_str() == "-" {
+                std::io::read_to_string(std::io::stdin())?
+            } else {
+                std::fs::read_to_string(&file)
+                    .with_context(|| format!("cannot read {}", file.display()))?
+            };
+            let export = crate::store::export::SessionExport::from_jsonl(&text)
+                .with_context(|| format!("{} cannot be imported", file.display()))?;
+            store.import_session(&export)?;
+            outln!(
+                "imported session {} ({} turns, chain head {})",
+                export.session.id,
+                export.turns.len(),
+                export.head()
+            );
+            Ok(ExitCode::SUCCESS)
         }
         SessionsCommand::Delete { id, place } => {
             let (_, store) = place.open()?;

@@ -8,6 +8,7 @@
 //! returns (WAL; survives the process being killed at any moment).
 
 pub mod chain;
+pub mod export;
 mod private;
 mod schema;
 mod sqlite;
@@ -91,6 +92,10 @@ pub enum StoreError {
         session_workspace: String,
         workspace: String,
     },
+    #[error(
+        "a session with id '{0}' is already in this store: `sandcrab sessions verify {0}` compares it, `sandcrab sessions delete {0}` makes room"
+    )]
+    Exists(String),
 }
 
 /// Sessions, turns and archival memory.
@@ -143,6 +148,9 @@ pub trait Store: Send + Sync {
     fn last_event_id(&self, stream: &str) -> Result<u64, StoreError>;
     /// A session's hash chain, in order (see [`chain`]).
     fn chain(&self, session: &str) -> Result<Vec<chain::Link>, StoreError>;
+    /// Load an exported session as it was (its turns, chain and summary
+    /// batches, not re-chained), in one transaction.
+    fn import_session(&self, session: &export::SessionExport) -> Result<(), StoreError>;
 }
 
 /// One kept event of an event stream (the HTTP bridge's).

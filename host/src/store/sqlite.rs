@@ -351,6 +351,51 @@ impl Store for SqliteStore {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    fn import_session(&self, export: &super::export::SessionExport) -> Result<(), StoreError> {
+        let s = &export.session;
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let exists: Option<String> = tx
+            .query_row("SELECT id FROM sessions WHERE id = ?1", [&s.id], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        if exists.is_some() {
+            return Err(StoreError::Exists(s.id.clone()));
+        }
+        tx.execute(
+            "INSERT INTO sessions (id, workspace, provider, profile, model, title, created_at, updated_at, state) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![s.id, s.workspace, s.provider, s.profile, s.model, s.title, s.created_at, s.updated_at, s.state],
+        )?;
+        {
+            let mut turn = tx.prepare_cached(
+                "INSERT INTO turns (id, session_id, timestamp, kind, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            for t in &export.turns {
+                turn.execute(params![t.id, s.id, t.timestamp, t.kind, t.body])?;
+            }
+            let mut link = tx.prepare_cached(
+                "INSERT INTO chain (session_id, seq, kind, subject, digest, detail, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?;
+            for l in &export.links {
+                link.execute(params![
+                    s.id,
+                    l.seq as i64,
+                    l.kind,
+                    l.subject,
+                    l.digest,
+                    l.detail,
+                    l.hash
+                ])?;
+            }
+        }
+        for block in &export.summaries {
+            insert_block(&tx, &s.id, block)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
     fn append_events(&self, stream: &str, events: &[StoredEvent]) -> Result<(), StoreError> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
