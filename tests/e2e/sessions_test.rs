@@ -220,8 +220,9 @@ async fn one_byte_changed_in_the_database_file_is_found_by_verify() {
     );
     let id = only_session(&scene);
     let (ok, said) = verify(&scene, &id);
+    // Four turns (input, tool call, its result, answer) and the title.
     assert!(
-        ok && said.contains("the chain verifies — 4 links"),
+        ok && said.contains("the chain verifies — 5 links,"),
         "{said}"
     );
     let show = sandcrab_cmd(&scene)
@@ -454,11 +455,20 @@ async fn an_exported_session_imports_elsewhere_and_verifies_the_same() {
             .output()
             .unwrap()
     };
-    // Edited on the way: refused.
-    // (In the first turn: the session's title, which repeats it, is not
-    // part of the chain.)
+    // Edited on the way — the title, or a turn — refused, naming what.
     let text = String::from_utf8(export.stdout.clone()).unwrap();
-    let edited_text: String = text
+    let refused_for = |edited_text: String| {
+        assert_ne!(edited_text, text);
+        let edited = here.root.path().join("edited.jsonl");
+        std::fs::write(&edited, edited_text).unwrap();
+        let refused = import(&edited);
+        assert!(!refused.status.success());
+        String::from_utf8_lossy(&refused.stderr).into_owned()
+    };
+    let title = text.replacen("carry this session", "carry that session", 1);
+    let why = refused_for(title);
+    assert!(why.contains("the session's title was changed"), "{why}");
+    let turn: String = text
         .lines()
         .map(|l| {
             let l = if l.starts_with("{\"record\":\"turn\"") {
@@ -469,12 +479,7 @@ async fn an_exported_session_imports_elsewhere_and_verifies_the_same() {
             format!("{l}\n")
         })
         .collect();
-    assert_ne!(edited_text, text);
-    let edited = here.root.path().join("edited.jsonl");
-    std::fs::write(&edited, edited_text).unwrap();
-    let refused = import(&edited);
-    assert!(!refused.status.success());
-    let why = String::from_utf8_lossy(&refused.stderr);
+    let why = refused_for(turn);
     assert!(why.contains("was changed after it was stored"), "{why}");
     // As written: imported, and it verifies with the same head.
     let imported = import(&file);

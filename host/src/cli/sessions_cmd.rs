@@ -168,11 +168,11 @@ pub fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
         }
         SessionsCommand::Verify { id, place } => {
             let (_, store) = place.open()?;
-            if store.session(&id)?.is_none() {
+            let Some(record) = store.session(&id)? else {
                 return Err(crate::store::StoreError::UnknownSession(id).into());
-            }
+            };
             let turns = store.turns(&id)?;
-            match crate::store::chain::verify(&store.chain(&id)?, &turns) {
+            match crate::store::chain::verify(&store.chain(&id)?, &turns, record.title.as_deref()) {
                 Ok(ok) => {
                     outln!(
                         "session {id}: the chain verifies — {} links, head {}{}",

@@ -1,5 +1,6 @@
 //! Tamper evidence: every session keeps a hash chain beside its turns.
-//! Each stored turn (receipts ride inside tool results) adds a link —
+//! Each stored turn (receipts ride inside tool results), and the title
+//! when it is set, adds a link —
 //! its digest, hashed with the previous link's hash — written in the same
 //! transaction as the turn. A compaction, which deletes turns by design,
 //! adds a signed-off link naming every turn it removed (with the digest
@@ -23,6 +24,8 @@ pub const GENESIS: &str = "00000000000000000000000000000000000000000000000000000
 pub const TURN: &str = "turn";
 /// A compaction's sign-off.
 pub const COMPACTION: &str = "compaction";
+/// The session's title (set once, from the first input).
+pub const TITLE: &str = "title";
 
 /// One link of a session's chain.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +62,8 @@ pub enum Broken {
     Missing { seq: u64, turn: String },
     #[error("turn {turn} is not in the chain: it was added outside sandcrab")]
     Unchained { turn: String },
+    #[error("the session's title was changed after it was set (link {seq})")]
+    Title { seq: u64 },
 }
 
 impl Broken {
@@ -68,6 +73,7 @@ impl Broken {
             Broken::Link { seq, .. }
             | Broken::Changed { seq, .. }
             | Broken::Missing { seq, .. } => *seq,
+            Broken::Title { seq } => *seq,
             Broken::Unchained { .. } => u64::MAX,
         }
     }
@@ -97,6 +103,11 @@ fn digest_of(fields: &[&str]) -> String {
     hasher_with(fields).finalize().to_hex().to_string()
 }
 
+/// The digest of a session's title.
+pub fn title_digest(title: &str) -> String {
+    digest_of(&[TITLE, title])
+}
+
 /// The digest of a stored turn: every field.
 pub fn turn_digest(turn: &StoredTurn) -> String {
     digest_of(&[&turn.id, &turn.timestamp, &turn.kind, &turn.body])
@@ -123,8 +134,13 @@ pub fn link_hash(prev: &str, kind: &str, subject: &str, digest: &str) -> String 
 }
 
 /// Check `links` (in order) against the session's stored `turns` (in
-/// order): the first record that does not match, or what verified.
-pub fn verify(links: &[Link], turns: &[StoredTurn]) -> Result<Verified, Broken> {
+/// order) and its `title`: the first record that does not match, or what
+/// verified.
+pub fn verify(
+    links: &[Link],
+    turns: &[StoredTurn],
+    title: Option<&str>,
+) -> Result<Verified, Broken> {
     let mut problems: Vec<Broken> = Vec::new();
     let mut prev = GENESIS.to_string();
     // Turn id → (link, digest) for every turn the chain vouches for.
@@ -143,6 +159,11 @@ pub fn verify(links: &[Link], turns: &[StoredTurn]) -> Result<Verified, Broken> 
         match link.kind.as_str() {
             TURN => {
                 vouched.insert(&link.subject, (link.seq, &link.digest));
+            }
+            TITLE => {
+                if title.map(title_digest).as_deref() != Some(link.digest.as_str()) {
+                    problems.push(Broken::Title { seq: link.seq });
+                }
             }
             COMPACTION => {
                 let parsed: serde_json::Value =
@@ -244,13 +265,13 @@ mod tests {
     fn an_untouched_chain_verifies_and_any_change_is_named() {
         let turns: Vec<StoredTurn> = (0..5).map(|i| turn(&format!("t{i}"), "hello")).collect();
         let links = chain(&turns);
-        let ok = verify(&links, &turns).unwrap();
+        let ok = verify(&links, &turns, None).unwrap();
         assert_eq!((ok.links, ok.head.clone()), (5, links[4].hash.clone()));
         // One byte of one turn.
         let mut edited = turns.clone();
         edited[2].body = "hellO".into();
         assert_eq!(
-            verify(&links, &edited).unwrap_err(),
+            verify(&links, &edited, None).unwrap_err(),
             Broken::Changed {
                 seq: 3,
                 turn: "t2".into()
@@ -258,19 +279,19 @@ mod tests {
         );
         // A turn deleted, one added, the chain edited.
         assert!(matches!(
-            verify(&links, &turns[..4]).unwrap_err(),
+            verify(&links, &turns[..4], None).unwrap_err(),
             Broken::Missing { seq: 5, .. }
         ));
         let mut more = turns.clone();
         more.push(turn("planted", "x"));
         assert!(matches!(
-            verify(&links, &more).unwrap_err(),
+            verify(&links, &more, None).unwrap_err(),
             Broken::Unchained { .. }
         ));
         let mut forged = links.clone();
         forged[1].digest = turn_digest(&turn("t1", "forged"));
         assert!(matches!(
-            verify(&forged, &turns).unwrap_err(),
+            verify(&forged, &turns, None).unwrap_err(),
             Broken::Link { seq: 2, .. }
         ));
     }
@@ -300,10 +321,10 @@ mod tests {
             detail,
             hash,
         });
-        assert!(verify(&links, &turns[2..]).is_ok());
+        assert!(verify(&links, &turns[2..], None).is_ok());
         // Removing one more than it signed off is not.
         assert!(matches!(
-            verify(&links, &turns[3..]).unwrap_err(),
+            verify(&links, &turns[3..], None).unwrap_err(),
             Broken::Missing { seq: 3, .. }
         ));
     }
@@ -314,6 +335,6 @@ mod tests {
         let new: Vec<StoredTurn> = (0..2).map(|i| turn(&format!("n{i}"), "y")).collect();
         let links = chain(&new);
         let all: Vec<StoredTurn> = old.iter().chain(&new).cloned().collect();
-        assert_eq!(verify(&links, &all).unwrap().unchained_before, 3);
+        assert_eq!(verify(&links, &all, None).unwrap().unchained_before, 3);
     }
 }

@@ -258,7 +258,7 @@ impl SessionExport {
         let (Some(mut session), Some(claimed)) = (session, head) else {
             return Err(ImportError::Truncated);
         };
-        chain::verify(&links, &turns).map_err(ImportError::Broken)?;
+        chain::verify(&links, &turns, session.title.as_deref()).map_err(ImportError::Broken)?;
         session.turns = turns.len() as u64;
         let export = SessionExport {
             session,
@@ -312,7 +312,14 @@ mod tests {
         other.import_session(&back).unwrap();
         let again = SessionExport::of(&other, "s1").unwrap();
         assert_eq!(again.head(), back.head());
-        assert!(chain::verify(&other.chain("s1").unwrap(), &other.turns("s1").unwrap()).is_ok());
+        assert!(
+            chain::verify(
+                &other.chain("s1").unwrap(),
+                &other.turns("s1").unwrap(),
+                Some("hi")
+            )
+            .is_ok()
+        );
         assert!(matches!(
             other.import_session(&back),
             Err(StoreError::Exists(_))

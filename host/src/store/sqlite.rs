@@ -187,13 +187,34 @@ impl Store for SqliteStore {
         title: Option<&str>,
         state: Option<&str>,
     ) -> Result<(), StoreError> {
-        let changed = self.conn().execute(
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        // A title is set once; the chain vouches for it from then on.
+        let untitled: Option<bool> = tx
+            .query_row(
+                "SELECT title IS NULL FROM sessions WHERE id = ?1",
+                [id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let Some(untitled) = untitled else {
+            return Err(StoreError::UnknownSession(id.to_string()));
+        };
+        tx.execute(
             "UPDATE sessions SET title = COALESCE(title, ?2), state = COALESCE(?3, state), updated_at = ?4 WHERE id = ?1",
             params![id, title, state, crate::time::now_rfc3339()],
         )?;
-        if changed == 0 {
-            return Err(StoreError::UnknownSession(id.to_string()));
+        if let (true, Some(title)) = (untitled, title) {
+            add_link(
+                &tx,
+                id,
+                chain::TITLE,
+                "title",
+                &chain::title_digest(title),
+                "",
+            )?;
         }
+        tx.commit()?;
         Ok(())
     }
 
