@@ -165,6 +165,16 @@ fn hide_host_secrets() {
     for dir in dirs {
         crate::process::hide_dir(&dir);
     }
+    // And the files themselves, for a program whose grants lie inside one
+    // of those directories (which is then left visible).
+    let files = crate::user_files::config_file().into_iter().chain(
+        crate::store::default_path()
+            .map(|db| crate::store::database_files(&db))
+            .unwrap_or_default(),
+    );
+    for file in files {
+        crate::process::hide(&file);
+    }
 }
 
 fn init_logging(verbose: u8) {
