@@ -1309,3 +1309,55 @@ async fn an_interrupt_withdraws_the_waiting_request_and_says_so() {
     );
     assert!(!scene.workspace().join("withdrawn").exists());
 }
+
+/// A subagent's call asks through the same queue as its parent's, labelled
+/// with who is asking; the operator's yes reaches it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subagent_asks_through_the_same_queue_labelled_as_itself() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.push(stream(
+        KIND,
+        &Answer::Tools(vec![tool(
+            "p1",
+            "spawn_agent",
+            json!({"task": "CHILD-TASK: make the file", "run_in_background": true}),
+        )]),
+    ));
+    server.push(stream(KIND, &Answer::Text(vec!["spawned it"])));
+    server.push(stream(KIND, &Answer::Text(vec!["the child finished"])));
+    server.push_for(
+        "CHILD-TASK",
+        stream(
+            KIND,
+            &Answer::Tools(vec![tool(
+                "k1",
+                "shell",
+                json!({"command": "touch from-child"}),
+            )]),
+        ),
+    );
+    server.push_for("CHILD-TASK", stream(KIND, &Answer::Text(vec!["made it"])));
+    let b = bridge(&scene, Some(&server), true);
+    assert_eq!(b.post("/agent/start").await.0, 200);
+    let events = b.follow(None).await;
+    assert_eq!(b.send("delegate it").await.0, 202);
+    let (_, _, request) = events.wait_for("agent:permission-required").await;
+    let from = request["from"].as_str().unwrap();
+    assert!(from.starts_with("subagent "), "{request}");
+    assert_ne!(from, "subagent ", "{request}");
+    assert_eq!(request["preview"], "touch from-child");
+    assert!(!scene.workspace().join("from-child").exists());
+    let path = format!("/agent/permissions/{}", request["id"].as_str().unwrap());
+    assert_eq!(
+        b.call("POST", &path, Some(json!({"decision": "allow"})))
+            .await
+            .0,
+        200
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !scene.workspace().join("from-child").exists() {
+        assert!(Instant::now() < deadline, "the subagent's call never ran");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -41,8 +41,8 @@ pub use gate::{
 pub use glob::Glob;
 pub use preview::edit_diff;
 pub use queue::{
-    Answer, MAX_NOTE_CHARS, PermissionQueue, PermissionRequest, Scope, ScopeOffer, Ticket,
-    UnknownRequest,
+    Answer, MAX_NOTE_CHARS, PermissionQueue, PermissionRequest, QueueEvent, Scope, ScopeOffer,
+    Ticket, UnknownRequest,
 };
 pub use rules::{Matcher, Origin, Rule, RuleError, Rules, SHELL_TOOL, Subject, Verdict};
 pub use subject::call_subject;

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{broadcast, oneshot, watch};
 
 /// How far a yes reaches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,12 +86,29 @@ pub struct UnknownRequest(pub String);
 
 type Waiting = BTreeMap<String, (PermissionRequest, oneshot::Sender<Answer>)>;
 
+/// What happens in a queue, for whoever shows it (the bridge): every
+/// request, whichever session or subagent asked, and how each ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QueueEvent {
+    Required(PermissionRequest),
+    Resolved {
+        id: String,
+        session_id: String,
+        call_id: String,
+        allow: bool,
+        scope: Scope,
+        /// `bridge`, `chat`, `timeout`, `withdrawn`, `queue limit`, …
+        by: String,
+    },
+}
+
 /// The requests waiting for the operator.
 #[derive(Debug)]
 pub struct PermissionQueue {
     waiting: Mutex<Waiting>,
     timeout: Duration,
     count: watch::Sender<usize>,
+    events: broadcast::Sender<QueueEvent>,
 }
 
 impl PermissionQueue {
@@ -101,7 +118,24 @@ impl PermissionQueue {
             waiting: Mutex::new(BTreeMap::new()),
             timeout,
             count: watch::channel(0).0,
+            events: broadcast::channel(256).0,
         })
+    }
+
+    /// Every request and every end of one, from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<QueueEvent> {
+        self.events.subscribe()
+    }
+
+    fn resolved(&self, request: &PermissionRequest, allow: bool, scope: Scope, by: &str) {
+        let _ = self.events.send(QueueEvent::Resolved {
+            id: request.id.clone(),
+            session_id: request.session_id.clone(),
+            call_id: request.call_id.clone(),
+            allow,
+            scope,
+            by: by.to_string(),
+        });
     }
 
     /// How many requests wait, now and as it changes.
@@ -143,6 +177,8 @@ impl PermissionQueue {
                     by: "queue limit".into(),
                     at: crate::time::now_rfc3339(),
                 });
+                let _ = self.events.send(QueueEvent::Required(request.clone()));
+                self.resolved(&request, false, Scope::Once, "queue limit");
                 return Ticket {
                     queue: self.clone(),
                     request,
@@ -152,6 +188,7 @@ impl PermissionQueue {
             waiting.insert(request.id.clone(), (request.clone(), tx));
         }
         self.count_changed();
+        let _ = self.events.send(QueueEvent::Required(request.clone()));
         Ticket {
             queue: self.clone(),
             request,
@@ -161,11 +198,12 @@ impl PermissionQueue {
 
     /// Answer request `id`.
     pub fn answer(&self, id: &str, mut answer: Answer) -> Result<(), UnknownRequest> {
-        let (_, tx) = self
+        let (request, tx) = self
             .lock()
             .remove(id)
             .ok_or_else(|| UnknownRequest(id.to_string()))?;
         self.count_changed();
+        self.resolved(&request, answer.allow, answer.scope, &answer.by);
         if let Some(note) = &mut answer.note {
             *note = note.chars().take(MAX_NOTE_CHARS).collect();
         }
@@ -200,24 +238,35 @@ impl Ticket {
         let rx = self.rx.take().expect("answered once");
         match tokio::time::timeout(self.queue.timeout, rx).await {
             Ok(Ok(answer)) => answer,
-            _ => Answer {
-                allow: false,
-                scope: Scope::Once,
-                note: Some(format!(
-                    "nobody answered within {} s",
-                    self.queue.timeout.as_secs()
-                )),
-                by: "timeout".into(),
-                at: crate::time::now_rfc3339(),
-            },
+            _ => {
+                // Timed out: it leaves the queue now, as a denial.
+                if self.queue.lock().remove(&self.request.id).is_some() {
+                    self.queue.count_changed();
+                    self.queue
+                        .resolved(&self.request, false, Scope::Once, "timeout");
+                }
+                Answer {
+                    allow: false,
+                    scope: Scope::Once,
+                    note: Some(format!(
+                        "nobody answered within {} s",
+                        self.queue.timeout.as_secs()
+                    )),
+                    by: "timeout".into(),
+                    at: crate::time::now_rfc3339(),
+                }
+            }
         }
     }
 }
 
 impl Drop for Ticket {
     fn drop(&mut self) {
+        // Dropped while waiting: the call was interrupted.
         if self.queue.lock().remove(&self.request.id).is_some() {
             self.queue.count_changed();
+            self.queue
+                .resolved(&self.request, false, Scope::Once, "withdrawn");
         }
     }
 }

@@ -217,9 +217,11 @@ pub fn translate(event: &Event) -> Option<(&'static str, Value)> {
         EventData::TurnLimit(_) => "agent:turn-limit",
         EventData::ContextWarning(_) => "agent:context-warning",
         EventData::LoopDetection(_) => "agent:loop-detected",
-        EventData::PermissionRequired(_) => "agent:permission-required",
-        EventData::PermissionResolved(_) => "agent:permission-resolved",
-        EventData::SteeringInjected(_)
+        // Published from the permission queue, whoever asked (see
+        // `Harness::report_requests`).
+        EventData::PermissionRequired(_)
+        | EventData::PermissionResolved(_)
+        | EventData::SteeringInjected(_)
         | EventData::AssistantTextStart(_)
         | EventData::ToolCallOutputDelta(_)
         | EventData::SessionEnd(_) => return None,

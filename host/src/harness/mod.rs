@@ -138,6 +138,8 @@ struct Running {
     pump: tokio::task::JoinHandle<()>,
     /// Reports `Suspended` while a call waits for the operator.
     suspense: tokio::task::JoinHandle<()>,
+    /// Publishes every permission request and its end, whoever asked.
+    requests: tokio::task::JoinHandle<()>,
 }
 
 /// How long a permission request waits for an answer by default.
@@ -279,12 +281,14 @@ impl Harness {
                 let session = kit.session().await;
                 let pump = self.pump(&session);
                 let suspense = self.report_suspense();
+                let requests = self.report_requests();
                 state.running = Some(Running {
                     kit,
                     session,
                     _keep: keep,
                     pump,
                     suspense,
+                    requests,
                 });
                 self.set(&mut state, Lifecycle::Running);
                 Ok(())
@@ -319,6 +323,7 @@ impl Harness {
         running.session.abort().await;
         running.pump.abort();
         running.suspense.abort();
+        running.requests.abort();
         self.streaming.store(0, Ordering::SeqCst);
         self.set(state, Lifecycle::Stopped);
     }
@@ -419,6 +424,41 @@ impl Harness {
         } else {
             lifecycle.clone()
         }
+    }
+
+    /// Publish `agent:permission-required` and `agent:permission-resolved`
+    /// from the queue itself, so a subagent's or a background job's
+    /// request (whose session events reach nobody) is seen like the
+    /// agent's own.
+    fn report_requests(&self) -> tokio::task::JoinHandle<()> {
+        let mut events = self.permissions.subscribe();
+        let log = self.log.clone();
+        tokio::spawn(async move {
+            use tokio::sync::broadcast::error::RecvError;
+            loop {
+                let (name, data) = match events.recv().await {
+                    Ok(crate::approvals::QueueEvent::Required(request)) => (
+                        "agent:permission-required",
+                        serde_json::to_value(&request).unwrap_or_default(),
+                    ),
+                    Ok(crate::approvals::QueueEvent::Resolved {
+                        id,
+                        session_id,
+                        call_id,
+                        allow,
+                        scope,
+                        by,
+                    }) => (
+                        "agent:permission-resolved",
+                        json!({"id": id, "call_id": call_id, "decision": if allow { "allow" } else { "deny" },
+                               "scope": scope, "by": by, "session_id": session_id}),
+                    ),
+                    Err(RecvError::Lagged(_)) => continue,
+                    Err(RecvError::Closed) => break,
+                };
+                log.publish(name, data);
+            }
+        })
     }
 
     /// Publish a status change whenever calls start or stop waiting for
