@@ -15,6 +15,7 @@ pub mod process;
 pub mod safe_fs;
 pub mod server;
 pub mod store;
+pub mod terminal_safe;
 pub mod time;
 pub mod tools;
 pub mod user_files;

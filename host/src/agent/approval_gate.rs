@@ -4,17 +4,17 @@
 //! ask — the refusal the model reads. Every verdict goes into the call's
 //! receipt.
 
-use super::event_data::{self as ed, EventData};
-use super::session::Session;
 use std::path::Path;
 
+use super::event_data::{self as ed, EventData};
+use super::session::Session;
 use crate::approvals::{
     Answer, Decision, PermissionRequest, Scope, ScopeOffer, call_subject, describe_call, edit_diff,
-    receipt_line, refusal, rules_from_flags, suggestion,
+    operator_denial, receipt_line, refusal, rules_from_flags, suggestion,
 };
 use crate::llm::ToolCall;
 use crate::plugin::Writes;
-use crate::tools::{Receipt, Standing, ToolOutcome, ToolRegistry, ToolStatus};
+use crate::tools::{Receipt, ToolOutcome, ToolRegistry, ToolStatus};
 
 /// What the gate lets through.
 pub(super) enum Gate {
@@ -45,10 +45,7 @@ pub(super) async fn decide(session: &Session, call: &ToolCall, registry: &ToolRe
     };
     let line = receipt_line(&verdict, approvals.mode);
     let refuse = |text: String, line: String| {
-        let standing = registry
-            .get(&call.name)
-            .map(|t| t.executor.standing(&call.name))
-            .unwrap_or_else(|| Standing::host(&call.name));
+        let standing = registry.standing(&call.name);
         let mut outcome = ToolOutcome::with_status(ToolStatus::Denied, text);
         outcome.receipt = Some(Receipt {
             call_id: call.id.clone(),
@@ -83,7 +80,7 @@ pub(super) async fn decide(session: &Session, call: &ToolCall, registry: &ToolRe
                     .and_then(|_| {
                         edit_diff(&call.arguments, &session.workspace, &session.working_dir)
                     }),
-                sandbox: sandbox_of(registry, &call.name),
+                sandbox: registry.standing(&call.name).mode,
                 reason: line.clone(),
                 scopes: scope_offers(offer.as_deref(), remember_in.map(|f| f.as_path())),
             };
@@ -110,15 +107,8 @@ pub(super) async fn decide(session: &Session, call: &ToolCall, registry: &ToolRe
             );
             let who = format!("the operator via {} at {}", answer.by, answer.at);
             if !answer.allow {
-                let note = answer
-                    .note
-                    .as_deref()
-                    .map(|n| format!(": {n}"))
-                    .unwrap_or_default();
                 return refuse(
-                    format!(
-                        "The operator denied this call{note}. Do not retry it as it is; change approach or ask the user."
-                    ),
+                    operator_denial(answer.note.as_deref()),
                     format!("{line}; denied by {who}"),
                 );
             }
@@ -137,10 +127,10 @@ pub(super) async fn decide(session: &Session, call: &ToolCall, registry: &ToolRe
     }
 }
 
-/// The `agent:permission-resolved` of one request: sent with the answer,
-/// or — when the waiting call is dropped first (interrupted) — as a
-/// denial `by` "withdrawn", so a client never waits on a request that is
-/// gone.
+/// The session's PERMISSION_RESOLVED of one request (for whoever reads
+/// the session's events; the bridge hears the queue itself): sent with
+/// the answer, or — when the waiting call is dropped first (interrupted) —
+/// as a denial `by` "withdrawn".
 struct Resolution<'a> {
     session: &'a Session,
     id: String,
@@ -238,12 +228,4 @@ fn remember(session: &Session, answer: &Answer, offer: Option<&str>, asked_id: &
         }
         _ => "once".into(),
     }
-}
-
-/// The sandbox a tool's calls run under, in a word.
-fn sandbox_of(registry: &ToolRegistry, tool: &str) -> String {
-    registry
-        .get(tool)
-        .map(|t| t.executor.standing(tool).mode)
-        .unwrap_or_else(|| "host".into())
 }

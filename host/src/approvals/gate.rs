@@ -140,6 +140,14 @@ pub fn suggestion(subject: &Subject) -> Option<String> {
     }
 }
 
+/// What the model reads when the operator said no (with their note).
+pub fn operator_denial(note: Option<&str>) -> String {
+    let note = note.map(|n| format!(": {n}")).unwrap_or_default();
+    format!(
+        "The operator denied this call{note}. Do not retry it as it is; change approach or ask the user."
+    )
+}
+
 /// What a call would do, in a line (the command, the paths it writes).
 pub fn describe_call(subject: &Subject) -> String {
     match subject {

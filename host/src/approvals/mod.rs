@@ -36,7 +36,8 @@ mod subject;
 pub use command::CommandLine;
 pub use decision::{Decision, Mode};
 pub use gate::{
-    Approvals, describe_call, receipt_line, refusal, rules_from_flags, suggestion, unknown_tools,
+    Approvals, describe_call, operator_denial, receipt_line, refusal, rules_from_flags, suggestion,
+    unknown_tools,
 };
 pub use glob::Glob;
 pub use preview::edit_diff;

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use tokio::io::{AsyncBufRead, Lines};
 
+use super::terminal::one_line;
 use crate::approvals::{Answer, PermissionQueue, PermissionRequest, Scope};
 
 /// What the operator typed, read.
@@ -112,26 +113,6 @@ fn render(request: &PermissionRequest, workspace: &Path) -> String {
         }
     }
     out.push_str("   n  deny (n NOTE: deny and tell the model why)");
-    out
-}
-
-/// `text` on one line: line breaks and tabs escaped (`\n`), cut to `max`
-/// characters with how many were left out.
-fn one_line(text: &str, max: usize) -> String {
-    let mut out = String::new();
-    for (shown, c) in text.chars().enumerate() {
-        if shown == max {
-            let rest = text.chars().count() - max;
-            out.push_str(&format!("… ({rest} more characters)"));
-            break;
-        }
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c => out.push(c),
-        }
-    }
     out
 }
 

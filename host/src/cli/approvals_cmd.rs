@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 use serde_json::json;
 
+use super::terminal::one_line;
 use crate::approvals::{Origin, Rule, Rules};
 use crate::config::Config;
 
@@ -109,9 +110,9 @@ fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
         outln!(
             "{number:<8} {:<5}  {}  {}  ({})",
             rule.decision.as_str(),
-            one_line(&rule.describe()),
-            one_line(&rule.applies_in()),
-            one_line(&rule.at)
+            one_line(&rule.describe(), usize::MAX),
+            one_line(&rule.applies_in(), usize::MAX),
+            one_line(&rule.at, usize::MAX)
         );
     }
     if !rules.is_empty() {
@@ -128,17 +129,12 @@ fn revoke(args: RevokeArgs) -> anyhow::Result<ExitCode> {
             "revoked #{}: {} {} {} (was at {})",
             rule.number,
             rule.decision.as_str(),
-            one_line(&rule.describe()),
-            one_line(&rule.applies_in()),
-            one_line(&rule.at)
+            one_line(&rule.describe(), usize::MAX),
+            one_line(&rule.applies_in(), usize::MAX),
+            one_line(&rule.at, usize::MAX)
         );
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// `text` on one line (a path or word with a line break in it shows it).
-fn one_line(text: &str) -> String {
-    text.replace('\n', "\\n").replace('\r', "\\r")
 }
 
 /// The operator's configuration file: `--config`, else the user's.

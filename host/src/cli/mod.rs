@@ -158,17 +158,24 @@ pub fn main() -> ExitCode {
 /// and databases kept elsewhere are hidden where they are issued and
 /// opened.
 fn hide_host_secrets() {
+    let config = crate::user_files::config_file();
+    let database = crate::store::default_path();
     let dirs = crate::server::token::default_dirs()
         .into_iter()
-        .chain(crate::user_files::config_file().and_then(|f| f.parent().map(Into::into)))
-        .chain(crate::store::default_path().and_then(|db| db.parent().map(Into::into)));
+        .chain(config.as_deref().and_then(|f| f.parent()).map(Into::into))
+        .chain(
+            database
+                .as_deref()
+                .and_then(|db| db.parent())
+                .map(Into::into),
+        );
     for dir in dirs {
         crate::process::hide_dir(&dir);
     }
     // And the files themselves, for a program whose grants lie inside one
     // of those directories (which is then left visible).
-    let files = crate::user_files::config_file().into_iter().chain(
-        crate::store::default_path()
+    let files = config.into_iter().chain(
+        database
             .map(|db| crate::store::database_files(&db))
             .unwrap_or_default(),
     );

@@ -12,6 +12,8 @@
 use std::borrow::Cow;
 use std::io::Write;
 
+use crate::terminal_safe::{json_text, needs_escape};
+
 /// `text` with every control character except newline and tab, and every
 /// bidirectional-override character, replaced by a visible escape.
 pub fn sanitize(text: &str) -> Cow<'_, str> {
@@ -29,11 +31,6 @@ pub fn sanitize(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-fn needs_escape(c: char) -> bool {
-    (c.is_control() && c != '\n' && c != '\t')
-        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-}
-
 /// `value` as one line of JSON whose every character is safe on a
 /// terminal: what [`sanitize`] would escape is written as a JSON `\uXXXX`
 /// escape instead, so the line stays valid JSON with the same meaning.
@@ -46,15 +43,23 @@ pub fn json_pretty(value: &impl serde::Serialize) -> String {
     json_text(&serde_json::to_string_pretty(value).unwrap_or_default())
 }
 
-fn json_text(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        // Outside strings JSON has only ASCII punctuation and white space,
-        // so every such character is inside a string, where \u is valid.
-        if needs_escape(c) && c != '\n' && c != '\t' {
-            out.push_str(&format!("\\u{:04x}", c as u32));
-        } else {
-            out.push(c);
+/// `text` on one line: line breaks and tabs escaped (`\n`), cut to `max`
+/// characters with how many were left out — for text someone else wrote
+/// (a model's command, a path) shown where a line break could fake
+/// sandcrab's own output.
+pub fn one_line(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    for (shown, c) in text.chars().enumerate() {
+        if shown == max {
+            let rest = text.chars().count() - max;
+            out.push_str(&format!("… ({rest} more characters)"));
+            break;
+        }
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c => out.push(c),
         }
     }
     out

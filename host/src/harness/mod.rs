@@ -448,11 +448,25 @@ impl Harness {
                         allow,
                         scope,
                         by,
-                    }) => (
-                        "agent:permission-resolved",
-                        json!({"id": id, "call_id": call_id, "decision": if allow { "allow" } else { "deny" },
-                               "scope": scope, "by": by, "session_id": session_id}),
-                    ),
+                    }) => {
+                        // The session event's payload, as a session would
+                        // have sent it.
+                        let decision = if allow {
+                            crate::approvals::Decision::Allow
+                        } else {
+                            crate::approvals::Decision::Deny
+                        };
+                        let payload = crate::agent::event_data::PermissionResolved {
+                            id,
+                            call_id,
+                            decision,
+                            scope,
+                            by,
+                        };
+                        let mut data = serde_json::to_value(&payload).unwrap_or_default();
+                        data["session_id"] = json!(session_id);
+                        ("agent:permission-resolved", data)
+                    }
                     Err(RecvError::Lagged(_)) => continue,
                     Err(RecvError::Closed) => break,
                 };

@@ -97,10 +97,7 @@ impl ToolServer {
                 return Ok(CallToolResult::error(vec![ContentBlock::text(text)]));
             }
             crate::approvals::Decision::Ask => {
-                let sandbox = registry
-                    .get(&name)
-                    .map(|t| t.executor.standing(&name).mode)
-                    .unwrap_or_else(|| "host".into());
+                let sandbox = registry.standing(&name).mode;
                 let what = crate::approvals::describe_call(&subject);
                 match super::ask::ask_client(&context.peer, &name, &what, &approval, &sandbox).await
                 {
@@ -110,10 +107,8 @@ impl ToolServer {
                         );
                     }
                     super::ask::Asked::Denied { note, .. } => {
-                        let note = note.map(|n| format!(": {n}")).unwrap_or_default();
-                        return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-                            "The operator denied this call{note}. Do not retry it as it is; change approach or ask the user."
-                        ))]));
+                        let text = crate::approvals::operator_denial(note.as_deref());
+                        return Ok(CallToolResult::error(vec![ContentBlock::text(text)]));
                     }
                     super::ask::Asked::CannotAsk => {
                         let text = crate::approvals::refusal(&subject, &verdict);

@@ -54,13 +54,10 @@ pub fn default_file(name: &str) -> Option<PathBuf> {
     Some(dir.join(name))
 }
 
-/// `~/.config/sandcrab/tokens` (honouring `XDG_CONFIG_HOME`).
+/// `~/.config/sandcrab/tokens` (honouring `XDG_CONFIG_HOME`): beside the
+/// user's configuration file.
 fn config_tokens_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
-    Some(base.join("sandcrab").join("tokens"))
+    Some(crate::user_files::config_file()?.parent()?.join("tokens"))
 }
 
 /// `$XDG_RUNTIME_DIR`, when it is an absolute directory.

@@ -67,23 +67,6 @@ enum Line {
     },
 }
 
-/// `json` with every control and bidirectional-override character (which
-/// JSON allows raw inside strings) written as a `\uXXXX` escape: the same
-/// data, and a file safe to print on a terminal.
-fn terminal_safe(json: &str) -> String {
-    let mut out = String::with_capacity(json.len());
-    for c in json.chars() {
-        let risky = c.is_control()
-            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-        if risky {
-            out.push_str(&format!("\\u{:04x}", c as u32));
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// Why a file cannot be imported: where, and what.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ImportError {
@@ -156,7 +139,7 @@ impl SessionExport {
         let mut out = String::new();
         for line in lines {
             let json = serde_json::to_string(&line).expect("a line serializes");
-            out.push_str(&terminal_safe(&json));
+            out.push_str(&crate::terminal_safe::json_text(&json));
             out.push('\n');
         }
         out

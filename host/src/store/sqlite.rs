@@ -116,27 +116,82 @@ fn fts_query(text: &str) -> Option<String> {
     (!words.is_empty()).then(|| words.join(" OR "))
 }
 
-/// Append a link to `session`'s chain (inside the caller's transaction).
-fn add_link(
+/// The last link of `session`'s chain: its place and hash (0 and
+/// [`chain::GENESIS`] for none).
+fn chain_tail(
     tx: &rusqlite::Transaction<'_>,
     session: &str,
-    kind: &str,
-    subject: &str,
-    digest: &str,
-    detail: &str,
-) -> Result<(), rusqlite::Error> {
+) -> Result<(u64, String), rusqlite::Error> {
     let last: Option<(i64, String)> = tx
         .prepare_cached(
             "SELECT seq, hash FROM chain WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1",
         )?
         .query_row([session], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?;
-    let (seq, prev) = last.unwrap_or((0, chain::GENESIS.to_string()));
-    let hash = chain::link_hash(&prev, kind, subject, digest);
+    Ok(last.map_or((0, chain::GENESIS.to_string()), |(seq, hash)| {
+        (seq as u64, hash)
+    }))
+}
+
+/// Append to `session`'s chain (inside the caller's transaction) a link
+/// for each `(kind, subject, digest, detail)`, in order.
+fn add_links<'a>(
+    tx: &rusqlite::Transaction<'_>,
+    session: &str,
+    items: impl IntoIterator<Item = (&'a str, &'a str, String, &'a str)>,
+) -> Result<(), rusqlite::Error> {
+    let (mut seq, mut prev) = chain_tail(tx, session)?;
+    for (kind, subject, digest, detail) in items {
+        seq += 1;
+        let hash = chain::link_hash(&prev, kind, subject, &digest);
+        insert_link(
+            tx,
+            session,
+            &chain::Link {
+                seq,
+                kind: kind.into(),
+                subject: subject.into(),
+                digest,
+                detail: detail.into(),
+                hash: hash.clone(),
+            },
+        )?;
+        prev = hash;
+    }
+    Ok(())
+}
+
+fn insert_link(
+    tx: &rusqlite::Transaction<'_>,
+    session: &str,
+    l: &chain::Link,
+) -> Result<(), rusqlite::Error> {
     tx.prepare_cached(
         "INSERT INTO chain (session_id, seq, kind, subject, digest, detail, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?
-    .execute(params![session, seq + 1, kind, subject, digest, detail, hash])?;
+    .execute(params![session, l.seq as i64, l.kind, l.subject, l.digest, l.detail, l.hash])?;
+    Ok(())
+}
+
+fn insert_session(conn: &Connection, s: &SessionRecord) -> Result<(), rusqlite::Error> {
+    conn.execute(
+        "INSERT INTO sessions (id, workspace, provider, profile, model, title, created_at, updated_at, state) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        params![s.id, s.workspace, s.provider, s.profile, s.model, s.title, s.created_at, s.updated_at, s.state],
+    )?;
+    Ok(())
+}
+
+fn insert_turns(
+    tx: &rusqlite::Transaction<'_>,
+    session: &str,
+    turns: &[StoredTurn],
+) -> Result<(), rusqlite::Error> {
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO turns (id, session_id, timestamp, kind, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    for t in turns {
+        insert.execute(params![t.id, session, t.timestamp, t.kind, t.body])?;
+    }
     Ok(())
 }
 
@@ -154,11 +209,7 @@ fn insert_block(
 
 impl Store for SqliteStore {
     fn create_session(&self, s: &SessionRecord) -> Result<(), StoreError> {
-        self.conn().execute(
-            "INSERT INTO sessions (id, workspace, provider, profile, model, title, created_at, updated_at, state) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            params![s.id, s.workspace, s.provider, s.profile, s.model, s.title, s.created_at, s.updated_at, s.state],
-        )?;
-        Ok(())
+        Ok(insert_session(&self.conn(), s)?)
     }
 
     fn session(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {
@@ -205,14 +256,8 @@ impl Store for SqliteStore {
             params![id, title, state, crate::time::now_rfc3339()],
         )?;
         if let (true, Some(title)) = (untitled, title) {
-            add_link(
-                &tx,
-                id,
-                chain::TITLE,
-                "title",
-                &chain::title_digest(title),
-                "",
-            )?;
+            let digest = chain::title_digest(title);
+            add_links(&tx, id, [(chain::TITLE, "title", digest, "")])?;
         }
         tx.commit()?;
         Ok(())
@@ -233,17 +278,14 @@ impl Store for SqliteStore {
         }
         let mut conn = self.conn();
         let tx = conn.transaction()?;
-        {
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO turns (id, session_id, timestamp, kind, body) VALUES (?1, ?2, ?3, ?4, ?5)",
-            )?;
-            for t in turns {
-                insert.execute(params![t.id, session, t.timestamp, t.kind, t.body])?;
-            }
-        }
-        for t in turns {
-            add_link(&tx, session, chain::TURN, &t.id, &chain::turn_digest(t), "")?;
-        }
+        insert_turns(&tx, session, turns)?;
+        add_links(
+            &tx,
+            session,
+            turns
+                .iter()
+                .map(|t| (chain::TURN, t.id.as_str(), chain::turn_digest(t), "")),
+        )?;
         let changed = tx.execute(
             "UPDATE sessions SET updated_at = ?2 WHERE id = ?1",
             params![session, crate::time::now_rfc3339()],
@@ -326,13 +368,11 @@ impl Store for SqliteStore {
             };
             let detail = chain::compaction_detail(&removed, &write.add_blocks);
             let label = format!("compaction of {} turns", removed.len());
-            add_link(
+            let digest = chain::detail_digest(&detail);
+            add_links(
                 &tx,
                 conversation,
-                chain::COMPACTION,
-                &label,
-                &chain::detail_digest(&detail),
-                &detail,
+                [(chain::COMPACTION, label.as_str(), digest, detail.as_str())],
             )?;
         }
         for block in &write.add_blocks {
@@ -384,31 +424,10 @@ impl Store for SqliteStore {
         if exists.is_some() {
             return Err(StoreError::Exists(s.id.clone()));
         }
-        tx.execute(
-            "INSERT INTO sessions (id, workspace, provider, profile, model, title, created_at, updated_at, state) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            params![s.id, s.workspace, s.provider, s.profile, s.model, s.title, s.created_at, s.updated_at, s.state],
-        )?;
-        {
-            let mut turn = tx.prepare_cached(
-                "INSERT INTO turns (id, session_id, timestamp, kind, body) VALUES (?1, ?2, ?3, ?4, ?5)",
-            )?;
-            for t in &export.turns {
-                turn.execute(params![t.id, s.id, t.timestamp, t.kind, t.body])?;
-            }
-            let mut link = tx.prepare_cached(
-                "INSERT INTO chain (session_id, seq, kind, subject, digest, detail, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?;
-            for l in &export.links {
-                link.execute(params![
-                    s.id,
-                    l.seq as i64,
-                    l.kind,
-                    l.subject,
-                    l.digest,
-                    l.detail,
-                    l.hash
-                ])?;
-            }
+        insert_session(&tx, s)?;
+        insert_turns(&tx, &s.id, &export.turns)?;
+        for link in &export.links {
+            insert_link(&tx, &s.id, link)?;
         }
         for block in &export.summaries {
             insert_block(&tx, &s.id, block)?;

@@ -85,10 +85,7 @@ pub async fn dispatch(
     let mut ctx = ctx.clone();
     ctx.programs = Some(log.clone());
     let outcome = run(registry, call, &ctx).await;
-    let standing = registry
-        .get(&call.name)
-        .map(|t| t.executor.standing(&call.name))
-        .unwrap_or_else(|| Standing::host(&call.name));
+    let standing = registry.standing(&call.name);
     let programs = log.lock().map(|p| p.clone()).unwrap_or_default();
     let output_limit = registry
         .get(&call.name)

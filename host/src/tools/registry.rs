@@ -140,6 +140,14 @@ impl ToolRegistry {
         Self::default()
     }
 
+    /// Who a call of `name` runs as, and under which grants and sandbox
+    /// (the host itself for a tool that is not here).
+    pub fn standing(&self, name: &str) -> super::receipt::Standing {
+        self.get(name)
+            .map(|t| t.executor.standing(name))
+            .unwrap_or_else(|| super::receipt::Standing::host(name))
+    }
+
     /// Register a tool; one with the same name is replaced.
     pub fn register(&mut self, spec: ToolSpec, executor: Arc<dyn ToolExecutor>) {
         let validator = jsonschema::validator_for(&spec.parameters)
