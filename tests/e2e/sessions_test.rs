@@ -164,6 +164,27 @@ async fn a_long_conversation_compacts_and_memory_read_finds_what_was_compacted()
     assert!(ok, "{said}");
 }
 
+/// `sandcrab run PROMPT` whose model runs `command` once, then answers;
+/// the id of the session it saved.
+async fn one_run(scene: &Scene, prompt: &str, command: &str) -> String {
+    let server = MockLlm::strict(KIND).await;
+    server.push(stream(
+        KIND,
+        &Answer::Tools(vec![tool("c1", "shell", json!({"command": command}))]),
+    ));
+    server.push(stream(KIND, &Answer::Text(vec!["done"])));
+    let out = sandcrab(scene, KIND, &server, "run")
+        .arg(prompt)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    only_session(scene)
+}
+
 /// The id of the scene's one saved session.
 fn only_session(scene: &Scene) -> String {
     let out = sandcrab_cmd(scene)
@@ -199,26 +220,7 @@ fn verify(scene: &Scene, id: &str) -> (bool, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_byte_changed_in_the_database_file_is_found_by_verify() {
     let scene = Scene::new();
-    let server = MockLlm::strict(KIND).await;
-    server.push(stream(
-        KIND,
-        &Answer::Tools(vec![tool(
-            "c1",
-            "shell",
-            json!({"command": "echo tamper-marker-q7"}),
-        )]),
-    ));
-    server.push(stream(KIND, &Answer::Text(vec!["done"])));
-    let out = sandcrab(&scene, KIND, &server, "run")
-        .arg("say tamper-marker-q7")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let id = only_session(&scene);
+    let id = one_run(&scene, "say tamper-marker-q7", "echo tamper-marker-q7").await;
     let (ok, said) = verify(&scene, &id);
     // Four turns (input, tool call, its result, answer) and the title.
     assert!(
@@ -410,26 +412,7 @@ async fn chat_continue_after_kill_9_keeps_every_committed_turn() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_exported_session_imports_elsewhere_and_verifies_the_same() {
     let here = Scene::new();
-    let server = MockLlm::strict(KIND).await;
-    server.push(stream(
-        KIND,
-        &Answer::Tools(vec![tool(
-            "c1",
-            "shell",
-            json!({"command": "echo carried"}),
-        )]),
-    ));
-    server.push(stream(KIND, &Answer::Text(vec!["done"])));
-    let out = sandcrab(&here, KIND, &server, "run")
-        .arg("carry this session")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let id = only_session(&here);
+    let id = one_run(&here, "carry this session", "echo carried").await;
     let (_, said) = verify(&here, &id);
     let head = said.split("head ").nth(1).unwrap().trim().to_string();
     let export = sandcrab_cmd(&here)
