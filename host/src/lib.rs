@@ -11,6 +11,7 @@ pub mod jobs;
 pub mod llm;
 pub mod mcp;
 pub mod plugin;
+pub mod replay;
 pub mod process;
 pub mod safe_fs;
 pub mod server;

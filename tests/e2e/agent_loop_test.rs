@@ -570,6 +570,8 @@ fn session_with(
         children: Some(children.clone()),
         memory: None,
         host_tools: Vec::new(),
+        world: None,
+        playback: None,
     });
     (session, children)
 }

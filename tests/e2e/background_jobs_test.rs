@@ -248,6 +248,8 @@ fn job_session(
         children: None,
         memory: None,
         host_tools: Vec::new(),
+        world: None,
+        playback: None,
     })
 }
 

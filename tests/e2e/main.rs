@@ -36,6 +36,7 @@ mod plugin_scaffold_test;
 mod process_sandbox_test;
 mod profiles_test;
 mod provider_rules;
+mod replay_test;
 mod sandbox_escape_test;
 mod sessions_test;
 mod sharded_calls_test;

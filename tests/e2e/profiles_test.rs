@@ -106,6 +106,8 @@ async fn the_anthropic_prompt_has_the_claude_code_identity_and_five_layers() {
         children: None,
         memory: None,
         host_tools: Vec::new(),
+        world: None,
+        playback: None,
     });
     let prompt = session.system_prompt();
     let pos = |needle: &str| {

@@ -227,6 +227,8 @@ pub async fn plugin_session(
         children: None,
         memory: None,
         host_tools: Vec::new(),
+        world: None,
+        playback: None,
     });
     (host, session)
 }

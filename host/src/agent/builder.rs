@@ -61,6 +61,8 @@ pub struct AgentKit {
     /// Where sessions are kept (None: in memory only); see
     /// [`AgentKit::with_store`].
     pub store: Option<Arc<dyn crate::store::Store>>,
+    /// How stored sessions are recorded (`[store] recording`).
+    pub recording: super::recorder::RecordingSettings,
 }
 
 impl AgentKit {
@@ -206,6 +208,7 @@ impl AgentKit {
             summarizer,
             summarization,
             store: None,
+            recording: recording_settings(&config.store),
         })
     }
 
@@ -215,12 +218,30 @@ impl AgentKit {
         self
     }
 
-    fn compactor(&self, store: &Arc<dyn crate::store::Store>) -> Arc<crate::compaction::Compactor> {
-        Arc::new(crate::compaction::Compactor::new(
-            self.summarizer.clone(),
+    /// A session's recorder (None: recording is off) and its compactor,
+    /// whose summaries it records.
+    fn recorded_compactor(
+        &self,
+        store: &Arc<dyn crate::store::Store>,
+        recorded_bytes: u64,
+    ) -> (
+        Option<Arc<super::recorder::Recorder>>,
+        Arc<crate::compaction::Compactor>,
+    ) {
+        let recorder = super::recorder::Recorder::new(self.recording, recorded_bytes);
+        let summarizer: Arc<dyn crate::compaction::Summarizer> = match &recorder {
+            Some(recorder) => Arc::new(super::recorder::RecordingSummarizer {
+                inner: self.summarizer.clone(),
+                recorder: recorder.clone(),
+            }),
+            None => self.summarizer.clone(),
+        };
+        let compactor = Arc::new(crate::compaction::Compactor::new(
+            summarizer,
             store.clone(),
             self.summarization.clone(),
-        ))
+        ));
+        (recorder, compactor)
     }
 
     /// A new stored session's memory (None without a store, or when the
@@ -235,8 +256,14 @@ impl AgentKit {
             profile: self.profile.info.id.clone(),
             model: self.config.model.clone(),
         };
-        match super::memory::SessionMemory::create(store.clone(), self.compactor(store), &info) {
-            Ok(memory) => (Some(memory), None),
+        let (recorder, compactor) = self.recorded_compactor(store, 0);
+        match super::memory::SessionMemory::create(store.clone(), compactor, &info) {
+            Ok(memory) => {
+                if let Some(recorder) = recorder {
+                    memory.record_with(recorder);
+                }
+                (Some(memory), None)
+            }
             Err(err) => (None, Some(format!("this session will not be saved: {err}"))),
         }
     }
@@ -258,8 +285,11 @@ impl AgentKit {
                 workspace,
             });
         }
-        let memory =
-            super::memory::SessionMemory::resume(store.clone(), self.compactor(store), id)?;
+        let (recorder, compactor) = self.recorded_compactor(store, store.recording_size(id)?);
+        let memory = super::memory::SessionMemory::resume(store.clone(), compactor, id)?;
+        if let Some(recorder) = recorder {
+            memory.record_with(recorder);
+        }
         Ok(self.start(Some(memory)).await)
     }
 
@@ -311,6 +341,8 @@ impl AgentKit {
                 Vec::new()
             },
             memory,
+            world: None,
+            playback: None,
         })
     }
 }
@@ -338,6 +370,16 @@ pub fn resolve_provider(
 
 /// `[jobs]`: `background_after_ms` (default 10,000), `max_duration_ms`
 /// (default one hour).
+fn recording_settings(store: &crate::config::StoreSettings) -> super::recorder::RecordingSettings {
+    let defaults = super::recorder::RecordingSettings::default();
+    super::recorder::RecordingSettings {
+        mode: store.recording.unwrap_or(defaults.mode),
+        cap_bytes: store
+            .recording_max_mb
+            .map_or(defaults.cap_bytes, |mb| mb.saturating_mul(1024 * 1024)),
+    }
+}
+
 fn job_settings(jobs: &crate::config::JobsToml) -> BackgroundSettings {
     let mut settings = BackgroundSettings::default();
     if let Some(ms) = jobs.background_after_ms {

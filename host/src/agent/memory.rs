@@ -29,6 +29,8 @@ pub struct SessionMemory {
     loaded: Mutex<Vec<Turn>>,
     /// Whether the session has a title yet.
     titled: Mutex<bool>,
+    /// The session's flight recorder (none: not recorded).
+    recorder: std::sync::OnceLock<Arc<super::recorder::Recorder>>,
 }
 
 /// Who runs a new session (recorded with it).
@@ -67,6 +69,7 @@ impl SessionMemory {
             persisted: Mutex::new(HashSet::new()),
             loaded: Mutex::new(Vec::new()),
             titled: Mutex::new(false),
+            recorder: Default::default(),
         }))
     }
 
@@ -112,6 +115,7 @@ impl SessionMemory {
             persisted: Mutex::new(persisted),
             loaded: Mutex::new(history),
             titled: Mutex::new(record.title.is_some()),
+            recorder: Default::default(),
         }))
     }
 
@@ -123,6 +127,16 @@ impl SessionMemory {
     /// The history to start from (empty for a new session).
     pub(super) fn take_loaded(&self) -> Vec<Turn> {
         std::mem::take(&mut *self.loaded.lock().expect("memory lock"))
+    }
+
+    /// Record the session with `recorder` from now on (once).
+    pub fn record_with(&self, recorder: Arc<super::recorder::Recorder>) {
+        let _ = self.recorder.set(recorder);
+    }
+
+    /// The session's recorder, when it is recorded.
+    pub fn recorder(&self) -> Option<&Arc<super::recorder::Recorder>> {
+        self.recorder.get()
     }
 
     /// The store (for `memory_read`).
@@ -154,10 +168,16 @@ impl SessionMemory {
         new: Vec<StoredTurn>,
         title: Option<String>,
     ) -> Result<(), StoreError> {
-        if new.is_empty() {
+        let records = self.recorder().map(|r| r.take()).unwrap_or_default();
+        if new.is_empty() && records.is_empty() {
             return Ok(());
         }
-        self.store.append_turns(&self.id, &new)?;
+        if let Err(err) = self.store.append(&self.id, &new, &records) {
+            if let Some(recorder) = self.recorder() {
+                recorder.restore(records);
+            }
+            return Err(err);
+        }
         self.persisted
             .lock()
             .expect("memory lock")
@@ -178,7 +198,8 @@ pub(super) fn summary_turn(text: String) -> Turn {
     }
 }
 
-fn stored(turn: &Turn) -> StoredTurn {
+/// A turn as the store keeps it.
+pub fn stored(turn: &Turn) -> StoredTurn {
     let kind = match turn.kind {
         TurnKind::User { .. } => "user",
         TurnKind::Assistant { .. } => "assistant",

@@ -17,7 +17,7 @@ use std::time::Duration;
 use crate::process::{self, ChildEnv, Confinement, DEFAULT_PATH, ProcessRequest};
 
 /// What the environment block shows about the repository.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RepoFacts {
     /// The current branch (None: detached HEAD).
     pub branch: Option<String>,

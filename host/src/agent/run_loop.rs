@@ -51,6 +51,9 @@ impl Session {
             inner.state = SessionState::Processing;
             inner.current = Some(cancel.clone());
         }
+        self.record(super::recording::Entry::Input {
+            text: input.map(str::to_string),
+        });
         if let Some(input) = input {
             self.push(TurnKind::User {
                 text: input.to_string(),
@@ -92,7 +95,7 @@ impl Session {
         let mut context_warned = false;
         let mut compacted_after_error = false;
         loop {
-            if cancel.is_cancelled() {
+            if self.stop_requested(cancel) {
                 return Ok(Ended::Interrupted);
             }
             self.inject_from_jobs();
@@ -111,13 +114,20 @@ impl Session {
             }
             self.compact_if_over_budget(tokens).await;
             let mut partial = String::new();
+            let mut in_flight = None;
             let response = tokio::select! {
-                r = self.call_model(&mut partial) => r,
+                r = self.call_model(&mut partial, &mut in_flight) => r,
                 _ = cancel.cancelled() => {
+                    if let Some(call) = in_flight {
+                        self.record(call.finish(None, true));
+                    }
                     self.keep_partial_answer(partial);
                     return Ok(Ended::Interrupted);
                 }
             };
+            if let Some(call) = in_flight {
+                self.record(call.finish(response.as_ref().err(), false));
+            }
             let response = match response {
                 // The context is too long: compact once and ask again.
                 Err(err)
@@ -175,6 +185,7 @@ impl Session {
             // the next request answers the rest as interrupted.
             self.push(TurnKind::ToolResults { results });
             if !finished {
+                self.record_tools_interrupted();
                 for call in &calls {
                     let answered = self.lock().history.last().is_some_and(|t| {
                         matches!(&t.kind, TurnKind::ToolResults { results } if results.iter().any(|r| r.call_id == call.id))
@@ -300,17 +311,28 @@ impl Session {
     }
 
     /// Stream one answer, emitting its text as it arrives (also kept in
-    /// `partial`, for an interrupt).
-    async fn call_model(&self, partial: &mut String) -> Result<Response, LlmError> {
+    /// `partial`, for an interrupt; recorded in `in_flight` when the
+    /// session is recorded).
+    async fn call_model(
+        &self,
+        partial: &mut String,
+        in_flight: &mut Option<super::recorder::InFlight>,
+    ) -> Result<Response, LlmError> {
         // Plugins still compiling in the background join the tool set
         // before the model is asked.
         self.catalog.ready().await;
+        self.before_request();
         let request = self.request();
         // Every turn so far is committed before the model is asked.
         self.persist();
+        *in_flight = self.recorder().map(|r| r.begin(&request));
         let mut stream = self.client.stream(&request).await?;
         while let Some(item) = stream.next().await {
-            match item? {
+            let event = item?;
+            if let Some(call) = in_flight.as_mut() {
+                call.event(&event);
+            }
+            match event {
                 StreamEvent::TextStart => {
                     partial.clear();
                     self.emit(EventData::AssistantTextStart(Default::default()));
@@ -360,8 +382,7 @@ impl Session {
     }
 
     pub(super) fn drain_steering(&self) {
-        let messages: Vec<String> = self.lock().steering.drain(..).collect();
-        for text in messages {
+        for text in self.take_steering() {
             self.push(TurnKind::Steering { text: text.clone() });
             self.emit(EventData::SteeringInjected(EventData::text(text)));
         }
@@ -369,10 +390,7 @@ impl Session {
 
     /// Add one synthetic assistant message per finished job, oldest first.
     fn inject_from_jobs(&self) {
-        let Some(jobs) = &self.jobs else {
-            return;
-        };
-        let messages = jobs.registry.drain_messages(&self.id);
+        let messages = self.take_job_messages();
         if messages.is_empty() {
             return;
         }

@@ -100,6 +100,10 @@ pub struct SessionParts {
     /// when it has a store): the builder chooses them, so this file knows
     /// none of them.
     pub host_tools: Vec<Arc<dyn HostTools>>,
+    /// What the prompt shows of the machine (None: read it now).
+    pub world: Option<super::world::World>,
+    /// A replay: the recording stands in for the world (None: live).
+    pub playback: Option<Arc<dyn super::playback::Playback>>,
 }
 
 pub(super) struct Inner {
@@ -129,7 +133,6 @@ pub struct Session {
     pub(super) working_dir: PathBuf,
     /// The system prompt and the catalog generation it lists the tools of.
     prompt: Mutex<(u64, String)>,
-    repo: Option<super::repo_facts::RepoFacts>,
     pub(super) bus: EventBus,
     primary_events: Mutex<Option<EventStream>>,
     pub(super) inner: Mutex<Inner>,
@@ -140,6 +143,10 @@ pub struct Session {
     pub(super) memory: Option<Arc<super::memory::SessionMemory>>,
     /// Allow rules the operator added for the rest of this conversation.
     pub(super) granted: Mutex<crate::approvals::Rules>,
+    /// What the prompt shows of the machine, read at start.
+    world: super::world::World,
+    /// Set when replaying a recording.
+    pub(super) playback: Option<Arc<dyn super::playback::Playback>>,
 }
 
 impl Session {
@@ -153,7 +160,15 @@ impl Session {
             .working_dir
             .clone()
             .unwrap_or_else(|| parts.workspace.clone());
-        Arc::new_cyclic(|weak| {
+        let world = parts.world.clone().unwrap_or_else(|| {
+            super::world::World::observe(
+                &parts.profile,
+                &parts.workspace,
+                &working_dir,
+                parts.repo.clone(),
+            )
+        });
+        let session = Arc::new_cyclic(|weak| {
             let mut local = ToolRegistry::new();
             if parts.depth < parts.config.max_subagent_depth
                 && let Some(children) = &parts.children
@@ -192,7 +207,6 @@ impl Session {
                 catalog: parts.tools,
                 local: Mutex::new(local),
                 prompt: Mutex::new((u64::MAX, String::new())),
-                repo: parts.repo,
                 inner: Mutex::new(Inner {
                     state: SessionState::Idle,
                     history,
@@ -213,8 +227,23 @@ impl Session {
                 jobs: parts.jobs,
                 memory: parts.memory,
                 granted: Mutex::new(Default::default()),
+                world,
+                playback: parts.playback,
             }
-        })
+        });
+        session.record_start();
+        session
+    }
+
+    /// What the prompt shows of the machine.
+    pub fn world(&self) -> super::world::World {
+        self.world.clone()
+    }
+
+    /// Whether `name` is one of the session's own tools (jobs, subagents,
+    /// memory), not a plugin's.
+    pub(super) fn is_own_tool(&self, name: &str) -> bool {
+        self.local.lock().expect("tools lock").get(name).is_some()
     }
 
     /// The session id.
@@ -263,10 +292,8 @@ impl Session {
             prompt.1 = prompt::build(&PromptInputs {
                 profile: &self.profile,
                 tools: &specs,
-                workspace: &self.workspace,
-                working_dir: &self.working_dir,
+                world: &self.world,
                 model: &self.config.model,
-                repo: self.repo.as_ref(),
                 user_instructions: self.config.user_instructions.as_deref(),
             });
             prompt.0 = generation;
@@ -327,6 +354,14 @@ impl Session {
     /// Queue an input to process after the current one completes.
     pub fn follow_up(&self, message: &str) {
         self.lock().follow_ups.push_back(message.to_string());
+    }
+
+    /// Process one input (None: a turn without input) and nothing after
+    /// it: no follow-ups, no turn for finished jobs (a replay drives
+    /// those from its recording).
+    pub async fn process_one(self: &Arc<Self>, input: Option<&str>) -> Result<(), SessionError> {
+        let _running = self.run_lock.lock().await;
+        self.process_input(input).await
     }
 
     /// Process `input` (and any queued follow-ups) to completion.

@@ -85,7 +85,7 @@ impl Session {
 }
 
 /// The compaction and memory tools of a session with a store.
-pub(super) mod tools {
+pub mod tools {
     use std::sync::{Arc, Weak};
 
     use serde_json::{Value, json};

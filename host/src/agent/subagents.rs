@@ -244,6 +244,8 @@ impl Subagents {
             children: Some(Subagents::new()),
             memory: None,
             host_tools: Vec::new(),
+            world: None,
+            playback: None,
         });
         let agent_id = child.id().to_string();
         if args.run_in_background {

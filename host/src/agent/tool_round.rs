@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex};
 use futures::FutureExt;
 use tokio::sync::mpsc;
 
-use super::approval_gate::Gate;
 use super::event_data::{self as ed, EventData};
 use super::session::Session;
 use super::turns::ToolResult;
@@ -69,18 +68,7 @@ impl Session {
             name: call.name.clone(),
             arguments: call.arguments.clone(),
         }));
-        let registry = self.tools();
-        let gate = super::approval_gate::decide(self, call, &registry).await;
-        let outcome = match gate {
-            Gate::Refuse(outcome) => *outcome,
-            Gate::Run(line) => {
-                let mut outcome = self.dispatched(registry, call).await;
-                if let Some(receipt) = &mut outcome.receipt {
-                    receipt.approvals.push(line);
-                }
-                outcome
-            }
-        };
+        let outcome = self.tool_outcome(call, self.tools()).await;
         let truncated =
             self.config
                 .truncation
@@ -105,7 +93,7 @@ impl Session {
 
     /// Run `call` through the dispatcher (inline or as a job), its live
     /// output forwarded as events.
-    async fn dispatched(self: &Arc<Self>, registry: ToolRegistry, call: &ToolCall) -> ToolOutcome {
+    pub(super) async fn dispatched(self: &Arc<Self>, registry: ToolRegistry, call: &ToolCall) -> ToolOutcome {
         let (tx, mut rx) = mpsc::channel::<OutputChunk>(crate::process::LIVE_CHUNKS);
         let ctx = ToolContext {
             session_id: self.id.clone(),

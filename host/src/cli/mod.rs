@@ -12,6 +12,7 @@ mod bridge_client_cmd;
 mod mcp_cmd;
 mod plugins;
 mod render;
+mod replay_cmd;
 mod sandbox_cmd;
 mod serve_cmd;
 mod sessions_cmd;
@@ -88,6 +89,10 @@ enum Command {
     /// `chat --resume ID` or `--continue`).
     #[command(subcommand)]
     Sessions(sessions_cmd::SessionsCommand),
+    /// Re-run a saved session offline against its recording (no network,
+    /// no program, no file write), checking every request the host builds
+    /// against the recorded one; or `--fork-at N` to continue from there.
+    Replay(replay_cmd::ReplayArgs),
     /// One line per tool call of a saved session: the tool, who ran it,
     /// which rule allowed it, what its programs ran under.
     Audit(audit_cmd::AuditArgs),
@@ -132,6 +137,7 @@ pub fn main() -> ExitCode {
             Command::Sandbox(cmd) => sandbox_cmd::run(cmd).await,
             Command::Sessions(cmd) => sessions_cmd::run(cmd),
             Command::Audit(args) => audit_cmd::run(args),
+            Command::Replay(args) => replay_cmd::run(args).await,
             Command::Approvals(cmd) => approvals_cmd::run(cmd),
             Command::Mcp(cmd) => mcp_cmd::run(cmd).await,
             Command::Serve(args) => serve_cmd::run(args).await,

@@ -172,7 +172,13 @@ pub fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
                 return Err(crate::store::StoreError::UnknownSession(id).into());
             };
             let turns = store.turns(&id)?;
-            match crate::store::chain::verify(&store.chain(&id)?, &turns, record.title.as_deref()) {
+            let records = store.records(&id)?;
+            match crate::store::chain::verify(
+                &store.chain(&id)?,
+                &turns,
+                &records,
+                record.title.as_deref(),
+            ) {
                 Ok(ok) => {
                     outln!(
                         "session {id}: the chain verifies — {} links, head {}{}",

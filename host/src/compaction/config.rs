@@ -16,10 +16,10 @@
 //! prompt = "…{persona}…{existing_summary}…{messages}…"
 //! ```
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The `[summarization]` table with defaults applied.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SummarizationConfig {
     /// Provider of the summarizing model (absent: the main provider).
@@ -28,6 +28,8 @@ pub struct SummarizationConfig {
     pub name: Option<String>,
     pub base_url: Option<String>,
     /// A literal key (trusted configuration only; prefer `api_key_env`).
+    /// Never serialized: a recording of the settings must not hold it.
+    #[serde(skip_serializing)]
     pub api_key: Option<String>,
     /// The environment variable holding the key.
     pub api_key_env: Option<String>,

@@ -127,6 +127,11 @@ pub struct McpServerSettings {
 pub struct StoreSettings {
     /// The SQLite file (default `$XDG_DATA_HOME/sandcrab/sandcrab.db`).
     pub path: Option<PathBuf>,
+    /// How much of each session is recorded for replay: `full` (default),
+    /// `digests` or `off`.
+    pub recording: Option<crate::store::RecordingMode>,
+    /// Most megabytes of recording kept per session (default 256).
+    pub recording_max_mb: Option<u64>,
 }
 
 impl StoreSettings {

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 /// What kind of failure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ErrorKind {
     /// 401: the key is missing or wrong.
     Authentication,

@@ -144,8 +144,10 @@ pub enum ToolChoice {
     Named(String),
 }
 
-/// A request to a model.
-#[derive(Debug, Clone, PartialEq, Default)]
+/// A request to a model (its serialized form is the normalized request a
+/// recording keeps).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Request {
     pub model: String,
     pub messages: Vec<Message>,
@@ -224,7 +226,8 @@ impl Response {
 }
 
 /// What a stream yields, in order. A stream ends with `Finish` or an error.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "data", rename_all = "snake_case")]
 pub enum StreamEvent {
     TextStart,
     TextDelta(String),

@@ -4,14 +4,14 @@
 use serde::{Deserialize, Serialize};
 
 /// A tool as the model sees it, and how the host may run it.
-#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct ToolSpec {
     pub name: String,
     pub description: String,
     /// JSON Schema of the argument object.
     pub parameters: serde_json::Value,
     /// What calls write and whether they may run in the background.
-    #[serde(skip_serializing_if = "ToolTraits::is_default")]
+    #[serde(default, skip_serializing_if = "ToolTraits::is_default")]
     pub traits: ToolTraits,
 }
 
@@ -75,7 +75,8 @@ impl TruncationLimits {
 }
 
 /// How the host may run a tool's calls.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct ToolTraits {
     pub writes: Writes,
     /// The model may start a call as a background job
@@ -96,7 +97,7 @@ impl ToolTraits {
 }
 
 /// What a tool call may write (calls writing the same path run in order).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "args")]
 pub enum Writes {
     #[default]

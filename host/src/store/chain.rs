@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 
-use super::{NewBlock, StoredTurn};
+use super::{NewBlock, StoredRecord, StoredTurn};
 
 /// The hash before the first link.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -26,6 +26,8 @@ pub const TURN: &str = "turn";
 pub const COMPACTION: &str = "compaction";
 /// The session's title (set once, from the first input).
 pub const TITLE: &str = "title";
+/// An entry of the session's flight recording.
+pub const RECORD: &str = "record";
 
 /// One link of a session's chain.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,6 +66,12 @@ pub enum Broken {
     Unchained { turn: String },
     #[error("the session's title was changed after it was set (link {seq})")]
     Title { seq: u64 },
+    #[error("recording entry {record} (link {seq}) was changed after it was stored")]
+    RecordChanged { seq: u64, record: u64 },
+    #[error("recording entry {record} (link {seq}) is gone")]
+    RecordMissing { seq: u64, record: u64 },
+    #[error("recording entry {record} is not in the chain: it was added outside sandcrab")]
+    RecordUnchained { record: u64 },
 }
 
 impl Broken {
@@ -73,8 +81,10 @@ impl Broken {
             Broken::Link { seq, .. }
             | Broken::Changed { seq, .. }
             | Broken::Missing { seq, .. } => *seq,
-            Broken::Title { seq } => *seq,
-            Broken::Unchained { .. } => u64::MAX,
+            Broken::Title { seq }
+            | Broken::RecordChanged { seq, .. }
+            | Broken::RecordMissing { seq, .. } => *seq,
+            Broken::Unchained { .. } | Broken::RecordUnchained { .. } => u64::MAX,
         }
     }
 }
@@ -113,6 +123,16 @@ pub fn turn_digest(turn: &StoredTurn) -> String {
     digest_of(&[&turn.id, &turn.timestamp, &turn.kind, &turn.body])
 }
 
+/// The chain subject of a recording entry.
+pub fn record_subject(record: &StoredRecord) -> String {
+    format!("record {}", record.seq)
+}
+
+/// The digest of a recording entry: its place, kind and JSON.
+pub fn record_digest(record: &StoredRecord) -> String {
+    digest_of(&[RECORD, &record.seq.to_string(), &record.kind, &record.body])
+}
+
 /// The detail of a compaction that removed `removed` (turn id, the
 /// digest the chain holds for it) and added `added`.
 pub fn compaction_detail(removed: &[(String, String)], added: &[NewBlock]) -> String {
@@ -133,12 +153,13 @@ pub fn link_hash(prev: &str, kind: &str, subject: &str, digest: &str) -> String 
     digest_of(&[prev, kind, subject, digest])
 }
 
-/// Check `links` (in order) against the session's stored `turns` (in
-/// order) and its `title`: the first record that does not match, or what
-/// verified.
+/// Check `links` (in order) against the session's stored `turns` and
+/// recording `records` (in order) and its `title`: the first record that
+/// does not match, or what verified.
 pub fn verify(
     links: &[Link],
     turns: &[StoredTurn],
+    records: &[StoredRecord],
     title: Option<&str>,
 ) -> Result<Verified, Broken> {
     let mut problems: Vec<Broken> = Vec::new();
@@ -146,6 +167,8 @@ pub fn verify(
     // Turn id → (link, digest) for every turn the chain vouches for.
     let mut vouched: HashMap<&str, (u64, &str)> = HashMap::new();
     let mut removed: HashMap<String, String> = HashMap::new();
+    // Recording entry subject → (link, digest).
+    let mut recorded: HashMap<&str, (u64, &str)> = HashMap::new();
     for link in links {
         let detail_ok = link.kind != COMPACTION || detail_digest(&link.detail) == link.digest;
         if !detail_ok || link_hash(&prev, &link.kind, &link.subject, &link.digest) != link.hash {
@@ -159,6 +182,9 @@ pub fn verify(
         match link.kind.as_str() {
             TURN => {
                 vouched.insert(&link.subject, (link.seq, &link.digest));
+            }
+            RECORD => {
+                recorded.insert(&link.subject, (link.seq, &link.digest));
             }
             TITLE => {
                 if title.map(title_digest).as_deref() != Some(link.digest.as_str()) {
@@ -216,6 +242,31 @@ pub fn verify(
             });
         }
     }
+    let mut records_seen = std::collections::HashSet::new();
+    for record in records {
+        let subject = record_subject(record);
+        match recorded.get(subject.as_str()) {
+            Some(&(seq, digest)) => {
+                records_seen.insert(seq);
+                if record_digest(record) != digest {
+                    problems.push(Broken::RecordChanged {
+                        seq,
+                        record: record.seq,
+                    });
+                }
+            }
+            None => problems.push(Broken::RecordUnchained { record: record.seq }),
+        }
+    }
+    for (subject, &(seq, _)) in &recorded {
+        if !records_seen.contains(&seq) {
+            let record = subject
+                .strip_prefix("record ")
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+            problems.push(Broken::RecordMissing { seq, record });
+        }
+    }
     match problems.into_iter().min_by_key(Broken::at) {
         Some(first) => Err(first),
         None => Ok(Verified {
@@ -265,13 +316,13 @@ mod tests {
     fn an_untouched_chain_verifies_and_any_change_is_named() {
         let turns: Vec<StoredTurn> = (0..5).map(|i| turn(&format!("t{i}"), "hello")).collect();
         let links = chain(&turns);
-        let ok = verify(&links, &turns, None).unwrap();
+        let ok = verify(&links, &turns, &[], None).unwrap();
         assert_eq!((ok.links, ok.head.clone()), (5, links[4].hash.clone()));
         // One byte of one turn.
         let mut edited = turns.clone();
         edited[2].body = "hellO".into();
         assert_eq!(
-            verify(&links, &edited, None).unwrap_err(),
+            verify(&links, &edited, &[], None).unwrap_err(),
             Broken::Changed {
                 seq: 3,
                 turn: "t2".into()
@@ -279,19 +330,19 @@ mod tests {
         );
         // A turn deleted, one added, the chain edited.
         assert!(matches!(
-            verify(&links, &turns[..4], None).unwrap_err(),
+            verify(&links, &turns[..4], &[], None).unwrap_err(),
             Broken::Missing { seq: 5, .. }
         ));
         let mut more = turns.clone();
         more.push(turn("planted", "x"));
         assert!(matches!(
-            verify(&links, &more, None).unwrap_err(),
+            verify(&links, &more, &[], None).unwrap_err(),
             Broken::Unchained { .. }
         ));
         let mut forged = links.clone();
         forged[1].digest = turn_digest(&turn("t1", "forged"));
         assert!(matches!(
-            verify(&forged, &turns, None).unwrap_err(),
+            verify(&forged, &turns, &[], None).unwrap_err(),
             Broken::Link { seq: 2, .. }
         ));
     }
@@ -321,10 +372,10 @@ mod tests {
             detail,
             hash,
         });
-        assert!(verify(&links, &turns[2..], None).is_ok());
+        assert!(verify(&links, &turns[2..], &[], None).is_ok());
         // Removing one more than it signed off is not.
         assert!(matches!(
-            verify(&links, &turns[3..], None).unwrap_err(),
+            verify(&links, &turns[3..], &[], None).unwrap_err(),
             Broken::Missing { seq: 3, .. }
         ));
     }
@@ -335,6 +386,6 @@ mod tests {
         let new: Vec<StoredTurn> = (0..2).map(|i| turn(&format!("n{i}"), "y")).collect();
         let links = chain(&new);
         let all: Vec<StoredTurn> = old.iter().chain(&new).cloned().collect();
-        assert_eq!(verify(&links, &all, None).unwrap().unchained_before, 3);
+        assert_eq!(verify(&links, &all, &[], None).unwrap().unchained_before, 3);
     }
 }

@@ -7,6 +7,7 @@
 //! {"record":"session","format":1,"id":"…","workspace":"…",…}
 //! {"record":"turn","id":"…","timestamp":"…","kind":"user","body":"{…}"}
 //! {"record":"link","seq":1,"kind":"turn","subject":"…","digest":"…","detail":"","hash":"…"}
+//! {"record":"recording","seq":1,"kind":"start","body":"{…}"}
 //! {"record":"summary","label":"compaction-batch-…","content":"…"}
 //! {"record":"end","head":"…"}
 //! ```
@@ -14,7 +15,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::chain::{self, Link};
-use super::{NewBlock, SessionRecord, Store, StoreError, StoredTurn};
+use super::{NewBlock, SessionRecord, Store, StoreError, StoredRecord, StoredTurn};
 
 /// The format this sandcrab writes and reads.
 pub const FORMAT: u32 = 1;
@@ -25,6 +26,8 @@ pub struct SessionExport {
     pub session: SessionRecord,
     pub turns: Vec<StoredTurn>,
     pub links: Vec<Link>,
+    /// The flight recording (see `agent::recording`).
+    pub records: Vec<StoredRecord>,
     pub summaries: Vec<NewBlock>,
 }
 
@@ -57,6 +60,11 @@ enum Line {
         digest: String,
         detail: String,
         hash: String,
+    },
+    Recording {
+        seq: u64,
+        kind: String,
+        body: String,
     },
     Summary {
         label: String,
@@ -98,6 +106,7 @@ impl SessionExport {
             session,
             turns: store.turns(id)?,
             links: store.chain(id)?,
+            records: store.records(id)?,
             summaries,
         })
     }
@@ -131,6 +140,11 @@ impl SessionExport {
             detail: l.detail.clone(),
             hash: l.hash.clone(),
         }));
+        lines.extend(self.records.iter().map(|r| Line::Recording {
+            seq: r.seq,
+            kind: r.kind.clone(),
+            body: r.body.clone(),
+        }));
         lines.extend(self.summaries.iter().map(|b| Line::Summary {
             label: b.label.clone(),
             content: b.content.clone(),
@@ -158,6 +172,7 @@ impl SessionExport {
     pub fn from_jsonl(text: &str) -> Result<SessionExport, ImportError> {
         let mut session = None;
         let (mut turns, mut links, mut summaries) = (Vec::new(), Vec::new(), Vec::new());
+        let mut records = Vec::new();
         let mut head = None;
         for (i, raw) in text.lines().enumerate() {
             let at = |message: String| ImportError::Line {
@@ -234,6 +249,9 @@ impl SessionExport {
                     detail,
                     hash,
                 }),
+                Line::Recording { seq, kind, body } => {
+                    records.push(StoredRecord { seq, kind, body })
+                }
                 Line::Summary { label, content } => summaries.push(NewBlock { label, content }),
                 Line::End { head: claimed } => head = Some(claimed),
             }
@@ -241,12 +259,14 @@ impl SessionExport {
         let (Some(mut session), Some(claimed)) = (session, head) else {
             return Err(ImportError::Truncated);
         };
-        chain::verify(&links, &turns, session.title.as_deref()).map_err(ImportError::Broken)?;
+        chain::verify(&links, &turns, &records, session.title.as_deref())
+            .map_err(ImportError::Broken)?;
         session.turns = turns.len() as u64;
         let export = SessionExport {
             session,
             turns,
             links,
+            records,
             summaries,
         };
         let actual = export.head();
@@ -299,6 +319,7 @@ mod tests {
             chain::verify(
                 &other.chain("s1").unwrap(),
                 &other.turns("s1").unwrap(),
+                &[],
                 Some("hi")
             )
             .is_ok()

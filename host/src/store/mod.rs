@@ -15,7 +15,36 @@ mod sqlite;
 
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
+
 pub use sqlite::SqliteStore;
+
+/// How much is recorded (`[store] recording`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordingMode {
+    /// Requests as they changed, every streamed event with its time.
+    #[default]
+    Full,
+    /// Requests as digests of their messages, the final answer only.
+    Digests,
+    /// Nothing (the session cannot be replayed).
+    Off,
+}
+
+impl std::str::FromStr for RecordingMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "full" => Ok(RecordingMode::Full),
+            "digests" => Ok(RecordingMode::Digests),
+            "off" => Ok(RecordingMode::Off),
+            other => Err(format!(
+                "recording = \"{other}\": use \"full\", \"digests\" or \"off\""
+            )),
+        }
+    }
+}
 
 /// One stored session.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,6 +72,23 @@ pub struct StoredTurn {
     pub id: String,
     pub timestamp: String,
     /// `user`, `assistant`, `tool_results`, `steering` or `system`.
+    pub kind: String,
+    pub body: String,
+}
+
+/// One entry of a session's flight recording, as stored: its place, its
+/// kind and its JSON (compressed in the database, plain here).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRecord {
+    /// Its place in the recording (1 for the first).
+    pub seq: u64,
+    pub kind: String,
+    pub body: String,
+}
+
+/// A recording entry to append (the store numbers it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewRecord {
     pub kind: String,
     pub body: String,
 }
@@ -116,7 +162,21 @@ pub trait Store: Send + Sync {
     /// Delete a session, its turns and its archival memory; false if none.
     fn delete_session(&self, id: &str) -> Result<bool, StoreError>;
     /// Append turns, in order, in one transaction.
-    fn append_turns(&self, session: &str, turns: &[StoredTurn]) -> Result<(), StoreError>;
+    fn append_turns(&self, session: &str, turns: &[StoredTurn]) -> Result<(), StoreError> {
+        self.append(session, turns, &[])
+    }
+    /// Append turns and recording entries, in order, in one transaction
+    /// (each chained).
+    fn append(
+        &self,
+        session: &str,
+        turns: &[StoredTurn],
+        records: &[NewRecord],
+    ) -> Result<(), StoreError>;
+    /// A session's recording, in order.
+    fn records(&self, session: &str) -> Result<Vec<StoredRecord>, StoreError>;
+    /// Bytes of recording kept for a session (uncompressed).
+    fn recording_size(&self, session: &str) -> Result<u64, StoreError>;
     /// The turns of a session, in order.
     fn turns(&self, session: &str) -> Result<Vec<StoredTurn>, StoreError>;
     /// Archival blocks of a conversation whose label starts with `prefix`,

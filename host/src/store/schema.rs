@@ -69,4 +69,17 @@ pub const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (session_id, seq)
     ) WITHOUT ROWID;
     "#,
+    // 4: every session's flight recording: what the model and the tools
+    // answered, in order, each entry zstd-compressed JSON (its digest is
+    // in the chain).
+    r#"
+    CREATE TABLE recordings (
+        session_id  TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        seq         INTEGER NOT NULL,
+        kind        TEXT NOT NULL,
+        size        INTEGER NOT NULL,
+        body        BLOB NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    ) WITHOUT ROWID;
+    "#,
 ];

@@ -8,8 +8,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::chain;
 use super::schema::MIGRATIONS;
 use super::{
-    ArchivalBlock, CompactionWrite, NewBlock, SessionRecord, Store, StoreError, StoredEvent,
-    StoredTurn,
+    ArchivalBlock, CompactionWrite, NewBlock, NewRecord, SessionRecord, Store, StoreError,
+    StoredEvent, StoredRecord, StoredTurn,
 };
 
 /// The SQLite store.
@@ -195,6 +195,44 @@ fn insert_turns(
     Ok(())
 }
 
+/// Compression level of recording entries (fast; JSON shrinks 5-10×).
+const RECORD_LEVEL: i32 = 3;
+
+fn insert_records(
+    tx: &rusqlite::Transaction<'_>,
+    session: &str,
+    records: &[StoredRecord],
+) -> Result<(), rusqlite::Error> {
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO recordings (session_id, seq, kind, size, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    for r in records {
+        let packed = zstd::bulk::compress(r.body.as_bytes(), RECORD_LEVEL)
+            .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+        insert.execute(params![session, r.seq as i64, r.kind, r.body.len() as i64, packed])?;
+    }
+    Ok(())
+}
+
+fn unpack_record(
+    seq: i64,
+    kind: String,
+    size: i64,
+    packed: Vec<u8>,
+) -> rusqlite::Result<StoredRecord> {
+    // A damaged entry comes back as what could be read of it, so `verify`
+    // names it rather than the whole read failing.
+    let body = match zstd::bulk::decompress(&packed, size.clamp(0, 1 << 30) as usize) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(e) => format!("(damaged recording entry: {e})"),
+    };
+    Ok(StoredRecord {
+        seq: seq as u64,
+        kind,
+        body,
+    })
+}
+
 fn insert_block(
     tx: &rusqlite::Transaction<'_>,
     conversation: &str,
@@ -272,19 +310,44 @@ impl Store for SqliteStore {
         Ok(n > 0)
     }
 
-    fn append_turns(&self, session: &str, turns: &[StoredTurn]) -> Result<(), StoreError> {
-        if turns.is_empty() {
+    fn append(
+        &self,
+        session: &str,
+        turns: &[StoredTurn],
+        records: &[NewRecord],
+    ) -> Result<(), StoreError> {
+        if turns.is_empty() && records.is_empty() {
             return Ok(());
         }
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         insert_turns(&tx, session, turns)?;
+        let next: i64 = tx
+            .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM recordings WHERE session_id = ?1")?
+            .query_row([session], |r| r.get(0))?;
+        let records: Vec<StoredRecord> = records
+            .iter()
+            .enumerate()
+            .map(|(i, r)| StoredRecord {
+                seq: next as u64 + 1 + i as u64,
+                kind: r.kind.clone(),
+                body: r.body.clone(),
+            })
+            .collect();
+        insert_records(&tx, session, &records)?;
+        let subjects: Vec<String> = records.iter().map(chain::record_subject).collect();
         add_links(
             &tx,
             session,
             turns
                 .iter()
-                .map(|t| (chain::TURN, t.id.as_str(), chain::turn_digest(t), "")),
+                .map(|t| (chain::TURN, t.id.as_str(), chain::turn_digest(t), ""))
+                .chain(
+                    records
+                        .iter()
+                        .zip(&subjects)
+                        .map(|(r, subject)| (chain::RECORD, subject.as_str(), chain::record_digest(r), "")),
+                ),
         )?;
         let changed = tx.execute(
             "UPDATE sessions SET updated_at = ?2 WHERE id = ?1",
@@ -295,6 +358,26 @@ impl Store for SqliteStore {
         }
         tx.commit()?;
         Ok(())
+    }
+
+    fn records(&self, session: &str) -> Result<Vec<StoredRecord>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT seq, kind, size, body FROM recordings WHERE session_id = ?1 ORDER BY seq",
+        )?;
+        let rows = stmt.query_map([session], |r| {
+            unpack_record(r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn recording_size(&self, session: &str) -> Result<u64, StoreError> {
+        let size: i64 = self.conn().query_row(
+            "SELECT COALESCE(SUM(size), 0) FROM recordings WHERE session_id = ?1",
+            [session],
+            |r| r.get(0),
+        )?;
+        Ok(size as u64)
     }
 
     fn turns(&self, session: &str) -> Result<Vec<StoredTurn>, StoreError> {
@@ -426,6 +509,7 @@ impl Store for SqliteStore {
         }
         insert_session(&tx, s)?;
         insert_turns(&tx, &s.id, &export.turns)?;
+        insert_records(&tx, &s.id, &export.records)?;
         for link in &export.links {
             insert_link(&tx, &s.id, link)?;
         }

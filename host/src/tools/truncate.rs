@@ -9,7 +9,7 @@ pub use crate::plugin::{TruncateMode, TruncationLimits};
 
 /// Limits for every tool: the operator's `[truncation]` for a tool, else
 /// what the tool declared in its spec, else the fallback.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TruncationPolicy {
     overrides: BTreeMap<String, TruncationLimits>,
     /// For tools that declare nothing and are not named.

@@ -195,6 +195,8 @@ async fn parallel_tool_calls_run_concurrently() {
         children: None,
         memory: None,
         host_tools: Vec::new(),
+        world: None,
+        playback: None,
     });
     session.submit("go").await.unwrap();
     assert_eq!(
@@ -269,6 +271,8 @@ async fn parallel_writes_to_one_file_land_in_the_models_order() {
         children: None,
         memory: None,
         host_tools: Vec::new(),
+        world: None,
+        playback: None,
     });
     let started = std::time::Instant::now();
     session.submit("go").await.unwrap();

@@ -69,6 +69,8 @@ fn session(
         children: None,
         memory: Some(memory),
         host_tools: vec![Arc::new(crate::agent::session_memory::tools::MemoryTools)],
+        world: None,
+        playback: None,
     })
 }
 

@@ -93,6 +93,8 @@ pub fn harness_with(
         children: Some(children.clone()),
         memory: None,
         host_tools: Vec::new(),
+        world: None,
+        playback: None,
     });
     Harness {
         session,

@@ -86,6 +86,8 @@ async fn the_depth_limit_is_an_error_and_creates_nothing() {
         children: None,
         memory: None,
         host_tools: Vec::new(),
+        world: None,
+        playback: None,
     });
     let mut registry = deep.tools();
     crate::agent::HostTools::register(

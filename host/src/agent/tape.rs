@@ -1,0 +1,175 @@
+//! Where a session meets the world — steering, finished jobs, interrupts,
+//! the tools on offer, each tool call's answer — and where each of those
+//! is recorded (a live session with a recorder) or played back from a
+//! recording (a replayed session, see `replay/`). The model's side is the
+//! session's client: the replay gives it a client that answers from the
+//! recording.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::approval_gate::Gate;
+use super::playback::Played;
+use super::recorder::Recorder;
+use super::recording::{Entry, InterruptPoint, ProfileFacts, Settings, Start, ToolAnswer};
+use super::session::Session;
+use crate::llm::ToolCall;
+use crate::tools::{ToolOutcome, ToolRegistry};
+
+impl Session {
+    /// The session's recorder, when it is recorded.
+    pub(super) fn recorder(&self) -> Option<&Arc<Recorder>> {
+        self.memory.as_ref()?.recorder()
+    }
+
+    /// Record `entry` (when recorded).
+    pub(super) fn record(&self, entry: Entry) {
+        if let Some(recorder) = self.recorder() {
+            recorder.record(entry);
+        }
+    }
+
+    /// Record how the session starts: the profile, the world, the
+    /// settings.
+    pub(super) fn record_start(&self) {
+        let Some(recorder) = self.recorder() else {
+            return;
+        };
+        let config = &self.config;
+        recorder.record(Entry::Start(Box::new(Start {
+            format: super::recording::FORMAT,
+            sandcrab: env!("CARGO_PKG_VERSION").to_string(),
+            mode: recorder.mode(),
+            profile: ProfileFacts {
+                id: self.profile.info.id.clone(),
+                context_window: self.profile.info.context_window,
+                parallel_tool_calls: self.profile.info.parallel_tool_calls,
+                base_instructions: self.profile.base_instructions.clone(),
+            },
+            world: self.world(),
+            settings: Settings {
+                model: config.model.clone(),
+                max_tokens: config.max_tokens,
+                temperature: config.temperature,
+                reasoning_effort: config.reasoning_effort.clone(),
+                max_turns: config.max_turns,
+                max_tool_rounds_per_input: config.max_tool_rounds_per_input,
+                loop_detection_window: config.loop_detection_window,
+                context_warning_threshold: config.context_warning_threshold,
+                user_instructions: config.user_instructions.clone(),
+                parallel_tool_calls: config.parallel_tool_calls,
+                truncation: config.truncation.clone(),
+                summarization: self
+                    .memory
+                    .as_ref()
+                    .map(|m| m.compactor.config().clone()),
+            },
+        })));
+    }
+
+    /// Steering to inject now.
+    pub(super) fn take_steering(&self) -> Vec<String> {
+        if let Some(playback) = &self.playback {
+            return playback.steering();
+        }
+        let texts: Vec<String> = self.lock().steering.drain(..).collect();
+        if !texts.is_empty() {
+            self.record(Entry::Steering {
+                texts: texts.clone(),
+            });
+        }
+        texts
+    }
+
+    /// Messages of finished jobs to inject now.
+    pub(super) fn take_job_messages(&self) -> Vec<String> {
+        if let Some(playback) = &self.playback {
+            return playback.job_messages();
+        }
+        let Some(jobs) = &self.jobs else {
+            return Vec::new();
+        };
+        let messages = jobs.registry.drain_messages(&self.id);
+        if !messages.is_empty() {
+            self.record(Entry::Jobs {
+                messages: messages.clone(),
+            });
+        }
+        messages
+    }
+
+    /// Whether the operator interrupted before this round.
+    pub(super) fn stop_requested(&self, cancel: &CancellationToken) -> bool {
+        if let Some(playback) = &self.playback
+            && playback.interrupted_before_round()
+        {
+            cancel.cancel();
+            return true;
+        }
+        let stop = cancel.is_cancelled();
+        if stop {
+            self.record(Entry::Interrupt {
+                at: InterruptPoint::Round,
+            });
+        }
+        stop
+    }
+
+    /// The operator interrupted a tool round.
+    pub(super) fn record_tools_interrupted(&self) {
+        self.record(Entry::Interrupt {
+            at: InterruptPoint::Tools,
+        });
+    }
+
+    /// Before a request is built: the replayed tools are put on offer, or
+    /// the tools on offer are recorded when they changed.
+    pub(super) fn before_request(&self) {
+        if let Some(playback) = &self.playback {
+            if let Some(tools) = playback.tools() {
+                self.catalog.publish(tools);
+            }
+            return;
+        }
+        if let Some(recorder) = self.recorder() {
+            recorder.tools(self.tools().definitions());
+        }
+    }
+
+    /// What `call` answers: played back from the recording (the session's
+    /// own tools, which act on it, run again), or run past the approval
+    /// gate and recorded.
+    pub(super) async fn tool_outcome(
+        self: &Arc<Self>,
+        call: &ToolCall,
+        registry: ToolRegistry,
+    ) -> ToolOutcome {
+        if let Some(playback) = &self.playback
+            && !self.is_own_tool(&call.name)
+        {
+            return match playback.tool_outcome(call) {
+                Played::Outcome(outcome) => *outcome,
+                Played::Interrupt => {
+                    self.interrupt();
+                    std::future::pending().await
+                }
+            };
+        }
+        let gate = super::approval_gate::decide(self, call, &registry).await;
+        let outcome = match gate {
+            Gate::Refuse(outcome) => *outcome,
+            Gate::Run(line) => {
+                let mut outcome = self.dispatched(registry, call).await;
+                if let Some(receipt) = &mut outcome.receipt {
+                    receipt.approvals.push(line);
+                }
+                outcome
+            }
+        };
+        self.record(Entry::Tool(Box::new(ToolAnswer::of(
+            &call.id, &call.name, &outcome,
+        ))));
+        outcome
+    }
+}
