@@ -30,7 +30,11 @@ async fn recorded_run(scene: &Scene, kind: ProviderKind, command: &str) -> Strin
         .arg("make the marker")
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(server.rejections().is_empty(), "{:?}", server.rejections());
     let list = sandcrab_cmd(scene)
         .args(["sessions", "list", "-w"])
@@ -85,13 +89,19 @@ async fn every_wire_format_replays_offline_in_a_read_only_workspace() {
                 && said.contains("every request the host built is the recorded one"),
             "{kind:?}: {said}"
         );
-        assert!(!marker.exists(), "{kind:?}: the replay ran the command again");
+        assert!(
+            !marker.exists(),
+            "{kind:?}: the replay ran the command again"
+        );
         // The recording is chained with the turns.
         let (ok, said) = sandcrab_in(&scene, &["sessions", "verify", &id]);
         assert!(ok, "{kind:?}: {said}");
         // --until stops early, saying so.
         let (ok, said) = sandcrab_in(&scene, &["replay", &id, "--until", "1"]);
-        assert!(ok && said.contains("up to model call 1"), "{kind:?}: {said}");
+        assert!(
+            ok && said.contains("up to model call 1"),
+            "{kind:?}: {said}"
+        );
     }
 }
 
@@ -107,7 +117,10 @@ async fn an_exported_recording_replays_on_another_machine_and_holds_no_key() {
         .unwrap();
     assert!(export.status.success());
     let text = String::from_utf8(export.stdout.clone()).unwrap();
-    assert!(text.contains("{\"record\":\"recording\""), "the recording is in the export");
+    assert!(
+        text.contains("{\"record\":\"recording\""),
+        "the recording is in the export"
+    );
     // The provider key is in no request, receipt or recording: not in the
     // export (the recording in plain JSON) nor in any file of the store.
     assert!(!text.contains(KEY), "the key is in the export");
@@ -132,7 +145,10 @@ async fn a_fork_continues_from_a_model_call_as_a_normal_session() {
     let scene = Scene::new();
     let kind = ProviderKind::OpenAi;
     let id = recorded_run(&scene, kind, "echo forked-output-7").await;
-    let (ok, said) = sandcrab_in(&scene, &["replay", &id, "--fork-at", "1", "--model", "other-model"]);
+    let (ok, said) = sandcrab_in(
+        &scene,
+        &["replay", &id, "--fork-at", "1", "--model", "other-model"],
+    );
     assert!(ok, "{said}");
     let fork = said
         .split(" as ")
@@ -144,7 +160,10 @@ async fn a_fork_continues_from_a_model_call_as_a_normal_session() {
     // and its result (the second answer is not part of it).
     let (ok, shown) = sandcrab_in(&scene, &["sessions", "show", &fork]);
     assert!(ok, "{shown}");
-    assert!(shown.contains("other-model") && shown.contains("forked-output-7"), "{shown}");
+    assert!(
+        shown.contains("other-model") && shown.contains("forked-output-7"),
+        "{shown}"
+    );
     assert!(!shown.contains("all done"), "{shown}");
     let (ok, said) = sandcrab_in(&scene, &["sessions", "verify", &fork]);
     assert!(ok, "{said}");
@@ -154,10 +173,18 @@ async fn a_fork_continues_from_a_model_call_as_a_normal_session() {
     server.push(stream(kind, &Answer::Text(vec!["continued"])));
     let mut chat = sandcrab(&scene, kind, &server, "run");
     let out = chat.args(["--resume", &fork, "go on"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let sent = server.requests();
     assert!(
-        sent.last().unwrap().body.to_string().contains("forked-output-7"),
+        sent.last()
+            .unwrap()
+            .body
+            .to_string()
+            .contains("forked-output-7"),
         "the continued fork sent its history"
     );
     let (ok, said) = sandcrab_in(&scene, &["replay", &fork]);

@@ -222,9 +222,11 @@ async fn one_byte_changed_in_the_database_file_is_found_by_verify() {
     let scene = Scene::new();
     let id = one_run(&scene, "say tamper-marker-q7", "echo tamper-marker-q7").await;
     let (ok, said) = verify(&scene, &id);
-    // Four turns (input, tool call, its result, answer) and the title.
+    // Four turns (input, tool call, its result, answer), the title and
+    // six recording entries (start, input, tools, two model calls, the
+    // tool's answer).
     assert!(
-        ok && said.contains("the chain verifies — 5 links,"),
+        ok && said.contains("the chain verifies — 11 links,"),
         "{said}"
     );
     let show = sandcrab_cmd(&scene)

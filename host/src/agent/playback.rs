@@ -16,6 +16,8 @@ pub trait Playback: Send + Sync {
     fn tools(&self) -> Option<ToolRegistry>;
     /// What `call` answered.
     fn tool_outcome(&self, call: &ToolCall) -> Played;
+    /// The next time the session read for a turn.
+    fn now(&self) -> String;
 }
 
 /// A tool call's answer from a recording.
@@ -24,4 +26,3 @@ pub enum Played {
     /// The operator interrupted the round before this call answered.
     Interrupt,
 }
-

@@ -51,6 +51,8 @@ struct State {
     last_messages: Vec<Message>,
     /// The tools of the last `tools` entry.
     last_tools: Option<Vec<ToolSpec>>,
+    /// Clock reads not recorded yet (they go before the next entry).
+    clock_reads: Vec<String>,
 }
 
 /// A model call being recorded: the request, then events as they arrive.
@@ -107,9 +109,26 @@ impl Recorder {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Keep `entry` (nothing once the cap was reached).
+    /// Keep one clock read of the session's.
+    pub fn clock_read(&self, at: &str) {
+        let mut state = self.lock();
+        if !state.stopped {
+            state.clock_reads.push(at.to_string());
+        }
+    }
+
+    /// Keep `entry` (nothing once the cap was reached), after the clock
+    /// reads that came before it.
     pub fn record(&self, entry: Entry) {
         let mut state = self.lock();
+        if !state.clock_reads.is_empty() {
+            let reads = std::mem::take(&mut state.clock_reads);
+            self.push(&mut state, Entry::Clock { reads });
+        }
+        self.push(&mut state, entry);
+    }
+
+    fn push(&self, state: &mut State, entry: Entry) {
         if state.stopped {
             return;
         }
@@ -135,9 +154,14 @@ impl Recorder {
         });
     }
 
-    /// The entries to store now.
+    /// The entries to store now (the clock reads so far included).
     pub fn take(&self) -> Vec<NewRecord> {
-        std::mem::take(&mut self.lock().pending)
+        let mut state = self.lock();
+        if !state.clock_reads.is_empty() {
+            let reads = std::mem::take(&mut state.clock_reads);
+            self.push(&mut state, Entry::Clock { reads });
+        }
+        std::mem::take(&mut state.pending)
     }
 
     /// Put back entries the store could not take (they go first).

@@ -46,6 +46,10 @@ pub enum Entry {
         #[serde(with = "summary_result")]
         result: Result<String, String>,
     },
+    /// Times the session read for its turns since the entry before.
+    Clock { reads: Vec<String> },
+    /// The operator asked for a compaction between inputs (`/compact`).
+    Compact,
     /// The operator interrupted between rounds or during a tool round.
     Interrupt { at: InterruptPoint },
     /// Recording stopped here (the size cap was reached).
@@ -70,6 +74,8 @@ impl Entry {
             Entry::Model(_) => "model",
             Entry::Tool(_) => "tool",
             Entry::Summary { .. } => "summary",
+            Entry::Compact => "compact",
+            Entry::Clock { .. } => "clock",
             Entry::Interrupt { .. } => "interrupt",
             Entry::Stopped { .. } => "stopped",
             Entry::Forked { .. } => "forked",
@@ -285,7 +291,9 @@ mod summary_result {
         .serialize(s)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Result<String, String>, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Result<String, String>, D::Error> {
         Ok(match Shape::deserialize(d)? {
             Shape::Ok(t) => Ok(t),
             Shape::Error(e) => Err(e),
@@ -311,14 +319,34 @@ pub fn read_entry(seq: u64, kind: &str, body: &str) -> Result<Entry, UnreadableE
             "field `format`: {format} is newer than this sandcrab reads ({FORMAT}); replay it with the sandcrab that recorded it or a newer one"
         )));
     }
-    serde_path_to_error::deserialize(&value).map_err(|e| {
+    // The large entries are read as their own structs, so an error
+    // names the field inside them (a tagged enum loses the path).
+    let fields = || {
+        let mut fields = value.clone();
+        if let Some(object) = fields.as_object_mut() {
+            object.remove("entry");
+        }
+        fields
+    };
+    let read = match value.get("entry").and_then(|e| e.as_str()) {
+        Some("start") => read_as(&fields()).map(|s| Entry::Start(Box::new(s))),
+        Some("model") => read_as(&fields()).map(|c| Entry::Model(Box::new(c))),
+        Some("tool") => read_as(&fields()).map(|a| Entry::Tool(Box::new(a))),
+        _ => read_as(&value),
+    };
+    read.map_err(unreadable)
+}
+
+/// `value` as a `T`, or what is wrong and where.
+fn read_as<T: serde::de::DeserializeOwned>(value: &serde_json::Value) -> Result<T, String> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let message = e.into_inner().to_string();
-        unreadable(if path == "." {
+        if path == "." {
             message
         } else {
             format!("field `{path}`: {message}")
-        })
+        }
     })
 }
 

@@ -45,6 +45,10 @@ impl Session {
         self: &Arc<Self>,
         input: Option<&str>,
     ) -> Result<(), SessionError> {
+        super::turns::with_clock(self.turn_clock(), self.process_input_now(input)).await
+    }
+
+    async fn process_input_now(self: &Arc<Self>, input: Option<&str>) -> Result<(), SessionError> {
         let cancel = self.cancel.child_token();
         {
             let mut inner = self.lock();

@@ -39,6 +39,13 @@ impl Session {
         }
     }
 
+    /// Compact because the operator asked (`/compact`): recorded, so a
+    /// replay compacts at the same point.
+    pub async fn compact_on_request(&self) -> CompactionStats {
+        self.record(super::recording::Entry::Compact);
+        super::turns::with_clock(self.turn_clock(), self.compact()).await
+    }
+
     /// Compact the history now (nothing when the session has no store or
     /// the history is short); the stats.
     pub async fn compact(&self) -> CompactionStats {

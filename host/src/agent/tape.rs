@@ -60,12 +60,29 @@ impl Session {
                 user_instructions: config.user_instructions.clone(),
                 parallel_tool_calls: config.parallel_tool_calls,
                 truncation: config.truncation.clone(),
-                summarization: self
-                    .memory
-                    .as_ref()
-                    .map(|m| m.compactor.config().clone()),
+                summarization: self.memory.as_ref().map(|m| m.compactor.config().clone()),
             },
         })));
+    }
+
+    /// The clock the session's turns are stamped with (see
+    /// [`super::turns::with_clock`]).
+    pub(super) fn turn_clock(&self) -> super::turns::TurnClock {
+        if let Some(playback) = &self.playback {
+            let playback = playback.clone();
+            return Arc::new(move || playback.now());
+        }
+        match self.recorder() {
+            Some(recorder) => {
+                let recorder = recorder.clone();
+                Arc::new(move || {
+                    let now = crate::time::now_rfc3339();
+                    recorder.clock_read(&now);
+                    now
+                })
+            }
+            None => Arc::new(crate::time::now_rfc3339),
+        }
     }
 
     /// Steering to inject now.

@@ -93,7 +93,11 @@ impl Session {
 
     /// Run `call` through the dispatcher (inline or as a job), its live
     /// output forwarded as events.
-    pub(super) async fn dispatched(self: &Arc<Self>, registry: ToolRegistry, call: &ToolCall) -> ToolOutcome {
+    pub(super) async fn dispatched(
+        self: &Arc<Self>,
+        registry: ToolRegistry,
+        call: &ToolCall,
+    ) -> ToolOutcome {
         let (tx, mut rx) = mpsc::channel::<OutputChunk>(crate::process::LIVE_CHUNKS);
         let ctx = ToolContext {
             session_id: self.id.clone(),

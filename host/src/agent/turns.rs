@@ -58,11 +58,32 @@ pub struct ToolResult {
     pub receipt: Option<crate::tools::Receipt>,
 }
 
+/// Where a turn's time comes from: the session's clock while it works (a
+/// recorded session records each read, a replay answers from the
+/// recording — turn times reach requests through compaction), else the
+/// system clock.
+pub type TurnClock = std::sync::Arc<dyn Fn() -> String + Send + Sync>;
+
+tokio::task_local! {
+    static CLOCK: TurnClock;
+}
+
+/// Run `work` with turns stamped by `clock`.
+pub async fn with_clock<F: std::future::Future>(clock: TurnClock, work: F) -> F::Output {
+    CLOCK.scope(clock, work).await
+}
+
+fn turn_time() -> String {
+    CLOCK
+        .try_with(|clock| clock())
+        .unwrap_or_else(|_| crate::time::now_rfc3339())
+}
+
 impl Turn {
     pub fn new(kind: TurnKind) -> Self {
         Turn {
             id: uuid::Uuid::new_v4().to_string(),
-            timestamp: crate::time::now_rfc3339(),
+            timestamp: turn_time(),
             kind,
         }
     }

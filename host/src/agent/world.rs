@@ -201,5 +201,4 @@ mod tests {
             assert!(!docs.contains(leaked), "{leaked} in {docs}");
         }
     }
-
 }

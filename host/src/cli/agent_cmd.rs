@@ -247,7 +247,7 @@ pub async fn chat(mut args: AgentArgs, watch_plugins: bool) -> anyhow::Result<Ex
                 continue;
             }
             "/compact" => {
-                session.compact().await;
+                session.compact_on_request().await;
                 continue;
             }
             "/plugins" => {

@@ -54,7 +54,12 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let started = std::time::Instant::now();
-    let report = replay(store.as_ref(), &args.id, ReplayOptions { until: args.until }).await?;
+    let report = replay(
+        store.as_ref(),
+        &args.id,
+        ReplayOptions { until: args.until },
+    )
+    .await?;
     let counts = format!(
         "{} inputs, {} model calls, {} tool answers{}",
         report.inputs,

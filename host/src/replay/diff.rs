@@ -5,7 +5,11 @@ use serde_json::Value;
 
 /// Where `recorded` and `now` first differ: the path and both values
 /// there (None: they are equal).
-pub fn first_difference(path: &str, recorded: &Value, now: &Value) -> Option<(String, Value, Value)> {
+pub fn first_difference(
+    path: &str,
+    recorded: &Value,
+    now: &Value,
+) -> Option<(String, Value, Value)> {
     match (recorded, now) {
         (Value::Object(a), Value::Object(b)) => {
             let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
@@ -56,10 +60,15 @@ mod tests {
 
     #[test]
     fn names_the_first_field_that_differs() {
-        let a = json!({"messages": [{"role": "user", "text": "hi"}, {"role": "user", "text": "a"}]});
-        let b = json!({"messages": [{"role": "user", "text": "hi"}, {"role": "user", "text": "b"}]});
+        let a =
+            json!({"messages": [{"role": "user", "text": "hi"}, {"role": "user", "text": "a"}]});
+        let b =
+            json!({"messages": [{"role": "user", "text": "hi"}, {"role": "user", "text": "b"}]});
         let (path, x, y) = first_difference("", &a, &b).unwrap();
-        assert_eq!((path.as_str(), x, y), ("messages[1].text", json!("a"), json!("b")));
+        assert_eq!(
+            (path.as_str(), x, y),
+            ("messages[1].text", json!("a"), json!("b"))
+        );
         let c = json!({"messages": [{"role": "user", "text": "hi"}]});
         assert_eq!(first_difference("", &a, &c).unwrap().0, "messages[1]");
         assert!(first_difference("", &a, &a.clone()).is_none());

@@ -73,10 +73,10 @@ pub async fn fork(
     let source = store
         .session(id)?
         .ok_or_else(|| crate::store::StoreError::UnknownSession(id.to_string()))?;
-    let head = store
-        .chain(id)?
-        .last()
-        .map_or_else(|| crate::store::chain::GENESIS.to_string(), |l| l.hash.clone());
+    let head = store.chain(id)?.last().map_or_else(
+        || crate::store::chain::GENESIS.to_string(),
+        |l| l.hash.clone(),
+    );
     // The summary of compacted history is rebuilt from archival memory in
     // a live session; the fork keeps it as a system turn of its own.
     let turns: Vec<Turn> = report
@@ -125,7 +125,10 @@ pub async fn fork(
     let stored: Vec<_> = turns.iter().map(crate::agent::memory::stored).collect();
     store.append(&new_id, &stored, &[record])?;
     let title = turns.iter().find_map(|t| match &t.kind {
-        TurnKind::User { text } => Some(format!("fork: {}", text.chars().take(60).collect::<String>())),
+        TurnKind::User { text } => Some(format!(
+            "fork: {}",
+            text.chars().take(60).collect::<String>()
+        )),
         _ => None,
     });
     if let Some(title) = title {

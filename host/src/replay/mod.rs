@@ -19,7 +19,9 @@ pub use player::{Divergence, Stop};
 use player::{Player, ReplayClient, ReplaySummarizer, describe};
 
 use crate::agent::recording::{Entry, Start, UnreadableEntry, read_entry};
-use crate::agent::{Profile, Session, SessionConfig, SessionInfo, SessionMemory, SessionParts, Turn};
+use crate::agent::{
+    Profile, Session, SessionConfig, SessionInfo, SessionMemory, SessionParts, Turn,
+};
 use crate::compaction::Compactor;
 use crate::plugin::ProfileInfo;
 use crate::store::{SessionRecord, SqliteStore, Store, StoreError};
@@ -123,6 +125,11 @@ pub async fn replay(
                 let stored: Vec<_> = turns.iter().map(crate::agent::memory::stored).collect();
                 scratch.append_turns(&id, &stored)?;
                 resume = Some(id);
+            }
+            Entry::Compact => {
+                if let Some(session) = &session {
+                    session.compact().await;
+                }
             }
             Entry::Stopped { .. } => {
                 capped = true;
@@ -231,3 +238,6 @@ fn start_session(
     player.drive(&session);
     Ok(session)
 }
+
+#[cfg(test)]
+mod tests;

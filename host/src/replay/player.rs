@@ -12,9 +12,7 @@ use serde_json::Value;
 use super::diff::first_difference;
 use crate::agent::Session;
 use crate::agent::playback::{Playback, Played};
-use crate::agent::recording::{
-    Entry, InterruptPoint, ModelCall, RecordedMessage, request_rest,
-};
+use crate::agent::recording::{Entry, InterruptPoint, ModelCall, RecordedMessage, request_rest};
 use crate::compaction::{Entry as CompactionEntry, Summarizer};
 use crate::llm::{
     ErrorKind, EventStream, LlmClient, LlmError, Request, Response, StreamEvent, ToolCall,
@@ -60,6 +58,8 @@ struct State {
     last_messages: Vec<RecordedMessage>,
     /// The current tool round was interrupted.
     round_interrupted: bool,
+    /// The session's recorded clock reads, in order.
+    clock: std::collections::VecDeque<String>,
     until: Option<u64>,
     stop: Option<Stop>,
     session: Option<Weak<Session>>,
@@ -68,13 +68,26 @@ struct State {
 impl Player {
     /// Play `entries` (the first is the session's start).
     pub fn new(entries: Vec<Entry>, provider: &str, until: Option<u64>) -> Arc<Player> {
-        let taken = vec![false; entries.len()];
+        // Clock reads are answered in order, wherever they were recorded.
+        let taken = entries
+            .iter()
+            .map(|e| matches!(e, Entry::Clock { .. }))
+            .collect();
+        let clock = entries
+            .iter()
+            .filter_map(|e| match e {
+                Entry::Clock { reads } => Some(reads.iter().cloned()),
+                _ => None,
+            })
+            .flatten()
+            .collect();
         Arc::new(Player {
             entries,
             provider: provider.to_string(),
             state: Mutex::new(State {
                 taken,
                 until,
+                clock,
                 ..State::default()
             }),
         })
@@ -101,7 +114,12 @@ impl Player {
     }
 
     /// Record the first divergence (later ones follow from it).
-    pub fn diverge(&self, field: impl Into<String>, recorded: impl Into<String>, now: impl Into<String>) {
+    pub fn diverge(
+        &self,
+        field: impl Into<String>,
+        recorded: impl Into<String>,
+        now: impl Into<String>,
+    ) {
         let mut state = self.lock();
         if state.stop.is_none() {
             state.stop = Some(Stop::Diverged(Divergence {
@@ -199,15 +217,14 @@ impl Player {
         let recorded = self.lock().last_messages.clone();
         for (i, (was, now)) in recorded.iter().zip(&request.messages).enumerate() {
             let differs = match was {
-                RecordedMessage::Digest { digest } => {
-                    (*digest != RecordedMessage::digest_of(now)).then(|| {
+                RecordedMessage::Digest { digest } => (*digest != RecordedMessage::digest_of(now))
+                    .then(|| {
                         (
                             format!("messages[{i}]"),
                             format!("digest {digest}"),
                             serde_json::to_string(now).unwrap_or_default(),
                         )
-                    })
-                }
+                    }),
                 RecordedMessage::Full(was) => {
                     let (was, now) = (to_value(was), to_value(now));
                     first_difference(&format!("messages[{i}]"), &was, &now)
@@ -259,6 +276,8 @@ pub fn describe(entry: &Entry) -> String {
         Entry::Model(_) => "a model request".into(),
         Entry::Tool(a) => format!("the answer of tool call {} ({})", a.call_id, a.name),
         Entry::Summary { .. } => "a summary for compaction".into(),
+        Entry::Compact => "a compaction the operator asked for".into(),
+        Entry::Clock { .. } => "clock reads".into(),
         Entry::Interrupt { .. } => "an interrupt".into(),
         Entry::Stopped { .. } => "the end of recording (size cap)".into(),
         Entry::Forked { .. } => "a fork's origin".into(),
@@ -268,12 +287,24 @@ pub fn describe(entry: &Entry) -> String {
 fn stopped(provider: &str, stop: &Stop) -> LlmError {
     let message = match stop {
         Stop::Until(n) => format!("replay stopped after model call {n} (--until)"),
-        Stop::Diverged(d) => format!("replay diverged at model call {}: {}", d.model_call, d.field),
+        Stop::Diverged(d) => format!(
+            "replay diverged at model call {}: {}",
+            d.model_call, d.field
+        ),
     };
     LlmError::new(ErrorKind::Configuration, provider, message)
 }
 
 impl Playback for Player {
+    fn now(&self) -> String {
+        // Past the recorded reads (a replay going further than the
+        // recording did): the system clock.
+        self.lock()
+            .clock
+            .pop_front()
+            .unwrap_or_else(crate::time::now_rfc3339)
+    }
+
     fn steering(&self) -> Vec<String> {
         self.take_if(|e| match e {
             Entry::Steering { texts } => Some(texts.clone()),
@@ -433,7 +464,8 @@ impl Summarizer for ReplaySummarizer {
             Some(result) => result,
             None => {
                 let next = self.0.describe_next();
-                self.0.diverge("what the host did next", next, "a summary for compaction");
+                self.0
+                    .diverge("what the host did next", next, "a summary for compaction");
                 Err("replay: the recording has no summary here".into())
             }
         }

@@ -209,7 +209,13 @@ fn insert_records(
     for r in records {
         let packed = zstd::bulk::compress(r.body.as_bytes(), RECORD_LEVEL)
             .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
-        insert.execute(params![session, r.seq as i64, r.kind, r.body.len() as i64, packed])?;
+        insert.execute(params![
+            session,
+            r.seq as i64,
+            r.kind,
+            r.body.len() as i64,
+            packed
+        ])?;
     }
     Ok(())
 }
@@ -342,12 +348,9 @@ impl Store for SqliteStore {
             turns
                 .iter()
                 .map(|t| (chain::TURN, t.id.as_str(), chain::turn_digest(t), ""))
-                .chain(
-                    records
-                        .iter()
-                        .zip(&subjects)
-                        .map(|(r, subject)| (chain::RECORD, subject.as_str(), chain::record_digest(r), "")),
-                ),
+                .chain(records.iter().zip(&subjects).map(|(r, subject)| {
+                    (chain::RECORD, subject.as_str(), chain::record_digest(r), "")
+                })),
         )?;
         let changed = tx.execute(
             "UPDATE sessions SET updated_at = ?2 WHERE id = ?1",
