@@ -19,7 +19,7 @@ pub mod recording;
 pub mod repo_facts;
 mod run_loop;
 mod session;
-pub(crate) mod session_memory;
+pub mod session_memory;
 mod subagents;
 mod summarizer_setup;
 mod tape;
