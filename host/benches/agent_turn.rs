@@ -43,6 +43,8 @@ fn turn(c: &mut Criterion) {
             children: None,
             memory: None,
             host_tools: Vec::new(),
+            world: None,
+            playback: None,
         })
     };
     let check = new_session();

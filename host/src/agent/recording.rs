@@ -106,6 +106,10 @@ pub struct Start {
     pub profile: ProfileFacts,
     pub world: World,
     pub settings: Settings,
+    /// The session's own tools (memory, jobs, subagents) by name: a
+    /// replay runs those of them that act on the session again.
+    #[serde(default)]
+    pub own_tools: Vec<String>,
 }
 
 /// Where a forked session came from.
@@ -188,12 +192,12 @@ impl RecordedMessage {
 }
 
 /// The parts of a request other than its messages, normalized: tools by
-/// digest (the `tools` entries hold them), the rest as sent.
+/// name (the `tools` entries hold them whole), the rest as sent.
 pub fn request_rest(request: &Request) -> serde_json::Value {
-    let tools = serde_json::to_string(&request.tools).unwrap_or_default();
+    let tools: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
     serde_json::json!({
         "model": request.model,
-        "tools": blake3::hash(tools.as_bytes()).to_hex().to_string(),
+        "tools": tools,
         "tool_choice": request.tool_choice,
         "max_tokens": request.max_tokens,
         "temperature": request.temperature,

@@ -240,6 +240,24 @@ impl Session {
         self.world.clone()
     }
 
+    /// The names of the session's own tools.
+    pub(super) fn own_tool_names(&self) -> Vec<String> {
+        self.local.lock().expect("tools lock").names()
+    }
+
+    /// Keep only the own tools named in `keep` (a replay offers what the
+    /// recorded session offered).
+    pub fn retain_own_tools(&self, keep: &[String]) {
+        let mut local = self.local.lock().expect("tools lock");
+        for name in local.names() {
+            if !keep.contains(&name) {
+                local.remove(&name);
+            }
+        }
+        drop(local);
+        self.prompt.lock().expect("prompt lock").0 = u64::MAX;
+    }
+
     /// Whether `name` is one of the session's own tools (jobs, subagents,
     /// memory), not a plugin's.
     pub(super) fn is_own_tool(&self, name: &str) -> bool {

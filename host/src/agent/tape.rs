@@ -48,6 +48,7 @@ impl Session {
                 base_instructions: self.profile.base_instructions.clone(),
             },
             world: self.world(),
+            own_tools: self.own_tool_names(),
             settings: Settings {
                 model: config.model.clone(),
                 max_tokens: config.max_tokens,

@@ -233,6 +233,7 @@ fn start_session(
         world: Some(start.world.clone()),
         playback: Some(player.clone()),
     });
+    session.retain_own_tools(&start.own_tools);
     // Nobody watches a replay's events.
     drop(session.events());
     player.drive(&session);

@@ -56,6 +56,8 @@ struct State {
     tool_answers: u64,
     /// The messages of the last recorded request, as recorded.
     last_messages: Vec<RecordedMessage>,
+    /// The messages of the last request the host built (they matched).
+    last_built: Vec<crate::llm::Message>,
     /// The current tool round was interrupted.
     round_interrupted: bool,
     /// The session's recorded clock reads, in order.
@@ -212,42 +214,28 @@ impl Player {
         }
     }
 
-    /// Compare the request built now with the recorded one.
+    /// Compare the request built now with the recorded one. Messages the
+    /// previous request already had, unchanged, matched then.
     fn compare(&self, request: &Request, call: &ModelCall) {
-        let recorded = self.lock().last_messages.clone();
-        for (i, (was, now)) in recorded.iter().zip(&request.messages).enumerate() {
-            let differs = match was {
-                RecordedMessage::Digest { digest } => (*digest != RecordedMessage::digest_of(now))
-                    .then(|| {
-                        (
-                            format!("messages[{i}]"),
-                            format!("digest {digest}"),
-                            serde_json::to_string(now).unwrap_or_default(),
-                        )
-                    }),
-                RecordedMessage::Full(was) => {
-                    let (was, now) = (to_value(was), to_value(now));
-                    first_difference(&format!("messages[{i}]"), &was, &now)
-                        .map(|(path, a, b)| (path, a.to_string(), b.to_string()))
-                }
-            };
-            if let Some((field, a, b)) = differs {
-                self.diverge(field, a, b);
-                return;
+        let differs = {
+            let mut state = self.lock();
+            let differs = first_message_difference(
+                &state.last_messages,
+                &state.last_built,
+                call.request.kept,
+                &request.messages,
+            )
+            .or_else(|| {
+                first_difference("", &call.request.rest, &request_rest(request))
+                    .map(|(field, a, b)| (field, a.to_string(), b.to_string()))
+            });
+            if differs.is_none() {
+                state.last_built = request.messages.clone();
             }
-        }
-        if recorded.len() != request.messages.len() {
-            self.diverge(
-                "messages (how many)",
-                recorded.len().to_string(),
-                request.messages.len().to_string(),
-            );
-            return;
-        }
-        if let Some((field, a, b)) =
-            first_difference("", &call.request.rest, &request_rest(request))
-        {
-            self.diverge(field, a.to_string(), b.to_string());
+            differs
+        };
+        if let Some((field, recorded, now)) = differs {
+            self.diverge(field, recorded, now);
         }
     }
 
@@ -258,6 +246,46 @@ impl Player {
             session.interrupt();
         }
     }
+}
+
+/// Where the messages built now first differ from the recorded ones:
+/// the field and both values. The first `kept` of them, when equal to
+/// what was `built` for the previous request, matched then.
+fn first_message_difference(
+    recorded: &[RecordedMessage],
+    built: &[crate::llm::Message],
+    kept: usize,
+    now: &[crate::llm::Message],
+) -> Option<(String, String, String)> {
+    for (i, (was, now)) in recorded.iter().zip(now).enumerate() {
+        if i < kept && built.get(i) == Some(now) {
+            continue;
+        }
+        let differs = match was {
+            RecordedMessage::Digest { digest } => (*digest != RecordedMessage::digest_of(now))
+                .then(|| {
+                    (
+                        format!("messages[{i}]"),
+                        format!("digest {digest}"),
+                        serde_json::to_string(now).unwrap_or_default(),
+                    )
+                }),
+            RecordedMessage::Full(was) => {
+                first_difference(&format!("messages[{i}]"), &to_value(was), &to_value(now))
+                    .map(|(path, a, b)| (path, a.to_string(), b.to_string()))
+            }
+        };
+        if differs.is_some() {
+            return differs;
+        }
+    }
+    (recorded.len() != now.len()).then(|| {
+        (
+            "messages (how many)".to_string(),
+            recorded.len().to_string(),
+            now.len().to_string(),
+        )
+    })
 }
 
 fn to_value<T: serde::Serialize>(v: &T) -> Value {

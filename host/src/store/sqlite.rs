@@ -198,6 +198,23 @@ fn insert_turns(
 /// Compression level of recording entries (fast; JSON shrinks 5-10×).
 const RECORD_LEVEL: i32 = 3;
 
+thread_local! {
+    /// One compressor per thread, kept: making one per entry costs more
+    /// than compressing a small entry.
+    static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+fn compress(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+    COMPRESSOR.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        if cell.is_none() {
+            *cell = Some(zstd::bulk::Compressor::new(RECORD_LEVEL)?);
+        }
+        cell.as_mut().expect("made above").compress(bytes)
+    })
+}
+
 fn insert_records(
     tx: &rusqlite::Transaction<'_>,
     session: &str,
@@ -207,7 +224,7 @@ fn insert_records(
         "INSERT INTO recordings (session_id, seq, kind, size, body) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?;
     for r in records {
-        let packed = zstd::bulk::compress(r.body.as_bytes(), RECORD_LEVEL)
+        let packed = compress(r.body.as_bytes())
             .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
         insert.execute(params![
             session,
