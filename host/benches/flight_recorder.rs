@@ -7,6 +7,9 @@
 //!
 //! Run: `cargo bench -p sandcrab --bench flight_recorder`.
 
+// A benchmark reports its numbers on the terminal.
+#![allow(clippy::disallowed_macros)]
+
 use std::sync::Arc;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
@@ -95,7 +98,11 @@ fn script(inputs: usize) -> Vec<Step> {
     (0..inputs)
         .flat_map(|i| {
             [
-                tool_calls(&[(&format!("c{i}"), "echo", json!({"text": format!("item {i}")}))]),
+                tool_calls(&[(
+                    &format!("c{i}"),
+                    "echo",
+                    json!({"text": format!("item {i}")}),
+                )]),
                 text(&format!("Item {i} is echoed; the next one follows.")),
             ]
         })
@@ -138,7 +145,8 @@ fn replay_long_session(c: &mut Criterion) {
     let session = stored_session(&store, script(500), true);
     drop(session.events());
     for i in 0..500 {
-        rt.block_on(session.submit(&format!("echo item {i}"))).unwrap();
+        rt.block_on(session.submit(&format!("echo item {i}")))
+            .unwrap();
     }
     let id = session.id().to_string();
     drop(session);
@@ -153,7 +161,10 @@ fn replay_long_session(c: &mut Criterion) {
     let mut group = c.benchmark_group("replay");
     group.sample_size(10);
     group.bench_function("1000_model_calls", |b| {
-        b.iter(|| rt.block_on(replay(store.as_ref(), &id, ReplayOptions::default())).unwrap())
+        b.iter(|| {
+            rt.block_on(replay(store.as_ref(), &id, ReplayOptions::default()))
+                .unwrap()
+        })
     });
     group.finish();
 }

@@ -175,7 +175,7 @@ fn verify(c: &mut Criterion) {
         b.iter(|| {
             let links = store.chain(&id).unwrap();
             let turns = store.turns(&id).unwrap();
-            let ok = sandcrab::store::chain::verify(&links, &turns, None).unwrap();
+            let ok = sandcrab::store::chain::verify(&links, &turns, &[], None).unwrap();
             assert_eq!(ok.links, 10_000);
         })
     });
