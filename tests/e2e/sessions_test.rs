@@ -223,10 +223,11 @@ async fn one_byte_changed_in_the_database_file_is_found_by_verify() {
     let id = one_run(&scene, "say tamper-marker-q7", "echo tamper-marker-q7").await;
     let (ok, said) = verify(&scene, &id);
     // Four turns (input, tool call, its result, answer), the title and
-    // six recording entries (start, input, tools, two model calls, the
-    // tool's answer).
+    // ten recording entries (start, input, tools, two model calls, the
+    // tool's answer, and the clock reads that stamped the four turns, in
+    // the four commits that stored them).
     assert!(
-        ok && said.contains("the chain verifies — 11 links,"),
+        ok && said.contains("the chain verifies — 15 links,"),
         "{said}"
     );
     let show = sandcrab_cmd(&scene)

@@ -44,7 +44,15 @@ fn echo_tools() -> ToolRegistry {
 
 /// A recorded session on `store` answering with `client`.
 fn recorded_session(store: &Arc<SqliteStore>, client: Arc<ScriptedClient>) -> Arc<Session> {
-    let recorder = Recorder::new(RecordingSettings::default(), 0).unwrap();
+    recorded_with(store, client, RecordingSettings::default())
+}
+
+fn recorded_with(
+    store: &Arc<SqliteStore>,
+    client: Arc<ScriptedClient>,
+    settings: RecordingSettings,
+) -> Arc<Session> {
+    let recorder = Recorder::new(settings, 0).unwrap();
     let summarization = SummarizationConfig {
         chunk_size: 2,
         keep_recent: 2,
@@ -238,4 +246,77 @@ async fn until_stops_after_that_many_calls() {
         .await
         .unwrap();
     assert_eq!((report.stop, report.model_calls), (Some(Stop::Until(2)), 2));
+}
+
+#[tokio::test]
+async fn a_digests_recording_replays_and_names_the_message_that_differs() {
+    let store = Arc::new(SqliteStore::in_memory().unwrap());
+    let client = Arc::new(ScriptedClient::new([
+        tool_calls(&[("c1", "echo", json!({"text": "one"}))]),
+        text("done"),
+    ]));
+    let settings = RecordingSettings {
+        mode: crate::store::RecordingMode::Digests,
+        ..RecordingSettings::default()
+    };
+    let session = recorded_with(&store, client, settings);
+    session.submit("hello there").await.unwrap();
+    let id = session.id().to_string();
+    let bodies: Vec<String> = store
+        .records(&id)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.body)
+        .collect();
+    assert!(
+        bodies
+            .iter()
+            .all(|b| !b.contains("hello there") || b.contains("\"entry\":\"input\"")),
+        "digests mode keeps no request text"
+    );
+    let report = replay(store.as_ref(), &id, ReplayOptions::default())
+        .await
+        .unwrap();
+    assert_eq!((report.stop, report.model_calls), (None, 2));
+    // The recorded input differs from what the request digest vouches for.
+    let other = edited(&store, &id, "input", |b| {
+        b.replacen("hello there", "hello where", 1)
+    });
+    let report = replay(&other, &id, ReplayOptions::default()).await.unwrap();
+    let Some(Stop::Diverged(d)) = report.stop else {
+        panic!("no divergence: {:?}", report.stop);
+    };
+    assert_eq!((d.model_call, d.field.as_str()), (1, "messages[1]"));
+    assert!(
+        d.recorded.starts_with("digest ") && d.now.contains("hello where"),
+        "{d:?}"
+    );
+}
+
+#[tokio::test]
+async fn past_the_size_cap_recording_stops_with_a_note_and_replay_says_so() {
+    let store = Arc::new(SqliteStore::in_memory().unwrap());
+    let client = Arc::new(ScriptedClient::new([
+        text("first answer"),
+        text("second answer"),
+    ]));
+    let settings = RecordingSettings {
+        cap_bytes: 6_000,
+        ..RecordingSettings::default()
+    };
+    let session = recorded_with(&store, client, settings);
+    session.submit("one").await.unwrap();
+    session.submit(&"two ".repeat(2_000)).await.unwrap();
+    let id = session.id().to_string();
+    let records = store.records(&id).unwrap();
+    assert_eq!(records.last().unwrap().kind, "stopped");
+    // The cap, and the short note that says where recording stopped.
+    assert!(store.recording_size(&id).unwrap() <= 6_000 + 100);
+    let report = replay(store.as_ref(), &id, ReplayOptions::default())
+        .await
+        .unwrap();
+    assert!(
+        report.recording_capped && report.stop.is_none(),
+        "{report:?}"
+    );
 }
