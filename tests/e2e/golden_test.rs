@@ -11,11 +11,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sandcrab::agent::recorder::{Recorder, RecordingSettings, RecordingSummarizer};
+use sandcrab::agent::recorder::{RecordingSettings, recorded_compactor};
 use sandcrab::agent::{
     Profile, Session, SessionConfig, SessionInfo, SessionJobs, SessionMemory, SessionParts,
 };
-use sandcrab::compaction::{Compactor, Entry, SummarizationConfig, Summarizer};
+use sandcrab::compaction::{Entry, SummarizationConfig, Summarizer};
 use sandcrab::jobs::{BackgroundSettings, JobRegistry};
 use sandcrab::llm::{ProviderConfig, ProviderKind, client_for};
 use sandcrab::plugin::ToolTraits;
@@ -155,19 +155,17 @@ async fn record_golden_sessions() {
 
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(SqliteStore::open(&dir.path().join("golden.db")).unwrap());
-        let recorder = Recorder::new(RecordingSettings::default(), 0).unwrap();
-        let compactor = Arc::new(Compactor::new(
-            Arc::new(RecordingSummarizer {
-                inner: Arc::new(Brief),
-                recorder: recorder.clone(),
-            }),
+        let (recorder, compactor) = recorded_compactor(
+            RecordingSettings::default(),
+            0,
+            Arc::new(Brief),
             store.clone(),
             SummarizationConfig {
                 chunk_size: 2,
                 keep_recent: 2,
                 ..SummarizationConfig::default()
             },
-        ));
+        );
         let memory = SessionMemory::create(
             store.clone(),
             compactor,
@@ -179,7 +177,7 @@ async fn record_golden_sessions() {
             },
         )
         .unwrap();
-        memory.record_with(recorder);
+        memory.record_with(recorder.unwrap());
         let config = ProviderConfig::from_env(kind, Some(&server.base_url()), |var| {
             kind.key_vars()
                 .contains(&var)

@@ -228,20 +228,13 @@ impl AgentKit {
         Option<Arc<super::recorder::Recorder>>,
         Arc<crate::compaction::Compactor>,
     ) {
-        let recorder = super::recorder::Recorder::new(self.recording, recorded_bytes);
-        let summarizer: Arc<dyn crate::compaction::Summarizer> = match &recorder {
-            Some(recorder) => Arc::new(super::recorder::RecordingSummarizer {
-                inner: self.summarizer.clone(),
-                recorder: recorder.clone(),
-            }),
-            None => self.summarizer.clone(),
-        };
-        let compactor = Arc::new(crate::compaction::Compactor::new(
-            summarizer,
+        super::recorder::recorded_compactor(
+            self.recording,
+            recorded_bytes,
+            self.summarizer.clone(),
             store.clone(),
             self.summarization.clone(),
-        ));
-        (recorder, compactor)
+        )
     }
 
     /// A new stored session's memory (None without a store, or when the

@@ -121,11 +121,16 @@ impl Recorder {
     /// reads that came before it.
     pub fn record(&self, entry: Entry) {
         let mut state = self.lock();
+        self.flush_clock(&mut state);
+        self.push(&mut state, entry);
+    }
+
+    /// Keep the clock reads so far as one entry.
+    fn flush_clock(&self, state: &mut State) {
         if !state.clock_reads.is_empty() {
             let reads = std::mem::take(&mut state.clock_reads);
-            self.push(&mut state, Entry::Clock { reads });
+            self.push(state, Entry::Clock { reads });
         }
-        self.push(&mut state, entry);
     }
 
     fn push(&self, state: &mut State, entry: Entry) {
@@ -157,10 +162,7 @@ impl Recorder {
     /// The entries to store now (the clock reads so far included).
     pub fn take(&self) -> Vec<NewRecord> {
         let mut state = self.lock();
-        if !state.clock_reads.is_empty() {
-            let reads = std::mem::take(&mut state.clock_reads);
-            self.push(&mut state, Entry::Clock { reads });
-        }
+        self.flush_clock(&mut state);
         std::mem::take(&mut state.pending)
     }
 
@@ -172,15 +174,17 @@ impl Recorder {
     }
 
     /// Record `tools` when they differ from the last recorded ones.
-    pub fn tools(&self, tools: Vec<ToolSpec>) {
+    pub fn tools(&self, tools: &[ToolSpec]) {
         {
             let mut state = self.lock();
-            if state.last_tools.as_ref() == Some(&tools) {
+            if state.last_tools.as_deref() == Some(tools) {
                 return;
             }
-            state.last_tools = Some(tools.clone());
+            state.last_tools = Some(tools.to_vec());
         }
-        self.record(Entry::Tools { tools });
+        self.record(Entry::Tools {
+            tools: tools.to_vec(),
+        });
     }
 
     /// Begin recording a model call for `request`.
@@ -216,6 +220,31 @@ impl Recorder {
             mode: self.settings.mode,
         }
     }
+}
+
+/// A session's recorder for `settings` (None: recording is off), resuming
+/// after `recorded_bytes`, and its compactor, whose summaries it records.
+pub fn recorded_compactor(
+    settings: RecordingSettings,
+    recorded_bytes: u64,
+    summarizer: Arc<dyn Summarizer>,
+    store: Arc<dyn crate::store::Store>,
+    summarization: crate::compaction::SummarizationConfig,
+) -> (Option<Arc<Recorder>>, Arc<crate::compaction::Compactor>) {
+    let recorder = Recorder::new(settings, recorded_bytes);
+    let summarizer: Arc<dyn Summarizer> = match &recorder {
+        Some(recorder) => Arc::new(RecordingSummarizer {
+            inner: summarizer,
+            recorder: recorder.clone(),
+        }),
+        None => summarizer,
+    };
+    let compactor = Arc::new(crate::compaction::Compactor::new(
+        summarizer,
+        store,
+        summarization,
+    ));
+    (recorder, compactor)
 }
 
 /// The summarizer of a recorded session: what it answers is recorded.

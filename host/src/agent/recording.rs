@@ -149,6 +149,45 @@ pub struct Settings {
     pub summarization: Option<SummarizationConfig>,
 }
 
+impl Settings {
+    /// What `config` (and compaction's `summarization`) say.
+    pub fn of(
+        config: &super::config::SessionConfig,
+        summarization: Option<SummarizationConfig>,
+    ) -> Self {
+        Settings {
+            model: config.model.clone(),
+            max_tokens: config.max_tokens,
+            temperature: config.temperature,
+            reasoning_effort: config.reasoning_effort.clone(),
+            max_turns: config.max_turns,
+            max_tool_rounds_per_input: config.max_tool_rounds_per_input,
+            loop_detection_window: config.loop_detection_window,
+            context_warning_threshold: config.context_warning_threshold,
+            user_instructions: config.user_instructions.clone(),
+            parallel_tool_calls: config.parallel_tool_calls,
+            truncation: config.truncation.clone(),
+            summarization,
+        }
+    }
+
+    /// A session's settings as recorded (the rest at their defaults).
+    pub fn to_config(&self) -> super::config::SessionConfig {
+        let mut config = super::config::SessionConfig::new(self.model.clone());
+        config.max_tokens = self.max_tokens;
+        config.temperature = self.temperature;
+        config.reasoning_effort = self.reasoning_effort.clone();
+        config.max_turns = self.max_turns;
+        config.max_tool_rounds_per_input = self.max_tool_rounds_per_input;
+        config.loop_detection_window = self.loop_detection_window;
+        config.context_warning_threshold = self.context_warning_threshold;
+        config.user_instructions = self.user_instructions.clone();
+        config.parallel_tool_calls = self.parallel_tool_calls;
+        config.truncation = self.truncation.clone();
+        config
+    }
+}
+
 /// One model request and its answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelCall {

@@ -288,15 +288,15 @@ impl Session {
         None
     }
 
-    /// The request for the next model call, from a valid history.
-    fn request(&self) -> Request {
+    /// The request for the next model call, from a valid history, offering
+    /// `tools`.
+    fn request(&self, tools: &[crate::plugin::ToolSpec]) -> Request {
         self.repair_history();
         let mut messages = vec![Message::system(self.system_prompt())];
         messages.extend(to_messages(&self.lock().history));
-        let tools = self
-            .tools()
-            .definitions()
-            .into_iter()
+        let tools = tools
+            .iter()
+            .cloned()
             .map(|t| ToolDefinition {
                 name: t.name,
                 description: t.description,
@@ -325,8 +325,8 @@ impl Session {
         // Plugins still compiling in the background join the tool set
         // before the model is asked.
         self.catalog.ready().await;
-        self.before_request();
-        let request = self.request();
+        let tools = self.tools_for_request();
+        let request = self.request(&tools);
         // Every turn so far is committed before the model is asked.
         self.persist();
         *in_flight = self.recorder().map(|r| r.begin(&request));

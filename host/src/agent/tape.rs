@@ -36,7 +36,6 @@ impl Session {
         let Some(recorder) = self.recorder() else {
             return;
         };
-        let config = &self.config;
         recorder.record(Entry::Start(Box::new(Start {
             format: super::recording::FORMAT,
             sandcrab: env!("CARGO_PKG_VERSION").to_string(),
@@ -49,20 +48,10 @@ impl Session {
             },
             world: self.world(),
             own_tools: self.own_tool_names(),
-            settings: Settings {
-                model: config.model.clone(),
-                max_tokens: config.max_tokens,
-                temperature: config.temperature,
-                reasoning_effort: config.reasoning_effort.clone(),
-                max_turns: config.max_turns,
-                max_tool_rounds_per_input: config.max_tool_rounds_per_input,
-                loop_detection_window: config.loop_detection_window,
-                context_warning_threshold: config.context_warning_threshold,
-                user_instructions: config.user_instructions.clone(),
-                parallel_tool_calls: config.parallel_tool_calls,
-                truncation: config.truncation.clone(),
-                summarization: self.memory.as_ref().map(|m| m.compactor.config().clone()),
-            },
+            settings: Settings::of(
+                &self.config,
+                self.memory.as_ref().map(|m| m.compactor.config().clone()),
+            ),
         })));
     }
 
@@ -141,18 +130,20 @@ impl Session {
         });
     }
 
-    /// Before a request is built: the replayed tools are put on offer, or
-    /// the tools on offer are recorded when they changed.
-    pub(super) fn before_request(&self) {
-        if let Some(playback) = &self.playback {
-            if let Some(tools) = playback.tools() {
-                self.catalog.publish(tools);
-            }
-            return;
+    /// The tools the next request offers: the replayed ones put on offer
+    /// when the recording changed them here, or those on offer now,
+    /// recorded when they changed.
+    pub(super) fn tools_for_request(&self) -> Vec<crate::plugin::ToolSpec> {
+        if let Some(tools) = self.playback.as_ref().and_then(|p| p.tools()) {
+            self.catalog.publish(tools);
         }
-        if let Some(recorder) = self.recorder() {
-            recorder.tools(self.tools().definitions());
+        let tools = self.tools().definitions();
+        if self.playback.is_none()
+            && let Some(recorder) = self.recorder()
+        {
+            recorder.tools(&tools);
         }
+        tools
     }
 
     /// What `call` answers: played back from the recording (the session's

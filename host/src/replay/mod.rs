@@ -19,9 +19,7 @@ pub use player::{Divergence, Stop};
 use player::{Player, ReplayClient, ReplaySummarizer, describe};
 
 use crate::agent::recording::{Entry, Start, UnreadableEntry, read_entry};
-use crate::agent::{
-    Profile, Session, SessionConfig, SessionInfo, SessionMemory, SessionParts, Turn,
-};
+use crate::agent::{Profile, Session, SessionInfo, SessionMemory, SessionParts, Turn};
 use crate::compaction::Compactor;
 use crate::plugin::ProfileInfo;
 use crate::store::{SessionRecord, SqliteStore, Store, StoreError};
@@ -178,17 +176,7 @@ fn start_session(
         },
         base_instructions: start.profile.base_instructions.clone(),
     };
-    let mut config = SessionConfig::new(settings.model.clone());
-    config.max_tokens = settings.max_tokens;
-    config.temperature = settings.temperature;
-    config.reasoning_effort = settings.reasoning_effort.clone();
-    config.max_turns = settings.max_turns;
-    config.max_tool_rounds_per_input = settings.max_tool_rounds_per_input;
-    config.loop_detection_window = settings.loop_detection_window;
-    config.context_warning_threshold = settings.context_warning_threshold;
-    config.user_instructions = settings.user_instructions.clone();
-    config.parallel_tool_calls = settings.parallel_tool_calls;
-    config.truncation = settings.truncation.clone();
+    let config = settings.to_config();
     let memory = match &settings.summarization {
         None => None,
         Some(summarization) => {

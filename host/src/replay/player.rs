@@ -178,6 +178,12 @@ impl Player {
         }
     }
 
+    /// The host did `what` where the recording has something else next.
+    fn host_did_instead(&self, what: &str) {
+        let next = self.describe_next();
+        self.diverge("what the host did next", next, what);
+    }
+
     /// The recorded answer to the request the host built now.
     fn model_call(&self, request: &Request) -> Result<ModelCall, LlmError> {
         if let Some(stop) = self.stop() {
@@ -188,8 +194,7 @@ impl Player {
             _ => None,
         });
         let Some(call) = call else {
-            let next = self.describe_next();
-            self.diverge("what the host did next", next, "a model request");
+            self.host_did_instead("a model request");
             return Err(stopped(&self.provider, &self.stop().expect("set")));
         };
         {
@@ -491,9 +496,7 @@ impl Summarizer for ReplaySummarizer {
         match result {
             Some(result) => result,
             None => {
-                let next = self.0.describe_next();
-                self.0
-                    .diverge("what the host did next", next, "a summary for compaction");
+                self.0.host_did_instead("a summary for compaction");
                 Err("replay: the recording has no summary here".into())
             }
         }

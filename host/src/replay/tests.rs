@@ -9,9 +9,9 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{ReplayError, ReplayOptions, Stop, replay};
-use crate::agent::recorder::{Recorder, RecordingSettings};
+use crate::agent::recorder::{RecordingSettings, recorded_compactor};
 use crate::agent::{Profile, Session, SessionConfig, SessionInfo, SessionMemory, SessionParts};
-use crate::compaction::{Compactor, Entry, SummarizationConfig, Summarizer};
+use crate::compaction::{Entry, SummarizationConfig, Summarizer};
 use crate::llm::scripted::{ScriptedClient, Step, text, tool_calls};
 use crate::plugin::{ProfileInfo, ToolSpec};
 use crate::store::export::SessionExport;
@@ -52,20 +52,17 @@ fn recorded_with(
     client: Arc<ScriptedClient>,
     settings: RecordingSettings,
 ) -> Arc<Session> {
-    let recorder = Recorder::new(settings, 0).unwrap();
-    let summarization = SummarizationConfig {
-        chunk_size: 2,
-        keep_recent: 2,
-        ..SummarizationConfig::default()
-    };
-    let compactor = Arc::new(Compactor::new(
-        Arc::new(crate::agent::recorder::RecordingSummarizer {
-            inner: Arc::new(Counting),
-            recorder: recorder.clone(),
-        }),
+    let (recorder, compactor) = recorded_compactor(
+        settings,
+        0,
+        Arc::new(Counting),
         store.clone(),
-        summarization,
-    ));
+        SummarizationConfig {
+            chunk_size: 2,
+            keep_recent: 2,
+            ..SummarizationConfig::default()
+        },
+    );
     let memory = SessionMemory::create(
         store.clone(),
         compactor,
@@ -77,7 +74,7 @@ fn recorded_with(
         },
     )
     .unwrap();
-    memory.record_with(recorder);
+    memory.record_with(recorder.unwrap());
     Session::new(SessionParts {
         client,
         profile: Arc::new(Profile {
