@@ -55,6 +55,23 @@ fn main() {
         found.push((dir, manifest, wasm));
     }
     fs::write(out_dir.join("bundled.rs"), generate(&plugins, &found)).unwrap();
+    publish_bundled_list(&out_dir, &found);
+}
+
+/// Tell the crates that depend on this one (through `links`) where the
+/// embedded plugins' components are: the host's build script precompiles
+/// them. One `name<TAB>wasm path` line per plugin, in `bundled.list`.
+fn publish_bundled_list(out_dir: &Path, found: &[(PathBuf, PathBuf, PathBuf)]) {
+    let mut list = String::new();
+    for (dir, _, wasm) in found {
+        let name = dir.file_name().unwrap().to_string_lossy();
+        if BUNDLED.contains(&name.as_ref()) {
+            writeln!(list, "{name}\t{}", wasm.display()).unwrap();
+        }
+    }
+    let path = out_dir.join("bundled.list");
+    fs::write(&path, list).unwrap();
+    println!("cargo::metadata=bundled_list={}", path.display());
 }
 
 /// Rerun when anything under `path` changes (cargo scans directories).

@@ -669,3 +669,41 @@ async fn a_fifo_given_as_the_path_is_refused_at_once_by_grep_glob_and_list_dir()
         );
     }
 }
+
+/// The same tests with the built-in plugins compiled by the host instead
+/// of taken from the code embedded in the binary: both paths must answer
+/// byte for byte the same.
+mod compiled_code {
+    macro_rules! again {
+        ($($test:ident),+ $(,)?) => {
+            $(
+                #[test]
+                fn $test() {
+                    crate::support::with_compiled_code(super::$test)
+                }
+            )+
+        };
+    }
+
+    again!(
+        read_file_numbers_lines_from_offset_with_limit,
+        read_file_refuses_missing_directories_and_binaries,
+        write_file_creates_parent_directories,
+        edit_file_replaces_and_reports_missing_or_ambiguous,
+        apply_patch_adds_updates_deletes_and_moves,
+        apply_patch_is_all_or_nothing,
+        shell_reports_stdout_stderr_exit_code_and_duration,
+        shell_timeout_stops_the_command_promptly_and_leaves_nothing_behind,
+        grep_and_glob_search_a_small_tree,
+        grep_searches_large_text_files_to_their_end_and_skips_large_binary_ones,
+        glob_lists_newest_first,
+        every_escape_attempt_is_refused,
+        dispatch_reports_unknown_tools_and_bad_arguments,
+        apply_patch_changes_nothing_when_a_write_fails_midway,
+        apply_patch_composes_operations_on_one_file_and_keeps_crlf,
+        edit_file_refuses_non_utf8_and_keeps_crlf,
+        grep_and_glob_walk_in_order_with_ripgreps_ignore_rules_and_never_through_links,
+        a_fifo_named_gitignore_does_not_hang_grep_or_glob,
+        a_fifo_given_as_the_path_is_refused_at_once_by_grep_glob_and_list_dir,
+    );
+}

@@ -199,3 +199,79 @@ async fn a_cache_directory_others_can_write_is_not_used() {
     let key = std::fs::metadata(fresh.join("key")).unwrap();
     assert_eq!(key.permissions().mode() & 0o777, 0o600);
 }
+
+/// `sandcrab tool call read_file` on `scene` with its own (empty at first)
+/// cache directory: (stdout, stderr).
+fn read_through_binary(scene: &Scene, cache_home: &std::path::Path) -> (String, String) {
+    let out = crate::support::sandcrab_cmd(scene)
+        .env("XDG_CACHE_HOME", cache_home)
+        .args([
+            "tool",
+            "call",
+            "read_file",
+            "--args",
+            r#"{"file_path":"a.txt"}"#,
+        ])
+        .arg("-w")
+        .arg(scene.workspace())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    (stdout, stderr)
+}
+
+fn cached_components(cache_home: &std::path::Path) -> usize {
+    let dir = cache_home.join("sandcrab/components");
+    if dir.exists() {
+        cwasm_entries(&dir).len()
+    } else {
+        0
+    }
+}
+
+#[test]
+fn a_first_start_on_an_empty_cache_compiles_nothing() {
+    let scene = Scene::new();
+    std::fs::write(scene.workspace().join("a.txt"), "alpha\nbeta\n").unwrap();
+    let cache_home = scene.root.path().join("fresh-cache");
+    let (stdout, stderr) = read_through_binary(&scene, &cache_home);
+    assert_eq!(stdout, "     1\talpha\n     2\tbeta\n");
+    assert!(!stderr.contains("note:"), "{stderr}");
+    // The built-in plugins ran from the code in the binary: nothing was
+    // compiled into the cache.
+    assert_eq!(cached_components(&cache_home), 0);
+}
+
+#[test]
+fn other_engine_settings_fall_back_to_compiling_once_with_a_note() {
+    let scene = Scene::new();
+    std::fs::write(scene.workspace().join("a.txt"), "alpha\nbeta\n").unwrap();
+    let embedded = read_through_binary(&scene, &scene.root.path().join("embedded-cache")).0;
+    // Native debug information changes the compiled code: the embedded
+    // code (built without it) is refused by the engine.
+    scene.write_user_config("plugin_debug_info = true\n");
+    let cache_home = scene.root.path().join("fallback-cache");
+    let (stdout, stderr) = read_through_binary(&scene, &cache_home);
+    assert_eq!(stdout, embedded, "the compiled path answers the same");
+    for name in sandcrab_bundled_plugins::BUNDLED.iter().map(|b| b.name) {
+        let note = stderr
+            .lines()
+            .find(|l| l.starts_with(&format!("note: built-in plugin {name}: ")))
+            .unwrap_or_else(|| panic!("no note for {name}:\n{stderr}"));
+        assert!(
+            note.contains("not usable here") && note.contains("debug information"),
+            "the note says why: {note}"
+        );
+        assert!(note.ends_with("compiled and cached instead"), "{note}");
+    }
+    assert_eq!(
+        cached_components(&cache_home),
+        sandcrab_bundled_plugins::BUNDLED.len()
+    );
+    // Once: the next start takes them from the cache, silently.
+    let (again, stderr) = read_through_binary(&scene, &cache_home);
+    assert_eq!(again, embedded);
+    assert!(!stderr.contains("note:"), "{stderr}");
+}

@@ -43,6 +43,20 @@ pub fn install_plugin(
     dir
 }
 
+thread_local! {
+    /// The test on this thread runs the built-in plugins compiled by the
+    /// host instead of from the code embedded in the binary.
+    static COMPILED_CODE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Run `test` (a `#[tokio::test]`, which builds its runtime on this
+/// thread) with the built-in plugins compiled by the host rather than
+/// taken from the binary: both paths must behave the same.
+pub fn with_compiled_code(test: fn()) {
+    COMPILED_CODE.set(true);
+    test();
+}
+
 /// A temp workspace and a scratch area outside it.
 pub struct Scene {
     pub root: tempfile::TempDir,
@@ -80,6 +94,7 @@ impl Scene {
         config.policy = policy;
         config.cache_dir = Some(cache_dir());
         config.max_shards = max_shards;
+        config.embedded_code = !COMPILED_CODE.get();
         PluginHost::new(config).unwrap()
     }
 
@@ -174,7 +189,13 @@ pub async fn coding_tools_sharded(
         .into_iter()
         .find(|s| matches!(s, PluginSource::Bundled(b) if b.name == "coding-tools"))
         .expect("coding-tools is bundled");
-    host.load(&source).await.unwrap();
+    let plugin = host.load(&source).await.unwrap();
+    assert_eq!(
+        plugin.cache == sandcrab::plugin::CacheOutcome::Embedded,
+        !COMPILED_CODE.get(),
+        "coding-tools ran from the wrong code path ({:?})",
+        plugin.cache
+    );
     let registry = sandcrab::tools::ToolRegistry::from_plugins(host.plugins());
     (host, registry)
 }

@@ -60,6 +60,7 @@ impl Setup {
             let label = match d.severity {
                 crate::plugin::Severity::Error => "error",
                 crate::plugin::Severity::Warning => "warning",
+                crate::plugin::Severity::Note => "note",
             };
             errln!("{label}: {}", super::terminal::sanitize(&d.message));
         }
@@ -168,6 +169,7 @@ impl HostArgs {
         if let Some(mb) = config.process_output_cap_mb {
             host_config.output_cap = (mb as usize) << 20;
         }
+        host_config.engine.code.native_debug_info = config.plugin_debug_info.unwrap_or(false);
         if self.no_cache {
             host_config.cache_dir = None;
         }

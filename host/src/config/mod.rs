@@ -50,6 +50,10 @@ pub struct Config {
     pub plugin_dirs: Vec<PathBuf>,
     /// Directory for compiled plugins (default: the user cache dir).
     pub cache_dir: Option<PathBuf>,
+    /// Compile plugins with native debug information, for `perf` and
+    /// debuggers (default off). The built-in plugins' code embedded in the
+    /// binary is built without it, so they are then compiled here too.
+    pub plugin_debug_info: Option<bool>,
     /// Cap on the captured stdout and on the stderr of each program a plugin
     /// runs, in MiB (default 10).
     pub process_output_cap_mb: Option<u64>,

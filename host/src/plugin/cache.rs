@@ -38,6 +38,9 @@ pub enum CacheOutcome {
     Repaired,
     /// Caching is off: compiled in memory.
     Disabled,
+    /// A first-party plugin's code compiled into the binary; nothing was
+    /// compiled or read from the cache.
+    Embedded,
 }
 
 impl CacheOutcome {
@@ -48,6 +51,7 @@ impl CacheOutcome {
             CacheOutcome::Miss => "compiled and cached",
             CacheOutcome::Repaired => "compiled again (the cache entry did not verify) and cached",
             CacheOutcome::Disabled => "compiled (cache off)",
+            CacheOutcome::Embedded => "precompiled into the binary",
         }
     }
 }

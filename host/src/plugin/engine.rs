@@ -22,6 +22,9 @@ pub struct EngineOptions {
     pub pool_instances: u32,
     /// Largest linear memory any plugin may get, in MiB (pool slot size).
     pub max_memory_mb: u64,
+    /// What changes the compiled code (the embedded first-party code is
+    /// used only when this is what it was built with).
+    pub code: sandcrab_engine::CodeSettings,
 }
 
 impl Default for EngineOptions {
@@ -30,6 +33,7 @@ impl Default for EngineOptions {
             pooling: true,
             pool_instances: 64,
             max_memory_mb: super::policy::limits::MAX_MEMORY_MB,
+            code: sandcrab_engine::CodeSettings::default(),
         }
     }
 }
@@ -46,17 +50,17 @@ impl PluginEngine {
     /// can reserve the pool, otherwise on-demand allocation.
     pub fn new(options: &EngineOptions) -> Result<Self, EngineError> {
         let (engine, pooling) = if options.pooling {
-            match Engine::new(&config(Some(options))) {
+            match Engine::new(&config(options, true)) {
                 Ok(engine) => (engine, true),
                 Err(err) => {
                     tracing::info!(
                         "pooling allocator unavailable ({err:#}); using on-demand allocation"
                     );
-                    (new_engine(None)?, false)
+                    (new_engine(options)?, false)
                 }
             }
         } else {
-            (new_engine(None)?, false)
+            (new_engine(options)?, false)
         };
         let ticker_stop = Arc::new(AtomicBool::new(false));
         spawn_ticker(engine.clone(), ticker_stop.clone());
@@ -84,15 +88,17 @@ impl Drop for PluginEngine {
     }
 }
 
-fn new_engine(options: Option<&EngineOptions>) -> Result<Engine, EngineError> {
-    Engine::new(&config(options)).map_err(|e| EngineError::Create(format!("{e:#}")))
+/// An engine with on-demand allocation.
+fn new_engine(options: &EngineOptions) -> Result<Engine, EngineError> {
+    Engine::new(&config(options, false)).map_err(|e| EngineError::Create(format!("{e:#}")))
 }
 
-fn config(pooling: Option<&EngineOptions>) -> Config {
-    let mut config = Config::new();
-    config.wasm_component_model(true);
-    config.epoch_interruption(true);
-    if let Some(options) = pooling {
+/// The shared code settings (see `sandcrab-engine`) plus, if `pooling`,
+/// the pooling allocator, which changes how instances are allocated but
+/// not the code.
+fn config(options: &EngineOptions, pooling: bool) -> Config {
+    let mut config = sandcrab_engine::config(options.code);
+    if pooling {
         let instances = options.pool_instances.max(1);
         let mut pool = PoolingAllocationConfig::default();
         pool.total_component_instances(instances)

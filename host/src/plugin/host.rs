@@ -10,6 +10,7 @@ use wasmtime::component::Linker;
 
 use super::cache::ComponentCache;
 use super::discovery::PluginSource;
+use super::embedded;
 use super::engine::{EngineOptions, PluginEngine};
 use super::error::{EngineError, LoadError};
 use super::integrity;
@@ -48,6 +49,10 @@ pub struct PluginHostConfig {
     /// from inside the workspace. Absolute; those outside the workspace
     /// are not writable anyway and are left out.
     pub protect: Vec<PathBuf>,
+    /// Run the built-in plugins from the code compiled into the binary
+    /// (true, the default) or compile them like any other plugin (to
+    /// compare the two, or to rule the embedded code out).
+    pub embedded_code: bool,
 }
 
 /// The operator's trust in where a plugin comes from, asked with the
@@ -85,6 +90,7 @@ impl PluginHostConfig {
             max_shards: default_max_shards(),
             admission: None,
             protect: Vec::new(),
+            embedded_code: true,
         }
     }
 }
@@ -107,6 +113,9 @@ pub enum Severity {
     Error,
     /// Loaded, with less than it asked for.
     Warning,
+    /// Loaded as asked; something the operator may want to know (a
+    /// built-in plugin compiled here instead of taken from the binary).
+    Note,
 }
 
 /// Why the host itself could not start.
@@ -137,6 +146,8 @@ pub struct PluginHost {
     max_shards: usize,
     /// See [`PluginHostConfig::admission`].
     admission: Option<Arc<dyn Admission>>,
+    /// See [`PluginHostConfig::embedded_code`].
+    embedded_code: bool,
 }
 
 impl PluginHost {
@@ -208,6 +219,7 @@ impl PluginHost {
             linker,
             cache,
             admission: config.admission,
+            embedded_code: config.embedded_code,
             _temp_dir: temp_dir,
             plugins: Vec::new(),
             owners: Owners::new(),
@@ -358,7 +370,11 @@ impl PluginHost {
             guest,
             sharded,
             component_sha256,
+            note,
         } = self.prepare(source)?;
+        if let Some(note) = note {
+            self.note(Severity::Note, &manifest_path, note);
+        }
         let taken = self
             .plugins
             .iter()
@@ -457,13 +473,27 @@ impl PluginHost {
         )?;
         check_component_header(&bytes, &wasm_path)?;
         let engine = self.engine.engine();
-        let (component, cache) =
-            self.cache
+        let loaded = match source {
+            PluginSource::Bundled(b) if self.embedded_code => {
+                embedded::load(engine, &self.cache, b.name, &bytes)
+            }
+            _ => self
+                .cache
                 .load(engine, &bytes)
-                .map_err(|e| LoadError::NotAComponent {
-                    path: wasm_path.clone(),
-                    message: format!("{e:#}"),
-                })?;
+                .map(|(component, outcome)| embedded::Loaded {
+                    component,
+                    outcome,
+                    note: None,
+                }),
+        };
+        let embedded::Loaded {
+            component,
+            outcome: cache,
+            note,
+        } = loaded.map_err(|e| LoadError::NotAComponent {
+            path: wasm_path.clone(),
+            message: format!("{e:#}"),
+        })?;
         let wrong_world = |message: String| LoadError::WrongWorld {
             path: wasm_path.clone(),
             message,
@@ -489,6 +519,7 @@ impl PluginHost {
             guest,
             sharded,
             component_sha256: integrity::sha256_hex(&bytes),
+            note,
         })
     }
 
@@ -619,4 +650,6 @@ struct Prepared {
     /// The optional `sandcrab:shards` export of a tool plugin.
     sharded: Option<Arc<dyn wit::ShardedGuest>>,
     component_sha256: String,
+    /// What the operator should know about how it was compiled.
+    note: Option<String>,
 }

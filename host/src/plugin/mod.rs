@@ -6,6 +6,7 @@ pub mod clock;
 pub mod confinement;
 mod context;
 pub mod discovery;
+mod embedded;
 mod engine;
 mod error;
 mod guest_log;
