@@ -1,6 +1,7 @@
 //! Fixed cost of the plugin runtime:
 //! - a no-op tool call through the full path (fresh store, instance, call),
-//!   with the pooling allocator and with on-demand allocation;
+//!   with the pooling allocator and with on-demand allocation, and the same
+//!   call of a plugin that allows reuse (a warm instance called again);
 //! - loading plugins cold (compiling) and from the on-disk cache, for
 //!   `hello-tool` and for every first-party plugin together.
 //!
@@ -16,14 +17,17 @@ use sandcrab::plugin::{
 };
 
 fn hello_dir(scratch: &Path) -> std::path::PathBuf {
+    hello_dir_as(scratch, "hello", "")
+}
+
+/// hello-tool installed in `scratch/name`, with `extra` appended to its
+/// manifest.
+fn hello_dir_as(scratch: &Path, name: &str, extra: &str) -> std::path::PathBuf {
     let a = sandcrab_bundled_plugins::artifact("examples/hello-tool").expect("hello-tool is built");
-    let dir = scratch.join("hello");
+    let dir = scratch.join(name);
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(
-        Path::new(a.source_dir).join("plugin.toml"),
-        dir.join("plugin.toml"),
-    )
-    .unwrap();
+    let manifest = std::fs::read_to_string(Path::new(a.source_dir).join("plugin.toml")).unwrap();
+    std::fs::write(dir.join("plugin.toml"), manifest + extra).unwrap();
     std::fs::copy(a.wasm_path, dir.join("hello_tool.wasm")).unwrap();
     dir
 }
@@ -42,8 +46,13 @@ fn noop_call(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let scratch = tempfile::tempdir().unwrap();
     let dir = hello_dir(scratch.path());
+    let reusable = hello_dir_as(scratch.path(), "hello-reuse", "\n[limits]\nreuse = true\n");
     let mut group = c.benchmark_group("noop_tool_call");
-    for pooling in [true, false] {
+    for (name, pooling, dir) in [
+        ("pooling", true, &dir),
+        ("on_demand", false, &dir),
+        ("reuse", true, &reusable),
+    ] {
         let mut host = host(scratch.path(), None, pooling);
         let plugin: Arc<LoadedPlugin> = rt
             .block_on(host.load(&PluginSource::Dir(dir.clone())))
@@ -53,6 +62,7 @@ fn noop_call(c: &mut Criterion) {
             pooling,
             "the machine must allow pooling for this benchmark"
         );
+        assert_eq!(plugin.decision.grants.limits.reuse, name == "reuse");
         let ctx = ToolCallContext {
             session_id: "bench".into(),
             call_id: "1".into(),
@@ -61,7 +71,6 @@ fn noop_call(c: &mut Criterion) {
             programs: None,
             background: false,
         };
-        let name = if pooling { "pooling" } else { "on_demand" };
         group.bench_function(name, |b| {
             b.to_async(&rt).iter(|| async {
                 plugin

@@ -180,7 +180,18 @@ pub async fn run(args: AgentArgs, prompt: String, wait_jobs: u64) -> anyhow::Res
 /// An interactive session.
 pub async fn chat(mut args: AgentArgs, watch_plugins: bool) -> anyhow::Result<ExitCode> {
     args.default_approvals = crate::approvals::Mode::OnRisk;
-    let (setup, mut kit) = args.kit(true).await?;
+    // Ctrl-C is ours from the first instant: while plugins load and MCP
+    // servers start, it quits cleanly (what was typed stays in the
+    // terminal for the first prompt otherwise).
+    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+    let (setup, mut kit) = tokio::select! {
+        built = args.kit(true) => built?,
+        _ = interrupt.recv() => {
+            errln!("\nsandcrab: interrupted while starting; nothing was sent");
+            return Ok(ExitCode::from(130));
+        }
+    };
+    drop(interrupt);
     // Calls that need the operator wait for the terminal's answer.
     let asks = crate::approvals::PermissionQueue::new(CHAT_APPROVAL_TIMEOUT);
     kit.config.asker = Some(asks.clone());

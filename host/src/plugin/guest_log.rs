@@ -44,6 +44,11 @@ impl LogBudget {
         })
     }
 
+    /// Start the budget over, for the next call of a reused instance.
+    pub fn reset(&self) {
+        self.lines.store(0, Ordering::Relaxed);
+    }
+
     /// Write one line (sanitized, cut) if the budget allows; the first line
     /// over the budget says the rest are dropped.
     pub fn line(&self, level: Level, source: &str, text: &str) {

@@ -148,6 +148,8 @@ pub struct PluginHost {
     admission: Option<Arc<dyn Admission>>,
     /// See [`PluginHostConfig::embedded_code`].
     embedded_code: bool,
+    /// Idle instances kept for reuse, across every plugin.
+    warm_allowance: Arc<tokio::sync::Semaphore>,
 }
 
 impl PluginHost {
@@ -220,6 +222,9 @@ impl PluginHost {
             cache,
             admission: config.admission,
             embedded_code: config.embedded_code,
+            warm_allowance: Arc::new(tokio::sync::Semaphore::new(
+                super::warm::HOST_WARM_INSTANCES,
+            )),
             _temp_dir: temp_dir,
             plugins: Vec::new(),
             owners: Owners::new(),
@@ -419,6 +424,9 @@ impl PluginHost {
         );
         if let Some(sharded) = sharded {
             plugin.allow_shards(sharded, self.max_shards);
+        }
+        if plugin.decision.grants.limits.reuse && plugin.kind() == PluginKind::Tool {
+            plugin.allow_reuse(self.warm_allowance.clone());
         }
         plugin.component_sha256 = component_sha256;
         Ok(plugin)

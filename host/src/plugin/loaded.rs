@@ -55,6 +55,8 @@ pub struct LoadedPlugin {
     engine: wasmtime::Engine,
     pub(super) instances: Arc<Semaphore>,
     background: Arc<Semaphore>,
+    /// Idle instances kept for reuse (plugins that allow it only).
+    pub(super) warm: Option<super::warm::WarmInstances>,
 }
 
 /// Why a tool call failed.
@@ -139,7 +141,20 @@ impl LoadedPlugin {
             engine,
             instances: Arc::new(Semaphore::new(permits)),
             background: Arc::new(Semaphore::new(MAX_BACKGROUND_CALLS)),
+            warm: None,
         }
+    }
+
+    /// Call warm instances again (the plugin allows reuse), keeping idle
+    /// ones under the host-wide `allowance`.
+    pub(crate) fn allow_reuse(&mut self, allowance: Arc<Semaphore>) {
+        let max = self.decision.grants.limits.max_instances;
+        self.warm = Some(super::warm::WarmInstances::new(max, allowance));
+    }
+
+    /// Instances kept idle for reuse now (0 for a plugin without reuse).
+    pub fn idle_instances(&self) -> usize {
+        self.warm.as_ref().map_or(0, |w| w.idle())
     }
 
     /// Let calls of the tools this plugin's `sandcrab:shards` export
@@ -292,7 +307,7 @@ impl LoadedPlugin {
 
     /// Await `work`; if `detach` turns true meanwhile (the call moved to
     /// the background), trade `permit` for a background slot.
-    async fn detachable<F: std::future::Future>(
+    pub(super) async fn detachable<F: std::future::Future>(
         &self,
         work: F,
         mut detach: Option<tokio::sync::watch::Receiver<bool>>,
@@ -445,7 +460,7 @@ impl LoadedPlugin {
 
     /// The result of a call with `store` and the time limit `limit`, a
     /// failure classified (timeout, out of memory, trap, invalid result).
-    fn conclude<T>(
+    pub(super) fn conclude<T>(
         &self,
         done: Result<wasmtime::Result<T>, TimedOut>,
         store: &Store<HostState>,
@@ -503,17 +518,26 @@ impl LoadedPlugin {
         on_own_thread: bool,
         programs: Option<super::types::ProgramLog>,
     ) -> Result<Store<HostState>, CallError> {
+        self.new_call_store(super::state::CallParts {
+            live_output: live,
+            clock,
+            working_dir,
+            on_own_thread,
+            programs,
+        })
+    }
+
+    /// A new store for a call made of `parts`, in this plugin's sandbox
+    /// and under its limits.
+    pub(super) fn new_call_store(
+        &self,
+        parts: super::state::CallParts,
+    ) -> Result<Store<HostState>, CallError> {
         new_store(
             &self.engine,
             &self.sandbox,
             &self.decision.grants.limits,
-            super::state::CallParts {
-                live_output: live,
-                clock,
-                working_dir,
-                on_own_thread,
-                programs,
-            },
+            parts,
         )
         .map_err(|e| self.setup_error(format!("{e:#}")))
     }

@@ -162,6 +162,12 @@ pub struct Limits {
     pub timeout_ms: Option<u64>,
     /// Concurrent calls (each is a fresh instance).
     pub max_instances: Option<u32>,
+    /// In a manifest: the plugin's instances keep no state that matters
+    /// between calls, so the host may call a warm instance again (within
+    /// one session, the same grants and limits) instead of a fresh one per
+    /// call. In the operator's policy, `false` refuses that; `true` grants
+    /// nothing a plugin did not ask for.
+    pub reuse: Option<bool>,
 }
 
 impl Manifest {

@@ -22,6 +22,7 @@ mod state;
 mod tool_call;
 pub mod tool_owners;
 mod types;
+mod warm;
 pub mod watch;
 pub mod wit;
 

@@ -179,6 +179,9 @@ pub struct EffectiveLimits {
     pub memory_mb: u64,
     pub timeout_ms: u64,
     pub max_instances: u32,
+    /// Warm instances may be called again (the plugin asked, the operator
+    /// did not refuse).
+    pub reuse: bool,
 }
 
 /// What a plugin actually gets.
@@ -607,6 +610,7 @@ fn effective_limits(
             u64::from(limits::DEFAULT_MAX_INSTANCES),
             u64::from(limits::MAX_INSTANCES),
         ) as u32,
+        reuse: requested.reuse == Some(true) && op.reuse != Some(false),
     }
 }
 

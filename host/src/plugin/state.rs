@@ -56,6 +56,33 @@ impl HostState {
     pub fn memory_exhausted(&self) -> bool {
         self.limiter.denied
     }
+
+    /// Bytes of linear memory the store's instances hold now.
+    pub(super) fn memory_bytes(&self) -> usize {
+        self.limiter.total
+    }
+
+    /// Make the store of a reused instance ready for its next call: that
+    /// call's clock, working directory, live output, program log and log
+    /// budget. What the guest keeps (its memory, the handles it holds) is
+    /// its own business within its sandbox; what the host keeps per call
+    /// starts over. The WASI context (mounts, environment, network) is the
+    /// plugin's and stays as it is; the memory budget keeps counting, for
+    /// the instance's whole life.
+    pub(super) fn begin_call(&mut self, parts: CallParts) {
+        let CallParts {
+            live_output,
+            clock,
+            working_dir,
+            on_own_thread: _,
+            programs,
+        } = parts;
+        self.clock = clock;
+        self.working_dir = working_dir;
+        self.live_output = live_output;
+        self.programs = programs;
+        self.log.reset();
+    }
 }
 
 /// Per-store ceilings besides memory (a component instantiates several

@@ -57,6 +57,19 @@ impl LoadedPlugin {
                 Sharded::TooBigToMerge(slot) => permit = slot,
             }
         }
+        if let Some(warm) = &self.warm {
+            return self
+                .call_warm(
+                    warm,
+                    guest,
+                    permit,
+                    (name, args_json),
+                    &guest_ctx,
+                    ctx,
+                    live,
+                )
+                .await;
+        }
         let setup = self.tool_call_setup(&guest_ctx, live, false, ctx.programs.clone());
         let call = self.fresh_instance_holding(permit, setup)?;
         let (name, args_json) = (name.to_string(), args_json.to_string());

@@ -79,12 +79,34 @@ pub fn read_bytes(ctx: &CallContext, path: &str) -> Result<(String, Vec<u8>), To
         Err(_) => read_checked(&guest, &shown)?,
     };
     if looks_binary(&bytes) {
-        return Err(ToolError::failed(format!(
-            "{shown} appears to be a binary file ({} bytes); only text files can be read",
-            bytes.len()
-        )));
+        return Err(binary_error(&shown, bytes.len() as u64));
     }
     Ok((guest, bytes))
+}
+
+/// The error for a binary file of `size` bytes.
+pub fn binary_error(shown: &str, size: u64) -> ToolError {
+    ToolError::failed(format!(
+        "{shown} appears to be a binary file ({size} bytes); only text files can be read"
+    ))
+}
+
+/// Lines `first` .. `first + max_lines - 1` of the file at `path`, read
+/// and counted by the host (None when that fails: the caller's
+/// whole-file read then names what is wrong).
+pub fn read_window(
+    ctx: &CallContext,
+    path: &str,
+    first: usize,
+    max_lines: usize,
+) -> Result<Option<(String, crate::walk::Window)>, ToolError> {
+    let guest = resolve(ctx, path)?;
+    let Some((parent, name)) = guest.rsplit_once('/') else {
+        return Ok(None);
+    };
+    let window = crate::walk::Dir::open_path(if parent.is_empty() { "/" } else { parent })
+        .and_then(|dir| dir.read_lines(name, true, first as u64, max_lines as u64));
+    Ok(window.ok().map(|window| (guest, window)))
 }
 
 /// The file in one host call (links followed within the granted

@@ -44,14 +44,33 @@ impl Tool for ReadFile {
     }
 
     fn run(args: Args, ctx: &CallContext) -> ToolResult {
-        let (guest, bytes) = fs::read_bytes(ctx, &args.file_path)?;
-        let shown = fs::display(ctx, &guest);
         let offset = args.offset.unwrap_or(1).max(1);
         let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
-        if bytes.is_empty() {
+        // The host counts the lines and hands over only the window; when
+        // it cannot (a directory, a FIFO, a missing file), the whole-file
+        // path names what is wrong.
+        let (guest, Numbered { mut text, total }, empty) =
+            match fs::read_window(ctx, &args.file_path, offset, limit)? {
+                Some((guest, window)) => {
+                    if fs::looks_binary(&window.head) {
+                        return Err(fs::binary_error(fs::display(ctx, &guest), window.size));
+                    }
+                    let numbered = Numbered {
+                        text: numbered(&window.text, offset, limit).0,
+                        total: window.total as usize,
+                    };
+                    (guest, numbered, window.size == 0)
+                }
+                None => {
+                    let (guest, bytes) = fs::read_bytes(ctx, &args.file_path)?;
+                    let numbered = number_lines(&bytes, offset, limit);
+                    (guest, numbered, bytes.is_empty())
+                }
+            };
+        let shown = fs::display(ctx, &guest);
+        if empty {
             return Ok(format!("({shown} is empty)"));
         }
-        let Numbered { mut text, total } = number_lines(&bytes, offset, limit);
         if offset > total {
             return Err(ToolError::invalid(format!(
                 "offset {offset} is past the end of {shown}, which has {total} lines"
@@ -93,7 +112,18 @@ fn number_lines(bytes: &[u8], offset: usize, limit: usize) -> Numbered {
         };
     };
     let rest = &bytes[start..];
-    let (out, end, shown) = number_window(rest, offset, limit);
+    let (text, end, shown) = numbered(rest, offset, limit);
+    Numbered {
+        text,
+        total: skipped + shown + count_lines(&rest[end..]),
+    }
+}
+
+/// The first `limit` lines of `rest` numbered from `first`, checked as
+/// UTF-8 (invalid sequences shown as U+FFFD); where the last line shown
+/// ends in `rest`, and how many lines were shown.
+fn numbered(rest: &[u8], first: usize, limit: usize) -> (String, usize, usize) {
+    let (out, end, shown) = number_window(rest, first, limit);
     // The lines shown are checked after numbering, with SIMD (simd128 on
     // wasm); only invalid text is numbered again, replacement characters
     // and all.
@@ -104,15 +134,12 @@ fn number_lines(bytes: &[u8], offset: usize, limit: usize) -> Numbered {
         Ok(_) => unsafe { String::from_utf8_unchecked(out) },
         Err(_) => {
             let lossy = String::from_utf8_lossy(&rest[..end]);
-            let (out, _, _) = number_window(lossy.as_bytes(), offset, limit);
+            let (out, _, _) = number_window(lossy.as_bytes(), first, limit);
             // SAFETY: as above; `lossy` is UTF-8.
             unsafe { String::from_utf8_unchecked(out) }
         }
     };
-    Numbered {
-        text,
-        total: skipped + shown + count_lines(&rest[end..]),
-    }
+    (text, end, shown)
 }
 
 /// Lines in `bytes`: one per newline, and one for text after the last.

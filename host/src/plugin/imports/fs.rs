@@ -1,5 +1,7 @@
 //! `sandcrab:fs/directories`: directories and files read in one call each,
-//! beneath the plugin's own mounts.
+//! beneath the plugin's own mounts. Written once, in version-neutral terms
+//! ([`FsError`], [`Kind`], [`Lines`]); each frozen WIT version's traits are
+//! implemented by [`fs_version!`], which only converts.
 //!
 //! What keeps it inside the sandbox: a path opens only inside a mount
 //! (longest guest prefix, no `..`), resolved with `openat2(RESOLVE_BENEATH)`
@@ -19,31 +21,60 @@ use wasmtime::component::Resource;
 
 pub use super::fs_directory::FsDirectory;
 use crate::plugin::state::HostState;
-use crate::plugin::wit::fs_v0_1_0::sandcrab::fs::directories::{
-    Content, Entry, EntryKind, Error, Host, HostDirectory,
-};
 
-/// The most one `read-file` call reads (bounds the host's buffer).
+/// The most one `read-file` call reads, and the longest window one
+/// `read-lines` call hands over (bounds the host's buffers).
 const MAX_READ: u64 = 16 << 20;
+/// How much of a file's start `read-lines` hands over to tell binary from
+/// text.
+const HEAD: usize = 8 << 10;
+
+/// Why an operation failed (each version has its own copy of this type).
+#[derive(Debug)]
+pub enum FsError {
+    NotFound,
+    AccessDenied,
+    NotADirectory,
+    InvalidName,
+    Other(String),
+}
+
+/// What a name in a directory is, without following a link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    File,
+    Directory,
+    Other,
+}
+
+/// A window of a file's lines, counted by the host.
+#[derive(Debug, Default)]
+pub struct Lines {
+    pub text: Vec<u8>,
+    pub count: u64,
+    pub total: u64,
+    pub size: u64,
+    pub head: Vec<u8>,
+}
 /// The most directories one call holds open (each is a host file
 /// descriptor; a walk holds one per level).
 const MAX_OPEN_DIRECTORIES: usize = 256;
 
-fn error(errno: Errno) -> Error {
+fn error(errno: Errno) -> FsError {
     match errno {
-        Errno::NOENT => Error::NotFound,
+        Errno::NOENT => FsError::NotFound,
         Errno::ACCESS | Errno::PERM | Errno::LOOP | Errno::XDEV | Errno::MLINK => {
-            Error::AccessDenied
+            FsError::AccessDenied
         }
-        Errno::NOTDIR => Error::NotADirectory,
-        other => Error::Other(other.to_string()),
+        Errno::NOTDIR => FsError::NotADirectory,
+        other => FsError::Other(other.to_string()),
     }
 }
 
 /// `name` when it is one plain name.
-fn plain(name: &str) -> Result<&str, Error> {
+fn plain(name: &str) -> Result<&str, FsError> {
     if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
-        return Err(Error::InvalidName);
+        return Err(FsError::InvalidName);
     }
     Ok(name)
 }
@@ -91,6 +122,7 @@ fn open_beneath(root: &OwnedFd, path: &str, flags: OFlags) -> Result<OwnedFd, Er
     }
 }
 
+/// What every version of the interface does, in version-neutral terms.
 impl HostState {
     fn fs_dir(&mut self, dir: &Resource<FsDirectory>) -> wasmtime::Result<&FsDirectory> {
         Ok(self.table().get(dir)?)
@@ -100,27 +132,27 @@ impl HostState {
     fn hand_out(
         &mut self,
         dir: Result<FsDirectory, Errno>,
-    ) -> wasmtime::Result<Result<Resource<FsDirectory>, Error>> {
+    ) -> wasmtime::Result<Result<Resource<FsDirectory>, FsError>> {
         let dir = match dir {
             Ok(dir) => dir,
             Err(e) => return Ok(Err(error(e))),
         };
         if self.open_directories >= MAX_OPEN_DIRECTORIES {
-            return Ok(Err(Error::Other(format!(
+            return Ok(Err(FsError::Other(format!(
                 "too many open directories (at most {MAX_OPEN_DIRECTORIES} per call): drop some"
             ))));
         }
         self.open_directories += 1;
         Ok(Ok(self.table().push(dir)?))
     }
-}
 
-impl Host for HostState {}
-
-impl HostDirectory for HostState {
-    fn open(&mut self, path: String) -> wasmtime::Result<Result<Resource<FsDirectory>, Error>> {
+    /// `directory.open`.
+    pub(crate) fn fs_open(
+        &mut self,
+        path: String,
+    ) -> wasmtime::Result<Result<Resource<FsDirectory>, FsError>> {
         let Some((mount, rest)) = self.sandbox.mount_for(&path) else {
-            return Ok(Err(Error::AccessDenied));
+            return Ok(Err(FsError::AccessDenied));
         };
         let rest = rest.trim_matches('/').to_string();
         let opened = rustix::fs::open(&mount.host, DIR_FLAGS, Mode::empty()).and_then(|root| {
@@ -138,16 +170,18 @@ impl HostDirectory for HostState {
         self.hand_out(opened)
     }
 
-    fn entries(
+    /// `directory.entries` and `entries-packed`: each entry's name and
+    /// kind, to `each`.
+    pub(crate) fn fs_entries(
         &mut self,
-        dir: Resource<FsDirectory>,
-    ) -> wasmtime::Result<Result<Vec<Entry>, Error>> {
-        let dir = self.fs_dir(&dir)?;
+        dir: &Resource<FsDirectory>,
+        mut each: impl FnMut(&str, Kind),
+    ) -> wasmtime::Result<Result<(), FsError>> {
+        let dir = self.fs_dir(dir)?;
         let listing = match rustix::fs::Dir::read_from(dir.fd.as_fd()) {
             Ok(listing) => listing,
             Err(e) => return Ok(Err(error(e))),
         };
-        let mut entries = Vec::new();
         for entry in listing {
             let entry = match entry {
                 Ok(entry) => entry,
@@ -167,29 +201,29 @@ impl HostDirectory for HostState {
                     .unwrap_or(FileType::Unknown),
                 known => known,
             };
-            let kind = match file_type {
-                FileType::RegularFile => EntryKind::File,
-                FileType::Directory => EntryKind::Directory,
-                _ => EntryKind::Other,
-            };
-            entries.push(Entry {
-                name: name.to_string(),
-                kind,
-            });
+            each(
+                name,
+                match file_type {
+                    FileType::RegularFile => Kind::File,
+                    FileType::Directory => Kind::Directory,
+                    _ => Kind::Other,
+                },
+            );
         }
-        Ok(Ok(entries))
+        Ok(Ok(()))
     }
 
-    fn open_directory(
+    /// `directory.open-directory`.
+    pub(crate) fn fs_open_directory(
         &mut self,
-        dir: Resource<FsDirectory>,
+        dir: &Resource<FsDirectory>,
         name: String,
-    ) -> wasmtime::Result<Result<Resource<FsDirectory>, Error>> {
+    ) -> wasmtime::Result<Result<Resource<FsDirectory>, FsError>> {
         let name = match plain(&name) {
             Ok(name) => name,
             Err(e) => return Ok(Err(e)),
         };
-        let parent = self.fs_dir(&dir)?;
+        let parent = self.fs_dir(dir)?;
         let opened = rustix::fs::openat(
             &parent.fd,
             name,
@@ -200,19 +234,20 @@ impl HostDirectory for HostState {
         self.hand_out(opened)
     }
 
-    fn read_file(
+    /// `directory.read-file`: bytes, and whether they are all there are.
+    pub(crate) fn fs_read_file(
         &mut self,
-        dir: Resource<FsDirectory>,
+        dir: &Resource<FsDirectory>,
         name: String,
         follow: bool,
         offset: u64,
         max_bytes: u64,
-    ) -> wasmtime::Result<Result<Content, Error>> {
+    ) -> wasmtime::Result<Result<(Vec<u8>, bool), FsError>> {
         let name = match plain(&name) {
             Ok(name) => name,
             Err(e) => return Ok(Err(e)),
         };
-        let dir = self.fs_dir(&dir)?;
+        let dir = self.fs_dir(dir)?;
         Ok(read_file(
             dir,
             name,
@@ -222,12 +257,31 @@ impl HostDirectory for HostState {
         ))
     }
 
-    fn modified(
+    /// `directory.read-lines`.
+    pub(crate) fn fs_read_lines(
         &mut self,
-        dir: Resource<FsDirectory>,
+        dir: &Resource<FsDirectory>,
+        name: String,
+        follow: bool,
+        first: u64,
+        max_lines: u64,
+    ) -> wasmtime::Result<Result<Lines, FsError>> {
+        let name = match plain(&name) {
+            Ok(name) => name,
+            Err(e) => return Ok(Err(e)),
+        };
+        let dir = self.fs_dir(dir)?;
+        Ok(open_file(dir, name, follow)
+            .and_then(|(file, size)| read_lines(file, size, first.max(1), max_lines)))
+    }
+
+    /// `directory.modified`.
+    pub(crate) fn fs_modified(
+        &mut self,
+        dir: &Resource<FsDirectory>,
         names: Vec<String>,
     ) -> wasmtime::Result<Vec<Option<u64>>> {
-        let dir = self.fs_dir(&dir)?;
+        let dir = self.fs_dir(dir)?;
         Ok(names
             .iter()
             .map(|name| {
@@ -240,21 +294,17 @@ impl HostDirectory for HostState {
             .collect())
     }
 
-    fn drop(&mut self, dir: Resource<FsDirectory>) -> wasmtime::Result<()> {
+    /// The guest dropped a directory handle.
+    pub(crate) fn fs_drop(&mut self, dir: Resource<FsDirectory>) -> wasmtime::Result<()> {
         self.table().delete(dir)?;
         self.open_directories -= 1;
         Ok(())
     }
 }
 
-/// Up to `max` bytes of the regular file `name` in `dir` from `offset`.
-fn read_file(
-    dir: &FsDirectory,
-    name: &str,
-    follow: bool,
-    offset: u64,
-    max: u64,
-) -> Result<Content, Error> {
+/// The regular file `name` in `dir` (a link followed only with `follow`,
+/// and then only beneath the mount), opened non-blocking, and its size.
+fn open_file(dir: &FsDirectory, name: &str, follow: bool) -> Result<(std::fs::File, u64), FsError> {
     let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK;
     let fd = if follow {
         let path = if dir.path.is_empty() {
@@ -269,24 +319,170 @@ fn read_file(
     .map_err(error)?;
     let st = rustix::fs::fstat(&fd).map_err(error)?;
     if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-        return Err(Error::Other(
+        return Err(FsError::Other(
             "not a regular file (a FIFO, socket or device)".to_string(),
         ));
     }
-    let mut file = std::fs::File::from(fd);
+    Ok((
+        std::fs::File::from(fd),
+        u64::try_from(st.st_size).unwrap_or(0),
+    ))
+}
+
+/// Up to `max` bytes of the regular file `name` in `dir` from `offset`,
+/// and whether the file ends there.
+fn read_file(
+    dir: &FsDirectory,
+    name: &str,
+    follow: bool,
+    offset: u64,
+    max: u64,
+) -> Result<(Vec<u8>, bool), FsError> {
+    let (mut file, size) = open_file(dir, name, follow)?;
     if offset > 0 {
         file.seek(SeekFrom::Start(offset))
-            .map_err(|e| Error::Other(e.to_string()))?;
+            .map_err(|e| FsError::Other(e.to_string()))?;
     }
-    let size = u64::try_from(st.st_size)
-        .unwrap_or(0)
-        .saturating_sub(offset);
+    let size = size.saturating_sub(offset);
     // One byte past `max` tells whether the file goes on.
     let mut bytes = Vec::with_capacity(size.min(max) as usize + 1);
     file.take(max + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| Error::Other(e.to_string()))?;
+        .map_err(|e| FsError::Other(e.to_string()))?;
     let complete = bytes.len() as u64 <= max;
     bytes.truncate(max as usize);
-    Ok(Content { bytes, complete })
+    Ok((bytes, complete))
+}
+
+/// Lines `first` .. `first + max_lines - 1` of `file` (`size` bytes), and
+/// how many it has: read in chunks, lines counted natively; only the
+/// window (at most [`MAX_READ`] bytes) and the first [`HEAD`] bytes are
+/// kept.
+fn read_lines(
+    mut file: std::fs::File,
+    size: u64,
+    first: u64,
+    max_lines: u64,
+) -> Result<Lines, FsError> {
+    let last = first.saturating_add(max_lines).saturating_sub(1);
+    let mut lines = Lines {
+        size,
+        ..Lines::default()
+    };
+    let mut buffer = vec![0u8; (size as usize).clamp(1, 1 << 20)];
+    // The line the next byte belongs to (1-based), and the last byte read.
+    let mut line: u64 = 1;
+    let mut last_byte = b'\n';
+    let mut window_full = max_lines == 0;
+    // Where the current line's bytes begin in the window.
+    let mut line_began = 0;
+    loop {
+        let n = match file.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(FsError::Other(e.to_string())),
+        };
+        let chunk = &buffer[..n];
+        if lines.head.len() < HEAD {
+            let take = (HEAD - lines.head.len()).min(n);
+            lines.head.extend_from_slice(&chunk[..take]);
+        }
+        last_byte = chunk[n - 1];
+        if window_full || line > last {
+            line += memchr::memchr_iter(b'\n', chunk).count() as u64;
+            continue;
+        }
+        let mut start = 0;
+        for end in memchr::memchr_iter(b'\n', chunk).chain(std::iter::once(n)) {
+            let ends_line = end < n;
+            if !window_full && line >= first && line <= last {
+                let piece = &chunk[start..(end + usize::from(ends_line)).min(n)];
+                let room = MAX_READ as usize - lines.text.len();
+                if piece.len() > room {
+                    if line == first {
+                        // The first line alone is too long: what fits.
+                        lines.text.extend_from_slice(&piece[..room]);
+                        lines.count = 1;
+                    } else {
+                        // The window ends before this line.
+                        lines.text.truncate(line_began);
+                    }
+                    window_full = true;
+                } else {
+                    lines.text.extend_from_slice(piece);
+                    lines.count += u64::from(ends_line);
+                }
+            }
+            if ends_line {
+                line += 1;
+                line_began = lines.text.len();
+            }
+            start = end + 1;
+        }
+    }
+    // Text after the last line end is one more line.
+    let unterminated = last_byte != b'\n';
+    if unterminated && !window_full && line >= first && line <= last {
+        lines.count += 1;
+    }
+    lines.total = line - 1 + u64::from(unterminated);
+    Ok(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The window and total the plain way: split at every `\n`.
+    fn plain(bytes: &[u8], first: u64, max: u64) -> (Vec<u8>, u64, u64) {
+        let mut lines: Vec<&[u8]> = bytes.split_inclusive(|b| *b == b'\n').collect();
+        if bytes.is_empty() {
+            lines.clear();
+        }
+        let window: Vec<u8> = lines
+            .iter()
+            .skip(first as usize - 1)
+            .take(max as usize)
+            .flat_map(|l| l.iter().copied())
+            .collect();
+        let count = lines
+            .iter()
+            .skip(first as usize - 1)
+            .take(max as usize)
+            .count();
+        (window, count as u64, lines.len() as u64)
+    }
+
+    #[test]
+    fn read_lines_hands_over_exactly_the_window_the_plain_way_gives() {
+        let long: Vec<u8> = (0..300_000).map(|i| b"ab\ncd\r\nxyz\n\n"[i % 12]).collect();
+        let texts: Vec<Vec<u8>> = vec![
+            b"".to_vec(),
+            b"one".to_vec(),
+            b"one\n".to_vec(),
+            b"\n\n\n".to_vec(),
+            b"a\nb\nc".to_vec(),
+            b"a\r\nb\r\n".to_vec(),
+            long.clone(),
+            [long.as_slice(), b"tail"].concat(),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        for (i, text) in texts.iter().enumerate() {
+            let path = dir.path().join(format!("t{i}"));
+            std::fs::write(&path, text).unwrap();
+            for first in [1u64, 2, 3, 5, 1000, 60_000, 74_999, 75_000, 75_001, 200_000] {
+                for max in [0u64, 1, 2, 7, 2000, 100_000] {
+                    let file = std::fs::File::open(&path).unwrap();
+                    let got = read_lines(file, text.len() as u64, first, max).unwrap();
+                    let (window, count, total) = plain(text, first, max);
+                    assert_eq!(got.total, total, "text {i} total");
+                    assert_eq!(got.count, count, "text {i} from {first}, {max} lines");
+                    assert!(got.text == window, "text {i} from {first}, {max} lines");
+                    assert_eq!(got.head, text[..text.len().min(HEAD)]);
+                    assert_eq!(got.size, text.len() as u64);
+                }
+            }
+        }
+    }
 }

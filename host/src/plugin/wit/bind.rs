@@ -88,6 +88,16 @@ macro_rules! bind_version {
                 Ok(specs.into_iter().map(raw_tool).collect())
             }
 
+            async fn instantiate(
+                &self,
+                store: &mut wasmtime::Store<crate::plugin::state::HostState>,
+            ) -> wasmtime::Result<Box<dyn super::ToolInstance>> {
+                Ok(Box::new(self.instantiate_async(&mut *store).await?))
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl super::ToolInstance for tool::ToolPlugin {
             async fn call(
                 &self,
                 store: &mut wasmtime::Store<crate::plugin::state::HostState>,
@@ -100,8 +110,7 @@ macro_rules! bind_version {
                 use crate::plugin::types::ToolFailure;
                 use tool::sandcrab::plugin::types::ToolError as E;
                 let wit_ctx = call_context(ctx);
-                let instance = self.instantiate_async(&mut *store).await?;
-                let result = instance
+                let result = self
                     .sandcrab_plugin_tool()
                     .call_call(store, name, args_json, &wit_ctx)
                     .await?;
@@ -215,7 +224,8 @@ macro_rules! versions {
             linker: &mut wasmtime::component::Linker<HostState>,
         ) -> wasmtime::Result<()> {
             $($module::add_to_linker(linker)?;)+
-            fs_v0_1_0::add_to_linker(linker)
+            fs_v0_1_0::add_to_linker(linker)?;
+            fs_v0_2_0::add_to_linker(linker)
         }
     };
 }

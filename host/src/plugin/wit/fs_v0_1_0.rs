@@ -3,10 +3,6 @@
 //! whatever its `sandcrab:plugin` version: it grants nothing beyond the
 //! plugin's own mounts.
 
-use wasmtime::component::HasSelf;
-
-use crate::plugin::state::HostState;
-
 wasmtime::component::bindgen!({
     path: "../wit/fs/since_v0.1.0",
     world: "fs-user",
@@ -16,7 +12,6 @@ wasmtime::component::bindgen!({
     },
 });
 
-/// Define the interface in `linker`.
-pub fn add_to_linker(linker: &mut wasmtime::component::Linker<HostState>) -> wasmtime::Result<()> {
-    FsUser::add_to_linker::<_, HasSelf<_>>(linker, |state| state)
-}
+use self::sandcrab::fs::directories as v;
+
+fs_directories_host!();

@@ -7,7 +7,10 @@
 
 #[macro_use]
 mod bind;
+#[macro_use]
+mod fs_bind;
 pub mod fs_v0_1_0;
+pub mod fs_v0_2_0;
 pub mod shards_v0_1_0;
 
 use async_trait::async_trait;
@@ -67,6 +70,27 @@ pub struct GuestContext {
 #[async_trait]
 pub trait ToolGuest: Send + Sync {
     async fn tools(&self, store: &mut Store<HostState>) -> wasmtime::Result<Vec<RawTool>>;
+    async fn call(
+        &self,
+        store: &mut Store<HostState>,
+        name: &str,
+        args_json: &str,
+        ctx: &GuestContext,
+    ) -> wasmtime::Result<Result<ToolOutput, ToolFailure>> {
+        let instance = self.instantiate(store).await?;
+        instance.call(store, name, args_json, ctx).await
+    }
+    /// An instance in `store`, to be called once or, for a plugin that
+    /// allows reuse, again and again in the same store.
+    async fn instantiate(
+        &self,
+        store: &mut Store<HostState>,
+    ) -> wasmtime::Result<Box<dyn ToolInstance>>;
+}
+
+/// A tool plugin's instance in its store, whatever its ABI version.
+#[async_trait]
+pub trait ToolInstance: Send + Sync {
     async fn call(
         &self,
         store: &mut Store<HostState>,

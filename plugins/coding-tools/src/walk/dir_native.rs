@@ -61,6 +61,36 @@ impl Dir {
         File::open(path)?.read_to_end(buffer).map(|_| ())
     }
 
+    /// Lines `first` .. `first + max_lines - 1` of the file `name` (what
+    /// the host's `read-lines` hands a guest, done here in process).
+    pub fn read_lines(
+        &self,
+        name: &str,
+        follow: bool,
+        first: u64,
+        max_lines: u64,
+    ) -> io::Result<super::Window> {
+        let mut bytes = Vec::new();
+        self.read_file(name, &mut bytes, follow)?;
+        let ends: Vec<usize> = memchr::memchr_iter(b'\n', &bytes).collect();
+        let total = ends.len() as u64 + u64::from(bytes.last().is_some_and(|b| *b != b'\n'));
+        let start_of = |line: u64| -> usize {
+            match line {
+                0 | 1 => 0,
+                n => ends.get(n as usize - 2).map_or(bytes.len(), |e| e + 1),
+            }
+        };
+        let first = first.max(1);
+        let start = start_of(first).min(bytes.len());
+        let end = start_of(first.saturating_add(max_lines)).min(bytes.len());
+        Ok(super::Window {
+            text: bytes[start..end.max(start)].to_vec(),
+            total,
+            size: bytes.len() as u64,
+            head: bytes[..bytes.len().min(8192)].to_vec(),
+        })
+    }
+
     pub fn read_text_file(&self, name: &str, buffer: &mut Vec<u8>) -> io::Result<bool> {
         self.read_file(name, buffer, false)?;
         Ok(!crate::binary::looks_binary(buffer))

@@ -1,6 +1,7 @@
 //! Directories through the host's `sandcrab:fs/directories` interface
-//! (`wit/fs/since_v0.1.0`): a directory's names and kinds in one call, a
-//! file's bytes in one call, a directory's modification times in one call,
+//! (`wit/fs/since_v0.2.0`): a directory's names and kinds in one call (in
+//! one buffer), a file's bytes in one call, a window of its lines counted
+//! by the host, a directory's modification times in one call,
 //! all beneath the plugin's own mounts, never through a link below the
 //! root.
 
@@ -10,7 +11,7 @@ use super::{Entry, EntryKind};
 
 mod bindings {
     wit_bindgen::generate!({
-        path: "../../wit/fs/since_v0.1.0",
+        path: "../../wit/fs/since_v0.2.0",
         world: "fs-user",
     });
 }
@@ -49,22 +50,44 @@ impl Dir {
         Directory::open(path).map(Dir).map_err(io_err)
     }
 
-    /// Every name in the directory, unsorted.
+    /// Every name in the directory, unsorted (all names in one buffer:
+    /// one allocation for the names instead of one per name).
     pub fn entries(&self) -> io::Result<Vec<Entry>> {
-        Ok(self
-            .0
-            .entries()
-            .map_err(io_err)?
-            .into_iter()
-            .map(|e| Entry {
-                name: e.name,
-                kind: match e.kind {
+        let packed = self.0.entries_packed().map_err(io_err)?;
+        let names = packed.names.split(|b| *b == 0);
+        Ok(names
+            .zip(packed.kinds)
+            .map(|(name, kind)| Entry {
+                // The host sends only names that are UTF-8.
+                name: String::from_utf8_lossy(name).into_owned(),
+                kind: match kind {
                     fs::EntryKind::File => EntryKind::File,
                     fs::EntryKind::Directory => EntryKind::Directory,
                     fs::EntryKind::Other => EntryKind::Other,
                 },
             })
             .collect())
+    }
+
+    /// Lines `first` .. `first + max_lines - 1` of the file `name`: the
+    /// host reads and counts; only the window comes into this instance.
+    pub fn read_lines(
+        &self,
+        name: &str,
+        follow: bool,
+        first: u64,
+        max_lines: u64,
+    ) -> io::Result<super::Window> {
+        let lines = self
+            .0
+            .read_lines(name, follow, first, max_lines)
+            .map_err(io_err)?;
+        Ok(super::Window {
+            text: lines.text,
+            total: lines.total,
+            size: lines.size,
+            head: lines.head,
+        })
     }
 
     /// The subdirectory `name` (not through a link).

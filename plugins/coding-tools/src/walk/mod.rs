@@ -28,6 +28,19 @@ use partition::each_file_split;
 pub use partition::{Part, each_file_of};
 use rules::Rules;
 
+/// A window of a file's lines (see `Dir::read_lines`).
+#[derive(Debug, Default)]
+pub struct Window {
+    /// The lines, as in the file.
+    pub text: Vec<u8>,
+    /// How many lines the file has.
+    pub total: u64,
+    /// The file's size in bytes.
+    pub size: u64,
+    /// The file's first bytes (at most 8 KiB), to tell binary from text.
+    pub head: Vec<u8>,
+}
+
 /// What a directory entry is, without following a link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EntryKind {

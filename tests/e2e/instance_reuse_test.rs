@@ -1,0 +1,135 @@
+//! Instance reuse (`[limits] reuse = true`): a plugin that does not opt in
+//! never sees anything of a previous call; one that opts in is called
+//! again in its warm instance, of the same session only; an instance whose
+//! call trapped, timed out or hit the memory limit is never called again.
+
+use sandcrab::plugin::ToolCallError;
+use sandcrab::plugin::manifest::Limits;
+use sandcrab::plugin::policy::PluginGrant;
+use sandcrab::plugin::{CallError, LoadedPlugin, PluginSource, Policy, ToolCallContext};
+use serde_json::json;
+
+use crate::support::{Scene, grant, install_plugin};
+
+async fn stateful(
+    scene: &Scene,
+    policy: Policy,
+    edit: impl FnOnce(String) -> String,
+) -> (sandcrab::plugin::PluginHost, std::sync::Arc<LoadedPlugin>) {
+    let dir = install_plugin(
+        &scene.plugins(),
+        "test-fixtures/stateful-tool",
+        "stateful",
+        edit,
+    );
+    let mut host = scene.host(policy);
+    let plugin = host.load(&PluginSource::Dir(dir)).await.unwrap();
+    (host, plugin)
+}
+
+/// Call `tool` leaving `marker`, in `session`: what the call answered.
+async fn leave(
+    plugin: &LoadedPlugin,
+    session: &str,
+    tool: &str,
+    marker: &str,
+) -> Result<String, ToolCallError> {
+    let ctx = ToolCallContext {
+        session_id: session.into(),
+        call_id: format!("{tool}-{marker}"),
+        working_dir: None,
+        detach: None,
+        programs: None,
+        background: false,
+    };
+    plugin
+        .call_tool(tool, &json!({ "marker": marker }).to_string(), &ctx, None)
+        .await
+        .map(|o| o.text)
+}
+
+async fn remember(plugin: &LoadedPlugin, session: &str, marker: &str) -> String {
+    leave(plugin, session, "remember", marker).await.unwrap()
+}
+
+#[tokio::test]
+async fn a_plugin_that_does_not_opt_in_never_sees_a_previous_calls_memory() {
+    let scene = Scene::new();
+    let (_host, plugin) =
+        stateful(&scene, Policy::default(), |m| m.replace("reuse = true", "")).await;
+    assert!(!plugin.decision.grants.limits.reuse);
+    for marker in ["a", "b", "c"] {
+        assert_eq!(remember(&plugin, "s1", marker).await, "previous: ");
+    }
+    assert_eq!(plugin.idle_instances(), 0);
+}
+
+#[tokio::test]
+async fn a_plugin_that_opts_in_is_called_again_within_its_session_only() {
+    let scene = Scene::new();
+    let (_host, plugin) = stateful(&scene, Policy::default(), |m| m).await;
+    assert!(plugin.decision.grants.limits.reuse);
+    assert_eq!(remember(&plugin, "s1", "a").await, "previous: ");
+    assert_eq!(remember(&plugin, "s1", "b").await, "previous: a");
+    assert_eq!(plugin.idle_instances(), 1);
+    // Another session never gets the first session's instance.
+    assert_eq!(remember(&plugin, "s2", "x").await, "previous: ");
+    assert_eq!(remember(&plugin, "s1", "c").await, "previous: b");
+    assert_eq!(remember(&plugin, "s2", "y").await, "previous: x");
+}
+
+#[tokio::test]
+async fn the_operator_can_refuse_reuse() {
+    let scene = Scene::new();
+    let policy = grant(
+        "stateful-tool",
+        PluginGrant {
+            limits: Limits {
+                reuse: Some(false),
+                ..Limits::default()
+            },
+            ..PluginGrant::default()
+        },
+    );
+    let (_host, plugin) = stateful(&scene, policy, |m| m).await;
+    assert!(!plugin.decision.grants.limits.reuse);
+    assert_eq!(remember(&plugin, "s1", "a").await, "previous: ");
+    assert_eq!(remember(&plugin, "s1", "b").await, "previous: ");
+}
+
+#[tokio::test]
+async fn an_instance_whose_call_failed_is_never_called_again() {
+    let scene = Scene::new();
+    let (_host, plugin) = stateful(&scene, Policy::default(), |m| m).await;
+    for (tool, expected) in [("crash", "trap"), ("spin", "timeout"), ("hog", "memory")] {
+        assert!(
+            remember(&plugin, "s1", "before")
+                .await
+                .starts_with("previous: ")
+        );
+        let failed = leave(&plugin, "s1", tool, tool).await.unwrap_err();
+        let matches = match (&failed, expected) {
+            (ToolCallError::Runtime(CallError::Trap { .. }), "trap") => true,
+            (ToolCallError::Runtime(CallError::Timeout { .. }), "timeout") => true,
+            (ToolCallError::Runtime(CallError::OutOfMemory { .. }), "memory") => true,
+            _ => false,
+        };
+        assert!(
+            matches,
+            "{tool}: expected a {expected} failure, got {failed}"
+        );
+        assert_eq!(
+            plugin.idle_instances(),
+            0,
+            "{tool}: the instance was dropped"
+        );
+        // The failed call's marker (and the one before it) went with it.
+        assert_eq!(
+            remember(&plugin, "s1", "after").await,
+            "previous: ",
+            "{tool}"
+        );
+        // The fresh instance is kept: the plugin still allows reuse.
+        assert_eq!(remember(&plugin, "s1", "next").await, "previous: after");
+    }
+}
