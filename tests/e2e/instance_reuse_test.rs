@@ -108,12 +108,15 @@ async fn an_instance_whose_call_failed_is_never_called_again() {
                 .starts_with("previous: ")
         );
         let failed = leave(&plugin, "s1", tool, tool).await.unwrap_err();
-        let matches = match (&failed, expected) {
-            (ToolCallError::Runtime(CallError::Trap { .. }), "trap") => true,
-            (ToolCallError::Runtime(CallError::Timeout { .. }), "timeout") => true,
-            (ToolCallError::Runtime(CallError::OutOfMemory { .. }), "memory") => true,
-            _ => false,
-        };
+        let matches = matches!(
+            (&failed, expected),
+            (ToolCallError::Runtime(CallError::Trap { .. }), "trap")
+                | (ToolCallError::Runtime(CallError::Timeout { .. }), "timeout")
+                | (
+                    ToolCallError::Runtime(CallError::OutOfMemory { .. }),
+                    "memory"
+                )
+        );
         assert!(
             matches,
             "{tool}: expected a {expected} failure, got {failed}"

@@ -59,15 +59,7 @@ impl LoadedPlugin {
         }
         if let Some(warm) = &self.warm {
             return self
-                .call_warm(
-                    warm,
-                    guest,
-                    permit,
-                    (name, args_json),
-                    &guest_ctx,
-                    ctx,
-                    live,
-                )
+                .call_warm(warm, permit, (name, args_json), &guest_ctx, ctx, live)
                 .await;
         }
         let setup = self.tool_call_setup(&guest_ctx, live, false, ctx.programs.clone());

@@ -27,7 +27,7 @@ use super::clock::CallClock;
 use super::loaded::{LoadedPlugin, ToolCallError};
 use super::state::{CallParts, HostState};
 use super::types::{ToolCallContext, ToolOutput};
-use super::wit::{GuestContext, ToolGuest, ToolInstance};
+use super::wit::{GuestContext, ToolInstance};
 
 /// Idle instances kept across the whole host (each holds a slot of the
 /// engine's instance pool and its memory).
@@ -107,13 +107,13 @@ impl LoadedPlugin {
     pub(super) async fn call_warm(
         &self,
         warm: &WarmInstances,
-        guest: Arc<dyn ToolGuest>,
         mut permit: OwnedSemaphorePermit,
         (name, args_json): (&str, &str),
         guest_ctx: &GuestContext,
         ctx: &ToolCallContext,
         live: Option<crate::process::LiveOutput>,
     ) -> Result<ToolOutput, ToolCallError> {
+        let guest = self.tool_guest()?;
         let limit = self.call_limit();
         let clock = CallClock::new(limit);
         let parts = CallParts {
