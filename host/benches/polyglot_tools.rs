@@ -78,12 +78,41 @@ fn cases(scratch: &Path) -> Vec<(&'static str, PathBuf, &'static str, &'static s
     ]
 }
 
+/// A copy of the plugin at `dir` whose manifest allows instance reuse.
+fn reusing(dir: &Path, scratch: &Path) -> PathBuf {
+    let copy = scratch.join(format!(
+        "{}-reuse",
+        dir.file_name().unwrap().to_string_lossy()
+    ));
+    std::fs::create_dir_all(&copy).unwrap();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), copy.join(entry.file_name())).unwrap();
+        }
+    }
+    let manifest = std::fs::read_to_string(copy.join("plugin.toml")).unwrap();
+    std::fs::write(
+        copy.join("plugin.toml"),
+        manifest + "\n[limits]\nreuse = true\n",
+    )
+    .unwrap();
+    copy
+}
+
 fn call(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let scratch = tempfile::tempdir().unwrap();
     let cache = scratch.path().join("cache");
     let mut group = c.benchmark_group("polyglot_tool_call");
-    for (lang, dir, tool, args) in cases(scratch.path()) {
+    let cases = cases(scratch.path());
+    let reused: Vec<_> = cases
+        .iter()
+        .map(|(lang, dir, tool, args)| {
+            let name: &'static str = format!("{lang}_reuse").leak();
+            (name, reusing(dir, scratch.path()), *tool, *args)
+        })
+        .collect();
+    for (lang, dir, tool, args) in cases.into_iter().chain(reused) {
         let mut host = host(scratch.path(), Some(&cache));
         let plugin: Arc<LoadedPlugin> = rt.block_on(host.load(&PluginSource::Dir(dir))).unwrap();
         let ctx = ToolCallContext {

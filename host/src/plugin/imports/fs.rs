@@ -355,10 +355,86 @@ fn read_file(
 }
 
 /// Lines `first` .. `first + max_lines - 1` of `file` (`size` bytes), and
-/// how many it has: read in chunks, lines counted natively; only the
-/// window (at most [`MAX_READ`] bytes) and the first [`HEAD`] bytes are
-/// kept.
+/// how many it has, lines counted natively: only the window (at most
+/// [`MAX_READ`] bytes) and the first [`HEAD`] bytes are handed over.
 fn read_lines(
+    file: std::fs::File,
+    size: u64,
+    first: u64,
+    max_lines: u64,
+) -> Result<Lines, FsError> {
+    if size <= WHOLE_READ {
+        return read_lines_whole(file, first, max_lines);
+    }
+    read_lines_chunked(file, size, first, max_lines)
+}
+
+/// Files up to this size are read whole for `read-lines`, in one read
+/// into the buffer the window is cut from (no zeroing, no second copy).
+const WHOLE_READ: u64 = 64 << 20;
+
+/// [`read_lines`] for a file read whole: the window is cut from the bytes
+/// read, in place.
+fn read_lines_whole(mut file: std::fs::File, first: u64, max_lines: u64) -> Result<Lines, FsError> {
+    let mut bytes = Vec::new();
+    (&mut file)
+        .take(WHOLE_READ + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| FsError::Other(e.to_string()))?;
+    let rewound = |mut file: std::fs::File| -> Result<std::fs::File, FsError> {
+        file.seek(SeekFrom::Start(0))
+            .map_err(|e| FsError::Other(e.to_string()))?;
+        Ok(file)
+    };
+    if bytes.len() as u64 > WHOLE_READ {
+        // It grew while read: the chunked way takes any size.
+        return read_lines_chunked(rewound(file)?, u64::MAX, first, max_lines);
+    }
+    let head = bytes[..bytes.len().min(HEAD)].to_vec();
+    // Byte offsets where lines `first` and `first + max_lines` begin.
+    let stop = first.saturating_add(max_lines);
+    let mut start = (first == 1).then_some(0);
+    let mut end = None;
+    let mut newlines: u64 = 0;
+    for at in memchr::memchr_iter(b'\n', &bytes) {
+        newlines += 1;
+        // Line `newlines + 1` begins after this newline.
+        if newlines + 1 == first {
+            start = Some(at + 1);
+        }
+        if newlines + 1 == stop {
+            end = Some(at + 1);
+        }
+    }
+    let total = newlines + u64::from(bytes.last().is_some_and(|b| *b != b'\n'));
+    let len = bytes.len();
+    let (start, end) = match start {
+        Some(start) if max_lines > 0 => (start.min(len), end.unwrap_or(len).min(len)),
+        _ => (0, 0),
+    };
+    let end = end.max(start);
+    if end - start > MAX_READ as usize {
+        // Too long for one window: the chunked way cuts it.
+        return read_lines_chunked(rewound(file)?, len as u64, first, max_lines);
+    }
+    let count = if max_lines == 0 || first > total {
+        0
+    } else {
+        max_lines.min(total - first + 1)
+    };
+    bytes.truncate(end);
+    bytes.drain(..start);
+    Ok(Lines {
+        text: bytes,
+        count,
+        total,
+        size: len as u64,
+        head,
+    })
+}
+
+/// [`read_lines`] in chunks, for files of any size.
+fn read_lines_chunked(
     mut file: std::fs::File,
     size: u64,
     first: u64,
@@ -369,7 +445,7 @@ fn read_lines(
         size,
         ..Lines::default()
     };
-    let mut buffer = vec![0u8; (size as usize).clamp(1, 1 << 20)];
+    let mut buffer = vec![0u8; size.clamp(1, 1 << 20) as usize];
     // The line the next byte belongs to (1-based), and the last byte read.
     let mut line: u64 = 1;
     let mut last_byte = b'\n';
@@ -473,14 +549,21 @@ mod tests {
             std::fs::write(&path, text).unwrap();
             for first in [1u64, 2, 3, 5, 1000, 60_000, 74_999, 75_000, 75_001, 200_000] {
                 for max in [0u64, 1, 2, 7, 2000, 100_000] {
-                    let file = std::fs::File::open(&path).unwrap();
-                    let got = read_lines(file, text.len() as u64, first, max).unwrap();
-                    let (window, count, total) = plain(text, first, max);
-                    assert_eq!(got.total, total, "text {i} total");
-                    assert_eq!(got.count, count, "text {i} from {first}, {max} lines");
-                    assert!(got.text == window, "text {i} from {first}, {max} lines");
-                    assert_eq!(got.head, text[..text.len().min(HEAD)]);
-                    assert_eq!(got.size, text.len() as u64);
+                    for chunked in [false, true] {
+                        let file = std::fs::File::open(&path).unwrap();
+                        let size = text.len() as u64;
+                        let got = if chunked {
+                            read_lines_chunked(file, size, first, max).unwrap()
+                        } else {
+                            read_lines(file, size, first, max).unwrap()
+                        };
+                        let (window, count, total) = plain(text, first, max);
+                        assert_eq!(got.total, total, "text {i} total");
+                        assert_eq!(got.count, count, "text {i} from {first}, {max} lines");
+                        assert!(got.text == window, "text {i} from {first}, {max} lines");
+                        assert_eq!(got.head, text[..text.len().min(HEAD)]);
+                        assert_eq!(got.size, text.len() as u64);
+                    }
                 }
             }
         }
