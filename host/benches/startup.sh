@@ -24,7 +24,7 @@ export HOME=$scratch/home XDG_CONFIG_HOME=$scratch/home/.config
 hyperfine --runs "$runs" --warmup 2 --export-markdown "$scratch/table.md" \
   --command-name "empty cache" --prepare "rm -rf $scratch/cold" \
   "env XDG_CACHE_HOME=$scratch/cold $call" \
-  --command-name "warm cache" \
+  --command-name "warm cache" --prepare "true" \
   "env XDG_CACHE_HOME=$scratch/warm $call" \
   --command-name "empty cache, compiling (plugin_debug_info)" --prepare "rm -rf $scratch/cold2" \
   "env XDG_CACHE_HOME=$scratch/cold2 XDG_CONFIG_HOME=$scratch/compiling $call"
