@@ -223,7 +223,7 @@ impl PluginHost {
             admission: config.admission,
             embedded_code: config.embedded_code,
             warm_allowance: Arc::new(tokio::sync::Semaphore::new(
-                super::warm::HOST_WARM_INSTANCES,
+                super::warm_pool::HOST_WARM_INSTANCES,
             )),
             _temp_dir: temp_dir,
             plugins: Vec::new(),

@@ -56,7 +56,7 @@ pub struct LoadedPlugin {
     pub(super) instances: Arc<Semaphore>,
     background: Arc<Semaphore>,
     /// Idle instances kept for reuse (plugins that allow it only).
-    pub(super) warm: Option<super::warm::WarmInstances>,
+    pub(super) warm: Option<super::warm_pool::WarmInstances>,
 }
 
 /// Why a tool call failed.
@@ -149,7 +149,7 @@ impl LoadedPlugin {
     /// ones under the host-wide `allowance`.
     pub(crate) fn allow_reuse(&mut self, allowance: Arc<Semaphore>) {
         let max = self.decision.grants.limits.max_instances;
-        self.warm = Some(super::warm::WarmInstances::new(max, allowance));
+        self.warm = Some(super::warm_pool::WarmInstances::new(max, allowance));
     }
 
     /// Instances kept idle for reuse now (0 for a plugin without reuse).

@@ -23,6 +23,7 @@ mod tool_call;
 pub mod tool_owners;
 mod types;
 mod warm;
+mod warm_pool;
 pub mod watch;
 pub mod wit;
 
