@@ -83,7 +83,8 @@ fn embedded(engine: &Engine, name: &str, wasm: &[u8]) -> Result<Component, Strin
     // otherwise.
     unsafe { Component::deserialize(engine, code.code) }.map_err(|e| {
         let mut chain = format!("{e:#}");
-        chain.truncate(400);
+        // At most 400 bytes, cut where no character continues.
+        chain.truncate(chain.floor_char_boundary(400));
         chain
     })
 }

@@ -57,9 +57,11 @@ impl LoadedPlugin {
                 Sharded::TooBigToMerge(slot) => permit = slot,
             }
         }
-        if let Some(warm) = &self.warm {
+        if let Some(warm) = &self.warm
+            && let Some(slot) = warm.checkout(&ctx.session_id)
+        {
             return self
-                .call_warm(warm, permit, (name, args_json), &guest_ctx, ctx, live)
+                .call_warm(slot, permit, (name, args_json), &guest_ctx, ctx, live)
                 .await;
         }
         let setup = self.tool_call_setup(&guest_ctx, live, false, ctx.programs.clone());

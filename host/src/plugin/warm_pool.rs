@@ -59,6 +59,14 @@ pub(super) struct Warm {
     pub(super) _allowance: OwnedSemaphorePermit,
 }
 
+/// See [`WarmInstances::checkout`].
+pub(super) enum Checkout {
+    /// An idle instance of the session.
+    Idle(Warm),
+    /// None idle; this share of the allowance keeps a new one.
+    Room(OwnedSemaphorePermit),
+}
+
 impl WarmInstances {
     /// Idle instances for a plugin that may run `max_instances` calls at
     /// once, under the host-wide `budget`.
@@ -71,7 +79,7 @@ impl WarmInstances {
     }
 
     /// The most recently used idle instance of `session`, if any.
-    pub(super) fn take(&self, session: &str) -> Option<Warm> {
+    fn take(&self, session: &str) -> Option<Warm> {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         idle.retain(|w| w.idle_since.elapsed() < IDLE_LIMIT);
         let newest = idle.iter().rposition(|w| w.session == session)?;
@@ -92,9 +100,19 @@ impl WarmInstances {
         idle.push(warm);
     }
 
-    /// Room in the host-wide allowance for one more kept instance.
-    pub(super) fn allowance(&self) -> Option<OwnedSemaphorePermit> {
-        self.budget.clone().try_acquire_owned().ok()
+    /// Where a call of `session` runs: its idle instance, else room (in
+    /// the host-wide allowance) to keep a new one; None when there is
+    /// neither, and the call runs in a fresh instance like any other.
+    pub(super) fn checkout(&self, session: &str) -> Option<Checkout> {
+        match self.take(session) {
+            Some(kept) => Some(Checkout::Idle(kept)),
+            None => self
+                .budget
+                .clone()
+                .try_acquire_owned()
+                .ok()
+                .map(Checkout::Room),
+        }
     }
 
     /// How many instances are idle now.

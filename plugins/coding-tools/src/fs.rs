@@ -101,21 +101,24 @@ pub fn read_window(
     max_lines: usize,
 ) -> Result<Option<(String, crate::walk::Window)>, ToolError> {
     let guest = resolve(ctx, path)?;
-    let Some((parent, name)) = guest.rsplit_once('/') else {
-        return Ok(None);
-    };
-    let window = crate::walk::Dir::open_path(if parent.is_empty() { "/" } else { parent })
-        .and_then(|dir| dir.read_lines(name, true, first as u64, max_lines as u64));
+    let window = parent_dir(&guest)
+        .and_then(|(dir, name)| dir.read_lines(name, true, first as u64, max_lines as u64));
     Ok(window.ok().map(|window| (guest, window)))
+}
+
+/// The directory holding the guest path `guest`, and the file's name in it.
+fn parent_dir(guest: &str) -> std::io::Result<(crate::walk::Dir, &str)> {
+    let (parent, name) = guest
+        .rsplit_once('/')
+        .ok_or_else(|| std::io::Error::from(ErrorKind::InvalidInput))?;
+    let dir = crate::walk::Dir::open_path(if parent.is_empty() { "/" } else { parent })?;
+    Ok((dir, name))
 }
 
 /// The file in one host call (links followed within the granted
 /// directory; only regular files).
 fn read_fast(guest: &str) -> std::io::Result<Vec<u8>> {
-    let (parent, name) = guest
-        .rsplit_once('/')
-        .ok_or_else(|| std::io::Error::from(ErrorKind::InvalidInput))?;
-    let dir = crate::walk::Dir::open_path(if parent.is_empty() { "/" } else { parent })?;
+    let (dir, name) = parent_dir(guest)?;
     let mut bytes = Vec::new();
     dir.read_file(name, &mut bytes, true)?;
     Ok(bytes)

@@ -366,7 +366,7 @@ fn read_lines(
     if size <= WHOLE_READ {
         return read_lines_whole(file, first, max_lines);
     }
-    read_lines_chunked(file, size, first, max_lines)
+    read_lines_chunked(file, first, max_lines)
 }
 
 /// Files up to this size are read whole for `read-lines`, in one read
@@ -388,7 +388,7 @@ fn read_lines_whole(mut file: std::fs::File, first: u64, max_lines: u64) -> Resu
     };
     if bytes.len() as u64 > WHOLE_READ {
         // It grew while read: the chunked way takes any size.
-        return read_lines_chunked(rewound(file)?, u64::MAX, first, max_lines);
+        return read_lines_chunked(rewound(file)?, first, max_lines);
     }
     let head = bytes[..bytes.len().min(HEAD)].to_vec();
     // Byte offsets where lines `first` and `first + max_lines` begin.
@@ -415,7 +415,7 @@ fn read_lines_whole(mut file: std::fs::File, first: u64, max_lines: u64) -> Resu
     let end = end.max(start);
     if end - start > MAX_READ as usize {
         // Too long for one window: the chunked way cuts it.
-        return read_lines_chunked(rewound(file)?, len as u64, first, max_lines);
+        return read_lines_chunked(rewound(file)?, first, max_lines);
     }
     let count = if max_lines == 0 || first > total {
         0
@@ -433,19 +433,16 @@ fn read_lines_whole(mut file: std::fs::File, first: u64, max_lines: u64) -> Resu
     })
 }
 
-/// [`read_lines`] in chunks, for files of any size.
+/// [`read_lines`] in chunks, for files of any size (the size is what was
+/// read, whatever the file grew or shrank to meanwhile).
 fn read_lines_chunked(
     mut file: std::fs::File,
-    size: u64,
     first: u64,
     max_lines: u64,
 ) -> Result<Lines, FsError> {
     let last = first.saturating_add(max_lines).saturating_sub(1);
-    let mut lines = Lines {
-        size,
-        ..Lines::default()
-    };
-    let mut buffer = vec![0u8; size.clamp(1, 1 << 20) as usize];
+    let mut lines = Lines::default();
+    let mut buffer = vec![0u8; 1 << 20];
     // The line the next byte belongs to (1-based), and the last byte read.
     let mut line: u64 = 1;
     let mut last_byte = b'\n';
@@ -460,6 +457,7 @@ fn read_lines_chunked(
             Err(e) => return Err(FsError::Other(e.to_string())),
         };
         let chunk = &buffer[..n];
+        lines.size += n as u64;
         if lines.head.len() < HEAD {
             let take = (HEAD - lines.head.len()).min(n);
             lines.head.extend_from_slice(&chunk[..take]);
@@ -553,7 +551,7 @@ mod tests {
                         let file = std::fs::File::open(&path).unwrap();
                         let size = text.len() as u64;
                         let got = if chunked {
-                            read_lines_chunked(file, size, first, max).unwrap()
+                            read_lines_chunked(file, first, max).unwrap()
                         } else {
                             read_lines(file, size, first, max).unwrap()
                         };

@@ -50,8 +50,8 @@ impl Dir {
         Directory::open(path).map(Dir).map_err(io_err)
     }
 
-    /// Every name in the directory, unsorted (all names in one buffer:
-    /// one allocation for the names instead of one per name).
+    /// Every name in the directory, unsorted (the names cross from the
+    /// host in one buffer instead of one string each).
     pub fn entries(&self) -> io::Result<Vec<Entry>> {
         let packed = self.0.entries_packed().map_err(io_err)?;
         let names = packed.names.split(|b| *b == 0);
