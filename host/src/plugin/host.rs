@@ -171,6 +171,10 @@ impl PluginHost {
         let mut linker = Linker::new(engine.engine());
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| EngineError::Linker(format!("{e:#}")))?;
+        // `wasi:http/outgoing-handler` is there for every plugin; each
+        // request goes through the plugin's grants (none: refused).
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
+            .map_err(|e| EngineError::Linker(format!("{e:#}")))?;
         wit::add_to_linker(&mut linker).map_err(|e| EngineError::Linker(format!("{e:#}")))?;
         let temp_dir = tempfile::Builder::new()
             .prefix("sandcrab-")
@@ -410,7 +414,13 @@ impl PluginHost {
             self.note(Severity::Warning, &manifest_path, message);
         }
         let sandbox =
-            PluginSandbox::new(&manifest.name, source.origin(), &decision.grants, &self.ctx);
+            PluginSandbox::new(
+                &manifest.name,
+                source.origin(),
+                &decision.grants,
+                &manifest.capabilities.http,
+                &self.ctx,
+            );
         let mut plugin = LoadedPlugin::new(
             manifest,
             source.origin(),

@@ -99,7 +99,7 @@ pub(super) struct CallSetup {
     /// Where the guest's programs run by default (0.2.0 guests).
     working_dir: Option<String>,
     /// Where the call's programs are recorded (tool calls only).
-    programs: Option<super::types::ProgramLog>,
+    programs: Option<super::types::ActivityLog>,
 }
 
 impl CallSetup {
@@ -196,7 +196,7 @@ impl LoadedPlugin {
         guest_ctx: &GuestContext,
         live: Option<crate::process::LiveOutput>,
         on_own_thread: bool,
-        programs: Option<super::types::ProgramLog>,
+        programs: Option<super::types::ActivityLog>,
     ) -> CallSetup {
         CallSetup {
             on_own_thread,
@@ -516,7 +516,7 @@ impl LoadedPlugin {
         clock: Arc<CallClock>,
         working_dir: Option<String>,
         on_own_thread: bool,
-        programs: Option<super::types::ProgramLog>,
+        programs: Option<super::types::ActivityLog>,
     ) -> Result<Store<HostState>, CallError> {
         self.new_call_store(super::state::CallParts {
             live_output: live,

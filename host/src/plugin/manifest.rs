@@ -148,6 +148,12 @@ pub struct Capabilities {
     /// Network access for the plugin's programs.
     #[serde(default)]
     pub network: bool,
+    /// Origins the plugin makes HTTP requests to through
+    /// `wasi:http/outgoing-handler` (`"https://api.github.com"`,
+    /// `"https://*.example.com:8443"`); each also needs the operator's
+    /// grant.
+    #[serde(default)]
+    pub http: Vec<super::http::OriginPattern>,
 }
 
 /// Resource limits. Unset fields take the host defaults.
@@ -168,6 +174,15 @@ pub struct Limits {
     /// call. In the operator's policy, `false` refuses that; `true` grants
     /// nothing a plugin did not ask for.
     pub reuse: Option<bool>,
+    /// Largest request body one HTTP request may send, in KiB.
+    pub http_request_kb: Option<u64>,
+    /// Largest response one HTTP request may receive, in KiB.
+    pub http_response_kb: Option<u64>,
+    /// Longest one HTTP request may take, in ms (never past the call's
+    /// own time limit).
+    pub http_timeout_ms: Option<u64>,
+    /// HTTP requests one call may have open at once.
+    pub http_concurrent: Option<u32>,
 }
 
 impl Manifest {

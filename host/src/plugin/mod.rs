@@ -11,6 +11,7 @@ mod engine;
 mod error;
 mod guest_log;
 mod host;
+pub mod http;
 mod imports;
 pub mod integrity;
 mod loaded;
@@ -45,6 +46,6 @@ pub use reading::{
 };
 pub use sandbox::{GUEST_WORKSPACE, Mount, PluginSandbox, SandboxContext, scratch_warning};
 pub use types::{
-    ProfileInfo, ProgramConfinement, ProgramLog, ProgramRun, SummaryMessage, ToolCallContext,
+    ActivityLog, CallActivity, HttpExchange, ProfileInfo, ProgramConfinement, ProgramRun, SummaryMessage, ToolCallContext,
     ToolFailure, ToolOutput, ToolSpec, ToolTraits, TruncateMode, TruncationLimits, Writes,
 };

@@ -20,6 +20,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::http::{CredentialGrant, CredentialRule, HttpGrant, HttpRule, OriginPattern};
 use super::manifest::{Access, Capabilities, Limits, Manifest, PathAccess};
 pub use crate::process::SandboxMode;
 
@@ -52,6 +53,15 @@ pub struct PluginGrant {
     pub env: Vec<String>,
     #[serde(default)]
     pub network: bool,
+    /// Origins the plugin may reach over HTTP (those its manifest also asks
+    /// for): `"https://api.github.com"`, or a table
+    /// `{ origin, methods = ["GET"], private = true }`.
+    #[serde(default)]
+    pub http: Vec<HttpGrant>,
+    /// Headers the host adds to the plugin's requests, by origin; the
+    /// plugin never sees their values.
+    #[serde(default)]
+    pub credentials: BTreeMap<OriginPattern, CredentialRule>,
     /// Limits that replace the manifest's (the operator may raise them).
     #[serde(default)]
     pub limits: Limits,
@@ -171,6 +181,17 @@ pub mod limits {
     pub const MAX_TIMEOUT_MS: u64 = 610_000;
     /// Most instances any plugin can get.
     pub const MAX_INSTANCES: u32 = 32;
+    /// Default and largest request body of one HTTP request, in KiB.
+    pub const DEFAULT_HTTP_REQUEST_KB: u64 = 1024;
+    pub const MAX_HTTP_REQUEST_KB: u64 = 256 * 1024;
+    /// Default and largest response of one HTTP request, in KiB.
+    pub const DEFAULT_HTTP_RESPONSE_KB: u64 = 8 * 1024;
+    pub const MAX_HTTP_RESPONSE_KB: u64 = 256 * 1024;
+    /// Default time of one HTTP request (the call's limit bounds it too).
+    pub const DEFAULT_HTTP_TIMEOUT_MS: u64 = 30_000;
+    /// Default and most HTTP requests one call may have open.
+    pub const DEFAULT_HTTP_CONCURRENT: u32 = 4;
+    pub const MAX_HTTP_CONCURRENT: u32 = 64;
 }
 
 /// Limits after defaults, manifest request and operator override.
@@ -182,6 +203,10 @@ pub struct EffectiveLimits {
     /// Warm instances may be called again (the plugin asked, the operator
     /// did not refuse).
     pub reuse: bool,
+    pub http_request_kb: u64,
+    pub http_response_kb: u64,
+    pub http_timeout_ms: u64,
+    pub http_concurrent: u32,
 }
 
 /// What a plugin actually gets.
@@ -192,6 +217,10 @@ pub struct Grants {
     pub programs: Vec<String>,
     pub env: Vec<String>,
     pub network: bool,
+    /// Origins the plugin may reach over HTTP.
+    pub http: Vec<HttpRule>,
+    /// Headers the host adds to its requests (names, never values).
+    pub credentials: Vec<CredentialGrant>,
     pub limits: EffectiveLimits,
 }
 
@@ -421,6 +450,8 @@ impl Policy {
             });
         }
 
+        let (http, credentials) = self.decide_http(name, request, explicit, origin, &mut denied);
+
         let limits = effective_limits(
             &manifest.limits,
             explicit.map(|g| &g.limits),
@@ -434,6 +465,8 @@ impl Policy {
             programs,
             env,
             network,
+            http,
+            credentials,
             limits,
         };
         let sources = self.sources_of(name, &grants, explicit, origin);
@@ -442,6 +475,74 @@ impl Policy {
             denied,
             sources,
         }
+    }
+
+    /// The origins `request` asks for that the operator grants, and the
+    /// credentials for them. Only explicit grants give HTTP (a first-party
+    /// plugin's request is its own grant outside locked mode); locked mode
+    /// gives it only to pinned plugins; `[policy] network = false` to none.
+    fn decide_http(
+        &self,
+        name: &str,
+        request: &Capabilities,
+        explicit: Option<&PluginGrant>,
+        origin: Origin,
+        denied: &mut Vec<String>,
+    ) -> (Vec<HttpRule>, Vec<CredentialGrant>) {
+        if request.http.is_empty() {
+            return (Vec::new(), Vec::new());
+        }
+        let asked = || {
+            request
+                .http
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if self.network == Some(false) {
+            denied.push(format!("http: {} ([policy] network = false)", asked()));
+            return (Vec::new(), Vec::new());
+        }
+        let pinned = explicit.is_some_and(|g| g.sha256.is_some());
+        if self.locked() && !pinned {
+            denied.push(format!(
+                "http: {} (locked mode grants HTTP only to pinned plugins: run `sandcrab plugins pin {name}`, then grant the origins)",
+                asked()
+            ));
+            return (Vec::new(), Vec::new());
+        }
+        let mut granted: Vec<HttpGrant> = explicit.map(|g| g.http.clone()).unwrap_or_default();
+        if origin == Origin::Builtin && !self.locked() {
+            granted.extend(request.http.iter().map(|o| HttpGrant {
+                origin: o.clone(),
+                methods: Vec::new(),
+                private: false,
+            }));
+        }
+        let rules = super::http::grant::intersect(&request.http, &granted);
+        for want in &request.http {
+            if !rules
+                .iter()
+                .any(|r| want.covers(&r.origin) || r.origin.covers(want))
+            {
+                denied.push(format!(
+                    "http: {want}{}",
+                    hint(name, &format!("http = [\"{want}\"]"))
+                ));
+            }
+        }
+        let empty = BTreeMap::new();
+        let (credentials, unused) = super::http::grant::usable_credentials(
+            explicit.map(|g| &g.credentials).unwrap_or(&empty),
+            &rules,
+        );
+        for origin in unused {
+            denied.push(format!(
+                "credentials: {origin} is not an origin the plugin may reach, so its credential is never sent"
+            ));
+        }
+        (rules, credentials)
     }
 
     /// Where each of `grants` came from: the operator's table for the
@@ -503,6 +604,17 @@ impl Policy {
         }
         if grants.network {
             line("network", "yes".into(), explicit.is_some_and(|g| g.network));
+        }
+        for rule in &grants.http {
+            let operator = explicit.is_some_and(|g| {
+                g.http
+                    .iter()
+                    .any(|h| h.origin.covers(&rule.origin))
+            });
+            line("http", rule.describe(), operator);
+        }
+        for credential in &grants.credentials {
+            line("credentials", credential.describe(), true);
         }
         let raised = explicit.is_some_and(|g| g.limits != Limits::default());
         let l = &grants.limits;
@@ -610,6 +722,34 @@ fn effective_limits(
             u64::from(limits::DEFAULT_MAX_INSTANCES),
             u64::from(limits::MAX_INSTANCES),
         ) as u32,
+        http_request_kb: pick(
+            "http_request_kb",
+            requested.http_request_kb,
+            op.http_request_kb,
+            limits::DEFAULT_HTTP_REQUEST_KB,
+            limits::MAX_HTTP_REQUEST_KB,
+        ),
+        http_response_kb: pick(
+            "http_response_kb",
+            requested.http_response_kb,
+            op.http_response_kb,
+            limits::DEFAULT_HTTP_RESPONSE_KB,
+            limits::MAX_HTTP_RESPONSE_KB,
+        ),
+        http_timeout_ms: pick(
+            "http_timeout_ms",
+            requested.http_timeout_ms,
+            op.http_timeout_ms,
+            limits::DEFAULT_HTTP_TIMEOUT_MS,
+            limits::MAX_TIMEOUT_MS,
+        ),
+        http_concurrent: pick(
+            "http_concurrent",
+            requested.http_concurrent.map(u64::from),
+            op.http_concurrent.map(u64::from),
+            u64::from(limits::DEFAULT_HTTP_CONCURRENT),
+            u64::from(limits::MAX_HTTP_CONCURRENT),
+        ) as u32,
         reuse: requested.reuse == Some(true) && op.reuse != Some(false),
     }
 }
@@ -650,7 +790,73 @@ mod tests {
             programs: vec!["sh".into(), "git".into()],
             env: vec!["LANG".into(), "GITHUB_TOKEN".into()],
             network: true,
+            http: vec!["https://api.github.com".parse().unwrap()],
         }
+    }
+
+    fn http_grant(origins: &[&str], pinned: bool) -> PluginGrant {
+        let text = format!(
+            "http = [{}]\n{}[credentials.\"https://api.github.com\"]\nheader = \"Authorization\"\nvalue = \"Bearer ${{GITHUB_TOKEN}}\"\n",
+            origins
+                .iter()
+                .map(|o| format!("\"{o}\""))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if pinned { "sha256 = \"ab\"\n" } else { "" }
+        );
+        toml::from_str(&text).unwrap()
+    }
+
+    #[test]
+    fn http_needs_both_the_manifest_and_the_grant() {
+        let (_dir, data) = data_dir();
+        let m = manifest(greedy(&data));
+        let none = Policy::default().decide(&m, Origin::ThirdParty);
+        assert!(none.grants.http.is_empty());
+        assert!(
+            none.denied.iter().any(|d| d.contains("http: https://api.github.com (grant it with [policy.plugins.probe] http = [\"https://api.github.com\"]")),
+            "{:?}",
+            none.denied
+        );
+        let mut policy = Policy::default();
+        policy.plugins.insert(
+            "probe".into(),
+            http_grant(&["https://api.github.com", "https://api.other.com"], false),
+        );
+        let d = policy.decide(&m, Origin::ThirdParty);
+        let shown: Vec<String> = d.grants.http.iter().map(|r| r.describe()).collect();
+        assert_eq!(shown, ["https://api.github.com"], "only what was asked for");
+        assert_eq!(
+            d.grants.credentials[0].describe(),
+            "authorization for https://api.github.com from $GITHUB_TOKEN"
+        );
+        assert!(d.sources.iter().any(|s| s.capability == "credentials"
+            && s.source.ends_with("policy.plugins.probe.credentials")));
+    }
+
+    #[test]
+    fn locked_mode_gives_http_only_to_pinned_plugins_and_network_false_to_none() {
+        let (_dir, data) = data_dir();
+        let m = manifest(greedy(&data));
+        let mut policy = Policy {
+            mode: PolicyMode::Locked,
+            ..Policy::default()
+        };
+        policy
+            .plugins
+            .insert("probe".into(), http_grant(&["https://api.github.com"], false));
+        let d = policy.decide(&m, Origin::ThirdParty);
+        assert!(d.grants.http.is_empty());
+        assert!(d.denied.iter().any(|x| x.contains("sandcrab plugins pin probe")), "{:?}", d.denied);
+        policy
+            .plugins
+            .insert("probe".into(), http_grant(&["https://api.github.com"], true));
+        assert_eq!(policy.decide(&m, Origin::ThirdParty).grants.http.len(), 1);
+        policy.network = Some(false);
+        policy.mode = PolicyMode::Default;
+        let d = policy.decide(&m, Origin::ThirdParty);
+        assert!(d.grants.http.is_empty());
+        assert!(d.grants.credentials.is_empty());
     }
 
     #[test]

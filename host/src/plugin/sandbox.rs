@@ -70,6 +70,8 @@ pub struct PluginSandbox {
     pub programs: Vec<String>,
     /// The plugin (and so its programs) may use the network.
     pub network: bool,
+    /// Where its HTTP requests may go, with which credentials.
+    pub http: Arc<super::http::HttpEgress>,
     /// Protected paths, relative to the workspace (told to the guest as
     /// each tool call in its context, so the file tools refuse them too).
     pub protected: Vec<String>,
@@ -85,7 +87,13 @@ pub struct PluginSandbox {
 
 impl PluginSandbox {
     /// Build the sandbox for a plugin with `grants`.
-    pub fn new(plugin: &str, origin: Origin, grants: &Grants, ctx: &SandboxContext) -> Arc<Self> {
+    pub fn new(
+        plugin: &str,
+        origin: Origin,
+        grants: &Grants,
+        requested_http: &[super::http::OriginPattern],
+        ctx: &SandboxContext,
+    ) -> Arc<Self> {
         let mut mounts = Vec::new();
         if grants.workspace > Access::None {
             mounts.push(Mount {
@@ -138,6 +146,19 @@ impl PluginSandbox {
             sandbox_mode: ctx.policy.sandbox_mode(),
             programs: grants.programs.clone(),
             network: grants.network,
+            http: Arc::new(super::http::HttpEgress::new(
+                plugin,
+                requested_http.to_vec(),
+                grants.http.clone(),
+                &grants.credentials,
+                super::http::HttpLimits {
+                    request_bytes: grants.limits.http_request_kb << 10,
+                    response_bytes: grants.limits.http_response_kb << 10,
+                    timeout_ms: grants.limits.http_timeout_ms,
+                    concurrent: grants.limits.http_concurrent.max(1),
+                },
+                &ctx.host_env,
+            )),
             protected,
             confinement: OnceLock::new(),
             confinement_spec,

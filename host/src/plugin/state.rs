@@ -8,7 +8,10 @@ use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, Store, StoreLimits, StoreLimitsBuilder, UpdateDeadline};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+
 use super::clock::CallClock;
+use super::http::HttpGate;
 use super::guest_log::{GuestOutput, LogBudget};
 use super::manifest::Access;
 use super::policy::EffectiveLimits;
@@ -34,7 +37,20 @@ pub struct HostState {
     /// each is a host file descriptor).
     pub(super) open_directories: usize,
     /// Where the call's programs are recorded (for its receipt).
-    pub(super) programs: Option<super::types::ProgramLog>,
+    pub(super) programs: Option<super::types::ActivityLog>,
+    /// `wasi:http`: its settings and the gate every request goes through.
+    http_ctx: WasiHttpCtx,
+    http_gate: HttpGate,
+}
+
+impl WasiHttpView for HostState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http_ctx,
+            table: &mut self.table,
+            hooks: &mut self.http_gate,
+        }
+    }
 }
 
 impl WasiView for HostState {
@@ -77,6 +93,7 @@ impl HostState {
             on_own_thread: _,
             programs,
         } = parts;
+        self.http_gate.begin_call(clock.clone(), programs.clone());
         self.clock = clock;
         self.working_dir = working_dir;
         self.live_output = live_output;
@@ -102,7 +119,7 @@ pub struct CallParts {
     /// The call runs on a thread of its own (file operations run there).
     pub on_own_thread: bool,
     /// Where the call's programs are recorded.
-    pub programs: Option<super::types::ProgramLog>,
+    pub programs: Option<super::types::ActivityLog>,
 }
 
 /// A new store for one call of a plugin with `sandbox` and `limits`.
@@ -149,6 +166,7 @@ pub fn new_store(
             .allow_ip_name_lookup(false);
     }
 
+    let http_gate = HttpGate::new(sandbox.http.clone(), clock.clone(), programs.clone());
     let state = HostState {
         wasi: wasi.build(),
         table: ResourceTable::new(),
@@ -171,6 +189,8 @@ pub fn new_store(
         live_output,
         open_directories: 0,
         programs,
+        http_ctx: WasiHttpCtx::new(),
+        http_gate,
     };
     let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.limiter);

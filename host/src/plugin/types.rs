@@ -121,13 +121,78 @@ pub struct ToolCallContext {
     /// instance slot for foreground calls (and holds a background one).
     pub detach: Option<tokio::sync::watch::Receiver<bool>>,
     /// Where the programs the call starts (or is refused) are recorded.
-    pub programs: Option<ProgramLog>,
+    pub programs: Option<ActivityLog>,
     /// The model started the call as a background job.
     pub background: bool,
 }
 
-/// The programs one call started or was refused, as they happened.
-pub type ProgramLog = std::sync::Arc<std::sync::Mutex<Vec<ProgramRun>>>;
+/// What one call did that its receipt records, as it happened.
+pub type ActivityLog = std::sync::Arc<std::sync::Mutex<CallActivity>>;
+
+/// The programs one call started (or was refused) and the HTTP requests
+/// it made (or was refused).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallActivity {
+    pub programs: Vec<ProgramRun>,
+    pub http: Vec<HttpExchange>,
+}
+
+/// One HTTP request a call made: method, origin, what answered and how
+/// much. Names only: no header value, no body, no query string.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct HttpExchange {
+    pub method: String,
+    /// `https://api.github.com` (the scheme, host and port asked for).
+    pub origin: String,
+    /// The address connected to (after the checks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    /// The response's status (None: no response).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    pub request_bytes: u64,
+    pub response_bytes: u64,
+    pub duration_ms: u64,
+    /// The credential the host added (header, origin and variable names).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential: Option<String>,
+    /// Why it was refused or failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+}
+
+impl HttpExchange {
+    /// A record of `request`, before anything is known of its fate.
+    pub fn started<B>(request: &http::Request<B>) -> Self {
+        HttpExchange {
+            method: request.method().as_str().to_string(),
+            origin: request
+                .uri()
+                .authority()
+                .map(|a| a.as_str().to_string())
+                .unwrap_or_default(),
+            ..Default::default()
+        }
+    }
+
+    /// One line: `GET https://api.github.com → 200 (1.2 KiB, 35 ms)`.
+    pub fn line(&self) -> String {
+        let fate = match (&self.refused, self.status) {
+            (Some(why), _) => format!("refused: {why}"),
+            (None, Some(status)) => format!(
+                "{status} ({} bytes out, {} bytes in, {} ms)",
+                self.request_bytes, self.response_bytes, self.duration_ms
+            ),
+            (None, None) => "no response".into(),
+        };
+        let credential = self
+            .credential
+            .as_deref()
+            .map(|c| format!(" with {c}"))
+            .unwrap_or_default();
+        format!("{} {}{credential} → {fate}", self.method, self.origin)
+    }
+}
 
 /// One program a call asked for: what it was, how it was confined, and
 /// how it ended (or why it was refused).

@@ -7,7 +7,7 @@ use futures::FutureExt;
 use super::receipt::{Receipt, Standing};
 use super::registry::{ToolContext, ToolRegistry};
 use super::status::{ToolError, ToolStatus};
-use crate::plugin::ProgramRun;
+use crate::plugin::CallActivity;
 
 /// A tool call as the model made it.
 #[derive(Debug, Clone)]
@@ -60,13 +60,14 @@ impl ToolOutcome {
         mut self,
         call: &ToolCallRequest,
         standing: Standing,
-        programs: Vec<ProgramRun>,
+        activity: CallActivity,
     ) -> Self {
         self.receipt = Some(Receipt {
             call_id: call.id.clone(),
             tool: call.name.clone(),
             standing,
-            programs,
+            programs: activity.programs,
+            http: activity.http,
             approvals: Vec::new(),
             outcome: self.status.outcome().into(),
             status: Some(self.status),
@@ -81,18 +82,18 @@ pub async fn dispatch(
     call: &ToolCallRequest,
     ctx: &ToolContext,
 ) -> ToolOutcome {
-    let log = crate::plugin::ProgramLog::default();
+    let log = crate::plugin::ActivityLog::default();
     let mut ctx = ctx.clone();
     ctx.programs = Some(log.clone());
     let outcome = run(registry, call, &ctx).await;
     let standing = registry.standing(&call.name);
-    let programs = log.lock().map(|p| p.clone()).unwrap_or_default();
+    let activity = log.lock().map(|a| a.clone()).unwrap_or_default();
     let output_limit = registry
         .get(&call.name)
         .and_then(|t| t.spec.traits.output_limit);
     ToolOutcome {
         output_limit,
-        ..outcome.with_receipt(call, standing, programs)
+        ..outcome.with_receipt(call, standing, activity)
     }
 }
 

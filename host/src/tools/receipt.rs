@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::plugin::policy::GrantSource;
-use crate::plugin::{LoadedPlugin, ProgramRun};
+use crate::plugin::{HttpExchange, LoadedPlugin, ProgramRun};
 
 /// Who ran a tool call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -88,6 +88,10 @@ pub struct Receipt {
     pub standing: Standing,
     /// The programs the call started, or was refused.
     pub programs: Vec<ProgramRun>,
+    /// The HTTP requests the call made, or was refused (method, origin,
+    /// status, sizes; never a header's value).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub http: Vec<HttpExchange>,
     /// Operator approvals given for this call.
     #[serde(default)]
     pub approvals: Vec<String>,
@@ -133,8 +137,9 @@ impl Receipt {
             .chain(&self.standing.standing_programs)
             .map(program_line)
             .collect();
+        let requests: Vec<String> = self.http.iter().map(HttpExchange::line).collect();
         format!(
-            "{} by {} — {} — allowed by: {} — ran under: {}{}",
+            "{} by {} — {} — allowed by: {} — ran under: {}{}{}",
             self.tool,
             who,
             self.outcome,
@@ -148,6 +153,11 @@ impl Receipt {
                 String::new()
             } else {
                 format!(" — programs: {}", ran.join("; "))
+            },
+            if requests.is_empty() {
+                String::new()
+            } else {
+                format!(" — http: {}", requests.join("; "))
             }
         )
     }

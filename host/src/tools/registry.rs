@@ -22,7 +22,7 @@ pub struct ToolContext {
     /// Turns true when the call moves to the background.
     pub detach: Option<tokio::sync::watch::Receiver<bool>>,
     /// Where the programs the call starts are recorded (for its receipt).
-    pub programs: Option<crate::plugin::ProgramLog>,
+    pub programs: Option<crate::plugin::ActivityLog>,
     /// The model started the call as a background job.
     pub background: bool,
 }

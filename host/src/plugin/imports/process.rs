@@ -54,10 +54,10 @@ fn record(state: &HostState, program: String, result: &Result<ProcessOutput, Pro
             refused: Some(denied.to_string()),
         },
     };
-    if let Ok(mut runs) = log.lock()
-        && runs.len() < MAX_RECORDED
+    if let Ok(mut activity) = log.lock()
+        && activity.programs.len() < MAX_RECORDED
     {
-        runs.push(run);
+        activity.programs.push(run);
     }
 }
 

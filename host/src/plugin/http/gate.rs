@@ -1,0 +1,328 @@
+//! The gate every `wasi:http/outgoing-handler` request of a plugin goes
+//! through, in the store of one call: the origin and method against the
+//! grant, the credential header (added by the host, refused from the
+//! guest), the resolved addresses against private ranges, the size caps
+//! and the clock, then the exchange, the response cleared of secrets, and
+//! a line in the call's receipt.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
+
+use super::connect::{self, WireError, step_timeout};
+use super::egress::HttpEgress;
+use super::origin::{RequestOrigin, Scheme};
+use crate::plugin::clock::CallClock;
+use crate::plugin::types::{ActivityLog, HttpExchange};
+
+/// Most exchanges one call's receipt records.
+const MAX_RECORDED: usize = 256;
+
+/// The per-call gate (the store's `wasi:http` hooks).
+pub struct HttpGate {
+    egress: Arc<HttpEgress>,
+    clock: Arc<CallClock>,
+    log: Option<ActivityLog>,
+    open: Arc<tokio::sync::Semaphore>,
+}
+
+impl HttpGate {
+    /// The gate of one call.
+    pub fn new(egress: Arc<HttpEgress>, clock: Arc<CallClock>, log: Option<ActivityLog>) -> Self {
+        let open = Arc::new(tokio::sync::Semaphore::new(
+            egress.limits.concurrent as usize,
+        ));
+        HttpGate {
+            egress,
+            clock,
+            log,
+            open,
+        }
+    }
+
+    /// Start the next call of a reused instance: its clock, its receipt,
+    /// its own count of open requests.
+    pub fn begin_call(&mut self, clock: Arc<CallClock>, log: Option<ActivityLog>) {
+        *self = HttpGate::new(self.egress.clone(), clock, log);
+    }
+}
+
+type SendFuture = Box<
+    dyn Future<
+            Output = Result<
+                (
+                    http::Response<WasiBody>,
+                    Box<dyn Future<Output = Result<(), HttpError>> + Send>,
+                ),
+                HttpError,
+            >,
+        > + Send,
+>;
+
+impl WasiHttpHooks for HttpGate {
+    fn send_request(
+        &mut self,
+        request: http::Request<WasiBody>,
+        options: Option<RequestOptions>,
+        _fut: Box<dyn Future<Output = Result<(), HttpError>> + Send>,
+    ) -> SendFuture {
+        let egress = self.egress.clone();
+        let clock = self.clock.clone();
+        let log = self.log.clone();
+        let permit = self.open.clone().try_acquire_owned();
+        Box::new(async move {
+            let started = Instant::now();
+            let mut record = HttpExchange::started(&request);
+            let result = match permit {
+                Ok(_permit) => send(&egress, &clock, options, request, &mut record).await,
+                Err(_) => Err(Refusal::Policy(format!(
+                    "plugin '{}' already has {} requests open in this call (limits.http_concurrent); wait for one to finish",
+                    egress.plugin, egress.limits.concurrent
+                ))),
+            };
+            record.duration_ms = started.elapsed().as_millis() as u64;
+            let result = result.map_err(|refusal| {
+                let message = refusal.message();
+                record.refused = Some(message.clone());
+                tracing::info!("plugin {}: HTTP request refused: {message}", egress.plugin);
+                refusal.into_error()
+            });
+            if let Some(log) = &log
+                && let Ok(mut activity) = log.lock()
+                && activity.http.len() < MAX_RECORDED
+            {
+                activity.http.push(record);
+            }
+            let response = result?;
+            let io: Box<dyn Future<Output = Result<(), HttpError>> + Send> =
+                Box::new(async { Ok(()) });
+            Ok((response, io))
+        })
+    }
+}
+
+/// Why a request did not get its answer.
+enum Refusal {
+    /// The policy or a limit said no (the guest reads the message).
+    Policy(String),
+    /// The network failed.
+    Wire(HttpError, String),
+}
+
+impl Refusal {
+    fn message(&self) -> String {
+        match self {
+            Refusal::Policy(m) | Refusal::Wire(_, m) => m.clone(),
+        }
+    }
+
+    fn into_error(self) -> HttpError {
+        match self {
+            Refusal::Policy(m) => HttpError::InternalError(Some(format!("sandcrab: {m}"))),
+            Refusal::Wire(e, _) => e,
+        }
+    }
+}
+
+async fn send(
+    egress: &HttpEgress,
+    clock: &CallClock,
+    options: Option<RequestOptions>,
+    request: http::Request<WasiBody>,
+    record: &mut HttpExchange,
+) -> Result<http::Response<WasiBody>, Refusal> {
+    let origin = RequestOrigin::of(request.uri()).map_err(Refusal::Policy)?;
+    record.origin = origin.to_string();
+    let method = request.method().as_str().to_string();
+    if !egress.any() {
+        return Err(Refusal::Policy(format!(
+            "plugin '{}' is granted no HTTP origin; to let it reach {origin}, its manifest asks for it ([capabilities] http = [\"{origin}\"]) and the operator grants it ([policy.plugins.{}] http = [\"{origin}\"] in {})",
+            egress.plugin, egress.plugin, egress.config_file
+        )));
+    }
+    let rule = egress.rule_for(&method, &origin).map_err(Refusal::Policy)?;
+    let limits = egress.limits;
+    let timeout = |ms: Option<std::time::Duration>| {
+        let ours = step_timeout(limits.timeout_ms, clock.remaining());
+        ms.map_or(ours, |guest| guest.min(ours))
+    };
+    let (mut parts, body) = request.into_parts();
+
+    // The credential: the host's to add, never the guest's to send.
+    let credential = egress.credential_for(&origin);
+    if let Some(credential) = credential {
+        if parts.headers.contains_key(&credential.header) {
+            return Err(Refusal::Policy(format!(
+                "the request carries its own '{}' header, which sandcrab adds for {} ({}); remove it from the request",
+                credential.header,
+                credential.grant.origin,
+                credential.grant.describe()
+            )));
+        }
+        let value = credential.value().map_err(|e| Refusal::Policy(e.into()))?;
+        parts.headers.insert(credential.header.clone(), value.clone());
+        // The response is searched for the secret before the guest sees
+        // it; a compressed body could hide it.
+        parts.headers.insert(
+            http::header::ACCEPT_ENCODING,
+            http::HeaderValue::from_static("identity"),
+        );
+        record.credential = Some(credential.grant.describe());
+    }
+
+    // The body, within its cap and the clock.
+    let body_limit = limits.request_bytes;
+    let collected = tokio::time::timeout(timeout(None), async {
+        let mut bytes = Vec::new();
+        let mut body = body;
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| Refusal::Wire(e, "the request body failed".into()))?;
+            if let Ok(data) = frame.into_data() {
+                if bytes.len() as u64 + data.len() as u64 > body_limit {
+                    return Err(Refusal::Policy(format!(
+                        "the request body is larger than {} KiB (limits.http_request_kb); {}",
+                        body_limit >> 10,
+                        raise_hint(egress, "http_request_kb")
+                    )));
+                }
+                bytes.extend_from_slice(&data);
+            }
+        }
+        Ok(bytes)
+    })
+    .await
+    .map_err(|_| timed_out(egress, "sending the request body"))??;
+    record.request_bytes = collected.len() as u64;
+    parts.headers.remove(http::header::CONTENT_LENGTH);
+    if !collected.is_empty() || !matches!(parts.method, http::Method::GET | http::Method::HEAD) {
+        parts.headers.insert(
+            http::header::CONTENT_LENGTH,
+            http::HeaderValue::from(collected.len()),
+        );
+    }
+
+    // Where it goes: the addresses are checked, then connected to as
+    // checked (a name is never resolved twice).
+    let addrs: Vec<std::net::IpAddr> = match origin.address() {
+        Some(addr) => vec![addr],
+        None => {
+            let lookup = tokio::net::lookup_host((origin.host.as_str(), origin.port));
+            let found = tokio::time::timeout(timeout(options.and_then(|o| o.connect_timeout)), lookup)
+                .await
+                .map_err(|_| timed_out(egress, "resolving the host name"))?
+                .map_err(|e| {
+                    Refusal::Wire(
+                        HttpError::DnsError {
+                            rcode: Some(e.to_string()),
+                            info_code: None,
+                        },
+                        format!("{} could not be resolved: {e}", origin.host),
+                    )
+                })?;
+            let mut addrs: Vec<_> = found.map(|a| a.ip()).collect();
+            addrs.dedup();
+            addrs
+        }
+    };
+    let addrs = egress
+        .reachable(rule, &origin, &addrs)
+        .map_err(Refusal::Policy)?;
+    let (stream, addr) = tokio::time::timeout(
+        timeout(options.and_then(|o| o.connect_timeout)),
+        connect::connect(&addrs, origin.port),
+    )
+    .await
+    .map_err(|_| timed_out(egress, "connecting"))?
+    .map_err(wire)?;
+    record.address = Some(addr.ip().to_string());
+
+    parts.uri = http::Uri::builder()
+        .path_and_query(
+            parts
+                .uri
+                .path_and_query()
+                .map(|p| p.as_str())
+                .unwrap_or("/"),
+        )
+        .build()
+        .map_err(|e| Refusal::Policy(format!("invalid path: {e}")))?;
+    let request = http::Request::from_parts(parts, Full::new(Bytes::from(collected)));
+    let tls_host = (origin.scheme == Scheme::Https).then_some(origin.host.as_str());
+    let (mut head, mut body) = tokio::time::timeout(
+        timeout(options.and_then(|o| o.first_byte_timeout)),
+        connect::exchange(stream, tls_host, request, limits.response_bytes),
+    )
+    .await
+    .map_err(|_| timed_out(egress, "waiting for the response"))?
+    .map_err(|e| match e {
+        WireError::TooLarge { limit } => Refusal::Policy(format!(
+            "the response from {origin} is larger than {} KiB (limits.http_response_kb); {}",
+            limit >> 10,
+            raise_hint(egress, "http_response_kb")
+        )),
+        other => wire(other),
+    })?;
+    record.status = Some(head.status.as_u16());
+    record.response_bytes = body.len() as u64;
+
+    if credential.is_some() {
+        let encoded = head
+            .headers
+            .get(http::header::CONTENT_ENCODING)
+            .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"));
+        if encoded {
+            return Err(Refusal::Policy(format!(
+                "{origin} answered with a compressed body although sandcrab asked for none; a compressed body cannot be checked for the credential, so it is withheld"
+            )));
+        }
+    }
+    // What the guest reads never holds a secret, even one a server echoes.
+    egress.redact(&mut body);
+    for value in head.headers.values_mut() {
+        let mut bytes = value.as_bytes().to_vec();
+        if egress.redact(&mut bytes) {
+            *value = http::HeaderValue::from_bytes(&bytes)
+                .unwrap_or_else(|_| http::HeaderValue::from_static("[withheld]"));
+        }
+    }
+    // The body is whole now: its length is known, its framing the host's.
+    head.headers.remove(http::header::TRANSFER_ENCODING);
+    head.headers.insert(
+        http::header::CONTENT_LENGTH,
+        http::HeaderValue::from(body.len()),
+    );
+    let body = Full::new(Bytes::from(body))
+        .map_err(|never| match never {})
+        .boxed_unsync();
+    Ok(http::Response::from_parts(head, body))
+}
+
+fn wire(e: WireError) -> Refusal {
+    let message = e.to_string();
+    let code = match e {
+        WireError::Connect { source, .. } => HttpError::Connect(source),
+        WireError::Tls { source, .. } => HttpError::Tls(source),
+        WireError::ServerName(_) => HttpError::HttpRequestUriInvalid,
+        WireError::Http(e) => HttpError::Hyper(e),
+        WireError::TooLarge { limit } => HttpError::HttpResponseBodySize(Some(limit)),
+    };
+    Refusal::Wire(code, message)
+}
+
+fn timed_out(egress: &HttpEgress, step: &str) -> Refusal {
+    Refusal::Policy(format!(
+        "no answer in time while {step} (the request's limit is {} ms, limits.http_timeout_ms, and never past the call's own time limit)",
+        egress.limits.timeout_ms
+    ))
+}
+
+fn raise_hint(egress: &HttpEgress, key: &str) -> String {
+    format!(
+        "raise it with [policy.plugins.{}] limits = {{ {key} = … }} in {}",
+        egress.plugin, egress.config_file
+    )
+}

@@ -1,0 +1,17 @@
+//! Outgoing HTTP for plugins (`wasi:http/outgoing-handler`): a capability
+//! with two yeses like the others — the manifest asks for origins, the
+//! operator grants them — checked request by request by the host, which
+//! also adds the operator's credentials on the way out so the plugin never
+//! holds them.
+
+pub mod address;
+mod connect;
+pub mod egress;
+mod gate;
+pub mod grant;
+pub mod origin;
+
+pub use egress::{HttpEgress, HttpLimits};
+pub use gate::HttpGate;
+pub use grant::{CredentialGrant, CredentialRule, HttpGrant, HttpRule};
+pub use origin::OriginPattern;
