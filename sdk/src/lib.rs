@@ -35,6 +35,7 @@
 //! cores.
 
 pub mod bindings;
+pub mod http;
 pub mod log;
 pub mod paths;
 pub mod process;

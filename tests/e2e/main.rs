@@ -33,6 +33,7 @@ mod mcp_server_test;
 mod mock_llm;
 mod plugin_abi_test;
 mod plugin_bounds_test;
+mod plugin_http_test;
 mod plugin_limits_test;
 mod plugin_reload_test;
 mod plugin_scaffold_test;

@@ -1,0 +1,411 @@
+//! Plugins make HTTP requests through `wasi:http` without ever holding the
+//! key: real servers on loopback (one on 127.0.0.1, "another host" on
+//! 127.0.0.2), the http-tool fixture making the requests through the SDK's
+//! helper, the operator's grants and credentials in the policy.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use sandcrab::plugin::policy::PluginGrant;
+use sandcrab::plugin::{
+    ActivityLog, LoadedPlugin, PluginHost, PluginSource, Policy, PolicyMode, ToolCallContext,
+};
+use serde_json::{Value, json};
+
+use crate::support::{Scene, cache_dir, install_plugin};
+
+const SECRET: &str = "tok-live-9f8e7d6c5b4a";
+
+/// What a test server saw: each request's path and Authorization header.
+#[derive(Clone, Default)]
+struct Seen(Arc<Mutex<Vec<(String, Option<String>)>>>);
+
+impl Seen {
+    fn all(&self) -> Vec<(String, Option<String>)> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+/// A JSON API like an issue tracker's, with the endpoints the attacks need.
+async fn serve(ip: [u8; 4]) -> (SocketAddr, Seen) {
+    let seen = Seen::default();
+    fn record(seen: &Seen, path: &str, headers: &HeaderMap) {
+        seen.0.lock().unwrap().push((
+            path.to_string(),
+            headers
+                .get("authorization")
+                .map(|v| v.to_str().unwrap().to_string()),
+        ));
+    }
+    let app = axum::Router::new()
+        .route(
+            "/issues",
+            get(|State(seen): State<Seen>, headers: HeaderMap| async move {
+                record(&seen, "/issues", &headers);
+                axum::Json(json!([{"id": 1, "title": "deploy key rotates monthly"}]))
+            })
+            .post(|State(seen): State<Seen>, headers: HeaderMap, body: String| async move {
+                record(&seen, "/issues POST", &headers);
+                (StatusCode::CREATED, axum::Json(json!({"created": body.len()})))
+            }),
+        )
+        .route(
+            "/whoami",
+            get(|State(seen): State<Seen>, headers: HeaderMap| async move {
+                // A server that echoes the credential back, as some do.
+                record(&seen, "/whoami", &headers);
+                let auth = headers
+                    .get("authorization")
+                    .map(|v| v.to_str().unwrap().to_string())
+                    .unwrap_or_default();
+                ([("x-echo", auth.clone())], format!("you sent: {auth}"))
+            }),
+        )
+        .route(
+            "/redirect",
+            get(
+                |State(seen): State<Seen>,
+                 headers: HeaderMap,
+                 Query(q): Query<BTreeMap<String, String>>| async move {
+                    record(&seen, "/redirect", &headers);
+                    (
+                        StatusCode::FOUND,
+                        [("location", q.get("to").cloned().unwrap_or_default())],
+                    )
+                },
+            ),
+        )
+        .route(
+            "/big",
+            get(|| async { "x".repeat(3 << 20).into_response() }),
+        )
+        .route(
+            "/slow",
+            get(|| async {
+                tokio::time::sleep(std::time::Duration::from_secs(20)).await;
+                "late"
+            }),
+        )
+        .with_state(seen.clone());
+    let listener = tokio::net::TcpListener::bind(SocketAddr::from((ip, 0)))
+        .await
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    (addr, seen)
+}
+
+/// The http-tool fixture asking for `asked`, loaded under `policy`, with
+/// `GITHUB_TOKEN`-like secret in the operator's environment.
+async fn load(scene: &Scene, asked: &[String], policy: Policy) -> (PluginHost, Arc<LoadedPlugin>) {
+    let (host, plugin) = try_load(scene, asked, policy).await;
+    (host, plugin.unwrap())
+}
+
+async fn try_load(
+    scene: &Scene,
+    asked: &[String],
+    policy: Policy,
+) -> (
+    PluginHost,
+    Result<Arc<LoadedPlugin>, sandcrab::plugin::LoadError>,
+) {
+    let list = asked
+        .iter()
+        .map(|o| format!("\"{o}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let dir = install_plugin(&scene.plugins(), "test-fixtures/http-tool", "http", |m| {
+        m.replace(
+            "http = [\"https://api.example.com\"]",
+            &format!("http = [{list}]"),
+        )
+    });
+    let mut config = sandcrab::plugin::PluginHostConfig::new(scene.workspace());
+    config.policy = policy;
+    config.cache_dir = Some(cache_dir());
+    config.host_env = Some(
+        [
+            ("TRACKER_TOKEN".to_string(), SECRET.to_string()),
+            ("PATH".to_string(), "/usr/bin:/bin".to_string()),
+        ]
+        .into(),
+    );
+    let mut host = PluginHost::new(config).unwrap();
+    let plugin = host.load(&PluginSource::Dir(dir)).await;
+    (host, plugin)
+}
+
+/// The operator's grant: `origins`, and the tracker's token for `cred`.
+fn policy(origins: &[String], cred: Option<&str>) -> Policy {
+    let mut text = format!(
+        "http = [{}]\n",
+        origins
+            .iter()
+            .map(|o| format!("\"{o}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if let Some(origin) = cred {
+        text.push_str(&format!(
+            "[credentials.\"{origin}\"]\nheader = \"Authorization\"\nvalue = \"Bearer ${{TRACKER_TOKEN}}\"\n"
+        ));
+    }
+    let grant: PluginGrant = toml::from_str(&text).unwrap();
+    let mut policy = Policy::default();
+    policy.plugins.insert("http-tool".into(), grant);
+    policy
+}
+
+/// Call `fetch`; the tool's answer and the call's HTTP receipts.
+async fn fetch(plugin: &LoadedPlugin, args: Value) -> (Value, Vec<sandcrab::plugin::HttpExchange>) {
+    let log = ActivityLog::default();
+    let ctx = ToolCallContext {
+        session_id: "s".into(),
+        call_id: "c".into(),
+        programs: Some(log.clone()),
+        ..Default::default()
+    };
+    let out = plugin
+        .call_tool("fetch", &args.to_string(), &ctx, None)
+        .await
+        .unwrap();
+    let http = log.lock().unwrap().http.clone();
+    (serde_json::from_str(&out.text).unwrap(), http)
+}
+
+fn xor_hex(secret: &str) -> String {
+    secret.bytes().map(|b| format!("{:02x}", b ^ 0x5a)).collect()
+}
+
+fn origin(addr: SocketAddr) -> String {
+    format!("http://{addr}")
+}
+
+#[tokio::test]
+async fn a_granted_origin_gets_the_credential_the_plugin_never_sees() {
+    let (addr, seen) = serve([127, 0, 0, 1]).await;
+    let scene = Scene::new();
+    let o = origin(addr);
+    let (host, plugin) = load(&scene, &[o.clone()], policy(&[o.clone()], Some(&o))).await;
+
+    let (out, http) = fetch(
+        &plugin,
+        json!({"url": format!("{o}/issues"), "scan_for": xor_hex(SECRET)}),
+    )
+    .await;
+    assert_eq!(out["answer"]["status"], 200, "{out}");
+    assert!(out["answer"]["body"].as_str().unwrap().contains("deploy key"));
+    assert_eq!(
+        seen.all(),
+        [("/issues".to_string(), Some(format!("Bearer {SECRET}")))],
+        "the server received the header the host added"
+    );
+    assert_eq!(out["secret_in_memory"], false, "the guest's memory never held it");
+    // The scan does find a secret the guest did hold (its own header).
+    let (out, _) = fetch(
+        &plugin,
+        json!({"url": format!("{o}/issues"), "headers": [["x-note", SECRET]], "scan_for": xor_hex(SECRET)}),
+    )
+    .await;
+    assert_eq!(out["secret_in_memory"], true, "the scan sees the guest's memory");
+    seen.0.lock().unwrap().clear();
+
+    // The receipt names the credential, never its value.
+    assert_eq!(http.len(), 1);
+    assert_eq!(http[0].status, Some(200));
+    assert_eq!(http[0].method, "GET");
+    let receipt = serde_json::to_string(&http).unwrap();
+    assert!(receipt.contains("authorization for") && receipt.contains("$TRACKER_TOKEN"), "{receipt}");
+    assert!(!receipt.contains(SECRET));
+
+    // A server that echoes it back: withheld in the body and the headers,
+    // so neither the guest's memory nor its log holds it.
+    let (out, _) = fetch(
+        &plugin,
+        json!({"url": format!("{o}/whoami"), "scan_for": xor_hex(SECRET)}),
+    )
+    .await;
+    let text = out.to_string();
+    assert!(!text.contains(SECRET), "{text}");
+    assert!(text.contains("withheld by sandcrab"), "{text}");
+    assert_eq!(out["secret_in_memory"], false);
+
+    // Nor its environment.
+    let env = plugin
+        .call_tool("env", "{}", &ToolCallContext::default(), None)
+        .await
+        .unwrap()
+        .text;
+    assert!(!env.contains(SECRET), "{env}");
+    drop(host);
+}
+
+#[tokio::test]
+async fn the_guest_cannot_send_its_own_credential_header_to_a_credentialed_origin() {
+    let (addr, seen) = serve([127, 0, 0, 1]).await;
+    let scene = Scene::new();
+    let o = origin(addr);
+    let (_host, plugin) = load(&scene, &[o.clone()], policy(&[o.clone()], Some(&o))).await;
+    let (out, http) = fetch(
+        &plugin,
+        json!({"url": format!("{o}/issues"), "headers": [["Authorization", "Bearer forged"]]}),
+    )
+    .await;
+    let refused = out["answer"]["refused"].as_str().unwrap_or_default();
+    assert!(
+        refused.contains("carries its own 'authorization' header"),
+        "{out}"
+    );
+    assert!(seen.all().is_empty(), "nothing reached the server");
+    assert!(http[0].refused.is_some());
+}
+
+#[tokio::test]
+async fn origins_outside_the_grant_are_refused_with_the_grant_to_add() {
+    let (addr, seen) = serve([127, 0, 0, 1]).await;
+    let (other, other_seen) = serve([127, 0, 0, 2]).await;
+    let scene = Scene::new();
+    let o = origin(addr);
+    let other_o = origin(other);
+    // The manifest asks for both; the operator grants only the first.
+    let (_host, plugin) = load(
+        &scene,
+        &[o.clone(), other_o.clone()],
+        policy(&[o.clone()], Some(&o)),
+    )
+    .await;
+
+    // Another host: refused, naming the grant.
+    let (out, _) = fetch(&plugin, json!({"url": format!("{other_o}/issues")})).await;
+    let refused = out["answer"]["refused"].as_str().unwrap_or_default();
+    assert!(
+        refused.contains(&format!("http = [\"{other_o}\"]")),
+        "{out}"
+    );
+
+    // A redirect from the granted origin to the other one: the first hop
+    // is answered, the second refused; the credential never went there.
+    let (out, http) = fetch(
+        &plugin,
+        json!({"url": format!("{o}/redirect?to={other_o}/issues")}),
+    )
+    .await;
+    assert!(out["answer"]["refused"].as_str().is_some(), "{out}");
+    assert_eq!(http.len(), 2, "{http:?}");
+    assert_eq!(http[0].status, Some(302));
+    assert!(http[1].refused.is_some());
+    assert!(other_seen.all().is_empty(), "the other host was never reached");
+    assert_eq!(seen.all().len(), 1);
+
+    // An origin the manifest does not even ask for.
+    let (out, _) = fetch(&plugin, json!({"url": "http://127.0.0.3:9/x"})).await;
+    let refused = out["answer"]["refused"].as_str().unwrap_or_default();
+    assert!(refused.contains("does not ask for"), "{out}");
+}
+
+#[tokio::test]
+async fn a_name_that_resolves_to_loopback_needs_the_address_granted() {
+    let (addr, seen) = serve([127, 0, 0, 1]).await;
+    let scene = Scene::new();
+    // `localhost` is a name: granting it does not grant loopback.
+    let by_name = format!("http://localhost:{}", addr.port());
+    let (_host, plugin) = load(&scene, &[by_name.clone()], policy(&[by_name.clone()], None)).await;
+    let (out, http) = fetch(&plugin, json!({"url": format!("{by_name}/issues")})).await;
+    let refused = out["answer"]["refused"].as_str().unwrap_or_default();
+    assert!(refused.contains("(loopback)"), "{out}");
+    assert!(
+        refused.contains(&format!("\"http://127.0.0.1:{}\"", addr.port()))
+            || refused.contains(&format!("\"http://[::1]:{}\"", addr.port())),
+        "the refusal names the address to grant: {refused}"
+    );
+    assert!(http[0].address.is_none(), "no connection was made");
+    assert!(seen.all().is_empty());
+}
+
+#[tokio::test]
+async fn plain_http_needs_its_own_grant() {
+    let scene = Scene::new();
+    let tls = "https://127.0.0.1:9".to_string();
+    let (_host, plugin) = load(&scene, &[tls.clone()], policy(&[tls.clone()], None)).await;
+    let (out, _) = fetch(&plugin, json!({"url": "http://127.0.0.1:9/x"})).await;
+    let refused = out["answer"]["refused"].as_str().unwrap_or_default();
+    assert!(refused.contains("plain http to 127.0.0.1 is not granted"), "{out}");
+}
+
+#[tokio::test]
+async fn an_oversized_response_is_refused_and_a_slow_one_cut_by_the_limit() {
+    let (addr, _) = serve([127, 0, 0, 1]).await;
+    let scene = Scene::new();
+    let o = origin(addr);
+    let mut p = policy(&[o.clone()], None);
+    let grant = p.plugins.get_mut("http-tool").unwrap();
+    grant.limits.http_response_kb = Some(1024);
+    grant.limits.http_timeout_ms = Some(500);
+    let (_host, plugin) = load(&scene, &[o.clone()], p).await;
+
+    let (out, _) = fetch(&plugin, json!({"url": format!("{o}/big")})).await;
+    let refused = out["answer"]["refused"].as_str().unwrap_or_default();
+    assert!(refused.contains("larger than 1024 KiB"), "{out}");
+    assert!(refused.contains("http_response_kb"), "{out}");
+
+    let started = std::time::Instant::now();
+    let (out, _) = fetch(&plugin, json!({"url": format!("{o}/slow")})).await;
+    let refused = out["answer"]["refused"].as_str().unwrap_or_default();
+    assert!(refused.contains("no answer in time"), "{out}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+
+    // And the plugin keeps working.
+    let (out, _) = fetch(&plugin, json!({"url": format!("{o}/issues")})).await;
+    assert_eq!(out["answer"]["status"], 200);
+}
+
+#[tokio::test]
+async fn methods_are_granted_per_origin() {
+    let (addr, seen) = serve([127, 0, 0, 1]).await;
+    let scene = Scene::new();
+    let o = origin(addr);
+    let grant: PluginGrant =
+        toml::from_str(&format!("http = [{{ origin = \"{o}\", methods = [\"GET\"] }}]")).unwrap();
+    let mut p = Policy::default();
+    p.plugins.insert("http-tool".into(), grant);
+    let (_host, plugin) = load(&scene, &[o.clone()], p).await;
+    let (out, _) = fetch(
+        &plugin,
+        json!({"url": format!("{o}/issues"), "method": "POST", "body": "{}"}),
+    )
+    .await;
+    let refused = out["answer"]["refused"].as_str().unwrap_or_default();
+    assert!(refused.contains("POST to") && refused.contains("methods = [\"POST\"]"), "{out}");
+    assert!(seen.all().is_empty());
+}
+
+#[tokio::test]
+async fn locked_mode_refuses_http_to_an_unpinned_plugin() {
+    let (addr, seen) = serve([127, 0, 0, 1]).await;
+    let scene = Scene::new();
+    let o = origin(addr);
+    let mut p = policy(&[o.clone()], None);
+    p.mode = PolicyMode::Locked;
+    let (_host, unpinned) = try_load(&scene, &[o.clone()], p.clone()).await;
+    let Err(err) = unpinned else {
+        panic!("locked mode loads no unpinned plugin")
+    };
+    let err = err.to_string();
+    assert!(err.contains("pin"), "{err}");
+    // Pinned and granted, it reaches exactly the granted origin.
+    let wasm = std::fs::read(sandcrab_bundled_plugins::artifact("test-fixtures/http-tool").unwrap().wasm_path).unwrap();
+    p.plugins.get_mut("http-tool").unwrap().sha256 =
+        Some(sandcrab::plugin::integrity::sha256_hex(&wasm));
+    let (_host, plugin) = load(&scene, &[o.clone()], p.clone()).await;
+    let (out, _) = fetch(&plugin, json!({"url": format!("{o}/issues")})).await;
+    assert_eq!(out["answer"]["status"], 200, "{out}");
+    assert_eq!(seen.all().len(), 1);
+}
