@@ -17,7 +17,7 @@ use sandcrab::plugin::{
 };
 use serde_json::{Value, json};
 
-use crate::support::{Scene, cache_dir, install_plugin};
+use crate::support::{Scene, cache_dir, install_plugin, sandcrab_cmd};
 
 const SECRET: &str = "tok-live-9f8e7d6c5b4a";
 
@@ -47,12 +47,20 @@ async fn serve(ip: [u8; 4]) -> (SocketAddr, Seen) {
             "/issues",
             get(|State(seen): State<Seen>, headers: HeaderMap| async move {
                 record(&seen, "/issues", &headers);
-                axum::Json(json!([{"id": 1, "title": "deploy key rotates monthly"}]))
+                axum::Json(
+                    json!([{"id": 1, "title": "deploy key rotates monthly", "state": "open"}]),
+                )
             })
-            .post(|State(seen): State<Seen>, headers: HeaderMap, body: String| async move {
-                record(&seen, "/issues POST", &headers);
-                (StatusCode::CREATED, axum::Json(json!({"created": body.len()})))
-            }),
+            .post(
+                |State(seen): State<Seen>, headers: HeaderMap, body: String| async move {
+                    record(&seen, "/issues POST", &headers);
+                    let sent: Value = serde_json::from_str(&body).unwrap_or_default();
+                    (
+                        StatusCode::CREATED,
+                        axum::Json(json!({"id": 2, "title": sent["title"], "state": "open"})),
+                    )
+                },
+            ),
         )
         .route(
             "/whoami",
@@ -182,7 +190,10 @@ async fn fetch(plugin: &LoadedPlugin, args: Value) -> (Value, Vec<sandcrab::plug
 }
 
 fn xor_hex(secret: &str) -> String {
-    secret.bytes().map(|b| format!("{:02x}", b ^ 0x5a)).collect()
+    secret
+        .bytes()
+        .map(|b| format!("{:02x}", b ^ 0x5a))
+        .collect()
 }
 
 fn origin(addr: SocketAddr) -> String {
@@ -202,20 +213,31 @@ async fn a_granted_origin_gets_the_credential_the_plugin_never_sees() {
     )
     .await;
     assert_eq!(out["answer"]["status"], 200, "{out}");
-    assert!(out["answer"]["body"].as_str().unwrap().contains("deploy key"));
+    assert!(
+        out["answer"]["body"]
+            .as_str()
+            .unwrap()
+            .contains("deploy key")
+    );
     assert_eq!(
         seen.all(),
         [("/issues".to_string(), Some(format!("Bearer {SECRET}")))],
         "the server received the header the host added"
     );
-    assert_eq!(out["secret_in_memory"], false, "the guest's memory never held it");
+    assert_eq!(
+        out["secret_in_memory"], false,
+        "the guest's memory never held it"
+    );
     // The scan does find a secret the guest did hold (its own header).
     let (out, _) = fetch(
         &plugin,
         json!({"url": format!("{o}/issues"), "headers": [["x-note", SECRET]], "scan_for": xor_hex(SECRET)}),
     )
     .await;
-    assert_eq!(out["secret_in_memory"], true, "the scan sees the guest's memory");
+    assert_eq!(
+        out["secret_in_memory"], true,
+        "the scan sees the guest's memory"
+    );
     seen.0.lock().unwrap().clear();
 
     // The receipt names the credential, never its value.
@@ -223,7 +245,10 @@ async fn a_granted_origin_gets_the_credential_the_plugin_never_sees() {
     assert_eq!(http[0].status, Some(200));
     assert_eq!(http[0].method, "GET");
     let receipt = serde_json::to_string(&http).unwrap();
-    assert!(receipt.contains("authorization for") && receipt.contains("$TRACKER_TOKEN"), "{receipt}");
+    assert!(
+        receipt.contains("authorization for") && receipt.contains("$TRACKER_TOKEN"),
+        "{receipt}"
+    );
     assert!(!receipt.contains(SECRET));
 
     // A server that echoes it back: withheld in the body and the headers,
@@ -302,7 +327,10 @@ async fn origins_outside_the_grant_are_refused_with_the_grant_to_add() {
     assert_eq!(http.len(), 2, "{http:?}");
     assert_eq!(http[0].status, Some(302));
     assert!(http[1].refused.is_some());
-    assert!(other_seen.all().is_empty(), "the other host was never reached");
+    assert!(
+        other_seen.all().is_empty(),
+        "the other host was never reached"
+    );
     assert_eq!(seen.all().len(), 1);
 
     // An origin the manifest does not even ask for.
@@ -337,7 +365,10 @@ async fn plain_http_needs_its_own_grant() {
     let (_host, plugin) = load(&scene, &[tls.clone()], policy(&[tls.clone()], None)).await;
     let (out, _) = fetch(&plugin, json!({"url": "http://127.0.0.1:9/x"})).await;
     let refused = out["answer"]["refused"].as_str().unwrap_or_default();
-    assert!(refused.contains("plain http to 127.0.0.1 is not granted"), "{out}");
+    assert!(
+        refused.contains("plain http to 127.0.0.1 is not granted"),
+        "{out}"
+    );
 }
 
 #[tokio::test]
@@ -372,8 +403,10 @@ async fn methods_are_granted_per_origin() {
     let (addr, seen) = serve([127, 0, 0, 1]).await;
     let scene = Scene::new();
     let o = origin(addr);
-    let grant: PluginGrant =
-        toml::from_str(&format!("http = [{{ origin = \"{o}\", methods = [\"GET\"] }}]")).unwrap();
+    let grant: PluginGrant = toml::from_str(&format!(
+        "http = [{{ origin = \"{o}\", methods = [\"GET\"] }}]"
+    ))
+    .unwrap();
     let mut p = Policy::default();
     p.plugins.insert("http-tool".into(), grant);
     let (_host, plugin) = load(&scene, &[o.clone()], p).await;
@@ -383,7 +416,10 @@ async fn methods_are_granted_per_origin() {
     )
     .await;
     let refused = out["answer"]["refused"].as_str().unwrap_or_default();
-    assert!(refused.contains("POST to") && refused.contains("methods = [\"POST\"]"), "{out}");
+    assert!(
+        refused.contains("POST to") && refused.contains("methods = [\"POST\"]"),
+        "{out}"
+    );
     assert!(seen.all().is_empty());
 }
 
@@ -401,11 +437,109 @@ async fn locked_mode_refuses_http_to_an_unpinned_plugin() {
     let err = err.to_string();
     assert!(err.contains("pin"), "{err}");
     // Pinned and granted, it reaches exactly the granted origin.
-    let wasm = std::fs::read(sandcrab_bundled_plugins::artifact("test-fixtures/http-tool").unwrap().wasm_path).unwrap();
+    let wasm = std::fs::read(
+        sandcrab_bundled_plugins::artifact("test-fixtures/http-tool")
+            .unwrap()
+            .wasm_path,
+    )
+    .unwrap();
     p.plugins.get_mut("http-tool").unwrap().sha256 =
         Some(sandcrab::plugin::integrity::sha256_hex(&wasm));
     let (_host, plugin) = load(&scene, &[o.clone()], p.clone()).await;
     let (out, _) = fetch(&plugin, json!({"url": format!("{o}/issues")})).await;
     assert_eq!(out["answer"]["status"], 200, "{out}");
     assert_eq!(seen.all().len(), 1);
+}
+
+/// The example plugin, end to end through the binary as an operator runs
+/// it: the grant and the credential in the user's configuration, the token
+/// in sandcrab's environment, the tools called by `sandcrab tool call`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_issue_tracker_example_calls_an_authenticated_api() {
+    let (addr, seen) = serve([127, 0, 0, 1]).await;
+    let scene = Scene::new();
+    let o = origin(addr);
+    install_plugin(
+        &scene.plugins(),
+        "examples/issue-tracker",
+        "issue-tracker",
+        |m| m.replace("https://tracker.example.com", &o),
+    );
+    scene.write_user_config(&format!(
+        "plugin_dirs = [\"{}\"]\n\
+         [policy.plugins.issue-tracker]\n\
+         http = [{{ origin = \"{o}\", methods = [\"GET\", \"POST\"] }}]\n\
+         env = [\"ISSUE_TRACKER_URL\"]\n\
+         [policy.plugins.issue-tracker.credentials.\"{o}\"]\n\
+         header = \"Authorization\"\n\
+         value = \"Bearer ${{TRACKER_TOKEN}}\"\n",
+        scene.plugins().display()
+    ));
+    let run = |args: Vec<String>| {
+        let mut cmd = sandcrab_cmd(&scene);
+        cmd.args(&args)
+            .arg("--workspace")
+            .arg(scene.workspace())
+            .env("TRACKER_TOKEN", SECRET)
+            .env("ISSUE_TRACKER_URL", &o);
+        tokio::task::spawn_blocking(move || cmd.output().unwrap())
+    };
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+
+    let out = run(vec!["tool".into(), "call".into(), "list_issues".into()])
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert_eq!(
+        text(&out.stdout).trim(),
+        "#1 [open] deploy key rotates monthly"
+    );
+    let out = run(vec![
+        "tool".into(),
+        "call".into(),
+        "open_issue".into(),
+        "--args".into(),
+        json!({"title": "rotate the key"}).to_string(),
+    ])
+    .await
+    .unwrap();
+    assert_eq!(
+        text(&out.stdout).trim(),
+        "Opened #2: rotate the key",
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        seen.all(),
+        [
+            ("/issues".to_string(), Some(format!("Bearer {SECRET}"))),
+            ("/issues POST".to_string(), Some(format!("Bearer {SECRET}"))),
+        ]
+    );
+
+    // The operator sees the grant and the credential's name, not its value.
+    let out = run(vec![
+        "plugins".into(),
+        "inspect".into(),
+        "issue-tracker".into(),
+    ])
+    .await
+    .unwrap();
+    let shown = text(&out.stdout);
+    assert!(
+        shown.contains(&format!("http:      {o} (GET, POST)")),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(&format!(
+            "credential: authorization for {o} from $TRACKER_TOKEN (set)"
+        )),
+        "{shown}"
+    );
+    assert!(!shown.contains(SECRET) && !text(&out.stderr).contains(SECRET));
 }

@@ -52,7 +52,7 @@ pub(super) async fn decide(session: &Session, call: &ToolCall, registry: &ToolRe
             tool: call.name.clone(),
             standing,
             programs: Vec::new(),
-http: Vec::new(),
+            http: Vec::new(),
             approvals: vec![line],
             outcome: ToolStatus::Denied.outcome().into(),
             status: Some(ToolStatus::Denied),

@@ -158,7 +158,7 @@ impl Session {
                             |e| e.standing(&record.tool_name),
                         ),
                         programs: Vec::new(),
-http: Vec::new(),
+                        http: Vec::new(),
                         approvals: Vec::new(),
                         outcome: format!("background job {}", record.job_id),
                         status: Some(ToolStatus::Background),

@@ -68,15 +68,23 @@ async fn check(modes: Vec<SandboxMode>, json: bool, weaken: &[String]) -> anyhow
     if weakened == Weaken::default() {
         probe::keep(&checks, crate::time::now_rfc3339());
     }
-    let holds = checks.iter().all(ModeCheck::holds);
+    let http = crate::plugin::http::self_check::check().await;
+    let holds = checks.iter().all(ModeCheck::holds) && http.iter().all(|h| h.held);
     if json {
         outln!(
             "{}",
-            super::terminal::json_pretty(&serde_json::json!({"holds": holds, "checks": checks}))
+            super::terminal::json_pretty(
+                &serde_json::json!({"holds": holds, "checks": checks, "http": http})
+            )
         );
     } else {
         for c in &checks {
             print_check(c);
+        }
+        outln!("plugin HTTP (the host's gate for wasi:http requests, against a loopback server):");
+        for h in &http {
+            let verdict = if h.held { "held" } else { "OPEN" };
+            outln!("  {verdict:<8} {} — {}", h.attempt, h.detail);
         }
         if !holds {
             errln!(

@@ -413,14 +413,13 @@ impl PluginHost {
             );
             self.note(Severity::Warning, &manifest_path, message);
         }
-        let sandbox =
-            PluginSandbox::new(
-                &manifest.name,
-                source.origin(),
-                &decision.grants,
-                &manifest.capabilities.http,
-                &self.ctx,
-            );
+        let sandbox = PluginSandbox::new(
+            &manifest.name,
+            source.origin(),
+            &decision.grants,
+            &manifest.capabilities.http,
+            &self.ctx,
+        );
         let mut plugin = LoadedPlugin::new(
             manifest,
             source.origin(),

@@ -46,6 +46,7 @@ pub use reading::{
 };
 pub use sandbox::{GUEST_WORKSPACE, Mount, PluginSandbox, SandboxContext, scratch_warning};
 pub use types::{
-    ActivityLog, CallActivity, HttpExchange, ProfileInfo, ProgramConfinement, ProgramRun, SummaryMessage, ToolCallContext,
-    ToolFailure, ToolOutput, ToolSpec, ToolTraits, TruncateMode, TruncationLimits, Writes,
+    ActivityLog, CallActivity, HttpExchange, ProfileInfo, ProgramConfinement, ProgramRun,
+    SummaryMessage, ToolCallContext, ToolFailure, ToolOutput, ToolSpec, ToolTraits, TruncateMode,
+    TruncationLimits, Writes,
 };

@@ -606,11 +606,8 @@ impl Policy {
             line("network", "yes".into(), explicit.is_some_and(|g| g.network));
         }
         for rule in &grants.http {
-            let operator = explicit.is_some_and(|g| {
-                g.http
-                    .iter()
-                    .any(|h| h.origin.covers(&rule.origin))
-            });
+            let operator =
+                explicit.is_some_and(|g| g.http.iter().any(|h| h.origin.covers(&rule.origin)));
             line("http", rule.describe(), operator);
         }
         for credential in &grants.credentials {
@@ -842,15 +839,23 @@ mod tests {
             mode: PolicyMode::Locked,
             ..Policy::default()
         };
-        policy
-            .plugins
-            .insert("probe".into(), http_grant(&["https://api.github.com"], false));
+        policy.plugins.insert(
+            "probe".into(),
+            http_grant(&["https://api.github.com"], false),
+        );
         let d = policy.decide(&m, Origin::ThirdParty);
         assert!(d.grants.http.is_empty());
-        assert!(d.denied.iter().any(|x| x.contains("sandcrab plugins pin probe")), "{:?}", d.denied);
-        policy
-            .plugins
-            .insert("probe".into(), http_grant(&["https://api.github.com"], true));
+        assert!(
+            d.denied
+                .iter()
+                .any(|x| x.contains("sandcrab plugins pin probe")),
+            "{:?}",
+            d.denied
+        );
+        policy.plugins.insert(
+            "probe".into(),
+            http_grant(&["https://api.github.com"], true),
+        );
         assert_eq!(policy.decide(&m, Origin::ThirdParty).grants.http.len(), 1);
         policy.network = Some(false);
         policy.mode = PolicyMode::Default;

@@ -11,8 +11,8 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::clock::CallClock;
-use super::http::HttpGate;
 use super::guest_log::{GuestOutput, LogBudget};
+use super::http::HttpGate;
 use super::manifest::Access;
 use super::policy::EffectiveLimits;
 use super::sandbox::PluginSandbox;

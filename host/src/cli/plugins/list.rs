@@ -173,6 +173,27 @@ pub async fn inspect(args: HostArgs, name: &str) -> anyhow::Result<ExitCode> {
         Err(why) => format!("{} — programs refused: {why}", policy.sandbox_mode()),
     };
     outln!("programs:  run under sandbox mode {sandbox}");
+    if grants.http.is_empty() {
+        outln!("http:      none");
+    } else {
+        for rule in &grants.http {
+            outln!("http:      {}", rule.describe());
+        }
+        outln!(
+            "           each request ≤ {} KiB out, ≤ {} KiB in, {} ms, {} open per call",
+            grants.limits.http_request_kb,
+            grants.limits.http_response_kb,
+            grants.limits.http_timeout_ms,
+            grants.limits.http_concurrent
+        );
+    }
+    for credential in &p.sandbox().http.credentials {
+        let state = match credential.value() {
+            Ok(_) => "set".to_string(),
+            Err(why) => format!("UNUSABLE: {why}"),
+        };
+        outln!("credential: {} ({state})", credential.grant.describe());
+    }
     for tool in &p.tools {
         let offer = offers.of(&setup.host, p, &tool.name);
         let seen = match offer {
@@ -212,6 +233,18 @@ fn capabilities(g: &Grants) -> String {
         out.push_str(&format!(" path:{}:{}", p.path.display(), p.access));
     }
     out.push_str(if g.network { " net:yes" } else { " net:no" });
+    if !g.http.is_empty() {
+        let origins: Vec<String> = g.http.iter().map(|r| r.origin.to_string()).collect();
+        out.push_str(&format!(" http:{}", origins.join(",")));
+    }
+    if !g.credentials.is_empty() {
+        let names: Vec<String> = g
+            .credentials
+            .iter()
+            .map(|c| format!("{}@{}", c.rule.header, c.origin))
+            .collect();
+        out.push_str(&format!(" credentials:{}", names.join(",")));
+    }
     out
 }
 

@@ -45,7 +45,8 @@ fn v6_kind(a: Ipv6Addr) -> Option<&'static str> {
     }
     let seg = a.segments();
     // NAT64 (64:ff9b::/96) and IPv4-compatible (::a.b.c.d) forms.
-    if (seg[0] == 0x64 && seg[1] == 0xff9b && seg[2..6] == [0; 4]) || (seg[..6] == [0; 6] && seg[6] != 0)
+    if (seg[0] == 0x64 && seg[1] == 0xff9b && seg[2..6] == [0; 4])
+        || (seg[..6] == [0; 6] && seg[6] != 0)
     {
         let v4 = Ipv4Addr::new(
             (seg[6] >> 8) as u8,

@@ -128,6 +128,9 @@ impl HttpEgress {
 
     /// The rule that lets `method` to `origin` out, or the refusal.
     pub fn rule_for(&self, method: &str, origin: &RequestOrigin) -> Result<&HttpRule, String> {
+        if method == "CONNECT" {
+            return Err("CONNECT (a tunnel past the host's checks) is never sent".into());
+        }
         let matching: Vec<&HttpRule> = self
             .rules
             .iter()
@@ -166,10 +169,7 @@ impl HttpEgress {
                 origin.host, self.plugin
             ));
         }
-        let asked = self
-            .requested
-            .iter()
-            .any(|p| p.matches(origin));
+        let asked = self.requested.iter().any(|p| p.matches(origin));
         if !asked {
             let listed = if self.requested.is_empty() {
                 "none".to_string()
@@ -272,7 +272,10 @@ impl HttpEgress {
 
 impl Credential {
     fn marker(&self) -> String {
-        format!("[credential {} withheld by sandcrab]", self.grant.rule.header)
+        format!(
+            "[credential {} withheld by sandcrab]",
+            self.grant.rule.header
+        )
     }
 }
 
@@ -371,11 +374,17 @@ mod tests {
         let err = e
             .rule_for("GET", &origin("http://api.example.com/x"))
             .unwrap_err();
-        assert!(err.contains("plain http to api.example.com is not granted"), "{err}");
+        assert!(
+            err.contains("plain http to api.example.com is not granted"),
+            "{err}"
+        );
         let err = e
             .rule_for("GET", &origin("https://other.example.com/"))
             .unwrap_err();
-        assert!(err.contains("does not ask for https://other.example.com"), "{err}");
+        assert!(
+            err.contains("does not ask for https://other.example.com"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -388,7 +397,10 @@ mod tests {
             .unwrap_err();
         assert!(err.contains("127.0.0.1 (loopback)"), "{err}");
         assert!(err.contains("\"http://127.0.0.1:8080\""), "{err}");
-        let mixed = ["127.0.0.1".parse().unwrap(), "93.184.216.34".parse().unwrap()];
+        let mixed = [
+            "127.0.0.1".parse().unwrap(),
+            "93.184.216.34".parse().unwrap(),
+        ];
         assert_eq!(
             e.reachable(rule, &o, &mixed).unwrap(),
             vec!["93.184.216.34".parse::<IpAddr>().unwrap()]
@@ -406,7 +418,10 @@ mod tests {
         assert!(e.redact(&mut body));
         let text = String::from_utf8(body).unwrap();
         assert!(!text.contains("tok-123456"), "{text}");
-        assert!(format!("{:?}", e.credentials).contains("authorization for https://api.example.com from $TOKEN"));
+        assert!(
+            format!("{:?}", e.credentials)
+                .contains("authorization for https://api.example.com from $TOKEN")
+        );
         let missing = egress(
             &["https://api.example.com"],
             &[("https://api.example.com", "Bearer ${TOKEN}")],

@@ -164,7 +164,9 @@ async fn send(
             )));
         }
         let value = credential.value().map_err(|e| Refusal::Policy(e.into()))?;
-        parts.headers.insert(credential.header.clone(), value.clone());
+        parts
+            .headers
+            .insert(credential.header.clone(), value.clone());
         // The response is searched for the secret before the guest sees
         // it; a compressed body could hide it.
         parts.headers.insert(
@@ -211,18 +213,19 @@ async fn send(
         Some(addr) => vec![addr],
         None => {
             let lookup = tokio::net::lookup_host((origin.host.as_str(), origin.port));
-            let found = tokio::time::timeout(timeout(options.and_then(|o| o.connect_timeout)), lookup)
-                .await
-                .map_err(|_| timed_out(egress, "resolving the host name"))?
-                .map_err(|e| {
-                    Refusal::Wire(
-                        HttpError::DnsError {
-                            rcode: Some(e.to_string()),
-                            info_code: None,
-                        },
-                        format!("{} could not be resolved: {e}", origin.host),
-                    )
-                })?;
+            let found =
+                tokio::time::timeout(timeout(options.and_then(|o| o.connect_timeout)), lookup)
+                    .await
+                    .map_err(|_| timed_out(egress, "resolving the host name"))?
+                    .map_err(|e| {
+                        Refusal::Wire(
+                            HttpError::DnsError {
+                                rcode: Some(e.to_string()),
+                                info_code: None,
+                            },
+                            format!("{} could not be resolved: {e}", origin.host),
+                        )
+                    })?;
             let mut addrs: Vec<_> = found.map(|a| a.ip()).collect();
             addrs.dedup();
             addrs
@@ -299,6 +302,19 @@ async fn send(
         .map_err(|never| match never {})
         .boxed_unsync();
     Ok(http::Response::from_parts(head, body))
+}
+
+/// One request through the gate outside any plugin call (`sandbox
+/// check`): the response, or the refusal's text.
+pub async fn send_checked(
+    egress: &HttpEgress,
+    clock: &CallClock,
+    request: http::Request<WasiBody>,
+) -> Result<http::Response<WasiBody>, String> {
+    let mut record = HttpExchange::started(&request);
+    send(egress, clock, None, request, &mut record)
+        .await
+        .map_err(|r| r.message())
 }
 
 fn wire(e: WireError) -> Refusal {

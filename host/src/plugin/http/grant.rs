@@ -54,7 +54,10 @@ impl<'de> Deserialize<'de> for HttpGrant {
                     private: false,
                 })
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<HttpGrant, A::Error> {
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<HttpGrant, A::Error> {
                 let table =
                     GrantTable::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
                 let mut methods = Vec::new();
@@ -162,7 +165,11 @@ pub fn fill_template(
         rest = &after[end + 1..];
     }
     out.push_str(rest);
-    if missing.is_empty() { Ok(out) } else { Err(missing) }
+    if missing.is_empty() {
+        Ok(out)
+    } else {
+        Err(missing)
+    }
 }
 
 /// An origin a plugin may reach: requested by its manifest and granted.

@@ -116,9 +116,7 @@ fn write_origin(f: &mut fmt::Formatter<'_>, scheme: Scheme, host: &str, port: u1
 /// Lower case, brackets and one trailing dot removed.
 fn normalize_host(host: &str) -> String {
     let host = host.trim_start_matches('[').trim_end_matches(']');
-    host.strip_suffix('.')
-        .unwrap_or(host)
-        .to_ascii_lowercase()
+    host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase()
 }
 
 impl OriginPattern {
@@ -161,7 +159,9 @@ fn is_below(name: &str, suffix: &str) -> bool {
 
 /// Why a pattern could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid origin '{text}': {reason} (write it as scheme://host[:port], e.g. \"https://api.github.com\" or \"https://*.example.com:8443\")")]
+#[error(
+    "invalid origin '{text}': {reason} (write it as scheme://host[:port], e.g. \"https://api.github.com\" or \"https://*.example.com:8443\")"
+)]
 pub struct InvalidOrigin {
     pub text: String,
     pub reason: String,
@@ -208,7 +208,9 @@ impl FromStr for OriginPattern {
             HostPattern::Address(addr)
         } else {
             if host.contains('*') {
-                return Err(invalid("'*' may only stand for the leading labels: *.example.com"));
+                return Err(invalid(
+                    "'*' may only stand for the leading labels: *.example.com",
+                ));
             }
             check_name(&host).map_err(|r| invalid(&r))?;
             HostPattern::Name(host)
@@ -235,7 +237,10 @@ fn split_port(text: &str) -> Result<(&str, Option<u16>), String> {
         }
     };
     let port = port
-        .map(|p| p.parse::<u16>().map_err(|_| format!("port '{p}' is not a number 1-65535")))
+        .map(|p| {
+            p.parse::<u16>()
+                .map_err(|_| format!("port '{p}' is not a number 1-65535"))
+        })
         .transpose()?;
     Ok((host, port))
 }
