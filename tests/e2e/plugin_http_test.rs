@@ -23,10 +23,13 @@ const SECRET: &str = "tok-live-9f8e7d6c5b4a";
 
 /// What a test server saw: each request's path and Authorization header.
 #[derive(Clone, Default)]
-struct Seen(Arc<Mutex<Vec<(String, Option<String>)>>>);
+struct Seen(Arc<Mutex<Vec<Request>>>);
+
+/// A request's path and its Authorization header.
+type Request = (String, Option<String>);
 
 impl Seen {
-    fn all(&self) -> Vec<(String, Option<String>)> {
+    fn all(&self) -> Vec<Request> {
         self.0.lock().unwrap().clone()
     }
 }
@@ -112,14 +115,14 @@ async fn serve(ip: [u8; 4]) -> (SocketAddr, Seen) {
 
 /// The http-tool fixture asking for `asked`, loaded under `policy`, with
 /// `GITHUB_TOKEN`-like secret in the operator's environment.
-async fn load(scene: &Scene, asked: &[String], policy: Policy) -> (PluginHost, Arc<LoadedPlugin>) {
+async fn load(scene: &Scene, asked: &[impl AsRef<str>], policy: Policy) -> (PluginHost, Arc<LoadedPlugin>) {
     let (host, plugin) = try_load(scene, asked, policy).await;
     (host, plugin.unwrap())
 }
 
 async fn try_load(
     scene: &Scene,
-    asked: &[String],
+    asked: &[impl AsRef<str>],
     policy: Policy,
 ) -> (
     PluginHost,
@@ -127,7 +130,7 @@ async fn try_load(
 ) {
     let list = asked
         .iter()
-        .map(|o| format!("\"{o}\""))
+        .map(|o| format!("\"{}\"", o.as_ref()))
         .collect::<Vec<_>>()
         .join(", ");
     let dir = install_plugin(&scene.plugins(), "test-fixtures/http-tool", "http", |m| {
@@ -152,12 +155,12 @@ async fn try_load(
 }
 
 /// The operator's grant: `origins`, and the tracker's token for `cred`.
-fn policy(origins: &[String], cred: Option<&str>) -> Policy {
+fn policy(origins: &[impl AsRef<str>], cred: Option<&str>) -> Policy {
     let mut text = format!(
         "http = [{}]\n",
         origins
             .iter()
-            .map(|o| format!("\"{o}\""))
+            .map(|o| format!("\"{}\"", o.as_ref()))
             .collect::<Vec<_>>()
             .join(", ")
     );
@@ -205,7 +208,7 @@ async fn a_granted_origin_gets_the_credential_the_plugin_never_sees() {
     let (addr, seen) = serve([127, 0, 0, 1]).await;
     let scene = Scene::new();
     let o = origin(addr);
-    let (host, plugin) = load(&scene, &[o.clone()], policy(&[o.clone()], Some(&o))).await;
+    let (host, plugin) = load(&scene, &[&o], policy(&[&o], Some(&o))).await;
 
     let (out, http) = fetch(
         &plugin,
@@ -278,7 +281,7 @@ async fn the_guest_cannot_send_its_own_credential_header_to_a_credentialed_origi
     let (addr, seen) = serve([127, 0, 0, 1]).await;
     let scene = Scene::new();
     let o = origin(addr);
-    let (_host, plugin) = load(&scene, &[o.clone()], policy(&[o.clone()], Some(&o))).await;
+    let (_host, plugin) = load(&scene, &[&o], policy(&[&o], Some(&o))).await;
     let (out, http) = fetch(
         &plugin,
         json!({"url": format!("{o}/issues"), "headers": [["Authorization", "Bearer forged"]]}),
@@ -303,8 +306,8 @@ async fn origins_outside_the_grant_are_refused_with_the_grant_to_add() {
     // The manifest asks for both; the operator grants only the first.
     let (_host, plugin) = load(
         &scene,
-        &[o.clone(), other_o.clone()],
-        policy(&[o.clone()], Some(&o)),
+        &[&o, &other_o],
+        policy(&[&o], Some(&o)),
     )
     .await;
 
@@ -345,7 +348,7 @@ async fn a_name_that_resolves_to_loopback_needs_the_address_granted() {
     let scene = Scene::new();
     // `localhost` is a name: granting it does not grant loopback.
     let by_name = format!("http://localhost:{}", addr.port());
-    let (_host, plugin) = load(&scene, &[by_name.clone()], policy(&[by_name.clone()], None)).await;
+    let (_host, plugin) = load(&scene, &[&by_name], policy(&[&by_name], None)).await;
     let (out, http) = fetch(&plugin, json!({"url": format!("{by_name}/issues")})).await;
     let refused = out["answer"]["refused"].as_str().unwrap_or_default();
     assert!(refused.contains("(loopback)"), "{out}");
@@ -362,7 +365,7 @@ async fn a_name_that_resolves_to_loopback_needs_the_address_granted() {
 async fn plain_http_needs_its_own_grant() {
     let scene = Scene::new();
     let tls = "https://127.0.0.1:9".to_string();
-    let (_host, plugin) = load(&scene, &[tls.clone()], policy(&[tls.clone()], None)).await;
+    let (_host, plugin) = load(&scene, &[&tls], policy(&[&tls], None)).await;
     let (out, _) = fetch(&plugin, json!({"url": "http://127.0.0.1:9/x"})).await;
     let refused = out["answer"]["refused"].as_str().unwrap_or_default();
     assert!(
@@ -376,11 +379,11 @@ async fn an_oversized_response_is_refused_and_a_slow_one_cut_by_the_limit() {
     let (addr, _) = serve([127, 0, 0, 1]).await;
     let scene = Scene::new();
     let o = origin(addr);
-    let mut p = policy(&[o.clone()], None);
+    let mut p = policy(&[&o], None);
     let grant = p.plugins.get_mut("http-tool").unwrap();
     grant.limits.http_response_kb = Some(1024);
     grant.limits.http_timeout_ms = Some(500);
-    let (_host, plugin) = load(&scene, &[o.clone()], p).await;
+    let (_host, plugin) = load(&scene, &[&o], p).await;
 
     let (out, _) = fetch(&plugin, json!({"url": format!("{o}/big")})).await;
     let refused = out["answer"]["refused"].as_str().unwrap_or_default();
@@ -409,7 +412,7 @@ async fn methods_are_granted_per_origin() {
     .unwrap();
     let mut p = Policy::default();
     p.plugins.insert("http-tool".into(), grant);
-    let (_host, plugin) = load(&scene, &[o.clone()], p).await;
+    let (_host, plugin) = load(&scene, &[&o], p).await;
     let (out, _) = fetch(
         &plugin,
         json!({"url": format!("{o}/issues"), "method": "POST", "body": "{}"}),
@@ -428,9 +431,9 @@ async fn locked_mode_refuses_http_to_an_unpinned_plugin() {
     let (addr, seen) = serve([127, 0, 0, 1]).await;
     let scene = Scene::new();
     let o = origin(addr);
-    let mut p = policy(&[o.clone()], None);
+    let mut p = policy(&[&o], None);
     p.mode = PolicyMode::Locked;
-    let (_host, unpinned) = try_load(&scene, &[o.clone()], p.clone()).await;
+    let (_host, unpinned) = try_load(&scene, &[&o], p.clone()).await;
     let Err(err) = unpinned else {
         panic!("locked mode loads no unpinned plugin")
     };
@@ -445,7 +448,7 @@ async fn locked_mode_refuses_http_to_an_unpinned_plugin() {
     .unwrap();
     p.plugins.get_mut("http-tool").unwrap().sha256 =
         Some(sandcrab::plugin::integrity::sha256_hex(&wasm));
-    let (_host, plugin) = load(&scene, &[o.clone()], p.clone()).await;
+    let (_host, plugin) = load(&scene, &[&o], p.clone()).await;
     let (out, _) = fetch(&plugin, json!({"url": format!("{o}/issues")})).await;
     assert_eq!(out["answer"]["status"], 200, "{out}");
     assert_eq!(seen.all().len(), 1);
