@@ -18,6 +18,7 @@ use sandcrab::plugin::{
 use serde_json::{Value, json};
 
 use crate::support::{Scene, cache_dir, install_plugin, sandcrab_cmd};
+use crate::third_party_tools_test::built_example;
 
 const SECRET: &str = "tok-live-9f8e7d6c5b4a";
 
@@ -92,6 +93,20 @@ async fn serve(ip: [u8; 4]) -> (SocketAddr, Seen) {
             ),
         )
         .route(
+            "/notes.txt",
+            get(|State(seen): State<Seen>, headers: HeaderMap| async move {
+                record(&seen, "/notes.txt", &headers);
+                "first\n# TODO: rotate the deploy key\nlast\n"
+            }),
+        )
+        .route(
+            "/data.json",
+            get(|State(seen): State<Seen>, headers: HeaderMap| async move {
+                record(&seen, "/data.json", &headers);
+                axum::Json(json!({"name": "crab", "legs": 10}))
+            }),
+        )
+        .route(
             "/big",
             get(|| async { "x".repeat(3 << 20).into_response() }),
         )
@@ -115,7 +130,11 @@ async fn serve(ip: [u8; 4]) -> (SocketAddr, Seen) {
 
 /// The http-tool fixture asking for `asked`, loaded under `policy`, with
 /// `GITHUB_TOKEN`-like secret in the operator's environment.
-async fn load(scene: &Scene, asked: &[impl AsRef<str>], policy: Policy) -> (PluginHost, Arc<LoadedPlugin>) {
+async fn load(
+    scene: &Scene,
+    asked: &[impl AsRef<str>],
+    policy: Policy,
+) -> (PluginHost, Arc<LoadedPlugin>) {
     let (host, plugin) = try_load(scene, asked, policy).await;
     (host, plugin.unwrap())
 }
@@ -304,12 +323,7 @@ async fn origins_outside_the_grant_are_refused_with_the_grant_to_add() {
     let o = origin(addr);
     let other_o = origin(other);
     // The manifest asks for both; the operator grants only the first.
-    let (_host, plugin) = load(
-        &scene,
-        &[&o, &other_o],
-        policy(&[&o], Some(&o)),
-    )
-    .await;
+    let (_host, plugin) = load(&scene, &[&o, &other_o], policy(&[&o], Some(&o))).await;
 
     // Another host: refused, naming the grant.
     let (out, _) = fetch(&plugin, json!({"url": format!("{other_o}/issues")})).await;
@@ -545,4 +559,110 @@ async fn the_issue_tracker_example_calls_an_authenticated_api() {
         "{shown}"
     );
     assert!(!shown.contains(SECRET) && !text(&out.stderr).contains(SECRET));
+}
+
+/// The Python example (componentize-py, its own wasi:http bindings) and
+/// the JavaScript one (`fetch` in componentize-js) make real requests
+/// through the same gate: the granted origin answers (with the host's
+/// credential), another host is refused before anything leaves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_and_javascript_examples_request_through_the_same_gate() {
+    let (addr, seen) = serve([127, 0, 0, 1]).await;
+    let (other, other_seen) = serve([127, 0, 0, 2]).await;
+    let scene = Scene::new();
+    let o = origin(addr);
+    let other_o = origin(other);
+    for (example, asked) in [
+        ("python-notes", "https://raw.githubusercontent.com"),
+        ("js-json", "https://api.github.com"),
+    ] {
+        let from = built_example(example);
+        let to = scene.plugins().join(example);
+        std::fs::create_dir_all(&to).unwrap();
+        for entry in std::fs::read_dir(&from).unwrap() {
+            let entry = entry.unwrap();
+            let text = std::fs::read(entry.path()).unwrap();
+            let text = if entry.file_name() == "plugin.toml" {
+                String::from_utf8(text)
+                    .unwrap()
+                    .replace(
+                        &format!("http = [\"{asked}\"]"),
+                        &format!("http = [\"{o}\", \"{other_o}\"]"),
+                    )
+                    .into_bytes()
+            } else {
+                text
+            };
+            std::fs::write(to.join(entry.file_name()), text).unwrap();
+        }
+    }
+    let mut config = format!("plugin_dirs = [\"{}\"]\n", scene.plugins().display());
+    for name in ["python-notes", "js-json"] {
+        config.push_str(&format!(
+            "[policy.plugins.{name}]\nhttp = [\"{o}\"]\n\
+             [policy.plugins.{name}.credentials.\"{o}\"]\nheader = \"Authorization\"\nvalue = \"Bearer ${{TRACKER_TOKEN}}\"\n"
+        ));
+    }
+    scene.write_user_config(&config);
+    let call = |tool: &str, url: String| {
+        let mut cmd = sandcrab_cmd(&scene);
+        cmd.args([
+            "tool",
+            "call",
+            tool,
+            "--args",
+            &json!({ "url": url }).to_string(),
+        ])
+        .arg("--workspace")
+        .arg(scene.workspace())
+        .env("TRACKER_TOKEN", SECRET);
+        tokio::task::spawn_blocking(move || cmd.output().unwrap())
+    };
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+
+    let py = call("url_todo_list", format!("{o}/notes.txt"))
+        .await
+        .unwrap();
+    assert_eq!(
+        text(&py.stdout).trim(),
+        "2: # TODO: rotate the deploy key",
+        "{}",
+        text(&py.stderr)
+    );
+    let js = call("url_json_keys", format!("{o}/data.json"))
+        .await
+        .unwrap();
+    assert_eq!(
+        text(&js.stdout).trim(),
+        "legs: number\nname: string",
+        "{}",
+        text(&js.stderr)
+    );
+    assert_eq!(
+        seen.all(),
+        [
+            ("/notes.txt".to_string(), Some(format!("Bearer {SECRET}"))),
+            ("/data.json".to_string(), Some(format!("Bearer {SECRET}"))),
+        ],
+        "both requests arrived with the credential the host added"
+    );
+
+    // Asked for in the manifest, not granted: refused before it leaves.
+    let py = call("url_todo_list", format!("{other_o}/notes.txt"))
+        .await
+        .unwrap();
+    assert!(!py.status.success());
+    let shown = text(&py.stdout) + &text(&py.stderr);
+    assert!(
+        shown.contains(&format!("http = [\"{other_o}\"]")),
+        "Python reads the refusal: {shown}"
+    );
+    let js = call("url_json_keys", format!("{other_o}/data.json"))
+        .await
+        .unwrap();
+    assert!(!js.status.success(), "{}", text(&js.stdout));
+    assert!(
+        other_seen.all().is_empty(),
+        "the other host was never reached"
+    );
 }

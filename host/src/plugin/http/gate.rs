@@ -151,6 +151,18 @@ async fn send(
         ms.map_or(ours, |guest| guest.min(ours))
     };
     let (mut parts, body) = request.into_parts();
+    let path = parts
+        .uri
+        .path_and_query()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "/".into());
+    if !path.starts_with('/') {
+        // Anything else would make the request line name another target.
+        return Err(Refusal::Policy(format!(
+            "the request's path must start with '/' (it was '{}')",
+            path.chars().take(80).collect::<String>()
+        )));
+    }
 
     // The credential: the host's to add, never the guest's to send.
     let credential = egress.credential_for(&origin);
@@ -244,13 +256,7 @@ async fn send(
     record.address = Some(addr.ip().to_string());
 
     parts.uri = http::Uri::builder()
-        .path_and_query(
-            parts
-                .uri
-                .path_and_query()
-                .map(|p| p.as_str())
-                .unwrap_or("/"),
-        )
+        .path_and_query(path)
         .build()
         .map_err(|e| Refusal::Policy(format!("invalid path: {e}")))?;
     let request = http::Request::from_parts(parts, Full::new(Bytes::from(collected)));
