@@ -77,6 +77,7 @@ const SDK: &[File] = &[
         "src/bindings.rs",
         include_str!("../../../../../sdk/src/bindings.rs"),
     ),
+    ("src/http.rs", include_str!("../../../../../sdk/src/http.rs")),
     ("src/log.rs", include_str!("../../../../../sdk/src/log.rs")),
     (
         "src/paths.rs",
