@@ -666,3 +666,63 @@ async fn the_python_and_javascript_examples_request_through_the_same_gate() {
         "the other host was never reached"
     );
 }
+
+/// A bare HTTP/1.1 server that counts connections; it answers every
+/// request with "ok", and closes each connection after one answer (without
+/// saying so) when `drop_after_one`.
+async fn counting_server(
+    drop_after_one: bool,
+) -> (SocketAddr, Arc<std::sync::atomic::AtomicUsize>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = count.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                loop {
+                    let Ok(n) = stream.read(&mut chunk).await else {
+                        return;
+                    };
+                    if n == 0 {
+                        return;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                    while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        buf.drain(..end + 4);
+                        let _ = stream
+                            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+                            .await;
+                        if drop_after_one {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    (addr, count)
+}
+
+#[tokio::test]
+async fn requests_reuse_a_kept_connection_and_survive_one_the_server_dropped() {
+    let scene = Scene::new();
+    for (drop_after_one, connections) in [(false, 1), (true, 3)] {
+        let (addr, count) = counting_server(drop_after_one).await;
+        let o = origin(addr);
+        let (_host, plugin) = load(&scene, &[&o], policy(&[&o], Some(&o))).await;
+        for _ in 0..3 {
+            let (out, _) = fetch(&plugin, json!({"url": format!("{o}/ping")})).await;
+            assert_eq!(out["answer"]["body"], "ok", "{out}");
+        }
+        assert_eq!(
+            count.load(std::sync::atomic::Ordering::SeqCst),
+            connections,
+            "drop_after_one = {drop_after_one}"
+        );
+    }
+}

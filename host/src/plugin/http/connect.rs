@@ -72,37 +72,73 @@ fn tls_config() -> Arc<rustls::ClientConfig> {
         .clone()
 }
 
-/// Send `request` (origin-form URI, headers final) over `stream`,
-/// wrapping it in TLS for `tls_host` when given; read the response whole,
-/// refusing one over `limit` bytes.
-pub async fn exchange(
-    stream: TcpStream,
-    tls_host: Option<&str>,
-    request: http::Request<Full<Bytes>>,
-    limit: u64,
-) -> Result<(http::response::Parts, Vec<u8>), WireError> {
-    let stream: Box<dyn Stream> = match tls_host {
-        Some(host) => {
-            let name = rustls::pki_types::ServerName::try_from(host.to_string())
-                .map_err(|_| WireError::ServerName(host.to_string()))?;
-            let tls = tokio_rustls::TlsConnector::from(tls_config())
-                .connect(name, stream)
-                .await
-                .map_err(|source| WireError::Tls {
-                    host: host.to_string(),
-                    source,
-                })?;
-            Box::new(tls)
-        }
-        None => Box::new(stream),
-    };
-    let (mut sender, conn) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await?;
-    let driver = tokio::spawn(async move {
-        let _ = conn.await;
-    });
-    let result = async {
-        let response = sender.send_request(request).await?;
+/// One HTTP/1.1 connection to a checked address; its driver stops when it
+/// is dropped.
+pub struct Connection {
+    sender: hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+    driver: tokio::task::JoinHandle<()>,
+    /// Where it goes: the address connected to and the name TLS checked.
+    pub key: PoolKey,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.driver.abort();
+    }
+}
+
+/// What a connection may be reused for: the same checked address, and
+/// the same name its certificate was checked against (None: plain http).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PoolKey {
+    pub addr: SocketAddr,
+    pub tls_host: Option<String>,
+}
+
+impl Connection {
+    /// Wrap `stream` (connected to `key.addr`) in TLS for `key.tls_host`
+    /// when given, and shake hands.
+    pub async fn open(stream: TcpStream, key: PoolKey) -> Result<Connection, WireError> {
+        let stream: Box<dyn Stream> = match &key.tls_host {
+            Some(host) => {
+                let name = rustls::pki_types::ServerName::try_from(host.to_string())
+                    .map_err(|_| WireError::ServerName(host.to_string()))?;
+                let tls = tokio_rustls::TlsConnector::from(tls_config())
+                    .connect(name, stream)
+                    .await
+                    .map_err(|source| WireError::Tls {
+                        host: host.to_string(),
+                        source,
+                    })?;
+                Box::new(tls)
+            }
+            None => Box::new(stream),
+        };
+        let (sender, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await?;
+        let driver = tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        Ok(Connection {
+            sender,
+            driver,
+            key,
+        })
+    }
+
+    /// Whether it can carry another request now.
+    pub fn usable(&self) -> bool {
+        self.sender.is_ready() && !self.sender.is_closed()
+    }
+
+    /// Send `request` (origin-form URI, headers final); read the response
+    /// whole, refusing one over `limit` bytes.
+    pub async fn exchange(
+        &mut self,
+        request: http::Request<Full<Bytes>>,
+        limit: u64,
+    ) -> Result<(http::response::Parts, Vec<u8>), WireError> {
+        let response = self.sender.send_request(request).await?;
         let (parts, mut body) = response.into_parts();
         if let Some(len) = http_body::Body::size_hint(&body).exact()
             && len > limit
@@ -120,9 +156,6 @@ pub async fn exchange(
         }
         Ok((parts, bytes))
     }
-    .await;
-    driver.abort();
-    result
 }
 
 /// How long a step may take: the request's own timeout, but never past

@@ -56,6 +56,8 @@ pub struct HttpEgress {
     pub limits: HttpLimits,
     /// Where the operator's grants live (for refusals).
     pub config_file: String,
+    /// Idle keep-alive connections of the plugin.
+    pub pool: super::pool::Pool,
 }
 
 impl HttpEgress {
@@ -118,6 +120,7 @@ impl HttpEgress {
             credentials,
             limits,
             config_file: crate::user_files::config_file_shown(),
+            pool: Default::default(),
         }
     }
 

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
-use super::connect::{self, WireError, step_timeout};
+use super::connect::{self, Connection, PoolKey, WireError, step_timeout};
 use super::egress::HttpEgress;
 use super::origin::{RequestOrigin, Scheme};
 use crate::plugin::clock::CallClock;
@@ -246,35 +246,88 @@ async fn send(
     let addrs = egress
         .reachable(rule, &origin, &addrs)
         .map_err(Refusal::Policy)?;
-    let (stream, addr) = tokio::time::timeout(
-        timeout(options.and_then(|o| o.connect_timeout)),
-        connect::connect(&addrs, origin.port),
-    )
-    .await
-    .map_err(|_| timed_out(egress, "connecting"))?
-    .map_err(wire)?;
-    record.address = Some(addr.ip().to_string());
-
-    parts.uri = http::Uri::builder()
+    let uri = http::Uri::builder()
         .path_and_query(path)
         .build()
         .map_err(|e| Refusal::Policy(format!("invalid path: {e}")))?;
-    let request = http::Request::from_parts(parts, Full::new(Bytes::from(collected)));
-    let tls_host = (origin.scheme == Scheme::Https).then_some(origin.host.as_str());
-    let (mut head, mut body) = tokio::time::timeout(
-        timeout(options.and_then(|o| o.first_byte_timeout)),
-        connect::exchange(stream, tls_host, request, limits.response_bytes),
-    )
-    .await
-    .map_err(|_| timed_out(egress, "waiting for the response"))?
-    .map_err(|e| match e {
+    let body = Bytes::from(collected);
+    let build = || {
+        let mut request = http::Request::new(Full::new(body.clone()));
+        *request.method_mut() = parts.method.clone();
+        *request.uri_mut() = uri.clone();
+        *request.headers_mut() = parts.headers.clone();
+        request
+    };
+    let tls_host = (origin.scheme == Scheme::Https).then(|| origin.host.clone());
+    let idempotent = matches!(
+        parts.method,
+        http::Method::GET
+            | http::Method::HEAD
+            | http::Method::PUT
+            | http::Method::DELETE
+            | http::Method::OPTIONS
+    );
+    let answer_within = timeout(options.and_then(|o| o.first_byte_timeout));
+    let too_large = |e: WireError| match e {
         WireError::TooLarge { limit } => Refusal::Policy(format!(
             "the response from {origin} is larger than {} KiB (limits.http_response_kb); {}",
             limit >> 10,
             raise_hint(egress, "http_response_kb")
         )),
         other => wire(other),
-    })?;
+    };
+
+    // A kept connection to a checked address first.
+    let mut answered = None;
+    if let Some(mut conn) = egress.pool.take(&addrs, origin.port, tls_host.as_deref()) {
+        record.address = Some(conn.key.addr.ip().to_string());
+        match tokio::time::timeout(answer_within, conn.exchange(build(), limits.response_bytes))
+            .await
+        {
+            Ok(Ok(done)) => answered = Some((conn, done)),
+            // The server closed it meanwhile: a new connection, for a
+            // request that may be sent again.
+            Ok(Err(WireError::Http(e)))
+                if idempotent
+                    && (e.is_canceled() || e.is_closed() || e.is_incomplete_message()) => {}
+            Ok(Err(e)) => return Err(too_large(e)),
+            Err(_) => return Err(timed_out(egress, "waiting for the response")),
+        }
+    }
+    let (conn, (mut head, mut body)) = match answered {
+        Some(done) => done,
+        None => {
+            let connect_within = timeout(options.and_then(|o| o.connect_timeout));
+            let mut conn = tokio::time::timeout(connect_within, async {
+                let (stream, addr) = connect::connect(&addrs, origin.port).await?;
+                Connection::open(
+                    stream,
+                    PoolKey {
+                        addr,
+                        tls_host: tls_host.clone(),
+                    },
+                )
+                .await
+            })
+            .await
+            .map_err(|_| timed_out(egress, "connecting"))?
+            .map_err(wire)?;
+            record.address = Some(conn.key.addr.ip().to_string());
+            let done =
+                tokio::time::timeout(answer_within, conn.exchange(build(), limits.response_bytes))
+                    .await
+                    .map_err(|_| timed_out(egress, "waiting for the response"))?
+                    .map_err(too_large)?;
+            (conn, done)
+        }
+    };
+    let closing = head
+        .headers
+        .get(http::header::CONNECTION)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"close"));
+    if !closing {
+        egress.pool.give_back(conn);
+    }
     record.status = Some(head.status.as_u16());
     record.response_bytes = body.len() as u64;
 

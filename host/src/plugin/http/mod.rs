@@ -10,6 +10,7 @@ pub mod egress;
 mod gate;
 pub mod grant;
 pub mod origin;
+mod pool;
 pub mod self_check;
 
 pub use egress::{HttpEgress, HttpLimits};

@@ -77,7 +77,10 @@ const SDK: &[File] = &[
         "src/bindings.rs",
         include_str!("../../../../../sdk/src/bindings.rs"),
     ),
-    ("src/http.rs", include_str!("../../../../../sdk/src/http.rs")),
+    (
+        "src/http.rs",
+        include_str!("../../../../../sdk/src/http.rs"),
+    ),
     ("src/log.rs", include_str!("../../../../../sdk/src/log.rs")),
     (
         "src/paths.rs",
