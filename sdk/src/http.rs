@@ -190,7 +190,11 @@ fn split(url: &str) -> Result<Parts<'_>, HttpError> {
     let scheme = match scheme.to_ascii_lowercase().as_str() {
         "https" => Scheme::Https,
         "http" => Scheme::Http,
-        other => return Err(HttpError::InvalidUrl(format!("scheme '{other}' in '{url}'"))),
+        other => {
+            return Err(HttpError::InvalidUrl(format!(
+                "scheme '{other}' in '{url}'"
+            )));
+        }
     };
     let cut = rest.find(['/', '?']).unwrap_or(rest.len());
     let (authority, path) = rest.split_at(cut);
@@ -286,8 +290,7 @@ fn send_once(
                 .map_err(|e| HttpError::Failed(format!("sending the body: {e:?}")))?;
         }
     }
-    OutgoingBody::finish(outgoing, None)
-        .map_err(|e| error_text(&e))?;
+    OutgoingBody::finish(outgoing, None).map_err(|e| error_text(&e))?;
 
     pending.subscribe().block();
     let response = match pending.get() {
@@ -296,11 +299,7 @@ fn send_once(
         _ => return Err(HttpError::Failed("the host gave no response".into())),
     };
     let status = response.status();
-    let headers = response
-        .headers()
-        .entries()
-        .into_iter()
-        .collect::<Vec<_>>();
+    let headers = response.headers().entries().into_iter().collect::<Vec<_>>();
     let incoming = response
         .consume()
         .map_err(|_| HttpError::Failed("the response body was taken".into()))?;
@@ -342,9 +341,15 @@ mod tests {
     #[test]
     fn redirect_targets_resolve_against_the_request() {
         let base = "https://api.example.com/v1/issues?x=1";
-        assert_eq!(resolve(base, "/v2/a").unwrap(), "https://api.example.com/v2/a");
+        assert_eq!(
+            resolve(base, "/v2/a").unwrap(),
+            "https://api.example.com/v2/a"
+        );
         assert_eq!(resolve(base, "b").unwrap(), "https://api.example.com/v1/b");
-        assert_eq!(resolve(base, "//cdn.example.com/z").unwrap(), "https://cdn.example.com/z");
+        assert_eq!(
+            resolve(base, "//cdn.example.com/z").unwrap(),
+            "https://cdn.example.com/z"
+        );
         assert_eq!(resolve(base, "http://x.org/").unwrap(), "http://x.org/");
     }
 }

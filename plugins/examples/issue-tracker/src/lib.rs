@@ -41,7 +41,10 @@ struct Issue {
 fn api_error(what: &str, response: &http::Response) -> ToolError {
     let mut body = response.text();
     body.truncate(500);
-    ToolError::Failed(format!("{what}: the tracker answered {}: {body}", response.status))
+    ToolError::Failed(format!(
+        "{what}: the tracker answered {}: {body}",
+        response.status
+    ))
 }
 
 struct ListIssues;

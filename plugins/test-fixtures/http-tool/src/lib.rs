@@ -25,7 +25,8 @@ struct FetchArgs {
 
 impl Tool for Fetch {
     const NAME: &'static str = "fetch";
-    const DESCRIPTION: &'static str = "Make an HTTP request; answer status, headers and body as JSON.";
+    const DESCRIPTION: &'static str =
+        "Make an HTTP request; answer status, headers and body as JSON.";
     type Args = FetchArgs;
 
     fn parameters() -> Schema {
