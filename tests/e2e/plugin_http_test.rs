@@ -107,6 +107,27 @@ async fn serve(ip: [u8; 4]) -> (SocketAddr, Seen) {
             }),
         )
         .route(
+            "/headers",
+            get(|headers: HeaderMap| async move {
+                // The names of the request's headers, as a server that
+                // echoes requests would show them.
+                headers
+                    .keys()
+                    .map(|k| k.as_str().to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            }),
+        )
+        .route(
+            "/sneaky-encoding",
+            get(|| async {
+                let mut headers = HeaderMap::new();
+                headers.append("content-encoding", "identity".parse().unwrap());
+                headers.append("content-encoding", "gzip".parse().unwrap());
+                (headers, "compressed, it says")
+            }),
+        )
+        .route(
             "/big",
             get(|| async { "x".repeat(3 << 20).into_response() }),
         )
@@ -725,4 +746,130 @@ async fn requests_reuse_a_kept_connection_and_survive_one_the_server_dropped() {
             "drop_after_one = {drop_after_one}"
         );
     }
+}
+
+/// Call `tool` with `args`; its text and the call's activity.
+async fn call_logged(
+    plugin: &LoadedPlugin,
+    tool: &str,
+    args: Value,
+) -> (String, sandcrab::plugin::CallActivity) {
+    let log = ActivityLog::default();
+    let ctx = ToolCallContext {
+        session_id: "s".into(),
+        call_id: "c".into(),
+        programs: Some(log.clone()),
+        ..Default::default()
+    };
+    let out = plugin.call_tool(tool, &args.to_string(), &ctx, None).await;
+    let text = match out {
+        Ok(o) => o.text,
+        Err(e) => e.to_string(),
+    };
+    let activity = log.lock().unwrap().clone();
+    (text, activity)
+}
+
+/// A request the guest abandons stays in the receipt, and requests past the
+/// most a receipt lists are counted, not lost.
+#[tokio::test]
+async fn abandoned_and_excess_requests_still_show_in_the_receipt() {
+    let (addr, _) = serve([127, 0, 0, 1]).await;
+    let scene = Scene::new();
+    let o = origin(addr);
+    let (_host, plugin) = load(&scene, &[&o], policy(&[&o], Some(&o))).await;
+    let (text, activity) = call_logged(
+        &plugin,
+        "fire_and_forget",
+        json!({"url": format!("{o}/slow"), "count": 3}),
+    )
+    .await;
+    assert_eq!(text, "3 started");
+    assert_eq!(activity.http.len(), 3, "{activity:?}");
+    for exchange in &activity.http {
+        assert_eq!(exchange.method, "GET");
+        assert!(exchange.refused.is_some(), "{exchange:?}");
+    }
+    let (text, activity) = call_logged(
+        &plugin,
+        "fire_and_forget",
+        json!({"url": "http://127.0.0.9:9/x", "count": 300}),
+    )
+    .await;
+    assert_eq!(text, "300 started");
+    assert_eq!(activity.http.len(), 256);
+    assert_eq!(activity.http_unlisted, 44);
+}
+
+/// A guest cannot blow up the host or its receipts with a huge method, and
+/// cannot pile up unread responses past its memory limit.
+#[tokio::test]
+async fn a_huge_method_and_hoarded_responses_are_bounded() {
+    let (addr, _) = serve([127, 0, 0, 1]).await;
+    let scene = Scene::new();
+    let o = origin(addr);
+    let (_host, plugin) = load(&scene, &[&o], policy(&[&o], None)).await;
+    let (out, http) = fetch(
+        &plugin,
+        json!({"url": format!("{o}/issues"), "method": "X".repeat(100_000)}),
+    )
+    .await;
+    assert!(
+        out["answer"]["refused"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("longer than 32"),
+        "{out}"
+    );
+    assert!(http[0].method.len() < 40, "{}", http[0].method.len());
+
+    // The fixture may use 64 MiB; each answer is 3 MiB and never read.
+    let (text, _) = call_logged(
+        &plugin,
+        "hoard",
+        json!({"url": format!("{o}/big"), "count": 30}),
+    )
+    .await;
+    let hoard: Value = serde_json::from_str(&text).unwrap();
+    let kept = hoard["kept"].as_u64().unwrap();
+    assert!((15..=21).contains(&kept), "{hoard}");
+    assert!(
+        hoard["refused"][0]
+            .as_str()
+            .unwrap()
+            .contains("has not read"),
+        "{hoard}"
+    );
+    // Once the instance is gone, its budget is too.
+    let (out, _) = fetch(&plugin, json!({"url": format!("{o}/big")})).await;
+    assert_eq!(out["answer"]["status"], 200);
+}
+
+/// With a credential in play, nothing may ask for the answer in slices,
+/// compressed or re-encoded, and an answer that says it is encoded is
+/// withheld.
+#[tokio::test]
+async fn credentialed_answers_cannot_be_asked_for_in_another_shape() {
+    let (addr, _) = serve([127, 0, 0, 1]).await;
+    let scene = Scene::new();
+    let o = origin(addr);
+    let (_host, plugin) = load(&scene, &[&o], policy(&[&o], Some(&o))).await;
+    let (out, _) = fetch(
+        &plugin,
+        json!({"url": format!("{o}/headers"), "headers": [
+            ["range", "bytes=7-12"], ["te", "gzip"], ["accept-charset", "utf-16"],
+            ["accept-encoding", "gzip"], ["if-range", "x"]
+        ]}),
+    )
+    .await;
+    let names = out["answer"]["body"].as_str().unwrap().to_string();
+    for gone in ["range", "te", "accept-charset", "if-range"] {
+        assert!(
+            !names.split(',').any(|n| n == gone),
+            "{gone} reached the server: {names}"
+        );
+    }
+    let (out, _) = fetch(&plugin, json!({"url": format!("{o}/sneaky-encoding")})).await;
+    let refused = out["answer"]["refused"].as_str().unwrap_or_default();
+    assert!(refused.contains("compressed"), "{out}");
 }

@@ -53,6 +53,7 @@ pub(super) async fn decide(session: &Session, call: &ToolCall, registry: &ToolRe
             standing,
             programs: Vec::new(),
             http: Vec::new(),
+            http_unlisted: 0,
             approvals: vec![line],
             outcome: ToolStatus::Denied.outcome().into(),
             status: Some(ToolStatus::Denied),

@@ -159,6 +159,7 @@ impl Session {
                         ),
                         programs: Vec::new(),
                         http: Vec::new(),
+                        http_unlisted: 0,
                         approvals: Vec::new(),
                         outcome: format!("background job {}", record.job_id),
                         status: Some(ToolStatus::Background),

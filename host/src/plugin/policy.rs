@@ -537,6 +537,16 @@ impl Policy {
             explicit.map(|g| &g.credentials).unwrap_or(&empty),
             &rules,
         );
+        for credential in &credentials {
+            for var in &credential.rule.vars {
+                if explicit.is_some_and(|g| g.env.contains(var)) {
+                    denied.push(format!(
+                        "credentials: {var} is also granted to the plugin as env, so the plugin can read the credential the host adds for {}; take it out of env",
+                        credential.origin
+                    ));
+                }
+            }
+        }
         for origin in unused {
             denied.push(format!(
                 "credentials: {origin} is not an origin the plugin may reach, so its credential is never sent"
@@ -821,6 +831,7 @@ mod tests {
             http_grant(&["https://api.github.com", "https://api.other.com"], false),
         );
         let d = policy.decide(&m, Origin::ThirdParty);
+        assert!(!d.denied.iter().any(|x| x.contains("also granted")));
         let shown: Vec<String> = d.grants.http.iter().map(|r| r.describe()).collect();
         assert_eq!(shown, ["https://api.github.com"], "only what was asked for");
         assert_eq!(
@@ -829,6 +840,16 @@ mod tests {
         );
         assert!(d.sources.iter().any(|s| s.capability == "credentials"
             && s.source.ends_with("policy.plugins.probe.credentials")));
+        // The credential's variable granted as env too: the plugin could read it.
+        policy.plugins.get_mut("probe").unwrap().env = vec!["GITHUB_TOKEN".into()];
+        let d = policy.decide(&m, Origin::ThirdParty);
+        assert!(
+            d.denied
+                .iter()
+                .any(|x| x.contains("GITHUB_TOKEN is also granted to the plugin as env")),
+            "{:?}",
+            d.denied
+        );
     }
 
     #[test]

@@ -156,6 +156,7 @@ impl PluginSandbox {
                     response_bytes: grants.limits.http_response_kb << 10,
                     timeout_ms: grants.limits.http_timeout_ms,
                     concurrent: grants.limits.http_concurrent.max(1),
+                    held_bytes: (grants.limits.memory_mb as usize) << 20,
                 },
                 &ctx.host_env,
             )),

@@ -135,6 +135,20 @@ pub type ActivityLog = std::sync::Arc<std::sync::Mutex<CallActivity>>;
 pub struct CallActivity {
     pub programs: Vec<ProgramRun>,
     pub http: Vec<HttpExchange>,
+    /// Requests past the most a receipt lists, counted.
+    pub http_unlisted: u64,
+}
+
+/// `text` cut to at most `max` bytes, at a character boundary.
+fn clip(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
 }
 
 /// One HTTP request a call made: method, origin, what answered and how
@@ -162,15 +176,22 @@ pub struct HttpExchange {
 }
 
 impl HttpExchange {
-    /// A record of `request`, before anything is known of its fate.
+    /// A record of `request`, before anything is known of its fate: the
+    /// method and the scheme and authority (no user name, no path), each
+    /// cut to a sane length.
     pub fn started<B>(request: &http::Request<B>) -> Self {
+        let uri = request.uri();
+        let authority = uri
+            .authority()
+            .map(|a| a.as_str().rsplit('@').next().unwrap_or_default())
+            .unwrap_or_default();
+        let origin = match uri.scheme_str() {
+            Some(scheme) => format!("{scheme}://{authority}"),
+            None => authority.to_string(),
+        };
         HttpExchange {
-            method: request.method().as_str().to_string(),
-            origin: request
-                .uri()
-                .authority()
-                .map(|a| a.as_str().to_string())
-                .unwrap_or_default(),
+            method: clip(request.method().as_str(), 32),
+            origin: clip(&origin, 300),
             ..Default::default()
         }
     }

@@ -68,6 +68,7 @@ impl ToolOutcome {
             standing,
             programs: activity.programs,
             http: activity.http,
+            http_unlisted: activity.http_unlisted,
             approvals: Vec::new(),
             outcome: self.status.outcome().into(),
             status: Some(self.status),

@@ -92,6 +92,9 @@ pub struct Receipt {
     /// status, sizes; never a header's value).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub http: Vec<HttpExchange>,
+    /// Requests beyond the most a receipt lists, counted.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub http_unlisted: u64,
     /// Operator approvals given for this call.
     #[serde(default)]
     pub approvals: Vec<String>,
@@ -137,7 +140,10 @@ impl Receipt {
             .chain(&self.standing.standing_programs)
             .map(program_line)
             .collect();
-        let requests: Vec<String> = self.http.iter().map(HttpExchange::line).collect();
+        let mut requests: Vec<String> = self.http.iter().map(HttpExchange::line).collect();
+        if self.http_unlisted > 0 {
+            requests.push(format!("and {} more not listed", self.http_unlisted));
+        }
         format!(
             "{} by {} — {} — allowed by: {} — ran under: {}{}{}",
             self.tool,
@@ -161,6 +167,10 @@ impl Receipt {
             }
         )
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn program_line(p: &ProgramRun) -> String {

@@ -15,6 +15,7 @@ use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpH
 
 use super::connect::{self, Connection, PoolKey, WireError, step_timeout};
 use super::egress::HttpEgress;
+use super::held::Held;
 use super::origin::{RequestOrigin, Scheme};
 use crate::plugin::clock::CallClock;
 use crate::plugin::types::{ActivityLog, HttpExchange};
@@ -28,6 +29,8 @@ pub struct HttpGate {
     clock: Arc<CallClock>,
     log: Option<ActivityLog>,
     open: Arc<tokio::sync::Semaphore>,
+    /// Response bodies held for the instance, not read yet.
+    held: Held,
 }
 
 impl HttpGate {
@@ -41,13 +44,16 @@ impl HttpGate {
             clock,
             log,
             open,
+            held: Held::default(),
         }
     }
 
-    /// Start the next call of a reused instance: its clock, its receipt,
-    /// its own count of open requests.
+    /// Start the next call of a reused instance: its clock, its receipt.
+    /// The count of open requests stays the instance's: a request the
+    /// previous call left open still counts.
     pub fn begin_call(&mut self, clock: Arc<CallClock>, log: Option<ActivityLog>) {
-        *self = HttpGate::new(self.egress.clone(), clock, log);
+        self.clock = clock;
+        self.log = log;
     }
 }
 
@@ -72,36 +78,111 @@ impl WasiHttpHooks for HttpGate {
     ) -> SendFuture {
         let egress = self.egress.clone();
         let clock = self.clock.clone();
-        let log = self.log.clone();
+        // Listed in the receipt now, before anything can go out: a request
+        // the guest abandons, or one cut by the call's end, stays listed.
+        let mut entry = Entry::open(self.log.clone(), HttpExchange::started(&request));
         let permit = self.open.clone().try_acquire_owned();
+        let held = self.held.clone();
         Box::new(async move {
-            let started = Instant::now();
-            let mut record = HttpExchange::started(&request);
-            let result = match permit {
-                Ok(_permit) => send(&egress, &clock, options, request, &mut record).await,
-                Err(_) => Err(Refusal::Policy(format!(
-                    "plugin '{}' already has {} requests open in this call (limits.http_concurrent); wait for one to finish",
+            let result = match (permit, check_method(request.method())) {
+                (_, Err(why)) => Err(Refusal::Policy(why)),
+                (Ok(_permit), Ok(())) => {
+                    send(&egress, &clock, &held, options, request, &mut entry.record).await
+                }
+                (Err(_), Ok(())) => Err(Refusal::Policy(format!(
+                    "plugin '{}' already has {} requests open (limits.http_concurrent); wait for one to finish",
                     egress.plugin, egress.limits.concurrent
                 ))),
             };
-            record.duration_ms = started.elapsed().as_millis() as u64;
             let result = result.map_err(|refusal| {
                 let message = refusal.message();
-                record.refused = Some(message.clone());
+                entry.record.refused = Some(message.clone());
                 tracing::info!("plugin {}: HTTP request refused: {message}", egress.plugin);
                 refusal.into_error()
             });
-            if let Some(log) = &log
-                && let Ok(mut activity) = log.lock()
-                && activity.http.len() < MAX_RECORDED
-            {
-                activity.http.push(record);
+            if result.is_ok() {
+                entry.record.refused = None;
             }
+            entry.close();
             let response = result?;
             let io: Box<dyn Future<Output = Result<(), HttpError>> + Send> =
                 Box::new(async { Ok(()) });
             Ok((response, io))
         })
+    }
+}
+
+/// Methods are tokens of at most this many bytes.
+const MAX_METHOD: usize = 32;
+
+fn check_method(method: &http::Method) -> Result<(), String> {
+    match method.as_str() {
+        "CONNECT" => Err("CONNECT (a tunnel past the host's checks) is never sent".into()),
+        "TRACE" => Err("TRACE (the server echoes the request back) is never sent".into()),
+        m if m.len() > MAX_METHOD => Err(format!("a method longer than {MAX_METHOD} bytes")),
+        _ => Ok(()),
+    }
+}
+
+/// A request's line in the call's receipt: written when the request is
+/// made, rewritten when it ends, and marked abandoned if its future is
+/// dropped before that.
+struct Entry {
+    log: Option<ActivityLog>,
+    /// Its place in the log (None: over the cap, only counted).
+    index: Option<usize>,
+    record: HttpExchange,
+    started: Instant,
+    closed: bool,
+}
+
+impl Entry {
+    fn open(log: Option<ActivityLog>, mut record: HttpExchange) -> Self {
+        record.refused = Some("still open when the receipt was written".into());
+        let index = log.as_ref().and_then(|log| {
+            let mut activity = log.lock().ok()?;
+            if activity.http.len() < MAX_RECORDED {
+                activity.http.push(record.clone());
+                Some(activity.http.len() - 1)
+            } else {
+                activity.http_unlisted += 1;
+                None
+            }
+        });
+        Entry {
+            log,
+            index,
+            record,
+            started: Instant::now(),
+            closed: false,
+        }
+    }
+
+    fn write(&mut self) {
+        self.record.duration_ms = self.started.elapsed().as_millis() as u64;
+        if let (Some(log), Some(index)) = (&self.log, self.index)
+            && let Ok(mut activity) = log.lock()
+            && let Some(slot) = activity.http.get_mut(index)
+        {
+            *slot = self.record.clone();
+        }
+    }
+
+    fn close(&mut self) {
+        self.closed = true;
+        self.write();
+    }
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        if !self.closed {
+            self.record.refused = Some(
+                "abandoned before it ended (the guest dropped it, or the call ended); it may have reached the server"
+                    .into(),
+            );
+            self.write();
+        }
     }
 }
 
@@ -131,6 +212,7 @@ impl Refusal {
 async fn send(
     egress: &HttpEgress,
     clock: &CallClock,
+    held: &Held,
     options: Option<RequestOptions>,
     request: http::Request<WasiBody>,
     record: &mut HttpExchange,
@@ -146,9 +228,11 @@ async fn send(
     }
     let rule = egress.rule_for(&method, &origin).map_err(Refusal::Policy)?;
     let limits = egress.limits;
-    let timeout = |ms: Option<std::time::Duration>| {
-        let ours = step_timeout(limits.timeout_ms, clock.remaining());
-        ms.map_or(ours, |guest| guest.min(ours))
+    // One deadline for the whole request, never past the call's end; a
+    // step the guest gave a shorter timeout ends sooner.
+    let deadline = tokio::time::Instant::now() + step_timeout(limits.timeout_ms, clock.remaining());
+    let until = |guest: Option<std::time::Duration>| {
+        guest.map_or(deadline, |g| deadline.min(tokio::time::Instant::now() + g))
     };
     let (mut parts, body) = request.into_parts();
     let path = parts
@@ -158,10 +242,9 @@ async fn send(
         .unwrap_or_else(|| "/".into());
     if !path.starts_with('/') {
         // Anything else would make the request line name another target.
-        return Err(Refusal::Policy(format!(
-            "the request's path must start with '/' (it was '{}')",
-            path.chars().take(80).collect::<String>()
-        )));
+        return Err(Refusal::Policy(
+            "the request's path must start with '/'".into(),
+        ));
     }
 
     // The credential: the host's to add, never the guest's to send.
@@ -180,7 +263,15 @@ async fn send(
             .headers
             .insert(credential.header.clone(), value.clone());
         // The response is searched for the secret before the guest sees
-        // it; a compressed body could hide it.
+        // it: nothing may ask for it compressed, re-encoded or in slices.
+        for name in [
+            http::header::RANGE,
+            http::header::TE,
+            http::header::ACCEPT_CHARSET,
+            http::header::IF_RANGE,
+        ] {
+            parts.headers.remove(name);
+        }
         parts.headers.insert(
             http::header::ACCEPT_ENCODING,
             http::HeaderValue::from_static("identity"),
@@ -190,7 +281,7 @@ async fn send(
 
     // The body, within its cap and the clock.
     let body_limit = limits.request_bytes;
-    let collected = tokio::time::timeout(timeout(None), async {
+    let collected = tokio::time::timeout_at(until(None), async {
         let mut bytes = Vec::new();
         let mut body = body;
         while let Some(frame) = body.frame().await {
@@ -226,7 +317,7 @@ async fn send(
         None => {
             let lookup = tokio::net::lookup_host((origin.host.as_str(), origin.port));
             let found =
-                tokio::time::timeout(timeout(options.and_then(|o| o.connect_timeout)), lookup)
+                tokio::time::timeout_at(until(options.and_then(|o| o.connect_timeout)), lookup)
                     .await
                     .map_err(|_| timed_out(egress, "resolving the host name"))?
                     .map_err(|e| {
@@ -267,7 +358,7 @@ async fn send(
             | http::Method::DELETE
             | http::Method::OPTIONS
     );
-    let answer_within = timeout(options.and_then(|o| o.first_byte_timeout));
+    let answer_within = options.and_then(|o| o.first_byte_timeout);
     let too_large = |e: WireError| match e {
         WireError::TooLarge { limit } => Refusal::Policy(format!(
             "the response from {origin} is larger than {} KiB (limits.http_response_kb); {}",
@@ -281,8 +372,11 @@ async fn send(
     let mut answered = None;
     if let Some(mut conn) = egress.pool.take(&addrs, origin.port, tls_host.as_deref()) {
         record.address = Some(conn.key.addr.ip().to_string());
-        match tokio::time::timeout(answer_within, conn.exchange(build(), limits.response_bytes))
-            .await
+        match tokio::time::timeout_at(
+            until(answer_within),
+            conn.exchange(build(), limits.response_bytes),
+        )
+        .await
         {
             Ok(Ok(done)) => answered = Some((conn, done)),
             // The server closed it meanwhile: a new connection, for a
@@ -297,8 +391,8 @@ async fn send(
     let (conn, (mut head, mut body)) = match answered {
         Some(done) => done,
         None => {
-            let connect_within = timeout(options.and_then(|o| o.connect_timeout));
-            let mut conn = tokio::time::timeout(connect_within, async {
+            let connect_within = until(options.and_then(|o| o.connect_timeout));
+            let mut conn = tokio::time::timeout_at(connect_within, async {
                 let (stream, addr) = connect::connect(&addrs, origin.port).await?;
                 Connection::open(
                     stream,
@@ -313,11 +407,13 @@ async fn send(
             .map_err(|_| timed_out(egress, "connecting"))?
             .map_err(wire)?;
             record.address = Some(conn.key.addr.ip().to_string());
-            let done =
-                tokio::time::timeout(answer_within, conn.exchange(build(), limits.response_bytes))
-                    .await
-                    .map_err(|_| timed_out(egress, "waiting for the response"))?
-                    .map_err(too_large)?;
+            let done = tokio::time::timeout_at(
+                until(answer_within),
+                conn.exchange(build(), limits.response_bytes),
+            )
+            .await
+            .map_err(|_| timed_out(egress, "waiting for the response"))?
+            .map_err(too_large)?;
             (conn, done)
         }
     };
@@ -332,10 +428,20 @@ async fn send(
     record.response_bytes = body.len() as u64;
 
     if credential.is_some() {
-        let encoded = head
-            .headers
-            .get(http::header::CONTENT_ENCODING)
-            .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"));
+        let coded = |name: http::header::HeaderName, plain: &[u8]| {
+            head.headers.get_all(name).iter().any(|v| {
+                v.as_bytes()
+                    .split(|b| *b == b',')
+                    .map(|t| t.trim_ascii())
+                    .any(|t| {
+                        !t.is_empty()
+                            && !t.eq_ignore_ascii_case(plain)
+                            && !t.eq_ignore_ascii_case(b"identity")
+                    })
+            })
+        };
+        let encoded = coded(http::header::CONTENT_ENCODING, b"identity")
+            || coded(http::header::TRANSFER_ENCODING, b"chunked");
         if encoded {
             return Err(Refusal::Policy(format!(
                 "{origin} answered with a compressed body although sandcrab asked for none; a compressed body cannot be checked for the credential, so it is withheld"
@@ -357,7 +463,18 @@ async fn send(
         http::header::CONTENT_LENGTH,
         http::HeaderValue::from(body.len()),
     );
-    let body = Full::new(Bytes::from(body))
+    let budget = egress.limits.held_bytes;
+    let body = held
+        .take(body.len(), budget)
+        .map_err(|holding| {
+            Refusal::Policy(format!(
+                "the plugin holds {} KiB of responses it has not read; this one ({} KiB) would pass its memory limit ({} MiB): read or drop the earlier responses",
+                holding >> 10,
+                body.len() >> 10,
+                budget >> 20
+            ))
+        })?
+        .with(body)
         .map_err(|never| match never {})
         .boxed_unsync();
     Ok(http::Response::from_parts(head, body))
@@ -371,7 +488,7 @@ pub async fn send_checked(
     request: http::Request<WasiBody>,
 ) -> Result<http::Response<WasiBody>, String> {
     let mut record = HttpExchange::started(&request);
-    send(egress, clock, None, request, &mut record)
+    send(egress, clock, &Held::default(), None, request, &mut record)
         .await
         .map_err(|r| r.message())
 }

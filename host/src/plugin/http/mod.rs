@@ -9,6 +9,7 @@ mod connect;
 pub mod egress;
 mod gate;
 pub mod grant;
+mod held;
 pub mod origin;
 mod pool;
 pub mod self_check;

@@ -78,11 +78,18 @@ impl RequestOrigin {
         if host.is_empty() {
             return Err("the request names no host".into());
         }
-        Ok(RequestOrigin {
-            scheme,
-            host,
-            port: authority.port_u16().unwrap_or(scheme.default_port()),
-        })
+        // The port as written: `Authority::port` hides one that does not
+        // fit in 16 bits.
+        let raw = authority.as_str();
+        let after_host = raw.rsplit_once(']').map_or(raw, |(_, rest)| rest);
+        let port = match after_host.rsplit_once(':').map(|(_, p)| p) {
+            None | Some("") => scheme.default_port(),
+            Some(p) => match p.parse::<u16>() {
+                Ok(port) if port != 0 => port,
+                _ => return Err(format!("port '{p}' is not a number 1-65535")),
+            },
+        };
+        Ok(RequestOrigin { scheme, host, port })
     }
 
     /// The host as an address, when it is written as one.
@@ -343,6 +350,14 @@ mod tests {
         assert_eq!(v6.to_string(), "http://[::1]:8080");
         assert!(p("http://127.0.0.1:9").names_address());
         assert!(!p("http://127.0.0.1:9").matches(&req("http://127.0.0.2:9/")));
+    }
+
+    #[test]
+    fn a_request_port_out_of_range_is_refused_not_defaulted() {
+        for url in ["http://x.org:99999/", "http://x.org:0/"] {
+            let err = RequestOrigin::of(&url.parse().unwrap()).unwrap_err();
+            assert!(err.contains("1-65535"), "{url}: {err}");
+        }
     }
 
     #[test]

@@ -81,6 +81,7 @@ pub async fn check() -> Vec<HttpCheck> {
             response_bytes: 1024,
             timeout_ms: 3000,
             concurrent: 4,
+            held_bytes: 1 << 20,
         },
         &[("PROBE_TOKEN".to_string(), PROBE_SECRET.to_string())].into(),
     ));

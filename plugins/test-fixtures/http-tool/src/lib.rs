@@ -113,4 +113,86 @@ impl Tool for Env {
     }
 }
 
-export_tools!(Fetch, Env);
+/// A GET of `url` handed to the host; the pending response.
+fn start_get(url: &str) -> Result<wasi::http::types::FutureIncomingResponse, String> {
+    use wasi::http::types::{Fields, Method, OutgoingBody, OutgoingRequest, Scheme};
+    let (scheme, rest) = url.split_once("://").ok_or("no scheme")?;
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let request = OutgoingRequest::new(Fields::new());
+    request.set_method(&Method::Get).map_err(|_| "method")?;
+    let scheme = if scheme == "https" {
+        Scheme::Https
+    } else {
+        Scheme::Http
+    };
+    request.set_scheme(Some(&scheme)).map_err(|_| "scheme")?;
+    request
+        .set_authority(Some(authority))
+        .map_err(|_| "authority")?;
+    request
+        .set_path_with_query(Some(if path.is_empty() { "/" } else { path }))
+        .map_err(|_| "path")?;
+    let body = request.body().map_err(|_| "body")?;
+    let pending =
+        wasi::http::outgoing_handler::handle(request, None).map_err(|e| format!("{e:?}"))?;
+    OutgoingBody::finish(body, None).map_err(|e| format!("{e:?}"))?;
+    Ok(pending)
+}
+
+struct FireAndForget;
+
+#[derive(Deserialize)]
+struct ManyArgs {
+    url: String,
+    count: u32,
+}
+
+impl Tool for FireAndForget {
+    const NAME: &'static str = "fire_and_forget";
+    const DESCRIPTION: &'static str = "Start `count` GETs and drop each before its answer.";
+    type Args = ManyArgs;
+
+    fn parameters() -> Schema {
+        Schema::object().into()
+    }
+
+    fn run(args: ManyArgs, _ctx: &CallContext) -> ToolResult {
+        let mut started = 0;
+        for _ in 0..args.count {
+            if start_get(&args.url).is_ok() {
+                started += 1;
+            }
+        }
+        Ok(format!("{started} started"))
+    }
+}
+
+struct Hoard;
+
+impl Tool for Hoard {
+    const NAME: &'static str = "hoard";
+    const DESCRIPTION: &'static str =
+        "Make `count` GETs one after another and keep every response unread.";
+    type Args = ManyArgs;
+
+    fn parameters() -> Schema {
+        Schema::object().into()
+    }
+
+    fn run(args: ManyArgs, _ctx: &CallContext) -> ToolResult {
+        let mut kept = Vec::new();
+        let mut refused = Vec::new();
+        for _ in 0..args.count {
+            let pending = start_get(&args.url).map_err(ToolError::Failed)?;
+            pending.subscribe().block();
+            match pending.get() {
+                Some(Ok(Ok(response))) => kept.push(response),
+                Some(Ok(Err(code))) => refused.push(format!("{code:?}")),
+                _ => refused.push("no answer".into()),
+            }
+        }
+        Ok(json!({ "kept": kept.len(), "refused": refused }).to_string())
+    }
+}
+
+export_tools!(Fetch, Env, FireAndForget, Hoard);
