@@ -873,3 +873,133 @@ async fn credentialed_answers_cannot_be_asked_for_in_another_shape() {
     let refused = out["answer"]["refused"].as_str().unwrap_or_default();
     assert!(refused.contains("compressed"), "{out}");
 }
+
+/// A CA and a TLS server on loopback whose certificate it signed (for
+/// 127.0.0.1 and localhost); what the server saw.
+async fn tls_server(dir: &std::path::Path) -> (SocketAddr, std::path::PathBuf, Seen) {
+    use hyper::service::service_fn;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = rcgen::Issuer::new(ca_params, ca_key);
+    let leaf_key = rcgen::KeyPair::generate().unwrap();
+    let leaf =
+        rcgen::CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
+            .unwrap()
+            .signed_by(&leaf_key, &issuer)
+            .unwrap();
+    let ca_file = dir.join("internal-ca.pem");
+    std::fs::write(&ca_file, ca_cert.pem()).unwrap();
+
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![CertificateDer::from(leaf.der().to_vec())],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der())),
+        )
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Seen::default();
+    let server_seen = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            let seen = server_seen.clone();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    let seen = seen.clone();
+                    async move {
+                        seen.0.lock().unwrap().push((
+                            req.uri().path().to_string(),
+                            req.headers()
+                                .get("authorization")
+                                .map(|v| v.to_str().unwrap().to_string()),
+                        ));
+                        Ok::<_, std::convert::Infallible>(hyper::Response::new(
+                            http_body_util::Full::new(bytes::Bytes::from_static(
+                                b"{\"over\":\"tls\"}",
+                            )),
+                        ))
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
+                    .await;
+            });
+        }
+    });
+    (addr, ca_file, seen)
+}
+
+/// HTTPS: a server whose certificate no trusted CA signed is refused; with
+/// the operator's internal CA in `[policy] http_ca_files` the request goes
+/// through, the credential inside TLS; a CA file that is not one stops the
+/// host with its name.
+#[tokio::test]
+async fn https_trusts_the_public_roots_and_the_operators_internal_ca() {
+    let scene = Scene::new();
+    let (addr, ca_file, seen) = tls_server(&scene.outside()).await;
+    let o = format!("https://127.0.0.1:{}", addr.port());
+    let (_host, plugin) = load(&scene, &[&o], policy(&[&o], Some(&o))).await;
+    let (out, http) = fetch(&plugin, json!({"url": format!("{o}/tls")})).await;
+    let error = out["answer"]["error"].as_str().unwrap_or_default();
+    assert!(!error.is_empty(), "an unknown issuer must fail: {out}");
+    assert!(
+        http[0]
+            .refused
+            .as_deref()
+            .unwrap_or_default()
+            .contains("TLS"),
+        "{http:?}"
+    );
+    assert!(seen.all().is_empty());
+
+    let mut with_ca = policy(&[&o], Some(&o));
+    with_ca.http_ca_files = vec![ca_file.clone()];
+    let (_host, plugin) = load(&scene, &[&o], with_ca).await;
+    let (out, _) = fetch(&plugin, json!({"url": format!("{o}/tls")})).await;
+    assert_eq!(out["answer"]["status"], 200, "{out}");
+    assert_eq!(
+        seen.all(),
+        [("/tls".to_string(), Some(format!("Bearer {SECRET}")))]
+    );
+
+    // By name, with the name checked against the certificate (private: the
+    // name resolves to loopback).
+    let by_name = format!("https://localhost:{}", addr.port());
+    let grant: PluginGrant = toml::from_str(&format!(
+        "http = [{{ origin = \"{by_name}\", private = true }}]"
+    ))
+    .unwrap();
+    let mut p = Policy {
+        http_ca_files: vec![ca_file.clone()],
+        ..Policy::default()
+    };
+    p.plugins.insert("http-tool".into(), grant);
+    let (_host, plugin) = load(&scene, &[&by_name], p).await;
+    let (out, _) = fetch(&plugin, json!({"url": format!("{by_name}/tls")})).await;
+    assert_eq!(out["answer"]["status"], 200, "{out}");
+
+    let not_a_ca = scene.outside().join("not-a-ca.pem");
+    std::fs::write(&not_a_ca, "hello").unwrap();
+    let mut config = sandcrab::plugin::PluginHostConfig::new(scene.workspace());
+    config.policy.http_ca_files = vec![not_a_ca];
+    let err = PluginHost::new(config)
+        .err()
+        .expect("a bad CA file stops the host")
+        .to_string();
+    assert!(
+        err.contains("not-a-ca.pem") && err.contains("no certificate"),
+        "{err}"
+    );
+}

@@ -25,4 +25,7 @@ pub struct SandboxContext {
     /// The environment granted variables take their values from (the
     /// host's environment when sandcrab started).
     pub host_env: std::collections::BTreeMap<String, String>,
+    /// The TLS settings of plugins' HTTPS requests (the public Web PKI
+    /// roots and the operator's `[policy] http_ca_files`).
+    pub http_tls: std::sync::Arc<rustls::ClientConfig>,
 }

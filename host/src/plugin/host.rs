@@ -129,6 +129,8 @@ pub enum HostError {
         #[source]
         source: std::io::Error,
     },
+    #[error("[policy] http_ca_files: {0}")]
+    HttpCa(String),
 }
 
 /// The loaded plugins and the machinery to run them.
@@ -210,6 +212,8 @@ impl PluginHost {
                 protected.push(path);
             }
         }
+        let http_tls = super::http::tls::client_config(&config.policy.http_ca_files)
+            .map_err(HostError::HttpCa)?;
         Ok(PluginHost {
             max_shards: config.max_shards.clamp(1, MAX_SHARDS),
             ctx: SandboxContext {
@@ -220,6 +224,7 @@ impl PluginHost {
                 output_cap: config.output_cap,
                 host_path,
                 host_env,
+                http_tls,
             },
             engine,
             linker,

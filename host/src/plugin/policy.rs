@@ -103,6 +103,10 @@ pub struct Policy {
     /// lifts the protection.
     #[serde(default)]
     pub protected_paths: Option<Vec<String>>,
+    /// Certificates (PEM files) plugins' HTTPS requests trust besides the
+    /// public Web PKI roots: an internal CA.
+    #[serde(default)]
+    pub http_ca_files: Vec<std::path::PathBuf>,
     /// Grants by plugin name.
     #[serde(default)]
     pub plugins: BTreeMap<String, PluginGrant>,

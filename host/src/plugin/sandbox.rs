@@ -159,6 +159,7 @@ impl PluginSandbox {
                     held_bytes: (grants.limits.memory_mb as usize) << 20,
                 },
                 &ctx.host_env,
+                ctx.http_tls.clone(),
             )),
             protected,
             confinement: OnceLock::new(),

@@ -3,7 +3,7 @@
 //! one HTTP/1.1 exchange, the response read whole within its size cap.
 
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -54,24 +54,6 @@ pub async fn connect(addrs: &[IpAddr], port: u16) -> Result<(TcpStream, SocketAd
     }))
 }
 
-fn tls_config() -> Arc<rustls::ClientConfig> {
-    static CONFIG: OnceLock<Arc<rustls::ClientConfig>> = OnceLock::new();
-    CONFIG
-        .get_or_init(|| {
-            let roots = rustls::RootCertStore {
-                roots: webpki_roots::TLS_SERVER_ROOTS.into(),
-            };
-            let provider = Arc::new(rustls::crypto::ring::default_provider());
-            let config = rustls::ClientConfig::builder_with_provider(provider)
-                .with_safe_default_protocol_versions()
-                .expect("ring supports the default protocol versions")
-                .with_root_certificates(roots)
-                .with_no_client_auth();
-            Arc::new(config)
-        })
-        .clone()
-}
-
 /// One HTTP/1.1 connection to a checked address; its driver stops when it
 /// is dropped.
 pub struct Connection {
@@ -98,12 +80,16 @@ pub struct PoolKey {
 impl Connection {
     /// Wrap `stream` (connected to `key.addr`) in TLS for `key.tls_host`
     /// when given, and shake hands.
-    pub async fn open(stream: TcpStream, key: PoolKey) -> Result<Connection, WireError> {
+    pub async fn open(
+        stream: TcpStream,
+        key: PoolKey,
+        tls: &Arc<rustls::ClientConfig>,
+    ) -> Result<Connection, WireError> {
         let stream: Box<dyn Stream> = match &key.tls_host {
             Some(host) => {
                 let name = rustls::pki_types::ServerName::try_from(host.to_string())
                     .map_err(|_| WireError::ServerName(host.to_string()))?;
-                let tls = tokio_rustls::TlsConnector::from(tls_config())
+                let tls = tokio_rustls::TlsConnector::from(tls.clone())
                     .connect(name, stream)
                     .await
                     .map_err(|source| WireError::Tls {

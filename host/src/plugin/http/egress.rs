@@ -61,6 +61,8 @@ pub struct HttpEgress {
     pub config_file: String,
     /// Idle keep-alive connections of the plugin.
     pub pool: super::pool::Pool,
+    /// TLS settings of its HTTPS requests.
+    pub tls: std::sync::Arc<rustls::ClientConfig>,
 }
 
 impl HttpEgress {
@@ -73,6 +75,7 @@ impl HttpEgress {
         credentials: &[CredentialGrant],
         limits: HttpLimits,
         env: &BTreeMap<String, String>,
+        tls: std::sync::Arc<rustls::ClientConfig>,
     ) -> Self {
         let credentials = credentials
             .iter()
@@ -124,6 +127,7 @@ impl HttpEgress {
             limits,
             config_file: crate::user_files::config_file_shown(),
             pool: Default::default(),
+            tls,
         }
     }
 
@@ -365,6 +369,7 @@ mod tests {
                 held_bytes: 1 << 20,
             },
             &env,
+            super::super::tls::client_config(&[]).unwrap(),
         )
     }
 

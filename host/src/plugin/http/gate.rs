@@ -400,6 +400,7 @@ async fn send(
                         addr,
                         tls_host: tls_host.clone(),
                     },
+                    &egress.tls,
                 )
                 .await
             })

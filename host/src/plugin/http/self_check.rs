@@ -84,6 +84,16 @@ pub async fn check() -> Vec<HttpCheck> {
             held_bytes: 1 << 20,
         },
         &[("PROBE_TOKEN".to_string(), PROBE_SECRET.to_string())].into(),
+        match super::tls::client_config(&[]) {
+            Ok(tls) => tls,
+            Err(e) => {
+                return vec![HttpCheck {
+                    attempt: "prepare TLS".into(),
+                    held: false,
+                    detail: e,
+                }];
+            }
+        },
     ));
 
     let mut out = Vec::new();
