@@ -94,6 +94,33 @@ pub fn grant_plugin(
             paths.push(entry);
         }
         grant["paths"] = toml_edit::value(paths);
+        if !request.http.is_empty() {
+            // Origins already granted stay as written (with their methods);
+            // the asked-for ones missing are added.
+            let mut http = grant
+                .get("http")
+                .and_then(|v| v.as_array())
+                .cloned()
+                .unwrap_or_default();
+            let present: Vec<String> = http
+                .iter()
+                .filter_map(|v| {
+                    v.as_str().map(str::to_string).or_else(|| {
+                        v.as_inline_table()
+                            .and_then(|t| t.get("origin"))
+                            .and_then(|o| o.as_str())
+                            .map(str::to_string)
+                    })
+                })
+                .collect();
+            for origin in &request.http {
+                let origin = origin.to_string();
+                if !present.contains(&origin) {
+                    http.push(origin.as_str());
+                }
+            }
+            grant["http"] = toml_edit::value(http);
+        }
         grant["granted_sha256"] = toml_edit::value(sha256);
         Ok(())
     })
@@ -114,6 +141,29 @@ fn table<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_grant_adds_the_asked_origins_and_keeps_the_operators_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config.toml");
+        std::fs::write(
+            &file,
+            "[policy.plugins.t]\nhttp = [{ origin = \"https://a.example.com\", methods = [\"GET\"] }]\n",
+        )
+        .unwrap();
+        let request = crate::plugin::manifest::Capabilities {
+            http: vec![
+                "https://a.example.com".parse().unwrap(),
+                "https://b.example.com".parse().unwrap(),
+            ],
+            ..Default::default()
+        };
+        grant_plugin(&file, "t", &request, "ab").unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.contains("methods = [\"GET\"]"), "{text}");
+        assert!(text.contains("\"https://b.example.com\""), "{text}");
+        assert_eq!(text.matches("a.example.com").count(), 1, "{text}");
+    }
 
     #[test]
     fn a_pin_joins_the_plugin_grant_and_keeps_the_file() {

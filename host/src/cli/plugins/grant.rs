@@ -33,5 +33,14 @@ pub fn grant(args: HostArgs, name: &str) -> anyhow::Result<ExitCode> {
         outln!("  env:       {}", c.env.join(", "));
     }
     outln!("  network:   {}", if c.network { "yes" } else { "no" });
+    for origin in &c.http {
+        outln!("  http:      {origin}");
+    }
+    if !c.http.is_empty() {
+        outln!(
+            "  (a credential for an origin is yours to add: [policy.plugins.{}.credentials.\"ORIGIN\"] header = \"Authorization\", value = \"Bearer ${{VAR}}\")",
+            manifest.name
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
