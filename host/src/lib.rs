@@ -6,6 +6,7 @@ pub mod approvals;
 pub mod cli;
 pub mod compaction;
 pub mod config;
+pub mod embeddings;
 pub mod harness;
 pub mod jobs;
 pub mod llm;

@@ -30,6 +30,7 @@ mod llm_transcripts;
 mod manifest_policy_test;
 mod mcp_client_test;
 mod mcp_server_test;
+mod memory_meaning_test;
 mod mock_llm;
 mod plugin_abi_test;
 mod plugin_bounds_test;

@@ -63,6 +63,9 @@ pub struct AgentKit {
     pub store: Option<Arc<dyn crate::store::Store>>,
     /// How stored sessions are recorded (`[store] recording`).
     pub recording: super::recorder::RecordingSettings,
+    /// The embedding endpoint of `[embeddings]` (none: memory is searched
+    /// by words alone).
+    pub embedder: Option<crate::embeddings::Embedder>,
 }
 
 impl AgentKit {
@@ -188,6 +191,12 @@ impl AgentKit {
             host,
             &env,
         )?);
+        let embedder = config
+            .embeddings
+            .clone()
+            .map(|c| crate::embeddings::Embedder::new(c, &env))
+            .transpose()
+            .map_err(|e| BuildError::Config(e.to_string()))?;
         let jobs = SessionJobs {
             registry: JobRegistry::new(session_config.truncation.clone()),
             settings: job_settings(&config.jobs),
@@ -209,6 +218,7 @@ impl AgentKit {
             summarization,
             store: None,
             recording: recording_settings(&config.store),
+            embedder,
         })
     }
 
@@ -255,6 +265,7 @@ impl AgentKit {
                 if let Some(recorder) = recorder {
                     memory.record_with(recorder);
                 }
+                self.search_by_meaning(&memory);
                 (Some(memory), None)
             }
             Err(err) => (None, Some(format!("this session will not be saved: {err}"))),
@@ -283,7 +294,15 @@ impl AgentKit {
         if let Some(recorder) = recorder {
             memory.record_with(recorder);
         }
+        self.search_by_meaning(&memory);
         Ok(self.start(Some(memory)).await)
+    }
+
+    /// Let `memory` be searched by meaning when `[embeddings]` is set.
+    fn search_by_meaning(&self, memory: &super::memory::SessionMemory) {
+        if let Some(embedder) = &self.embedder {
+            memory.search_by_meaning(super::recall::Semantic::new(embedder.clone()));
+        }
     }
 
     /// The id of this workspace's most recently updated stored session.

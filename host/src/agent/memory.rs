@@ -31,6 +31,8 @@ pub struct SessionMemory {
     titled: Mutex<bool>,
     /// The session's flight recorder (none: not recorded).
     recorder: std::sync::OnceLock<Arc<super::recorder::Recorder>>,
+    /// Search by meaning (none: `[embeddings]` is not configured).
+    semantic: std::sync::OnceLock<Arc<super::recall::Semantic>>,
 }
 
 /// Who runs a new session (recorded with it).
@@ -70,6 +72,7 @@ impl SessionMemory {
             loaded: Mutex::new(Vec::new()),
             titled: Mutex::new(false),
             recorder: Default::default(),
+            semantic: Default::default(),
         }))
     }
 
@@ -116,6 +119,7 @@ impl SessionMemory {
             loaded: Mutex::new(history),
             titled: Mutex::new(record.title.is_some()),
             recorder: Default::default(),
+            semantic: Default::default(),
         }))
     }
 
@@ -137,6 +141,16 @@ impl SessionMemory {
     /// The session's recorder, when it is recorded.
     pub fn recorder(&self) -> Option<&Arc<super::recorder::Recorder>> {
         self.recorder.get()
+    }
+
+    /// Search archived memory by meaning too (once).
+    pub fn search_by_meaning(&self, semantic: Arc<super::recall::Semantic>) {
+        let _ = self.semantic.set(semantic);
+    }
+
+    /// Search by meaning, when configured.
+    pub fn semantic(&self) -> Option<&Arc<super::recall::Semantic>> {
+        self.semantic.get()
     }
 
     /// The store (for `memory_read`).

@@ -14,6 +14,7 @@ pub mod memory;
 pub mod playback;
 mod profile;
 pub mod prompt;
+pub mod recall;
 pub mod recorder;
 pub mod recording;
 pub mod repo_facts;

@@ -39,6 +39,23 @@ impl Session {
         }
     }
 
+    /// Make the vectors of what was just archived, off the request path
+    /// (the compaction is committed already). A failure is retried by the
+    /// next compaction, the next `memory_read` or `sandcrab sessions
+    /// reindex`.
+    fn embed_archived(&self, memory: &std::sync::Arc<super::memory::SessionMemory>) {
+        let Some(semantic) = memory.semantic().cloned() else {
+            return;
+        };
+        let store = memory.store().clone();
+        let id = memory.id().to_string();
+        tokio::spawn(async move {
+            if let Err(e) = semantic.backfill(store.as_ref(), Some(&id)).await {
+                tracing::warn!("session {id}: archived summaries not embedded yet: {e}");
+            }
+        });
+    }
+
     /// Compact because the operator asked (`/compact`): recorded, so a
     /// replay compacts at the same point.
     pub async fn compact_on_request(&self) -> CompactionStats {
@@ -69,6 +86,8 @@ impl Session {
                 let mut new: Vec<Turn> = result.summary.map(summary_turn).into_iter().collect();
                 new.extend(inner.history.drain(start..));
                 inner.history = new;
+                drop(inner);
+                self.embed_archived(memory);
                 result.stats
             }
             Ok(result) => {
@@ -136,7 +155,7 @@ pub mod tools {
         tools.register(
             ToolSpec {
                 name: "memory_read".into(),
-                description: "Search the archived summaries of this conversation's compacted history (full-text, best matches first).".into(),
+                description: "Search the archived summaries of this conversation's compacted history (by words, and by meaning when embeddings are configured; best matches first, each saying what found it).".into(),
                 parameters: json!({"type": "object", "properties": {
                     "query": {"type": "string", "description": "Words to look for"},
                     "limit": {"type": "integer", "minimum": 1, "maximum": 50, "description": "Most results (default 5)"}
@@ -149,17 +168,26 @@ pub mod tools {
                     let session = s.upgrade().ok_or("the session has ended")?;
                     let memory = session.memory.as_ref().ok_or("this session has no memory")?;
                     let query = args["query"].as_str().unwrap_or_default();
-                    let limit = args["limit"].as_u64().unwrap_or(5) as usize;
-                    let hits = memory
-                        .store()
-                        .search(Some(memory.id()), query, limit)
-                        .map_err(|e| e.to_string())?;
-                    if hits.is_empty() {
+                    let limit = (args["limit"].as_u64().unwrap_or(5) as usize).clamp(1, 50);
+                    let found = crate::agent::recall::recall(
+                        memory.store().as_ref(),
+                        memory.id(),
+                        memory.semantic().map(|s| s.as_ref()),
+                        query,
+                        limit,
+                    )
+                    .await
+                    .map_err(|e| e.to_string())?;
+                    if let Some(warning) = found.warning {
+                        session.warn(&warning);
+                    }
+                    if found.hits.is_empty() {
                         return Ok(format!("No archived summary matches \"{query}\"."));
                     }
-                    Ok(hits
+                    Ok(found
+                        .hits
                         .iter()
-                        .map(|b| format!("[{}]\n{}", b.label, b.content))
+                        .map(|(b, by)| format!("[{}] (found by {})\n{}", b.label, by.describe(), b.content))
                         .collect::<Vec<_>>()
                         .join("\n\n"))
                 }

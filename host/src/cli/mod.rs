@@ -135,7 +135,7 @@ pub fn main() -> ExitCode {
             Command::Tool(cmd) => tool_cmd::run(cmd).await,
             Command::Trust(args) => trust_cmd::run(args),
             Command::Sandbox(cmd) => sandbox_cmd::run(cmd).await,
-            Command::Sessions(cmd) => sessions_cmd::run(cmd),
+            Command::Sessions(cmd) => sessions_cmd::run(cmd).await,
             Command::Audit(args) => audit_cmd::run(args),
             Command::Replay(args) => replay_cmd::run(args).await,
             Command::Approvals(cmd) => approvals_cmd::run(cmd),

@@ -55,6 +55,15 @@ pub enum SessionsCommand {
         #[command(flatten)]
         place: Place,
     },
+    /// Make the vectors `[embeddings]` needs for archived summaries that
+    /// have none or were made by another model or length (all sessions,
+    /// or one), so `memory_read` finds them by meaning.
+    Reindex {
+        /// Only this session.
+        id: Option<String>,
+        #[command(flatten)]
+        place: Place,
+    },
     /// Delete a saved session (its turns and archived summaries).
     Delete {
         id: String,
@@ -75,6 +84,11 @@ pub struct Place {
 }
 
 impl Place {
+    fn config(&self) -> anyhow::Result<Config> {
+        let workspace = super::setup::resolve_workspace(self.workspace.as_deref())?;
+        Ok(Config::load(&workspace, self.config.as_deref())?.config)
+    }
+
     pub(super) fn open(&self) -> anyhow::Result<(PathBuf, Arc<dyn Store>)> {
         let workspace = super::setup::resolve_workspace(self.workspace.as_deref())?;
         let loaded = Config::load(&workspace, self.config.as_deref())?;
@@ -92,8 +106,35 @@ pub fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
     Ok(Arc::new(SqliteStore::open(&path)?))
 }
 
-pub fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
+/// `sessions reindex`: backfill vectors, with the count and the rate.
+async fn reindex(id: Option<String>, place: Place) -> anyhow::Result<ExitCode> {
+    let config = place.config()?;
+    let Some(settings) = config.embeddings.clone() else {
+        anyhow::bail!(
+            "no [embeddings] in the configuration: memory is searched by words alone (add [embeddings] provider, base_url, model, dimensions to search by meaning)"
+        );
+    };
+    let store = open_store(&config)?;
+    let embedder = crate::embeddings::Embedder::new(settings, |v| std::env::var(v).ok())?;
+    let (model, dims) = (embedder.model().to_string(), embedder.dimensions());
+    let semantic = crate::agent::recall::Semantic::new(embedder);
+    let started = std::time::Instant::now();
+    let made = semantic.backfill(store.as_ref(), id.as_deref()).await?;
+    let secs = started.elapsed().as_secs_f64();
+    outln!(
+        "{made} archived summaries embedded with {model} ({dims} dimensions) in {secs:.2} s{}",
+        if made > 0 && secs > 0.0 {
+            format!(" ({:.0} per second)", made as f64 / secs)
+        } else {
+            String::new()
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
     match cmd {
+        SessionsCommand::Reindex { id, place } => reindex(id, place).await,
         SessionsCommand::List { all, place } => {
             let (workspace, store) = place.open()?;
             let ws = workspace.display().to_string();

@@ -85,6 +85,9 @@ pub struct Config {
     /// Where sessions are kept.
     #[serde(default)]
     pub store: StoreSettings,
+    /// `[embeddings]`: memory searched by meaning too (absent: by words).
+    #[serde(default)]
+    pub embeddings: Option<crate::embeddings::EmbeddingsConfig>,
     /// MCP servers whose tools the model is offered (`[mcp.servers.NAME]`).
     #[serde(default)]
     pub mcp: McpSettings,

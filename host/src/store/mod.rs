@@ -192,6 +192,35 @@ pub trait Store: Send + Sync {
         query: &str,
         limit: usize,
     ) -> Result<Vec<ArchivalBlock>, StoreError>;
+    /// The archival blocks with these ids (any order; unknown ids left
+    /// out).
+    fn archival_blocks(&self, ids: &[i64]) -> Result<Vec<ArchivalBlock>, StoreError>;
+    /// Keep `vector` (little-endian f32s, `dims` of them, made by
+    /// `model`) for archival block `id`.
+    fn set_embedding(
+        &self,
+        id: i64,
+        model: &str,
+        dims: usize,
+        vector: &[u8],
+    ) -> Result<(), StoreError>;
+    /// Archival blocks (of one conversation if given) without a vector of
+    /// `model` and `dims`: never embedded, or embedded by another model.
+    fn unembedded(
+        &self,
+        conversation: Option<&str>,
+        model: &str,
+        dims: usize,
+        limit: usize,
+    ) -> Result<Vec<ArchivalBlock>, StoreError>;
+    /// The vectors of one conversation's blocks made by `model` with
+    /// `dims`, with their block ids.
+    fn embeddings(
+        &self,
+        conversation: &str,
+        model: &str,
+        dims: usize,
+    ) -> Result<Vec<(i64, Vec<u8>)>, StoreError>;
     /// Apply one compaction atomically.
     fn compact(&self, conversation: &str, write: &CompactionWrite) -> Result<(), StoreError>;
     /// Keep events of the event stream `stream` (one transaction).

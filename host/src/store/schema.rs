@@ -82,4 +82,11 @@ pub const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (session_id, seq)
     ) WITHOUT ROWID;
     "#,
+    // 5: what each archived block's vector was made with (`embedding`
+    // holds little-endian f32s); only vectors of the configured model and
+    // length are compared.
+    r#"
+    ALTER TABLE archival ADD COLUMN embedding_model TEXT;
+    ALTER TABLE archival ADD COLUMN embedding_dims INTEGER;
+    "#,
 ];

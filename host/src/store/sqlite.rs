@@ -450,6 +450,68 @@ impl Store for SqliteStore {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    fn archival_blocks(&self, ids: &[i64]) -> Result<Vec<ArchivalBlock>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, conversation_id, label, content, created_at FROM archival WHERE id = ?1",
+        )?;
+        let mut out = Vec::new();
+        for id in ids {
+            if let Some(block) = stmt.query_row([id], block_row).optional()? {
+                out.push(block);
+            }
+        }
+        Ok(out)
+    }
+
+    fn set_embedding(
+        &self,
+        id: i64,
+        model: &str,
+        dims: usize,
+        vector: &[u8],
+    ) -> Result<(), StoreError> {
+        self.conn().execute(
+            "UPDATE archival SET embedding = ?2, embedding_model = ?3, embedding_dims = ?4 WHERE id = ?1",
+            params![id, vector, model, dims as i64],
+        )?;
+        Ok(())
+    }
+
+    fn unembedded(
+        &self,
+        conversation: Option<&str>,
+        model: &str,
+        dims: usize,
+        limit: usize,
+    ) -> Result<Vec<ArchivalBlock>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, conversation_id, label, content, created_at FROM archival WHERE (?1 IS NULL OR conversation_id = ?1) AND (embedding IS NULL OR embedding_model IS NOT ?2 OR embedding_dims IS NOT ?3) ORDER BY id LIMIT ?4",
+        )?;
+        let rows = stmt.query_map(
+            params![conversation, model, dims as i64, limit as i64],
+            block_row,
+        )?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn embeddings(
+        &self,
+        conversation: &str,
+        model: &str,
+        dims: usize,
+    ) -> Result<Vec<(i64, Vec<u8>)>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, embedding FROM archival WHERE conversation_id = ?1 AND embedding IS NOT NULL AND embedding_model = ?2 AND embedding_dims = ?3",
+        )?;
+        let rows = stmt.query_map(params![conversation, model, dims as i64], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     fn compact(&self, conversation: &str, write: &CompactionWrite) -> Result<(), StoreError> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;

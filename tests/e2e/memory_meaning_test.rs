@@ -1,0 +1,240 @@
+//! `memory_read` by meaning: a loopback embedding server speaking the real
+//! OpenAI-compatible `/v1/embeddings` and Gemini `embedContent` formats,
+//! whose vectors put a paraphrase of an archived fact closer to the question
+//! than a summary that merely shares its words. Words alone miss the fact;
+//! words and meaning together find it. A dead, slow, wrong-sized or
+//! malformed endpoint leaves words alone, with one warning, never an error.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::routing::post;
+use sandcrab::agent::recall::{Semantic, recall};
+use sandcrab::embeddings::{Embedder, EmbeddingProvider, EmbeddingsConfig};
+use sandcrab::store::{NewBlock, SqliteStore, Store};
+use serde_json::{Value, json};
+
+const FACT: &str = "Decision: the deploy key rotates monthly; Priya owns the rotation.";
+const DISTRACTOR: &str =
+    "We renamed the credentials file in the changelog; change nothing else about it.";
+const OTHER: &str = "The CI job runs the linter before the tests.";
+const QUESTION: &str = "how often do we change credentials?";
+
+/// How the server behaves.
+#[derive(Clone, Default)]
+struct Mode {
+    /// Answer vectors of this length instead of 8.
+    dims: Option<usize>,
+    /// Answer `{"data": "nonsense"}`.
+    malformed: bool,
+    /// Texts embedded so far.
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+/// What the text is about, as a vector: the stand-in for a real model.
+fn vector(text: &str, dims: usize) -> Vec<f32> {
+    let t = text.to_lowercase();
+    let mut v = vec![0.0f32; dims];
+    if t.contains("how often") && t.contains("credentials") || t.contains("deploy key") {
+        v[0] = 1.0; // rotating secrets
+        v[1] = 0.1;
+    } else if t.contains("changelog") {
+        v[2] = 1.0; // documentation chores
+    } else {
+        v[dims - 1] = 1.0;
+    }
+    v
+}
+
+async fn serve(mode: Mode) -> SocketAddr {
+    let app =
+        axum::Router::new()
+            .route(
+                "/v1/embeddings",
+                post(
+                    |State(mode): State<Mode>, Json(body): Json<Value>| async move {
+                        if mode.malformed {
+                            return Json(json!({"data": "nonsense"}));
+                        }
+                        let inputs: Vec<String> = body["input"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .map(|s| s.as_str().unwrap().to_string())
+                            .collect();
+                        mode.seen.lock().unwrap().extend(inputs.clone());
+                        let dims = mode.dims.unwrap_or(8);
+                        Json(json!({
+                            "object": "list",
+                            "model": body["model"],
+                            "data": inputs.iter().enumerate().map(|(i, t)| json!({
+                                "object": "embedding", "index": i, "embedding": vector(t, dims)
+                            })).collect::<Vec<_>>(),
+                        }))
+                    },
+                ),
+            )
+            .route(
+                "/v1beta/models/{call}",
+                post(
+                    |State(mode): State<Mode>,
+                     Path(call): Path<String>,
+                     Json(body): Json<Value>| async move {
+                        assert!(call.ends_with(":embedContent"), "{call}");
+                        let text = body["content"]["parts"][0]["text"]
+                            .as_str()
+                            .unwrap()
+                            .to_string();
+                        mode.seen.lock().unwrap().push(text.clone());
+                        Json(
+                            json!({"embedding": {"values": vector(&text, mode.dims.unwrap_or(8))}}),
+                        )
+                    },
+                ),
+            )
+            .with_state(mode);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    addr
+}
+
+fn config(provider: EmbeddingProvider, addr: SocketAddr, model: &str) -> EmbeddingsConfig {
+    EmbeddingsConfig {
+        provider,
+        base_url: format!("http://{addr}"),
+        model: model.into(),
+        dimensions: 8,
+        api_key_env: None,
+        batch_size: Some(2),
+        timeout_ms: Some(2000),
+    }
+}
+
+fn store_with_summaries() -> SqliteStore {
+    let store = SqliteStore::in_memory().unwrap();
+    for (i, text) in [OTHER, DISTRACTOR, FACT].iter().enumerate() {
+        store
+            .add_block(
+                "conv",
+                &NewBlock {
+                    label: format!("summary:conv:{i}"),
+                    content: text.to_string(),
+                },
+            )
+            .unwrap();
+    }
+    store
+}
+
+fn semantic(config: EmbeddingsConfig) -> Arc<Semantic> {
+    Semantic::new(Embedder::new(config, |_| None).unwrap())
+}
+
+#[tokio::test]
+async fn a_paraphrase_is_found_by_meaning_and_missed_by_words_alone() {
+    let addr = serve(Mode::default()).await;
+    let store = store_with_summaries();
+
+    let words = recall(&store, "conv", None, QUESTION, 3).await.unwrap();
+    assert!(
+        !words.hits.iter().any(|(b, _)| b.content == FACT),
+        "words alone must miss the fact (it shares no word with the question)"
+    );
+    assert!(words.hits.iter().any(|(b, _)| b.content == DISTRACTOR));
+
+    for provider in [
+        EmbeddingProvider::OpenaiCompatible,
+        EmbeddingProvider::Gemini,
+    ] {
+        let semantic = semantic(config(provider, addr, "test-embed"));
+        let found = recall(&store, "conv", Some(&semantic), QUESTION, 3)
+            .await
+            .unwrap();
+        assert!(found.warning.is_none(), "{:?}", found.warning);
+        // Each ranking's first place scores the same under reciprocal rank
+        // fusion: the fact and the word match lead together.
+        let fact = found.hits[..2]
+            .iter()
+            .find(|(b, _)| b.content == FACT)
+            .unwrap_or_else(|| panic!("{provider:?}: the fact leads by meaning"));
+        assert_eq!(fact.1.describe(), "meaning");
+        let distractor = found
+            .hits
+            .iter()
+            .find(|(b, _)| b.content == DISTRACTOR)
+            .expect("the word match is still there");
+        assert!(distractor.1.by_words);
+    }
+}
+
+#[tokio::test]
+async fn a_dead_wrong_sized_or_malformed_endpoint_leaves_words_with_one_warning() {
+    let store = store_with_summaries();
+    // Dead: a port nothing listens on.
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let wrong = serve(Mode {
+        dims: Some(4),
+        ..Mode::default()
+    })
+    .await;
+    let malformed = serve(Mode {
+        malformed: true,
+        ..Mode::default()
+    })
+    .await;
+    for (addr, why) in [
+        (dead, "could not be reached"),
+        (
+            wrong,
+            "vectors of 4 dimensions, but [embeddings] dimensions = 8",
+        ),
+        (malformed, "not embeddings"),
+    ] {
+        let semantic = semantic(config(EmbeddingProvider::OpenaiCompatible, addr, "m"));
+        let found = recall(&store, "conv", Some(&semantic), "changelog", 3)
+            .await
+            .expect("never a failed call");
+        let warning = found.warning.expect("one warning");
+        assert!(warning.contains(why), "{warning}");
+        assert_eq!(found.hits[0].0.content, DISTRACTOR, "words still answer");
+        let again = recall(&store, "conv", Some(&semantic), "changelog", 3)
+            .await
+            .unwrap();
+        assert!(again.warning.is_none(), "warned once, not on every call");
+    }
+}
+
+#[tokio::test]
+async fn vectors_of_another_model_are_not_compared_and_are_made_again() {
+    let mode = Mode::default();
+    let addr = serve(mode.clone()).await;
+    let store = store_with_summaries();
+    let old = semantic(config(
+        EmbeddingProvider::OpenaiCompatible,
+        addr,
+        "old-model",
+    ));
+    assert_eq!(old.backfill(&store, None).await.unwrap(), 3);
+    assert_eq!(
+        old.backfill(&store, None).await.unwrap(),
+        0,
+        "nothing left to do"
+    );
+    assert_eq!(store.embeddings("conv", "new-model", 8).unwrap().len(), 0);
+
+    let new = semantic(config(
+        EmbeddingProvider::OpenaiCompatible,
+        addr,
+        "new-model",
+    ));
+    assert_eq!(new.backfill(&store, Some("conv")).await.unwrap(), 3);
+    assert_eq!(store.embeddings("conv", "new-model", 8).unwrap().len(), 3);
+    assert_eq!(store.embeddings("conv", "old-model", 8).unwrap().len(), 0);
+    assert_eq!(mode.seen.lock().unwrap().len(), 6);
+}
