@@ -238,3 +238,112 @@ async fn vectors_of_another_model_are_not_compared_and_are_made_again() {
     assert_eq!(store.embeddings("conv", "old-model", 8).unwrap().len(), 0);
     assert_eq!(mode.seen.lock().unwrap().len(), 6);
 }
+
+/// A long chat through the binary compacts the fact away; the model then
+/// asks `memory_read` a question phrased unlike the fact. The answer the
+/// model got, and what `sessions reindex` said afterwards.
+async fn chat_asking_by_paraphrase(embeddings: Option<SocketAddr>) -> (String, String) {
+    use crate::cli_support::{sandcrab, tool_result};
+    use crate::llm_transcripts::{Answer, complete, stream, tool};
+    use crate::mock_llm::MockLlm;
+    use crate::support::{Scene, sandcrab_cmd};
+    use sandcrab::llm::ProviderKind;
+    use std::io::Write;
+
+    const KIND: ProviderKind = ProviderKind::OpenAiCompatible;
+    const SUMMARY_PROMPT: &str = "New messages to fold into the summary";
+    let scene = Scene::new();
+    let mut config = "[providers.openai-compatible]\ncontext_window = 4000\n\
+         [summarization]\nkeep_recent = 2\nchunk_size = 4\n"
+        .to_string();
+    if let Some(addr) = embeddings {
+        config.push_str(&format!(
+            "[embeddings]\nprovider = \"openai-compatible\"\nbase_url = \"http://{addr}\"\nmodel = \"test-embed\"\ndimensions = 8\n"
+        ));
+    }
+    scene.write_user_config(&config);
+    let server = MockLlm::strict(KIND).await;
+    for _ in 0..10 {
+        server.push_for(
+            SUMMARY_PROMPT,
+            complete(
+                KIND,
+                &Answer::Text(vec!["Decision: the deploy key rotates monthly."]),
+            ),
+        );
+    }
+    for i in 0..6 {
+        server.push_for(
+            &format!("Step {i}:"),
+            stream(KIND, &Answer::Text(vec!["Noted."])),
+        );
+    }
+    server.push_for(
+        QUESTION,
+        stream(
+            KIND,
+            &Answer::Tools(vec![tool("m1", "memory_read", json!({"query": QUESTION}))]),
+        ),
+    );
+    server.push_for(QUESTION, stream(KIND, &Answer::Text(vec!["Monthly."])));
+    let mut child = sandcrab(&scene, KIND, &server, "chat")
+        .args(["--json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for i in 0..6 {
+        let fact = if i == 0 {
+            "the deploy key rotates monthly."
+        } else {
+            "a detail."
+        };
+        writeln!(
+            stdin,
+            "Step {i}: {fact} {}",
+            "Some detail about the task. ".repeat(55)
+        )
+        .unwrap();
+    }
+    writeln!(stdin, "{QUESTION}\n/exit").unwrap();
+    drop(stdin);
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let requests = server.requests();
+    let last = requests.last().unwrap();
+    let answer = tool_result(KIND, last, "m1", "memory_read");
+    let reindex = sandcrab_cmd(&scene)
+        .args(["sessions", "reindex"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&reindex.stdout).to_string()
+        + &String::from_utf8_lossy(&reindex.stderr);
+    (answer, said)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_the_binary_a_compacted_fact_comes_back_for_a_paraphrased_question() {
+    let (words_only, said) = chat_asking_by_paraphrase(None).await;
+    assert!(
+        words_only.contains("No archived summary matches"),
+        "{words_only}"
+    );
+    assert!(said.contains("no [embeddings]"), "{said}");
+
+    let addr = serve(Mode::default()).await;
+    let (answer, said) = chat_asking_by_paraphrase(Some(addr)).await;
+    assert!(answer.contains("deploy key rotates monthly"), "{answer}");
+    assert!(answer.contains("found by meaning"), "{answer}");
+    assert!(
+        said.starts_with("0 archived summaries embedded"),
+        "all were embedded already: {said}"
+    );
+}
