@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::embeddings::fuse::{Found, fuse};
-use crate::embeddings::vector::{cosine, from_blob, to_blob};
+use crate::embeddings::vector::{Query, to_blob};
 use crate::embeddings::{EmbedError, Embedder};
 use crate::store::{ArchivalBlock, Store, StoreError};
 
@@ -34,6 +34,9 @@ pub struct Semantic {
     embedder: Embedder,
     queries: std::sync::Mutex<HashMap<String, Vec<f32>>>,
     warned: AtomicBool,
+    /// Every archived batch of the session has its vector (as far as this
+    /// session knows: set by a backfill, cleared by a compaction).
+    complete: AtomicBool,
 }
 
 impl Semantic {
@@ -42,7 +45,14 @@ impl Semantic {
             embedder,
             queries: Default::default(),
             warned: AtomicBool::new(false),
+            complete: AtomicBool::new(false),
         })
+    }
+
+    /// Something new was archived: the next search makes its vectors
+    /// first.
+    pub fn archived(&self) {
+        self.complete.store(false, Ordering::Release);
     }
 
     /// Make and keep the vectors archived blocks lack (of `conversation`,
@@ -58,6 +68,9 @@ impl Semantic {
         loop {
             let blocks = store.unembedded(conversation, model, dims, self.embedder.batch_size())?;
             if blocks.is_empty() {
+                if conversation.is_some() {
+                    self.complete.store(true, Ordering::Release);
+                }
                 return Ok(made);
             }
             let texts: Vec<String> = blocks.iter().map(|b| b.content.clone()).collect();
@@ -132,15 +145,19 @@ pub async fn recall(
         });
     };
     let by_meaning = async {
-        semantic.backfill(store, Some(conversation)).await?;
+        if !semantic.complete.load(Ordering::Acquire) {
+            semantic.backfill(store, Some(conversation)).await?;
+        }
         let q = semantic.query_vector(query).await?;
         let (model, dims) = (semantic.embedder.model(), semantic.embedder.dimensions());
-        let mut scored: Vec<(i64, f32)> = store
-            .embeddings(conversation, model, dims)?
-            .into_iter()
-            .filter_map(|(id, blob)| from_blob(&blob).map(|v| (id, cosine(&q, &v))))
-            .filter(|(_, score)| *score > 0.0)
-            .collect();
+        let q = Query::new(q);
+        let mut scored: Vec<(i64, f32)> = Vec::new();
+        store.scan_embeddings(conversation, model, dims, &mut |id, blob| {
+            let score = q.cosine_blob(blob);
+            if score > 0.0 {
+                scored.push((id, score));
+            }
+        })?;
         scored.sort_by(|a, b| b.1.total_cmp(&a.1));
         scored.truncate(candidates);
         Ok::<_, BackfillError>(scored.into_iter().map(|(id, _)| id).collect::<Vec<_>>())

@@ -47,6 +47,7 @@ impl Session {
         let Some(semantic) = memory.semantic().cloned() else {
             return;
         };
+        semantic.archived();
         let store = memory.store().clone();
         let id = memory.id().to_string();
         tokio::spawn(async move {

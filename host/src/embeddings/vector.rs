@@ -38,6 +38,39 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     }
 }
 
+/// A query ready to be compared with stored vectors without decoding
+/// them: its values and its norm.
+pub struct Query {
+    values: Vec<f32>,
+    norm: f32,
+}
+
+impl Query {
+    pub fn new(values: Vec<f32>) -> Self {
+        let norm = values.iter().map(|x| x * x).sum::<f32>().sqrt();
+        Query { values, norm }
+    }
+
+    /// Cosine similarity with a stored vector (0 for one of another
+    /// length, or all zeros).
+    pub fn cosine_blob(&self, blob: &[u8]) -> f32 {
+        if blob.len() != self.values.len() * 4 || self.norm == 0.0 {
+            return 0.0;
+        }
+        let (mut dot, mut norm) = (0.0f32, 0.0f32);
+        for (q, c) in self.values.iter().zip(blob.chunks_exact(4)) {
+            let x = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+            dot += q * x;
+            norm += x * x;
+        }
+        if norm == 0.0 {
+            0.0
+        } else {
+            dot / (self.norm * norm.sqrt())
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -50,5 +83,10 @@ mod tests {
         assert!((cosine(&[1.0, 0.0], &[2.0, 0.0]) - 1.0).abs() < 1e-6);
         assert!(cosine(&[1.0, 0.0], &[0.0, 1.0]).abs() < 1e-6);
         assert_eq!(cosine(&[1.0], &[1.0, 0.0]), 0.0);
+        let q = Query::new(vec![3.0, 4.0]);
+        assert!((q.cosine_blob(&to_blob(&[6.0, 8.0])) - 1.0).abs() < 1e-6);
+        assert!(
+            (q.cosine_blob(&to_blob(&[1.0, 2.0])) - cosine(&[3.0, 4.0], &[1.0, 2.0])).abs() < 1e-6
+        );
     }
 }

@@ -220,7 +220,22 @@ pub trait Store: Send + Sync {
         conversation: &str,
         model: &str,
         dims: usize,
-    ) -> Result<Vec<(i64, Vec<u8>)>, StoreError>;
+    ) -> Result<Vec<(i64, Vec<u8>)>, StoreError> {
+        let mut out = Vec::new();
+        self.scan_embeddings(conversation, model, dims, &mut |id, v| {
+            out.push((id, v.to_vec()))
+        })?;
+        Ok(out)
+    }
+    /// Hand each vector of [`Store::embeddings`] to `visit` in place (no
+    /// copy: a search compares thousands).
+    fn scan_embeddings(
+        &self,
+        conversation: &str,
+        model: &str,
+        dims: usize,
+        visit: &mut dyn FnMut(i64, &[u8]),
+    ) -> Result<(), StoreError>;
     /// Apply one compaction atomically.
     fn compact(&self, conversation: &str, write: &CompactionWrite) -> Result<(), StoreError>;
     /// Keep events of the event stream `stream` (one transaction).

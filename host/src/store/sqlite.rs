@@ -444,7 +444,7 @@ impl Store for SqliteStore {
         };
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(
-            "SELECT a.id, a.conversation_id, a.label, a.content, a.created_at FROM archival_fts f JOIN archival a ON a.id = f.rowid WHERE archival_fts MATCH ?1 AND (?2 IS NULL OR a.conversation_id = ?2) ORDER BY bm25(archival_fts) LIMIT ?3",
+            "SELECT a.id, a.conversation_id, a.label, a.content, a.created_at FROM archival_fts f JOIN archival a ON a.id = f.rowid WHERE archival_fts MATCH ?1 AND (?2 IS NULL OR a.conversation_id = ?2) ORDER BY f.rank LIMIT ?3",
         )?;
         let rows = stmt.query_map(params![query, conversation, limit as i64], block_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -496,20 +496,25 @@ impl Store for SqliteStore {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    fn embeddings(
+    fn scan_embeddings(
         &self,
         conversation: &str,
         model: &str,
         dims: usize,
-    ) -> Result<Vec<(i64, Vec<u8>)>, StoreError> {
+        visit: &mut dyn FnMut(i64, &[u8]),
+    ) -> Result<(), StoreError> {
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(
             "SELECT id, embedding FROM archival WHERE conversation_id = ?1 AND embedding IS NOT NULL AND embedding_model = ?2 AND embedding_dims = ?3",
         )?;
-        let rows = stmt.query_map(params![conversation, model, dims as i64], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        let mut rows = stmt.query(params![conversation, model, dims as i64])?;
+        while let Some(row) = rows.next()? {
+            let id: i64 = row.get(0)?;
+            if let Ok(blob) = row.get_ref(1)?.as_blob() {
+                visit(id, blob);
+            }
+        }
+        Ok(())
     }
 
     fn compact(&self, conversation: &str, write: &CompactionWrite) -> Result<(), StoreError> {
