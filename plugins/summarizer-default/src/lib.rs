@@ -23,7 +23,7 @@ impl Summarizer for Default {
             prompt.push_str(&format!("[{}] {}\n", m.role, m.content.trim()));
         }
         prompt.push_str("</messages>\n\n");
-        prompt.push_str("Write one updated summary that keeps: the user's goals and constraints, decisions made and why, files created or changed (with paths), commands run and their important results, errors still open, and what remains to do. Be specific and factual; drop chit-chat. Reply with the summary only.");
+        prompt.push_str("Write one updated summary that keeps: the user's goals and constraints, decisions made and why, files created or changed (with paths), commands run and their important results, errors still open, and what remains to do. Keep names (of people, hosts, services, branches), numbers, dates, versions and settings exactly as written: the summary is searched for them later. Be specific and factual; drop chit-chat. Reply with the summary only.");
         prompt
     }
 }
