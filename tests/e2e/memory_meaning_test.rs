@@ -347,3 +347,38 @@ async fn through_the_binary_a_compacted_fact_comes_back_for_a_paraphrased_questi
         "all were embedded already: {said}"
     );
 }
+
+#[test]
+fn an_embeddings_block_that_would_leak_the_key_or_cannot_work_is_refused() {
+    let base = |url: &str, key: Option<&str>| EmbeddingsConfig {
+        provider: EmbeddingProvider::OpenaiCompatible,
+        base_url: url.into(),
+        model: "m".into(),
+        dimensions: 8,
+        api_key_env: key.map(str::to_string),
+        batch_size: None,
+        timeout_ms: None,
+    };
+    let env = |v: &str| (v == "EMBED_KEY").then(|| "sk-embed".to_string());
+    let err = Embedder::new(base("http://embed.example.com", Some("EMBED_KEY")), env)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("refusing to send the API key over plain http"),
+        "{err}"
+    );
+    assert!(Embedder::new(base("http://127.0.0.1:8080", Some("EMBED_KEY")), env).is_ok());
+    assert!(Embedder::new(base("https://api.openai.com", Some("EMBED_KEY")), env).is_ok());
+    let err = Embedder::new(base("https://api.openai.com", Some("MISSING")), env)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("MISSING"), "{err}");
+    let mut zero = base("http://127.0.0.1:8080", None);
+    zero.dimensions = 0;
+    assert!(
+        Embedder::new(zero, env)
+            .unwrap_err()
+            .to_string()
+            .contains("dimensions")
+    );
+}

@@ -30,6 +30,10 @@ pub enum EmbedError {
     },
     #[error("[embeddings] api_key_env = {0}, which is not set")]
     NoKey(String),
+    #[error("[embeddings] {0}")]
+    Config(String),
+    #[error("the embedding endpoint {url} answered more than {limit} bytes")]
+    TooLarge { url: String, limit: usize },
 }
 
 /// A client of one configured endpoint.
@@ -46,10 +50,32 @@ impl Embedder {
         config: EmbeddingsConfig,
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, EmbedError> {
+        if config.dimensions == 0 {
+            return Err(EmbedError::Config("dimensions must be more than 0".into()));
+        }
+        let url = reqwest::Url::parse(&config.base_url).map_err(|e| {
+            EmbedError::Config(format!("base_url '{}' is not a URL: {e}", config.base_url))
+        })?;
         let key = match &config.api_key_env {
             Some(var) => Some(env(var).ok_or_else(|| EmbedError::NoKey(var.clone()))?),
             None => None,
         };
+        match url.scheme() {
+            "https" => {}
+            "http" if key.is_none() || crate::llm::is_loopback(url.host()) => {}
+            "http" => {
+                return Err(EmbedError::Config(format!(
+                    "refusing to send the API key over plain http to {}: use https, or a loopback address for a local server",
+                    url.host_str().unwrap_or("?")
+                )));
+            }
+            other => {
+                return Err(EmbedError::Config(format!(
+                    "base_url '{}' has scheme '{other}'; use http or https",
+                    config.base_url
+                )));
+            }
+        }
         let http = reqwest::Client::builder()
             .timeout(Duration::from_millis(config.timeout_ms.unwrap_or(10_000)))
             .build()
@@ -156,10 +182,28 @@ impl Embedder {
             message: e.to_string(),
         })?;
         let status = response.status();
-        let text = response.text().await.map_err(|e| EmbedError::Unreachable {
-            url: url.to_string(),
-            message: e.to_string(),
-        })?;
+        // Room for the vectors asked for as JSON text, and then some: an
+        // endpoint cannot make the host hold more.
+        let limit = (1 << 20) + self.batch_size() * self.config.dimensions * 32;
+        let mut response = response;
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| EmbedError::Unreachable {
+                url: url.to_string(),
+                message: e.to_string(),
+            })?
+        {
+            if bytes.len() + chunk.len() > limit {
+                return Err(EmbedError::TooLarge {
+                    url: url.to_string(),
+                    limit,
+                });
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        let text = String::from_utf8_lossy(&bytes).into_owned();
         if !status.is_success() {
             return Err(EmbedError::Status {
                 url: url.to_string(),

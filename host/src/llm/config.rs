@@ -191,7 +191,8 @@ impl ProviderConfig {
     }
 }
 
-fn is_loopback(host: Option<url::Host<&str>>) -> bool {
+/// Whether `host` is this machine (`localhost` or a loopback address).
+pub fn is_loopback(host: Option<url::Host<&str>>) -> bool {
     match host {
         Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
         Some(url::Host::Ipv4(ip)) => ip.is_loopback(),

@@ -15,7 +15,7 @@ mod transport;
 mod types;
 
 pub use client::{EventStream, HttpClient, LlmClient, StubClient, client_for};
-pub use config::{ProviderConfig, ProviderKind};
+pub use config::{ProviderConfig, ProviderKind, is_loopback};
 pub use error::{ErrorKind, LlmError};
 pub use retry::RetryPolicy;
 pub use types::{
