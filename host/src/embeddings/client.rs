@@ -156,6 +156,9 @@ impl Embedder {
             let slot = vectors
                 .get_mut(index)
                 .ok_or_else(|| malformed("an `index` out of range"))?;
+            if !slot.is_empty() {
+                return Err(malformed("two vectors for the same `index`"));
+            }
             *slot = self.numbers(&url, &item["embedding"])?;
         }
         Ok(vectors)
