@@ -140,7 +140,7 @@ fn bench(c: &mut Criterion) {
             );
             let small = &small;
             async move {
-                assert_eq!(semantic.backfill(small, None).await.unwrap(), 1000);
+                assert_eq!(semantic.backfill(small, None).await.unwrap().made, 1000);
             }
         })
     });

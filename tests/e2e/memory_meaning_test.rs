@@ -29,6 +29,9 @@ struct Mode {
     dims: Option<usize>,
     /// Answer `{"data": "nonsense"}`.
     malformed: bool,
+    /// Answer 400 to a request with a text holding this (too long for the
+    /// model, say).
+    refuse: Option<&'static str>,
     /// Texts embedded so far.
     seen: Arc<Mutex<Vec<String>>>,
 }
@@ -48,34 +51,47 @@ fn vector(text: &str, dims: usize) -> Vec<f32> {
     v
 }
 
+/// `POST /v1/embeddings` as the OpenAI API answers it.
+async fn openai_embeddings(
+    State(mode): State<Mode>,
+    Json(body): Json<Value>,
+) -> (axum::http::StatusCode, Json<Value>) {
+    use axum::http::StatusCode;
+    if mode.malformed {
+        return (StatusCode::OK, Json(json!({"data": "nonsense"})));
+    }
+    let inputs: Vec<String> = body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect();
+    if let Some(bad) = mode.refuse
+        && inputs.iter().any(|t| t.contains(bad))
+    {
+        return (
+            StatusCode::BAD_REQUEST,
+            Json(json!({"error": "input is too large to process"})),
+        );
+    }
+    mode.seen.lock().unwrap().extend(inputs.clone());
+    let dims = mode.dims.unwrap_or(8);
+    (
+        StatusCode::OK,
+        Json(json!({
+            "object": "list",
+            "model": body["model"],
+            "data": inputs.iter().enumerate().map(|(i, t)| json!({
+                "object": "embedding", "index": i, "embedding": vector(t, dims)
+            })).collect::<Vec<_>>(),
+        })),
+    )
+}
+
 async fn serve(mode: Mode) -> SocketAddr {
     let app =
         axum::Router::new()
-            .route(
-                "/v1/embeddings",
-                post(
-                    |State(mode): State<Mode>, Json(body): Json<Value>| async move {
-                        if mode.malformed {
-                            return Json(json!({"data": "nonsense"}));
-                        }
-                        let inputs: Vec<String> = body["input"]
-                            .as_array()
-                            .unwrap()
-                            .iter()
-                            .map(|s| s.as_str().unwrap().to_string())
-                            .collect();
-                        mode.seen.lock().unwrap().extend(inputs.clone());
-                        let dims = mode.dims.unwrap_or(8);
-                        Json(json!({
-                            "object": "list",
-                            "model": body["model"],
-                            "data": inputs.iter().enumerate().map(|(i, t)| json!({
-                                "object": "embedding", "index": i, "embedding": vector(t, dims)
-                            })).collect::<Vec<_>>(),
-                        }))
-                    },
-                ),
-            )
+            .route("/v1/embeddings", post(openai_embeddings))
             .route(
                 "/v1beta/models/{call}",
                 post(
@@ -220,9 +236,9 @@ async fn vectors_of_another_model_are_not_compared_and_are_made_again() {
         addr,
         "old-model",
     ));
-    assert_eq!(old.backfill(&store, None).await.unwrap(), 3);
+    assert_eq!(old.backfill(&store, None).await.unwrap().made, 3);
     assert_eq!(
-        old.backfill(&store, None).await.unwrap(),
+        old.backfill(&store, None).await.unwrap().made,
         0,
         "nothing left to do"
     );
@@ -233,7 +249,7 @@ async fn vectors_of_another_model_are_not_compared_and_are_made_again() {
         addr,
         "new-model",
     ));
-    assert_eq!(new.backfill(&store, Some("conv")).await.unwrap(), 3);
+    assert_eq!(new.backfill(&store, Some("conv")).await.unwrap().made, 3);
     assert_eq!(store.embeddings("conv", "new-model", 8).unwrap().len(), 3);
     assert_eq!(store.embeddings("conv", "old-model", 8).unwrap().len(), 0);
     assert_eq!(mode.seen.lock().unwrap().len(), 6);
@@ -324,8 +340,31 @@ async fn chat_asking_by_paraphrase(embeddings: Option<SocketAddr>) -> (String, S
         .args(["sessions", "reindex"])
         .output()
         .unwrap();
-    let said = String::from_utf8_lossy(&reindex.stdout).to_string()
+    let mut said = String::from_utf8_lossy(&reindex.stdout).to_string()
         + &String::from_utf8_lossy(&reindex.stderr);
+    // The session replays offline: memory_read's answer is played back,
+    // not searched again (a replay calls no endpoint).
+    let listed = sandcrab_cmd(&scene)
+        .args(["sessions", "list", "-w"])
+        .arg(scene.workspace())
+        .output()
+        .unwrap();
+    let id = String::from_utf8_lossy(&listed.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    let replay = sandcrab_cmd(&scene)
+        .args(["replay", &id, "-w"])
+        .arg(scene.workspace())
+        .output()
+        .unwrap();
+    said.push_str(&format!(
+        "\nreplay: {} {}{}",
+        replay.status.success(),
+        String::from_utf8_lossy(&replay.stdout),
+        String::from_utf8_lossy(&replay.stderr)
+    ));
     (answer, said)
 }
 
@@ -338,8 +377,10 @@ async fn through_the_binary_a_compacted_fact_comes_back_for_a_paraphrased_questi
     );
     assert!(said.contains("no [embeddings]"), "{said}");
 
-    let addr = serve(Mode::default()).await;
+    let mode = Mode::default();
+    let addr = serve(mode.clone()).await;
     let (answer, said) = chat_asking_by_paraphrase(Some(addr)).await;
+    assert!(said.contains("replay: true"), "{said}");
     assert!(answer.contains("deploy key rotates monthly"), "{answer}");
     assert!(answer.contains("found by meaning"), "{answer}");
     assert!(
@@ -381,4 +422,59 @@ fn an_embeddings_block_that_would_leak_the_key_or_cannot_work_is_refused() {
             .to_string()
             .contains("dimensions")
     );
+}
+
+/// A summary the endpoint refuses (too long for the model) is skipped: the
+/// others get their vectors, the search by meaning still runs over them,
+/// and the operator hears which one is missing, once.
+#[tokio::test]
+async fn a_summary_the_endpoint_refuses_does_not_stop_the_others() {
+    let store = store_with_summaries();
+    store
+        .add_block(
+            "conv",
+            &NewBlock {
+                label: "summary:conv:huge".into(),
+                content: "TOO LONG for this model".into(),
+            },
+        )
+        .unwrap();
+    let addr = serve(Mode {
+        refuse: Some("TOO LONG"),
+        ..Mode::default()
+    })
+    .await;
+    let semantic = semantic(config(EmbeddingProvider::OpenaiCompatible, addr, "m"));
+    let found = recall(&store, "conv", Some(&semantic), QUESTION, 3)
+        .await
+        .unwrap();
+    assert!(
+        found
+            .hits
+            .iter()
+            .any(|(b, by)| b.content == FACT && by.by_meaning),
+        "meaning still searched"
+    );
+    let warning = found.warning.expect("told once");
+    assert!(
+        warning.contains("no vector yet") && warning.contains("too large"),
+        "{warning}"
+    );
+    assert_eq!(store.embeddings("conv", "m", 8).unwrap().len(), 3);
+    let again = semantic.backfill(&store, None).await.unwrap();
+    assert_eq!((again.made, again.skipped), (0, 1));
+}
+
+/// A question with no words is answered without asking the endpoint.
+#[tokio::test]
+async fn an_empty_question_does_not_reach_the_endpoint() {
+    let mode = Mode::default();
+    let addr = serve(mode.clone()).await;
+    let store = store_with_summaries();
+    let semantic = semantic(config(EmbeddingProvider::OpenaiCompatible, addr, "m"));
+    let found = recall(&store, "conv", Some(&semantic), " ?! ", 3)
+        .await
+        .unwrap();
+    assert!(found.hits.is_empty() && found.warning.is_none());
+    assert!(mode.seen.lock().unwrap().is_empty());
 }

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::embeddings::fuse::{Found, fuse};
@@ -13,9 +13,12 @@ use crate::embeddings::vector::{Query, to_blob};
 use crate::embeddings::{EmbedError, Embedder};
 use crate::store::{ArchivalBlock, Store, StoreError};
 
-/// How long `memory_read` waits for the endpoint before answering by
-/// words alone.
+/// How long `memory_read` waits for the query's vector before answering
+/// by words alone.
 const QUERY_WAIT: Duration = Duration::from_secs(5);
+/// How long `memory_read` spends embedding batches still without vectors
+/// before searching the ones that have them.
+const BACKFILL_WAIT: Duration = Duration::from_secs(3);
 /// Candidates each ranking contributes, per result asked for.
 const CANDIDATES_PER_RESULT: usize = 4;
 
@@ -29,14 +32,28 @@ pub enum BackfillError {
 }
 
 /// Search by meaning for one session: the endpoint, its query vectors
-/// (cached per session), whether the operator was already warned.
+/// (cached per session), whether the operator was already warned, and how
+/// far its archive is embedded.
 pub struct Semantic {
     embedder: Embedder,
     queries: std::sync::Mutex<HashMap<String, Vec<f32>>>,
     warned: AtomicBool,
-    /// Every archived batch of the session has its vector (as far as this
-    /// session knows: set by a backfill, cleared by a compaction).
-    complete: AtomicBool,
+    /// Bumped by each compaction of the session.
+    archived: AtomicU64,
+    /// The `archived` count the last complete backfill started at.
+    embedded: AtomicU64,
+}
+
+/// What a backfill did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Backfill {
+    /// Vectors made and kept.
+    pub made: usize,
+    /// Blocks the endpoint refused one by one (too long for it, say):
+    /// skipped, tried again next time.
+    pub skipped: usize,
+    /// Why the first of them was refused.
+    pub first_refusal: Option<String>,
 }
 
 impl Semantic {
@@ -45,41 +62,76 @@ impl Semantic {
             embedder,
             queries: Default::default(),
             warned: AtomicBool::new(false),
-            complete: AtomicBool::new(false),
+            archived: AtomicU64::new(1),
+            embedded: AtomicU64::new(0),
         })
     }
 
     /// Something new was archived: the next search makes its vectors
     /// first.
     pub fn archived(&self) {
-        self.complete.store(false, Ordering::Release);
+        self.archived.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Make and keep the vectors archived blocks lack (of `conversation`,
-    /// or all): never embedded, or made by another model or length. How
-    /// many were made.
+    /// or all): never embedded, or made by another model or length. A batch
+    /// the endpoint refuses is tried text by text, and a text it still
+    /// refuses is skipped; an endpoint that cannot be reached ends the run.
     pub async fn backfill(
         &self,
         store: &dyn Store,
         conversation: Option<&str>,
-    ) -> Result<usize, BackfillError> {
+    ) -> Result<Backfill, BackfillError> {
+        let generation = self.archived.load(Ordering::Acquire);
         let (model, dims) = (self.embedder.model(), self.embedder.dimensions());
-        let mut made = 0;
+        let mut done = Backfill::default();
+        let mut after = 0;
         loop {
-            let blocks = store.unembedded(conversation, model, dims, self.embedder.batch_size())?;
-            if blocks.is_empty() {
-                if conversation.is_some() {
-                    self.complete.store(true, Ordering::Release);
-                }
-                return Ok(made);
-            }
+            let blocks =
+                store.unembedded(conversation, model, dims, after, self.embedder.batch_size())?;
+            let Some(last) = blocks.last() else { break };
+            after = last.id;
             let texts: Vec<String> = blocks.iter().map(|b| b.content.clone()).collect();
-            let vectors = self.embedder.embed(&texts).await?;
-            for (block, vector) in blocks.iter().zip(&vectors) {
-                store.set_embedding(block.id, model, dims, &to_blob(vector))?;
+            match self.embedder.embed(&texts).await {
+                Ok(vectors) => {
+                    for (block, vector) in blocks.iter().zip(&vectors) {
+                        store.set_embedding(block.id, model, dims, &to_blob(vector))?;
+                    }
+                    done.made += blocks.len();
+                }
+                Err(e) if e.refused_input() => {
+                    for block in &blocks {
+                        match self
+                            .embedder
+                            .embed(std::slice::from_ref(&block.content))
+                            .await
+                        {
+                            Ok(v) => {
+                                store.set_embedding(block.id, model, dims, &to_blob(&v[0]))?;
+                                done.made += 1;
+                            }
+                            Err(e) if e.refused_input() => {
+                                done.skipped += 1;
+                                done.first_refusal.get_or_insert_with(|| {
+                                    format!("summary block {}: {e}", block.id)
+                                });
+                            }
+                            Err(e) => return Err(e.into()),
+                        }
+                    }
+                }
+                Err(e) => return Err(e.into()),
             }
-            made += blocks.len();
         }
+        if conversation.is_some() && done.skipped == 0 {
+            self.embedded.store(generation, Ordering::Release);
+        }
+        Ok(done)
+    }
+
+    /// Whether something archived may still lack its vector.
+    fn behind(&self) -> bool {
+        self.embedded.load(Ordering::Acquire) != self.archived.load(Ordering::Acquire)
     }
 
     async fn query_vector(&self, query: &str) -> Result<Vec<f32>, EmbedError> {
@@ -103,8 +155,13 @@ impl Semantic {
 
     /// The warning to show, the first time only.
     fn warn_once(&self, why: &str) -> Option<String> {
-        (!self.warned.swap(true, Ordering::Relaxed))
-            .then(|| format!("memory_read searches by words only for now: {why}"))
+        self.warn_once_about(&format!(
+            "memory_read searches by words only for now: {why}"
+        ))
+    }
+
+    fn warn_once_about(&self, text: &str) -> Option<String> {
+        (!self.warned.swap(true, Ordering::Relaxed)).then(|| text.to_string())
     }
 }
 
@@ -127,27 +184,24 @@ pub async fn recall(
     let candidates = limit * CANDIDATES_PER_RESULT;
     let words = store.search(Some(conversation), query, candidates)?;
     let Some(semantic) = semantic else {
-        return Ok(Recall {
-            hits: words
-                .into_iter()
-                .take(limit)
-                .map(|b| {
-                    (
-                        b,
-                        Found {
-                            by_words: true,
-                            by_meaning: false,
-                        },
-                    )
-                })
-                .collect(),
-            warning: None,
-        });
+        return Ok(words_only(words, limit));
     };
-    let by_meaning = async {
-        if !semantic.complete.load(Ordering::Acquire) {
-            semantic.backfill(store, Some(conversation)).await?;
+    if query.trim().is_empty() || !query.chars().any(char::is_alphanumeric) {
+        return Ok(words_only(words, limit));
+    }
+    // Archived batches still without vectors get them first, within a
+    // budget; whatever vectors exist are searched either way.
+    let mut trouble = None;
+    if semantic.behind() {
+        match tokio::time::timeout(BACKFILL_WAIT, semantic.backfill(store, Some(conversation)))
+            .await
+        {
+            Ok(Ok(done)) => trouble = done.first_refusal,
+            Ok(Err(e)) => trouble = Some(e.to_string()),
+            Err(_) => {} // slow, not down: the rest is made next time
         }
+    }
+    let by_meaning = async {
         let q = semantic.query_vector(query).await?;
         let (model, dims) = (semantic.embedder.model(), semantic.embedder.dimensions());
         let q = Query::new(q);
@@ -171,7 +225,14 @@ pub async fn recall(
         )),
     };
     let (meaning, warning) = match meaning {
-        Ok(ids) => (ids, None),
+        Ok(ids) => (
+            ids,
+            trouble.and_then(|why| {
+                semantic.warn_once_about(&format!(
+                    "some archived summaries have no vector yet: {why}"
+                ))
+            }),
+        ),
         Err(why) => (Vec::new(), semantic.warn_once(&why)),
     };
     let word_ids: Vec<i64> = words.iter().map(|b| b.id).collect();
@@ -192,4 +253,20 @@ pub async fn recall(
         .filter_map(|(id, found)| known.remove(&id).map(|b| (b, found)))
         .collect();
     Ok(Recall { hits, warning })
+}
+
+/// The word matches alone.
+fn words_only(words: Vec<ArchivalBlock>, limit: usize) -> Recall {
+    let by_words = Found {
+        by_words: true,
+        by_meaning: false,
+    };
+    Recall {
+        hits: words
+            .into_iter()
+            .take(limit)
+            .map(|b| (b, by_words))
+            .collect(),
+        warning: None,
+    }
 }

@@ -155,7 +155,8 @@ impl Session {
         registry: ToolRegistry,
     ) -> ToolOutcome {
         if let Some(playback) = &self.playback
-            && !self.is_own_tool(&call.name)
+            && (!self.is_own_tool(&call.name)
+                || PLAYED_BACK_OWN_TOOLS.contains(&call.name.as_str()))
         {
             return match playback.tool_outcome(call) {
                 Played::Outcome(outcome) => *outcome,
@@ -182,3 +183,8 @@ impl Session {
         outcome
     }
 }
+
+/// The session's own tools whose answers are played back rather than run
+/// again: they change nothing of the session, and their answer depends on
+/// a service a replay must not call (`memory_read` by meaning).
+const PLAYED_BACK_OWN_TOOLS: &[&str] = &["memory_read"];

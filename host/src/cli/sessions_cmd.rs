@@ -119,7 +119,15 @@ async fn reindex(id: Option<String>, place: Place) -> anyhow::Result<ExitCode> {
     let (model, dims) = (embedder.model().to_string(), embedder.dimensions());
     let semantic = crate::agent::recall::Semantic::new(embedder);
     let started = std::time::Instant::now();
-    let made = semantic.backfill(store.as_ref(), id.as_deref()).await?;
+    let done = semantic.backfill(store.as_ref(), id.as_deref()).await?;
+    let made = done.made;
+    if done.skipped > 0 {
+        errln!(
+            "{} summaries the endpoint refused were skipped (the first: {})",
+            done.skipped,
+            done.first_refusal.as_deref().unwrap_or_default()
+        );
+    }
     let secs = started.elapsed().as_secs_f64();
     outln!(
         "{made} archived summaries embedded with {model} ({dims} dimensions) in {secs:.2} s{}",

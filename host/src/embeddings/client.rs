@@ -36,6 +36,14 @@ pub enum EmbedError {
     TooLarge { url: String, limit: usize },
 }
 
+impl EmbedError {
+    /// The endpoint refused what it was given (a text too long for it,
+    /// say) rather than failing: worth trying the texts one by one.
+    pub fn refused_input(&self) -> bool {
+        matches!(self, EmbedError::Status { status, .. } if (400..500).contains(status) && *status != 401 && *status != 403 && *status != 404 && *status != 429)
+    }
+}
+
 /// A client of one configured endpoint.
 #[derive(Debug, Clone)]
 pub struct Embedder {
@@ -78,6 +86,8 @@ impl Embedder {
         }
         let http = reqwest::Client::builder()
             .timeout(Duration::from_millis(config.timeout_ms.unwrap_or(10_000)))
+            // A redirect would carry the key (Gemini's header) elsewhere.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| EmbedError::Unreachable {
                 url: config.base_url.clone(),

@@ -35,6 +35,9 @@ impl Transport {
             .check_key_transport()
             .map_err(|m| LlmError::new(ErrorKind::Configuration, config.kind.id(), m))?;
         let http = reqwest::Client::builder()
+            // A redirect would carry the key (Gemini's `x-goog-api-key`)
+            // to wherever it points.
+            .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(config.connect_timeout)
             .read_timeout(config.first_byte_timeout.max(config.read_timeout))
             .build()

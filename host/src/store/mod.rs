@@ -206,11 +206,14 @@ pub trait Store: Send + Sync {
     ) -> Result<(), StoreError>;
     /// Archival blocks (of one conversation if given) without a vector of
     /// `model` and `dims`: never embedded, or embedded by another model.
+    /// Only blocks after id `after`, in id order (a cursor: a block the
+    /// endpoint refuses does not stop the ones after it).
     fn unembedded(
         &self,
         conversation: Option<&str>,
         model: &str,
         dims: usize,
+        after: i64,
         limit: usize,
     ) -> Result<Vec<ArchivalBlock>, StoreError>;
     /// The vectors of one conversation's blocks made by `model` with

@@ -483,14 +483,15 @@ impl Store for SqliteStore {
         conversation: Option<&str>,
         model: &str,
         dims: usize,
+        after: i64,
         limit: usize,
     ) -> Result<Vec<ArchivalBlock>, StoreError> {
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(
-            "SELECT id, conversation_id, label, content, created_at FROM archival WHERE (?1 IS NULL OR conversation_id = ?1) AND (embedding IS NULL OR embedding_model IS NOT ?2 OR embedding_dims IS NOT ?3) ORDER BY id LIMIT ?4",
+            "SELECT id, conversation_id, label, content, created_at FROM archival WHERE (?1 IS NULL OR conversation_id = ?1) AND (embedding IS NULL OR embedding_model IS NOT ?2 OR embedding_dims IS NOT ?3) AND id > ?5 ORDER BY id LIMIT ?4",
         )?;
         let rows = stmt.query_map(
-            params![conversation, model, dims as i64, limit as i64],
+            params![conversation, model, dims as i64, limit as i64, after],
             block_row,
         )?;
         Ok(rows.collect::<Result<_, _>>()?)
