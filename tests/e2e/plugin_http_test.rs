@@ -513,20 +513,10 @@ async fn the_issue_tracker_example_calls_an_authenticated_api() {
          value = \"Bearer ${{TRACKER_TOKEN}}\"\n",
         scene.plugins().display()
     ));
-    let run = |args: Vec<String>| {
-        let mut cmd = sandcrab_cmd(&scene);
-        cmd.args(&args)
-            .arg("--workspace")
-            .arg(scene.workspace())
-            .env("TRACKER_TOKEN", SECRET)
-            .env("ISSUE_TRACKER_URL", &o);
-        tokio::task::spawn_blocking(move || cmd.output().unwrap())
-    };
-    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let url = [("ISSUE_TRACKER_URL", o.as_str())];
+    let run = |args: &[&str]| with_token(&scene, args, &url);
 
-    let out = run(vec!["tool".into(), "call".into(), "list_issues".into()])
-        .await
-        .unwrap();
+    let out = run(&["tool", "call", "list_issues"]).await;
     assert!(
         out.status.success(),
         "{}{}",
@@ -537,15 +527,8 @@ async fn the_issue_tracker_example_calls_an_authenticated_api() {
         text(&out.stdout).trim(),
         "#1 [open] deploy key rotates monthly"
     );
-    let out = run(vec![
-        "tool".into(),
-        "call".into(),
-        "open_issue".into(),
-        "--args".into(),
-        json!({"title": "rotate the key"}).to_string(),
-    ])
-    .await
-    .unwrap();
+    let title = json!({"title": "rotate the key"}).to_string();
+    let out = run(&["tool", "call", "open_issue", "--args", &title]).await;
     assert_eq!(
         text(&out.stdout).trim(),
         "Opened #2: rotate the key",
@@ -561,13 +544,7 @@ async fn the_issue_tracker_example_calls_an_authenticated_api() {
     );
 
     // The operator sees the grant and the credential's name, not its value.
-    let out = run(vec![
-        "plugins".into(),
-        "inspect".into(),
-        "issue-tracker".into(),
-    ])
-    .await
-    .unwrap();
+    let out = run(&["plugins", "inspect", "issue-tracker"]).await;
     let shown = text(&out.stdout);
     assert!(
         shown.contains(&format!("http:      {o} (GET, POST)")),
@@ -626,33 +603,18 @@ async fn the_python_and_javascript_examples_request_through_the_same_gate() {
     }
     scene.write_user_config(&config);
     let call = |tool: &str, url: String| {
-        let mut cmd = sandcrab_cmd(&scene);
-        cmd.args([
-            "tool",
-            "call",
-            tool,
-            "--args",
-            &json!({ "url": url }).to_string(),
-        ])
-        .arg("--workspace")
-        .arg(scene.workspace())
-        .env("TRACKER_TOKEN", SECRET);
-        tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        let args = json!({ "url": url }).to_string();
+        with_token(&scene, &["tool", "call", tool, "--args", &args], &[])
     };
-    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
 
-    let py = call("url_todo_list", format!("{o}/notes.txt"))
-        .await
-        .unwrap();
+    let py = call("url_todo_list", format!("{o}/notes.txt")).await;
     assert_eq!(
         text(&py.stdout).trim(),
         "2: # TODO: rotate the deploy key",
         "{}",
         text(&py.stderr)
     );
-    let js = call("url_json_keys", format!("{o}/data.json"))
-        .await
-        .unwrap();
+    let js = call("url_json_keys", format!("{o}/data.json")).await;
     assert_eq!(
         text(&js.stdout).trim(),
         "legs: number\nname: string",
@@ -669,18 +631,14 @@ async fn the_python_and_javascript_examples_request_through_the_same_gate() {
     );
 
     // Asked for in the manifest, not granted: refused before it leaves.
-    let py = call("url_todo_list", format!("{other_o}/notes.txt"))
-        .await
-        .unwrap();
+    let py = call("url_todo_list", format!("{other_o}/notes.txt")).await;
     assert!(!py.status.success());
     let shown = text(&py.stdout) + &text(&py.stderr);
     assert!(
         shown.contains(&format!("http = [\"{other_o}\"]")),
         "Python reads the refusal: {shown}"
     );
-    let js = call("url_json_keys", format!("{other_o}/data.json"))
-        .await
-        .unwrap();
+    let js = call("url_json_keys", format!("{other_o}/data.json")).await;
     assert!(!js.status.success(), "{}", text(&js.stdout));
     assert!(
         other_seen.all().is_empty(),
@@ -1002,4 +960,26 @@ async fn https_trusts_the_public_roots_and_the_operators_internal_ca() {
         err.contains("not-a-ca.pem") && err.contains("no certificate"),
         "{err}"
     );
+}
+
+/// `sandcrab ARGS --workspace W` as the operator runs it: the tracker's
+/// token (and `env`) in sandcrab's environment; run off the runtime so the
+/// test's servers keep answering.
+fn with_token(
+    scene: &Scene,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> impl std::future::Future<Output = std::process::Output> + use<> {
+    let mut cmd = sandcrab_cmd(scene);
+    cmd.args(args)
+        .arg("--workspace")
+        .arg(scene.workspace())
+        .env("TRACKER_TOKEN", SECRET)
+        .envs(env.iter().copied());
+    let run = tokio::task::spawn_blocking(move || cmd.output().unwrap());
+    async move { run.await.unwrap() }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
 }

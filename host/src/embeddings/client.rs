@@ -216,15 +216,14 @@ impl Embedder {
             }
             bytes.extend_from_slice(&chunk);
         }
-        let text = String::from_utf8_lossy(&bytes).into_owned();
         if !status.is_success() {
             return Err(EmbedError::Status {
                 url: url.to_string(),
                 status: status.as_u16(),
-                body: text.chars().take(300).collect(),
+                body: String::from_utf8_lossy(&bytes).chars().take(300).collect(),
             });
         }
-        serde_json::from_str(&text).map_err(|e| EmbedError::Malformed {
+        serde_json::from_slice(&bytes).map_err(|e| EmbedError::Malformed {
             url: url.to_string(),
             why: format!("not JSON ({e})"),
         })

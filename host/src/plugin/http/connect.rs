@@ -4,7 +4,6 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -142,10 +141,4 @@ impl Connection {
         }
         Ok((parts, bytes))
     }
-}
-
-/// How long a step may take: the request's own timeout, but never past
-/// the call's end.
-pub fn step_timeout(request_ms: u64, call_left: Duration) -> Duration {
-    Duration::from_millis(request_ms).min(call_left)
 }

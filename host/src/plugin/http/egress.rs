@@ -160,7 +160,6 @@ impl HttpEgress {
                 ))
             ));
         }
-        let exact = origin_pattern(origin);
         let plain = origin.scheme == super::origin::Scheme::Http
             && self.rules.iter().any(|r| {
                 r.origin.scheme == super::origin::Scheme::Https
@@ -172,7 +171,7 @@ impl HttpEgress {
             });
         if plain {
             return Err(format!(
-                "plain http to {} is not granted to plugin '{}' (only https): use https, or, if the server has no TLS, the manifest asks for and the operator grants \"{exact}\"",
+                "plain http to {} is not granted to plugin '{}' (only https): use https, or, if the server has no TLS, the manifest asks for and the operator grants \"{origin}\"",
                 origin.host, self.plugin
             ));
         }
@@ -195,7 +194,7 @@ impl HttpEgress {
         Err(format!(
             "{origin} is not granted to plugin '{}'; {}",
             self.plugin,
-            self.hint(&format!("\"{exact}\""))
+            self.hint(&format!("\"{origin}\""))
         ))
     }
 
@@ -213,13 +212,10 @@ impl HttpEgress {
             .credentials
             .iter()
             .filter(|c| c.grant.origin.matches(origin));
-        let first = matching.next()?;
-        Some(
-            std::iter::once(first)
-                .chain(matching)
-                .find(|c| !matches!(c.grant.origin.host, super::origin::HostPattern::Below(_)))
-                .unwrap_or(first),
-        )
+        let exact = matching
+            .clone()
+            .find(|c| !matches!(c.grant.origin.host, super::origin::HostPattern::Below(_)));
+        exact.or_else(|| matching.next())
     }
 
     /// Of `addrs` (what `origin`'s host resolved to), those `rule` lets
@@ -251,10 +247,10 @@ impl HttpEgress {
             shown.join(", "),
             addrs
                 .first()
-                .map(|a| origin_pattern(&RequestOrigin {
+                .map(|a| RequestOrigin {
                     host: a.to_string(),
                     ..origin.clone()
-                })
+                }
                 .to_string())
                 .unwrap_or_default(),
             rule.origin,
@@ -305,26 +301,6 @@ fn replace_all(haystack: &[u8], needle: &[u8], with: &[u8]) -> Option<Vec<u8>> {
     }
     out.extend_from_slice(&haystack[at..]);
     Some(out)
-}
-
-/// The exact pattern of one origin (for hints).
-fn origin_pattern(origin: &RequestOrigin) -> OriginPattern {
-    let host = if origin.host.contains(':') {
-        format!("[{}]", origin.host)
-    } else {
-        origin.host.clone()
-    };
-    let scheme = match origin.scheme {
-        super::origin::Scheme::Http => "http",
-        super::origin::Scheme::Https => "https",
-    };
-    format!("{scheme}://{host}:{}", origin.port)
-        .parse()
-        .unwrap_or_else(|_| OriginPattern {
-            scheme: origin.scheme,
-            host: super::origin::HostPattern::Name(origin.host.clone()),
-            port: origin.port,
-        })
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
-use super::connect::{self, Connection, PoolKey, WireError, step_timeout};
+use super::connect::{self, Connection, PoolKey, WireError};
 use super::egress::HttpEgress;
 use super::held::Held;
 use super::origin::{RequestOrigin, Scheme};
@@ -230,7 +230,8 @@ async fn send(
     let limits = egress.limits;
     // One deadline for the whole request, never past the call's end; a
     // step the guest gave a shorter timeout ends sooner.
-    let deadline = tokio::time::Instant::now() + step_timeout(limits.timeout_ms, clock.remaining());
+    let deadline = tokio::time::Instant::now()
+        + std::time::Duration::from_millis(limits.timeout_ms).min(clock.remaining());
     let until = |guest: Option<std::time::Duration>| {
         guest.map_or(deadline, |g| deadline.min(tokio::time::Instant::now() + g))
     };
@@ -359,63 +360,45 @@ async fn send(
             | http::Method::OPTIONS
     );
     let answer_within = options.and_then(|o| o.first_byte_timeout);
-    let too_large = |e: WireError| match e {
-        WireError::TooLarge { limit } => Refusal::Policy(format!(
-            "the response from {origin} is larger than {} KiB (limits.http_response_kb); {}",
-            limit >> 10,
-            raise_hint(egress, "http_response_kb")
-        )),
-        other => wire(other),
+    let open = || async {
+        tokio::time::timeout_at(until(options.and_then(|o| o.connect_timeout)), async {
+            let (stream, addr) = connect::connect(&addrs, origin.port).await?;
+            let key = PoolKey {
+                addr,
+                tls_host: tls_host.clone(),
+            };
+            Connection::open(stream, key, &egress.tls).await
+        })
+        .await
+        .map_err(|_| timed_out(egress, "connecting"))?
+        .map_err(|e| wire(e, egress, &origin))
     };
 
-    // A kept connection to a checked address first.
-    let mut answered = None;
-    if let Some(mut conn) = egress.pool.take(&addrs, origin.port, tls_host.as_deref()) {
+    // A kept connection to a checked address first; if the server closed
+    // it meanwhile, a new one, for a request that may be sent again.
+    let (mut conn, mut kept) = match egress.pool.take(&addrs, origin.port, tls_host.as_deref()) {
+        Some(conn) => (conn, true),
+        None => (open().await?, false),
+    };
+    let (mut head, mut body) = loop {
         record.address = Some(conn.key.addr.ip().to_string());
-        match tokio::time::timeout_at(
+        let answer = tokio::time::timeout_at(
             until(answer_within),
             conn.exchange(build(), limits.response_bytes),
         )
         .await
-        {
-            Ok(Ok(done)) => answered = Some((conn, done)),
-            // The server closed it meanwhile: a new connection, for a
-            // request that may be sent again.
-            Ok(Err(WireError::Http(e)))
-                if idempotent
-                    && (e.is_canceled() || e.is_closed() || e.is_incomplete_message()) => {}
-            Ok(Err(e)) => return Err(too_large(e)),
-            Err(_) => return Err(timed_out(egress, "waiting for the response")),
-        }
-    }
-    let (conn, (mut head, mut body)) = match answered {
-        Some(done) => done,
-        None => {
-            let connect_within = until(options.and_then(|o| o.connect_timeout));
-            let mut conn = tokio::time::timeout_at(connect_within, async {
-                let (stream, addr) = connect::connect(&addrs, origin.port).await?;
-                Connection::open(
-                    stream,
-                    PoolKey {
-                        addr,
-                        tls_host: tls_host.clone(),
-                    },
-                    &egress.tls,
-                )
-                .await
-            })
-            .await
-            .map_err(|_| timed_out(egress, "connecting"))?
-            .map_err(wire)?;
-            record.address = Some(conn.key.addr.ip().to_string());
-            let done = tokio::time::timeout_at(
-                until(answer_within),
-                conn.exchange(build(), limits.response_bytes),
-            )
-            .await
-            .map_err(|_| timed_out(egress, "waiting for the response"))?
-            .map_err(too_large)?;
-            (conn, done)
+        .map_err(|_| timed_out(egress, "waiting for the response"))?;
+        match answer {
+            Ok(done) => break done,
+            Err(WireError::Http(e))
+                if kept
+                    && idempotent
+                    && (e.is_canceled() || e.is_closed() || e.is_incomplete_message()) =>
+            {
+                conn = open().await?;
+                kept = false;
+            }
+            Err(e) => return Err(wire(e, egress, &origin)),
         }
     };
     let closing = head
@@ -494,14 +477,22 @@ pub async fn send_checked(
         .map_err(|r| r.message())
 }
 
-fn wire(e: WireError) -> Refusal {
+/// A failure on the wire as the guest reads it: a response over its cap
+/// is a limit (naming the setting), the rest the network's error codes.
+fn wire(e: WireError, egress: &HttpEgress, origin: &RequestOrigin) -> Refusal {
     let message = e.to_string();
     let code = match e {
+        WireError::TooLarge { limit } => {
+            return Refusal::Policy(format!(
+                "the response from {origin} is larger than {} KiB (limits.http_response_kb); {}",
+                limit >> 10,
+                raise_hint(egress, "http_response_kb")
+            ));
+        }
         WireError::Connect { source, .. } => HttpError::Connect(source),
         WireError::Tls { source, .. } => HttpError::Tls(source),
         WireError::ServerName(_) => HttpError::HttpRequestUriInvalid,
         WireError::Http(e) => HttpError::Hyper(e),
-        WireError::TooLarge { limit } => HttpError::HttpResponseBodySize(Some(limit)),
     };
     Refusal::Wire(code, message)
 }
