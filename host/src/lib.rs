@@ -19,5 +19,6 @@ pub mod server;
 pub mod store;
 pub mod terminal_safe;
 pub mod time;
+pub mod tls;
 pub mod tools;
 pub mod user_files;

@@ -35,6 +35,15 @@ pub struct SessionMemory {
     semantic: std::sync::OnceLock<Arc<super::recall::Semantic>>,
 }
 
+impl Drop for SessionMemory {
+    /// The session ends here: another host may take it from now on.
+    fn drop(&mut self) {
+        if let Err(err) = self.store.release_lease(&self.id) {
+            tracing::warn!("session {}: lease not released: {err}", self.id);
+        }
+    }
+}
+
 /// Who runs a new session (recorded with it).
 pub struct SessionInfo {
     pub workspace: String,
@@ -63,7 +72,10 @@ impl SessionMemory {
             updated_at: now,
             state: "active".into(),
             turns: 0,
+            host: String::new(),
         })?;
+        // Nobody else knows it yet: this cannot be refused.
+        store.acquire_lease(&id)?;
         Ok(Arc::new(SessionMemory {
             id,
             store,
@@ -87,6 +99,34 @@ impl SessionMemory {
         let record = store
             .session(id)?
             .ok_or_else(|| StoreError::UnknownSession(id.to_string()))?;
+        // One driver at a time: taken before the history is read, so what
+        // is read is final (a previous holder can no longer write).
+        store.acquire_lease(id)?;
+        let (persisted, history) = match Self::load(&store, &compactor, id) {
+            Ok(loaded) => loaded,
+            Err(err) => {
+                let _ = store.release_lease(id);
+                return Err(err);
+            }
+        };
+        Ok(Arc::new(SessionMemory {
+            id: record.id,
+            store,
+            compactor,
+            persisted: Mutex::new(persisted),
+            loaded: Mutex::new(history),
+            titled: Mutex::new(record.title.is_some()),
+            recorder: Default::default(),
+            semantic: Default::default(),
+        }))
+    }
+
+    /// The stored history of `id`, repaired, and the ids of its turns.
+    fn load(
+        store: &Arc<dyn Store>,
+        compactor: &Compactor,
+        id: &str,
+    ) -> Result<(HashSet<String>, Vec<Turn>), StoreError> {
         let mut persisted = HashSet::new();
         let mut history = Vec::new();
         if let Some(summary) = compactor.summary_message(id)? {
@@ -111,16 +151,7 @@ impl SessionMemory {
                 ),
             }));
         }
-        Ok(Arc::new(SessionMemory {
-            id: record.id,
-            store,
-            compactor,
-            persisted: Mutex::new(persisted),
-            loaded: Mutex::new(history),
-            titled: Mutex::new(record.title.is_some()),
-            recorder: Default::default(),
-            semantic: Default::default(),
-        }))
+        Ok((persisted, history))
     }
 
     /// The stored session's id (the session uses it as its own).

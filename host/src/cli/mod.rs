@@ -17,6 +17,7 @@ mod sandbox_cmd;
 mod serve_cmd;
 mod sessions_cmd;
 mod setup;
+mod store_cmd;
 mod tool_cmd;
 mod trust_cmd;
 
@@ -93,6 +94,10 @@ enum Command {
     /// no program, no file write), checking every request the host builds
     /// against the recorded one; or `--fork-at N` to continue from there.
     Replay(replay_cmd::ReplayArgs),
+    /// The session store: bring its schema up to date, copy a history
+    /// into another store (a SQLite file into a shared PostgreSQL).
+    #[command(subcommand)]
+    Store(store_cmd::StoreCommand),
     /// One line per tool call of a saved session: the tool, who ran it,
     /// which rule allowed it, what its programs ran under.
     Audit(audit_cmd::AuditArgs),
@@ -138,6 +143,7 @@ pub fn main() -> ExitCode {
             Command::Sessions(cmd) => sessions_cmd::run(cmd).await,
             Command::Audit(args) => audit_cmd::run(args),
             Command::Replay(args) => replay_cmd::run(args).await,
+            Command::Store(cmd) => store_cmd::run(cmd),
             Command::Approvals(cmd) => approvals_cmd::run(cmd),
             Command::Mcp(cmd) => mcp_cmd::run(cmd).await,
             Command::Serve(args) => serve_cmd::run(args).await,

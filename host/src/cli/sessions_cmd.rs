@@ -10,14 +10,19 @@ use clap::{Args, Subcommand};
 
 use crate::agent::{Turn, TurnKind};
 use crate::config::Config;
-use crate::store::{SqliteStore, Store};
+use crate::store::Store;
 
 #[derive(Debug, Subcommand)]
 pub enum SessionsCommand {
-    /// This workspace's saved sessions, most recent first.
+    /// Saved sessions of every workspace and every host sharing the
+    /// store, most recent first, with the host that last drove each and
+    /// its state (`driven by HOST` while a host holds it).
     List {
-        /// Every workspace's.
+        /// Only this workspace's (the current directory's, or --workspace's).
         #[arg(long)]
+        here: bool,
+        /// Every workspace's (the default; kept for older scripts).
+        #[arg(long, hide = true, conflicts_with = "here")]
         all: bool,
         #[command(flatten)]
         place: Place,
@@ -96,14 +101,62 @@ impl Place {
     }
 }
 
-/// The session store the configuration names (`[store] path`, else the
-/// user's data directory).
+/// The session store the configuration names (`[store] url`, else
+/// `[store] path`, else the user's data directory).
 pub fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
-    let path = config
+    let location = config
         .store
-        .file()
+        .location()
+        .map_err(anyhow::Error::msg)?
         .context("no data directory (set HOME or XDG_DATA_HOME, or [store] path)")?;
-    Ok(Arc::new(SqliteStore::open(&path)?))
+    Ok(crate::store::open(&location, &config.store.options())?)
+}
+
+/// `sessions list`: one line per session (its id first).
+fn list(store: &dyn Store, workspace: Option<String>) -> anyhow::Result<ExitCode> {
+    let sessions = store.sessions(workspace.as_deref())?;
+    if sessions.is_empty() {
+        errln!(
+            "no saved sessions{}",
+            if workspace.is_some() {
+                " in this workspace (without --here: every workspace's)"
+            } else {
+                ""
+            }
+        );
+    }
+    let leases: std::collections::HashMap<String, crate::store::LeaseInfo> = store
+        .leases()?
+        .into_iter()
+        .filter(|l| l.binds())
+        .map(|l| (l.session.clone(), l))
+        .collect();
+    let safe = super::terminal::sanitize;
+    for s in sessions {
+        let state = match leases.get(&s.id) {
+            Some(l) => format!("driven by {} (pid {})", safe(&l.host), l.pid),
+            None => s.state.clone(),
+        };
+        outln!(
+            "{}  {}  {:>4} turns  {}  {}  {}{}",
+            s.id,
+            s.updated_at,
+            s.turns,
+            if s.host.is_empty() {
+                "-".to_string()
+            } else {
+                safe(&s.host).into_owned()
+            },
+            state,
+            safe(s.title.as_deref().unwrap_or("(untitled)")),
+            if workspace.is_none() {
+                format!("  [{}]", safe(&s.workspace))
+            } else {
+                String::new()
+            }
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `sessions reindex`: backfill vectors, with the count and the rate.
@@ -143,35 +196,18 @@ async fn reindex(id: Option<String>, place: Place) -> anyhow::Result<ExitCode> {
 pub async fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         SessionsCommand::Reindex { id, place } => reindex(id, place).await,
-        SessionsCommand::List { all, place } => {
+        SessionsCommand::List {
+            here,
+            all: _,
+            place,
+        } => {
+            // Naming a workspace means that workspace's.
+            let here = here || place.workspace.is_some();
             let (workspace, store) = place.open()?;
-            let ws = workspace.display().to_string();
-            let sessions = store.sessions((!all).then_some(ws.as_str()))?;
-            if sessions.is_empty() {
-                errln!(
-                    "no saved sessions{}",
-                    if all {
-                        ""
-                    } else {
-                        " in this workspace (--all for every workspace)"
-                    }
-                );
-            }
-            for s in sessions {
-                outln!(
-                    "{}  {}  {:>4} turns  {}{}",
-                    s.id,
-                    s.updated_at,
-                    s.turns,
-                    super::terminal::sanitize(s.title.as_deref().unwrap_or("(untitled)")),
-                    if all {
-                        format!("  [{}]", s.workspace)
-                    } else {
-                        String::new()
-                    }
-                );
-            }
-            Ok(ExitCode::SUCCESS)
+            list(
+                store.as_ref(),
+                here.then(|| workspace.display().to_string()),
+            )
         }
         SessionsCommand::Show {
             id,

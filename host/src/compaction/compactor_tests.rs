@@ -53,6 +53,7 @@ fn fixture(config: SummarizationConfig, fail: bool) -> Fixture {
             updated_at: crate::time::now_rfc3339(),
             state: "active".into(),
             turns: 0,
+            host: String::new(),
         })
         .unwrap();
     let summarizer = Arc::new(Scripted {

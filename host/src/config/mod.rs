@@ -139,12 +139,71 @@ pub struct StoreSettings {
     pub recording: Option<crate::store::RecordingMode>,
     /// Most megabytes of recording kept per session (default 256).
     pub recording_max_mb: Option<u64>,
+    /// A PostgreSQL database shared by many hosts
+    /// (`postgres://USER@HOST:PORT/DATABASE`, `?sslmode=require` for TLS)
+    /// instead of the SQLite file.
+    pub url: Option<String>,
+    /// The variable holding the database password.
+    pub password_env: Option<String>,
+    /// A file (owner-only) holding the database password.
+    pub password_file: Option<PathBuf>,
+    /// A CA certificate (PEM) to trust for the database's TLS, besides the
+    /// Web PKI roots.
+    pub ca_file: Option<PathBuf>,
+    /// Most database connections open at once (default 16).
+    pub pool_size: Option<usize>,
+    /// This host's name in leases and `sessions list` (default: the
+    /// machine's host name).
+    pub host: Option<String>,
+    /// Seconds a session's lease lasts unrenewed (default 15; renewed
+    /// every third of it): how long a host that died keeps others from
+    /// taking its sessions over.
+    pub lease_seconds: Option<u64>,
 }
 
 impl StoreSettings {
     /// The database file to use.
     pub fn file(&self) -> Option<PathBuf> {
         self.path.clone().or_else(crate::store::default_path)
+    }
+
+    /// The store to open: `url` if set, else the SQLite file (None: no
+    /// data directory to put it in).
+    pub fn location(&self) -> Result<Option<crate::store::StoreLocation>, String> {
+        match (&self.url, &self.path) {
+            (Some(_), Some(_)) => Err(
+                "[store] url and path are both set: url names a PostgreSQL database, path a SQLite file; keep one".into(),
+            ),
+            (Some(url), None) => {
+                if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+                    return Err(format!(
+                        "[store] url = \"{url}\" is not a PostgreSQL URL: write postgres://USER@HOST:PORT/DATABASE (a SQLite file is [store] path)"
+                    ));
+                }
+                Ok(Some(crate::store::StoreLocation::Postgres(
+                    crate::store::PgSettings {
+                        url: url.clone(),
+                        password_env: self.password_env.clone(),
+                        password_file: self.password_file.clone(),
+                        ca_file: self.ca_file.clone(),
+                        pool_size: self.pool_size,
+                    },
+                )))
+            }
+            (None, _) => Ok(self.file().map(crate::store::StoreLocation::Sqlite)),
+        }
+    }
+
+    /// How leases are held.
+    pub fn options(&self) -> crate::store::StoreOptions {
+        crate::store::StoreOptions {
+            host: self.host.clone(),
+            lease_ttl: self
+                .lease_seconds
+                .map_or(crate::store::lease::DEFAULT_TTL, |s| {
+                    std::time::Duration::from_secs(s.max(1))
+                }),
+        }
     }
 }
 

@@ -56,6 +56,9 @@ pub enum HarnessError {
     Start(String),
     #[error("the conversation could not be read: {0}")]
     History(String),
+    /// The workspace's conversation is driven by another host.
+    #[error("{0}")]
+    Leased(String),
 }
 
 impl HarnessError {
@@ -69,6 +72,7 @@ impl HarnessError {
             HarnessError::NotAllowed(_) => "workspace_not_allowed",
             HarnessError::Start(_) => "start_failed",
             HarnessError::History(_) => "history_unavailable",
+            HarnessError::Leased(_) => "session_leased",
         }
     }
 }
@@ -131,6 +135,24 @@ pub trait AgentFactory: Send + Sync {
     ) -> anyhow::Result<(AgentKit, Box<dyn std::any::Any + Send + Sync>)>;
 }
 
+/// The workspace's latest stored conversation, resumed (None: there is
+/// none, or no store).
+async fn continued(kit: &AgentKit) -> Result<Option<Arc<Session>>, HarnessError> {
+    let latest = kit
+        .latest_session()
+        .map_err(|e| HarnessError::History(e.to_string()))?;
+    let Some(id) = latest else {
+        return Ok(None);
+    };
+    match kit.resume(&id).await {
+        Ok(session) => Ok(Some(session)),
+        Err(err @ crate::store::StoreError::Leased { .. }) => Err(HarnessError::Leased(format!(
+            "{err}; or clear, then start, to begin a new conversation here"
+        ))),
+        Err(err) => Err(HarnessError::History(err.to_string())),
+    }
+}
+
 struct Running {
     kit: Arc<AgentKit>,
     session: Arc<Session>,
@@ -147,6 +169,8 @@ pub const PERMISSION_TIMEOUT: std::time::Duration = std::time::Duration::from_se
 
 struct State {
     workspace: Option<PathBuf>,
+    /// The next start begins a new conversation (cleared while stopped).
+    fresh: bool,
     lifecycle: Lifecycle,
     running: Option<Running>,
 }
@@ -193,6 +217,7 @@ impl Harness {
             allowed,
             state: tokio::sync::Mutex::new(State {
                 workspace,
+                fresh: false,
                 lifecycle: Lifecycle::Stopped,
                 running: None,
             }),
@@ -262,8 +287,11 @@ impl Harness {
         }
     }
 
-    /// Start the agent. Without a key the provider is a stub: start
-    /// succeeds and each message reports the missing configuration.
+    /// Start the agent, continuing the workspace's latest conversation
+    /// (as `chat --continue` does; [`Harness::clear`] starts a new one).
+    /// Without a key the provider is a stub: start succeeds and each
+    /// message reports the missing configuration. Refused while another
+    /// host drives that conversation.
     pub async fn start(&self) -> Result<(), HarnessError> {
         let mut state = self.state.lock().await;
         let Some(workspace) = state.workspace.clone() else {
@@ -278,7 +306,20 @@ impl Harness {
                 // Calls that need the operator wait in the bridge's queue.
                 kit.config.asker = Some(self.permissions.clone());
                 let kit = Arc::new(kit);
-                let session = kit.session().await;
+                let fresh = std::mem::take(&mut state.fresh);
+                let resumed = if fresh {
+                    Ok(None)
+                } else {
+                    continued(&kit).await
+                };
+                let session = match resumed {
+                    Ok(Some(session)) => session,
+                    Ok(None) => kit.session().await,
+                    Err(err) => {
+                        self.set(&mut state, Lifecycle::Stopped);
+                        return Err(err);
+                    }
+                };
                 let pump = self.pump(&session);
                 let suspense = self.report_suspense();
                 let requests = self.report_requests();
@@ -376,10 +417,12 @@ impl Harness {
         }
     }
 
-    /// Start a new conversation (the old one stays in the store).
+    /// Start a new conversation (the old one stays in the store); when
+    /// stopped, the next start begins one.
     pub async fn clear(&self) -> Result<(), HarnessError> {
         let mut state = self.state.lock().await;
         let Some(running) = state.running.as_mut() else {
+            state.fresh = true;
             return Ok(());
         };
         running.session.interrupt();

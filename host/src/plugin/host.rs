@@ -212,8 +212,8 @@ impl PluginHost {
                 protected.push(path);
             }
         }
-        let http_tls = super::http::tls::client_config(&config.policy.http_ca_files)
-            .map_err(HostError::HttpCa)?;
+        let http_tls =
+            crate::tls::client_config(&config.policy.http_ca_files).map_err(HostError::HttpCa)?;
         Ok(PluginHost {
             max_shards: config.max_shards.clamp(1, MAX_SHARDS),
             ctx: SandboxContext {

@@ -109,6 +109,7 @@ pub async fn fork(
         updated_at: now,
         state: "closed".into(),
         turns: 0,
+        host: String::new(),
     })?;
     let origin = Entry::Forked {
         origin: ForkOrigin {

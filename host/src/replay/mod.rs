@@ -118,6 +118,7 @@ pub async fn replay(
                 scratch.create_session(&SessionRecord {
                     id: id.clone(),
                     turns: 0,
+                    host: String::new(),
                     ..record.clone()
                 })?;
                 let stored: Vec<_> = turns.iter().map(crate::agent::memory::stored).collect();

@@ -108,7 +108,7 @@ impl From<HarnessError> for ApiError {
     fn from(err: HarnessError) -> Self {
         let status = match err {
             HarnessError::AlreadyRunning | HarnessError::NotRunning => StatusCode::CONFLICT,
-            HarnessError::NotInitialized => StatusCode::CONFLICT,
+            HarnessError::NotInitialized | HarnessError::Leased(_) => StatusCode::CONFLICT,
             HarnessError::Workspace(_) => StatusCode::BAD_REQUEST,
             HarnessError::NotAllowed(_) => StatusCode::FORBIDDEN,
             HarnessError::Start(_) | HarnessError::History(_) => StatusCode::INTERNAL_SERVER_ERROR,

@@ -156,6 +156,47 @@ pub fn link_hash(prev: &str, kind: &str, subject: &str, digest: &str) -> String 
 /// Check `links` (in order) against the session's stored `turns` and
 /// recording `records` (in order) and its `title`: the first record that
 /// does not match, or what verified.
+/// The links that follow a chain ending at `tail` (its place and hash;
+/// `(0, GENESIS)` for none), one per `(kind, subject, digest, detail)`.
+pub fn extend<'a>(
+    tail: (u64, String),
+    items: impl IntoIterator<Item = (&'a str, &'a str, String, &'a str)>,
+) -> Vec<Link> {
+    let (mut seq, mut prev) = tail;
+    let mut links = Vec::new();
+    for (kind, subject, digest, detail) in items {
+        seq += 1;
+        let hash = link_hash(&prev, kind, subject, &digest);
+        links.push(Link {
+            seq,
+            kind: kind.into(),
+            subject: subject.into(),
+            digest,
+            detail: detail.into(),
+            hash: hash.clone(),
+        });
+        prev = hash;
+    }
+    links
+}
+
+/// The links of one append: a link per turn, then per recording entry.
+pub fn append_items<'a>(
+    turns: &'a [StoredTurn],
+    records: &'a [StoredRecord],
+    subjects: &'a [String],
+) -> impl Iterator<Item = (&'a str, &'a str, String, &'a str)> {
+    turns
+        .iter()
+        .map(|t| (TURN, t.id.as_str(), turn_digest(t), ""))
+        .chain(
+            records
+                .iter()
+                .zip(subjects)
+                .map(|(r, subject)| (RECORD, subject.as_str(), record_digest(r), "")),
+        )
+}
+
 pub fn verify(
     links: &[Link],
     turns: &[StoredTurn],

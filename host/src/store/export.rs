@@ -218,6 +218,7 @@ impl SessionExport {
                         updated_at,
                         state,
                         turns: 0,
+                        host: String::new(),
                     });
                 }
                 _ if session.is_none() => {
@@ -295,6 +296,7 @@ mod tests {
             updated_at: "2026-11-24T00:00:00.000Z".into(),
             state: "closed".into(),
             turns: 0,
+            host: String::new(),
         };
         store.create_session(&record).unwrap();
         let turns: Vec<StoredTurn> = (0..3)

@@ -1,14 +1,23 @@
-//! The embedded store: sessions, their turns in order, and archival memory
-//! (compaction batches) with a full-text index. SQLite by default (bundled:
-//! nothing to install, one file in the user's data directory); everything
-//! goes through [`Store`], whose operations are plain enough for a Postgres
-//! backend to implement later.
+//! The session store: sessions, their turns in order, recordings, hash
+//! chains, archival memory (compaction batches) with a full-text index and
+//! vectors, the bridge's event streams, and the lease that lets one host
+//! at a time drive a session. SQLite by default (bundled: nothing to
+//! install, one file in the user's data directory); PostgreSQL when
+//! `[store] url` names one, so many hosts share one history. Everything
+//! goes through [`Store`]; both backends apply the same numbered
+//! migrations.
 //!
 //! Durability: every write is one transaction, committed before the call
-//! returns (WAL; survives the process being killed at any moment).
+//! returns (survives the process being killed at any moment).
 
+mod bm25;
 pub mod chain;
+pub mod copy;
 pub mod export;
+pub mod lease;
+mod location;
+mod packing;
+mod postgres;
 mod private;
 mod schema;
 mod sqlite;
@@ -17,6 +26,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub use lease::{Holder, LeaseInfo};
+pub use location::{StoreLocation, open};
+pub use postgres::{PgSettings, PgStore};
 pub use sqlite::SqliteStore;
 
 /// How much is recorded (`[store] recording`).
@@ -64,6 +76,8 @@ pub struct SessionRecord {
     pub state: String,
     /// Turns stored now (compacted turns are gone).
     pub turns: u64,
+    /// The host that last took it (empty: not known).
+    pub host: String,
 }
 
 /// One turn as stored: its id, time, kind, and the whole turn as JSON.
@@ -128,6 +142,18 @@ pub enum StoreError {
     Open { path: PathBuf, message: String },
     #[error("session store: {0}")]
     Sql(#[from] rusqlite::Error),
+    #[error("session store (PostgreSQL): {0}")]
+    Postgres(String),
+    #[error(
+        "session {session} is being driven by {host} (process {pid}); its lease runs until {until} and is renewed while that process lives (a host that died loses it within {ttl_secs} s): wait, or stop it there"
+    )]
+    Leased {
+        session: String,
+        host: String,
+        pid: u32,
+        until: String,
+        ttl_secs: u64,
+    },
     #[error("no session with id '{0}' (see `sandcrab sessions list --all`)")]
     UnknownSession(String),
     #[error(
@@ -258,6 +284,43 @@ pub trait Store: Send + Sync {
     /// Load an exported session as it was (its turns, chain and summary
     /// batches, not re-chained), in one transaction.
     fn import_session(&self, session: &export::SessionExport) -> Result<(), StoreError>;
+
+    /// Who this store holds leases as (one holder per open store).
+    fn holder(&self) -> &Holder;
+    /// Take the lease of `session` (renewed from then on until released):
+    /// [`StoreError::Leased`] naming the holder when another holds it.
+    fn acquire_lease(&self, session: &str) -> Result<(), StoreError>;
+    /// Give the lease of `session` back (nothing if this store does not
+    /// hold it).
+    fn release_lease(&self, session: &str) -> Result<(), StoreError>;
+    /// Every lease kept, expired ones too.
+    fn leases(&self) -> Result<Vec<LeaseInfo>, StoreError>;
+    /// Names of event streams other processes appended to, as they do
+    /// (None: this backend does not tell; a reader polls the store).
+    fn event_notices(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        None
+    }
+    /// Where it is, for messages (`sqlite:PATH`, `postgres://user@host/db`;
+    /// never a password), and its schema version.
+    fn describe(&self) -> (String, u32);
+}
+
+/// How a store is opened: the host name its leases carry and how long
+/// they last unrenewed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreOptions {
+    /// `[store] host` (None: the machine's host name).
+    pub host: Option<String>,
+    pub lease_ttl: std::time::Duration,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            host: None,
+            lease_ttl: lease::DEFAULT_TTL,
+        }
+    }
 }
 
 /// One kept event of an event stream (the HTTP bridge's).

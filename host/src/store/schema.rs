@@ -89,4 +89,17 @@ pub const MIGRATIONS: &[&str] = &[
     ALTER TABLE archival ADD COLUMN embedding_model TEXT;
     ALTER TABLE archival ADD COLUMN embedding_dims INTEGER;
     "#,
+    // 6: which host last took each session, and the lease that lets one
+    // holder at a time drive it (expiry in milliseconds since the epoch).
+    r#"
+    ALTER TABLE sessions ADD COLUMN host TEXT NOT NULL DEFAULT '';
+    CREATE TABLE leases (
+        session_id  TEXT PRIMARY KEY REFERENCES sessions (id) ON DELETE CASCADE,
+        holder      TEXT NOT NULL,
+        host        TEXT NOT NULL,
+        pid         INTEGER NOT NULL,
+        process     TEXT NOT NULL,
+        expires_ms  INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    "#,
 ];

@@ -1,26 +1,43 @@
 //! [`Store`] on an embedded SQLite file (WAL, foreign keys on).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::chain;
+use super::lease::{Holder, Keeper, LeaseInfo};
 use super::schema::MIGRATIONS;
 use super::{
     ArchivalBlock, CompactionWrite, NewBlock, NewRecord, SessionRecord, Store, StoreError,
-    StoredEvent, StoredRecord, StoredTurn,
+    StoreOptions, StoredEvent, StoredRecord, StoredTurn,
 };
+
+/// Every write transaction takes the write lock at its start: one that
+/// read first and wrote later would fail outright (not wait) when another
+/// process wrote in between.
+const IMMEDIATE: rusqlite::TransactionBehavior = rusqlite::TransactionBehavior::Immediate;
 
 /// The SQLite store.
 pub struct SqliteStore {
     conn: Mutex<Connection>,
+    /// The file (None: in memory).
+    path: Option<PathBuf>,
+    holder: Holder,
+    ttl: Duration,
+    keeper: Keeper,
 }
 
 impl SqliteStore {
     /// Open (creating if needed) the database at `path` and bring its
     /// schema up to date.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
+        Self::open_with(path, &StoreOptions::default())
+    }
+
+    /// [`SqliteStore::open`], its leases held as `options` says.
+    pub fn open_with(path: &Path, options: &StoreOptions) -> Result<Self, StoreError> {
         let open_err = |message: String| StoreError::Open {
             path: path.to_path_buf(),
             message,
@@ -39,15 +56,20 @@ impl SqliteStore {
             crate::process::hide(&file);
         }
         let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
-        Self::setup(conn).map_err(|e| open_err(e.to_string()))
+        let mut store = Self::setup(conn, options).map_err(|e| open_err(e.to_string()))?;
+        store.path = Some(path.to_path_buf());
+        Ok(store)
     }
 
     /// A store in memory (tests, benchmarks).
     pub fn in_memory() -> Result<Self, StoreError> {
-        Ok(Self::setup(Connection::open_in_memory()?)?)
+        Ok(Self::setup(
+            Connection::open_in_memory()?,
+            &StoreOptions::default(),
+        )?)
     }
 
-    fn setup(conn: Connection) -> Result<Self, rusqlite::Error> {
+    fn setup(conn: Connection, options: &StoreOptions) -> Result<Self, rusqlite::Error> {
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         // WAL: a committed transaction survives the process dying;
         // NORMAL skips the fsync per commit (power loss may lose the last
@@ -59,6 +81,10 @@ impl SqliteStore {
         migrate(&mut conn)?;
         Ok(SqliteStore {
             conn: Mutex::new(conn),
+            path: None,
+            holder: Holder::this_process(options.host.as_deref()),
+            ttl: options.lease_ttl,
+            keeper: Keeper::new(),
         })
     }
 
@@ -71,7 +97,7 @@ impl SqliteStore {
 fn migrate(conn: &mut Connection) -> Result<(), rusqlite::Error> {
     let done: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
     for (n, sql) in MIGRATIONS.iter().enumerate().skip(done.max(0) as usize) {
-        let tx = conn.transaction()?;
+        let tx = conn.transaction_with_behavior(IMMEDIATE)?;
         tx.execute_batch(sql)?;
         tx.pragma_update(None, "user_version", n as i64 + 1)?;
         tx.commit()?;
@@ -91,10 +117,11 @@ fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRecord> {
         updated_at: r.get(7)?,
         state: r.get(8)?,
         turns: r.get::<_, i64>(9)? as u64,
+        host: r.get(10)?,
     })
 }
 
-const SESSION_COLUMNS: &str = "s.id, s.workspace, s.provider, s.profile, s.model, s.title, s.created_at, s.updated_at, s.state, (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id)";
+const SESSION_COLUMNS: &str = "s.id, s.workspace, s.provider, s.profile, s.model, s.title, s.created_at, s.updated_at, s.state, (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id), s.host";
 
 fn block_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ArchivalBlock> {
     Ok(ArchivalBlock {
@@ -140,23 +167,8 @@ fn add_links<'a>(
     session: &str,
     items: impl IntoIterator<Item = (&'a str, &'a str, String, &'a str)>,
 ) -> Result<(), rusqlite::Error> {
-    let (mut seq, mut prev) = chain_tail(tx, session)?;
-    for (kind, subject, digest, detail) in items {
-        seq += 1;
-        let hash = chain::link_hash(&prev, kind, subject, &digest);
-        insert_link(
-            tx,
-            session,
-            &chain::Link {
-                seq,
-                kind: kind.into(),
-                subject: subject.into(),
-                digest,
-                detail: detail.into(),
-                hash: hash.clone(),
-            },
-        )?;
-        prev = hash;
+    for link in chain::extend(chain_tail(tx, session)?, items) {
+        insert_link(tx, session, &link)?;
     }
     Ok(())
 }
@@ -173,12 +185,49 @@ fn insert_link(
     Ok(())
 }
 
-fn insert_session(conn: &Connection, s: &SessionRecord) -> Result<(), rusqlite::Error> {
+fn insert_session(conn: &Connection, s: &SessionRecord, host: &str) -> Result<(), rusqlite::Error> {
+    let host = if s.host.is_empty() { host } else { &s.host };
     conn.execute(
-        "INSERT INTO sessions (id, workspace, provider, profile, model, title, created_at, updated_at, state) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        params![s.id, s.workspace, s.provider, s.profile, s.model, s.title, s.created_at, s.updated_at, s.state],
+        "INSERT INTO sessions (id, workspace, provider, profile, model, title, created_at, updated_at, state, host) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        params![s.id, s.workspace, s.provider, s.profile, s.model, s.title, s.created_at, s.updated_at, s.state, host],
     )?;
     Ok(())
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+fn lease_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<LeaseInfo> {
+    let expires_ms: i64 = r.get(5)?;
+    Ok(LeaseInfo {
+        session: r.get(0)?,
+        holder: r.get(1)?,
+        host: r.get(2)?,
+        pid: r.get::<_, i64>(3)? as u32,
+        process: r.get(4)?,
+        expires_ms,
+        left_ms: expires_ms - now_ms(),
+    })
+}
+
+const LEASE_COLUMNS: &str = "session_id, holder, host, pid, process, expires_ms";
+
+/// Refuse (inside the caller's transaction) to write `session` when
+/// another holder's lease binds it.
+fn fence(conn: &Connection, session: &str, me: &Holder, ttl: Duration) -> Result<(), StoreError> {
+    let lease = conn
+        .prepare_cached(&format!(
+            "SELECT {LEASE_COLUMNS} FROM leases WHERE session_id = ?1"
+        ))?
+        .query_row([session], lease_row)
+        .optional()?;
+    match lease {
+        Some(l) if l.holder != me.id && l.binds() => Err(l.refusal(ttl)),
+        _ => Ok(()),
+    }
 }
 
 fn insert_turns(
@@ -195,26 +244,6 @@ fn insert_turns(
     Ok(())
 }
 
-/// Compression level of recording entries (fast; JSON shrinks 5-10×).
-const RECORD_LEVEL: i32 = 3;
-
-thread_local! {
-    /// One compressor per thread, kept: making one per entry costs more
-    /// than compressing a small entry.
-    static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
-        const { std::cell::RefCell::new(None) };
-}
-
-fn compress(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
-    COMPRESSOR.with(|cell| {
-        let mut cell = cell.borrow_mut();
-        if cell.is_none() {
-            *cell = Some(zstd::bulk::Compressor::new(RECORD_LEVEL)?);
-        }
-        cell.as_mut().expect("made above").compress(bytes)
-    })
-}
-
 fn insert_records(
     tx: &rusqlite::Transaction<'_>,
     session: &str,
@@ -224,7 +253,7 @@ fn insert_records(
         "INSERT INTO recordings (session_id, seq, kind, size, body) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?;
     for r in records {
-        let packed = compress(r.body.as_bytes())
+        let packed = super::packing::compress(r.body.as_bytes())
             .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
         insert.execute(params![
             session,
@@ -235,25 +264,6 @@ fn insert_records(
         ])?;
     }
     Ok(())
-}
-
-fn unpack_record(
-    seq: i64,
-    kind: String,
-    size: i64,
-    packed: Vec<u8>,
-) -> rusqlite::Result<StoredRecord> {
-    // A damaged entry comes back as what could be read of it, so `verify`
-    // names it rather than the whole read failing.
-    let body = match zstd::bulk::decompress(&packed, size.clamp(0, 1 << 30) as usize) {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-        Err(e) => format!("(damaged recording entry: {e})"),
-    };
-    Ok(StoredRecord {
-        seq: seq as u64,
-        kind,
-        body,
-    })
 }
 
 fn insert_block(
@@ -270,7 +280,7 @@ fn insert_block(
 
 impl Store for SqliteStore {
     fn create_session(&self, s: &SessionRecord) -> Result<(), StoreError> {
-        Ok(insert_session(&self.conn(), s)?)
+        Ok(insert_session(&self.conn(), s, &self.holder.host)?)
     }
 
     fn session(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {
@@ -300,7 +310,7 @@ impl Store for SqliteStore {
         state: Option<&str>,
     ) -> Result<(), StoreError> {
         let mut conn = self.conn();
-        let tx = conn.transaction()?;
+        let tx = conn.transaction_with_behavior(IMMEDIATE)?;
         // A title is set once; the chain vouches for it from then on.
         let untitled: Option<bool> = tx
             .query_row(
@@ -312,6 +322,7 @@ impl Store for SqliteStore {
         let Some(untitled) = untitled else {
             return Err(StoreError::UnknownSession(id.to_string()));
         };
+        fence(&tx, id, &self.holder, self.ttl)?;
         tx.execute(
             "UPDATE sessions SET title = COALESCE(title, ?2), state = COALESCE(?3, state), updated_at = ?4 WHERE id = ?1",
             params![id, title, state, crate::time::now_rfc3339()],
@@ -326,7 +337,8 @@ impl Store for SqliteStore {
 
     fn delete_session(&self, id: &str) -> Result<bool, StoreError> {
         let mut conn = self.conn();
-        let tx = conn.transaction()?;
+        let tx = conn.transaction_with_behavior(IMMEDIATE)?;
+        fence(&tx, id, &self.holder, self.ttl)?;
         tx.execute("DELETE FROM archival WHERE conversation_id = ?1", [id])?;
         let n = tx.execute("DELETE FROM sessions WHERE id = ?1", [id])?;
         tx.commit()?;
@@ -343,31 +355,19 @@ impl Store for SqliteStore {
             return Ok(());
         }
         let mut conn = self.conn();
-        let tx = conn.transaction()?;
+        let tx = conn.transaction_with_behavior(IMMEDIATE)?;
+        fence(&tx, session, &self.holder, self.ttl)?;
         insert_turns(&tx, session, turns)?;
         let next: i64 = tx
             .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM recordings WHERE session_id = ?1")?
             .query_row([session], |r| r.get(0))?;
-        let records: Vec<StoredRecord> = records
-            .iter()
-            .enumerate()
-            .map(|(i, r)| StoredRecord {
-                seq: next as u64 + 1 + i as u64,
-                kind: r.kind.clone(),
-                body: r.body.clone(),
-            })
-            .collect();
+        let records = super::packing::numbered(next as u64, records);
         insert_records(&tx, session, &records)?;
         let subjects: Vec<String> = records.iter().map(chain::record_subject).collect();
         add_links(
             &tx,
             session,
-            turns
-                .iter()
-                .map(|t| (chain::TURN, t.id.as_str(), chain::turn_digest(t), ""))
-                .chain(records.iter().zip(&subjects).map(|(r, subject)| {
-                    (chain::RECORD, subject.as_str(), chain::record_digest(r), "")
-                })),
+            chain::append_items(turns, &records, &subjects),
         )?;
         let changed = tx.execute(
             "UPDATE sessions SET updated_at = ?2 WHERE id = ?1",
@@ -386,7 +386,12 @@ impl Store for SqliteStore {
             "SELECT seq, kind, size, body FROM recordings WHERE session_id = ?1 ORDER BY seq",
         )?;
         let rows = stmt.query_map([session], |r| {
-            unpack_record(r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)
+            Ok(super::packing::unpack(
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+            ))
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
@@ -427,7 +432,7 @@ impl Store for SqliteStore {
 
     fn add_block(&self, conversation: &str, block: &NewBlock) -> Result<i64, StoreError> {
         let mut conn = self.conn();
-        let tx = conn.transaction()?;
+        let tx = conn.transaction_with_behavior(IMMEDIATE)?;
         let id = insert_block(&tx, conversation, block)?;
         tx.commit()?;
         Ok(id)
@@ -520,7 +525,8 @@ impl Store for SqliteStore {
 
     fn compact(&self, conversation: &str, write: &CompactionWrite) -> Result<(), StoreError> {
         let mut conn = self.conn();
-        let tx = conn.transaction()?;
+        let tx = conn.transaction_with_behavior(IMMEDIATE)?;
+        fence(&tx, conversation, &self.holder, self.ttl)?;
         if !write.delete_turns.is_empty() {
             // The sign-off: what it removed (as the chain knew it) and what
             // replaced it.
@@ -586,7 +592,7 @@ impl Store for SqliteStore {
     fn import_session(&self, export: &super::export::SessionExport) -> Result<(), StoreError> {
         let s = &export.session;
         let mut conn = self.conn();
-        let tx = conn.transaction()?;
+        let tx = conn.transaction_with_behavior(IMMEDIATE)?;
         let exists: Option<String> = tx
             .query_row("SELECT id FROM sessions WHERE id = ?1", [&s.id], |r| {
                 r.get(0)
@@ -595,7 +601,7 @@ impl Store for SqliteStore {
         if exists.is_some() {
             return Err(StoreError::Exists(s.id.clone()));
         }
-        insert_session(&tx, s)?;
+        insert_session(&tx, s, &self.holder.host)?;
         insert_turns(&tx, &s.id, &export.turns)?;
         insert_records(&tx, &s.id, &export.records)?;
         for link in &export.links {
@@ -608,12 +614,75 @@ impl Store for SqliteStore {
         Ok(())
     }
 
+    fn holder(&self) -> &Holder {
+        &self.holder
+    }
+
+    fn acquire_lease(&self, session: &str) -> Result<(), StoreError> {
+        {
+            let mut conn = self.conn();
+            let tx = conn.transaction_with_behavior(IMMEDIATE)?;
+            fence(&tx, session, &self.holder, self.ttl)?;
+            let h = &self.holder;
+            tx.execute(
+                "INSERT OR REPLACE INTO leases (session_id, holder, host, pid, process, expires_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![session, h.id, h.host, h.pid as i64, h.process, now_ms() + self.ttl.as_millis() as i64],
+            )?;
+            tx.execute(
+                "UPDATE sessions SET host = ?2 WHERE id = ?1",
+                params![session, h.host],
+            )?;
+            tx.commit()?;
+        }
+        let (holder, ttl) = (self.holder.id.clone(), self.ttl);
+        let renew = self
+            .path
+            .clone()
+            .map(|path| move || renew_with(path, holder, ttl));
+        self.keeper.hold(session, ttl, renew);
+        Ok(())
+    }
+
+    fn release_lease(&self, session: &str) -> Result<(), StoreError> {
+        if !self.keeper.let_go(session) {
+            return Ok(());
+        }
+        self.conn().execute(
+            "DELETE FROM leases WHERE session_id = ?1 AND holder = ?2",
+            params![session, self.holder.id],
+        )?;
+        Ok(())
+    }
+
+    fn leases(&self) -> Result<Vec<LeaseInfo>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {LEASE_COLUMNS} FROM leases ORDER BY session_id"
+        ))?;
+        let rows = stmt.query_map([], lease_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn describe(&self) -> (String, u32) {
+        let version: i64 = self
+            .conn()
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap_or(0);
+        let place = self
+            .path
+            .as_ref()
+            .map_or("sqlite::memory:".to_string(), |p| {
+                format!("sqlite:{}", p.display())
+            });
+        (place, version as u32)
+    }
+
     fn append_events(&self, stream: &str, events: &[StoredEvent]) -> Result<(), StoreError> {
         let mut conn = self.conn();
-        let tx = conn.transaction()?;
+        let tx = conn.transaction_with_behavior(IMMEDIATE)?;
         {
             let mut insert = tx.prepare_cached(
-                "INSERT OR REPLACE INTO events (stream, id, event, data) VALUES (?1, ?2, ?3, ?4)",
+                "INSERT OR IGNORE INTO events (stream, id, event, data) VALUES (?1, ?2, ?3, ?4)",
             )?;
             for e in events {
                 insert.execute(params![stream, e.id as i64, e.event, e.data])?;
@@ -640,6 +709,39 @@ impl Store for SqliteStore {
         )?;
         Ok(id.unwrap_or(0) as u64)
     }
+}
+
+/// The renewal of one store's leases, on a connection of its own (the
+/// store's is busy with the session's own writes).
+fn renew_with(path: PathBuf, holder: String, ttl: Duration) -> super::lease::Renew {
+    let conn: Mutex<Option<Connection>> = Mutex::new(None);
+    Box::new(move |sessions: &[String]| {
+        let mut guard = conn.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.is_none() {
+            let c = Connection::open(&path).map_err(|e| e.to_string())?;
+            c.busy_timeout(Duration::from_secs(5))
+                .map_err(|e| e.to_string())?;
+            *guard = Some(c);
+        }
+        let c = guard.as_mut().expect("opened above");
+        let tx = c
+            .transaction_with_behavior(IMMEDIATE)
+            .map_err(|e| e.to_string())?;
+        let mut kept = Vec::new();
+        for session in sessions {
+            let n = tx
+                .execute(
+                    "UPDATE leases SET expires_ms = ?3 WHERE session_id = ?1 AND holder = ?2",
+                    params![session, holder, now_ms() + ttl.as_millis() as i64],
+                )
+                .map_err(|e| e.to_string())?;
+            if n == 1 {
+                kept.push(session.clone());
+            }
+        }
+        tx.commit().map_err(|e| e.to_string())?;
+        Ok(kept)
+    })
 }
 
 impl SqliteStore {
@@ -680,6 +782,7 @@ mod tests {
             updated_at: crate::time::now_rfc3339(),
             state: "active".into(),
             turns: 0,
+            host: String::new(),
         }
     }
 

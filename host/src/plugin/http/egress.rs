@@ -345,7 +345,7 @@ mod tests {
                 held_bytes: 1 << 20,
             },
             &env,
-            super::super::tls::client_config(&[]).unwrap(),
+            crate::tls::client_config(&[]).unwrap(),
         )
     }
 

@@ -13,7 +13,6 @@ mod held;
 pub mod origin;
 mod pool;
 pub mod self_check;
-pub mod tls;
 
 pub use egress::{HttpEgress, HttpLimits};
 pub use gate::HttpGate;

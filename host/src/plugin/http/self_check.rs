@@ -84,7 +84,7 @@ pub async fn check() -> Vec<HttpCheck> {
             held_bytes: 1 << 20,
         },
         &[("PROBE_TOKEN".to_string(), PROBE_SECRET.to_string())].into(),
-        match super::tls::client_config(&[]) {
+        match crate::tls::client_config(&[]) {
             Ok(tls) => tls,
             Err(e) => {
                 return vec![HttpCheck {

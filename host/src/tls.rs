@@ -1,6 +1,7 @@
-//! The TLS settings of plugins' HTTPS requests: the public Web PKI roots,
-//! plus the certificates the operator names (`[policy] http_ca_files`, an
-//! internal CA), with the ring provider.
+//! TLS client settings for what sandcrab connects to itself (plugins'
+//! HTTPS requests, a PostgreSQL store): the public Web PKI roots, plus the
+//! certificates the operator names (an internal CA), with the ring
+//! provider.
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -1,0 +1,285 @@
+//! One driver per session: a lease in the store (holder, host, process,
+//! expiry), taken when a session is created or resumed, renewed while the
+//! process lives, released when the session ends.
+//!
+//! A holder that stops renewing (killed, machine lost, frozen) loses the
+//! lease when it expires ([`DEFAULT_TTL`]). On the machine and in the pid
+//! namespace where the holder ran, a dead holder is known at once (its
+//! process is gone), so a crash and `--resume` on the same machine need no
+//! wait. Every write of a session's history checks the lease in its own
+//! transaction: a holder that lost its lease cannot write (fencing), so two
+//! hosts never both add to one session.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::time::Duration;
+
+/// How long a lease lasts without renewal (renewed every third of it).
+pub const DEFAULT_TTL: Duration = Duration::from_secs(15);
+
+/// Who holds leases: one per open store, so per process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    /// Unique per open store.
+    pub id: String,
+    /// The host's name (`[store] host`, else the machine's host name).
+    pub host: String,
+    pub pid: u32,
+    /// What identifies the process on its machine: boot id, pid namespace,
+    /// pid and start time (lets the same machine see a dead holder).
+    pub process: String,
+}
+
+impl Holder {
+    /// This process, named `host` (None: the machine's host name).
+    pub fn this_process(host: Option<&str>) -> Holder {
+        let pid = std::process::id();
+        Holder {
+            id: uuid::Uuid::new_v4().to_string(),
+            host: host.map_or_else(machine_name, str::to_string),
+            pid,
+            process: process_key(pid).unwrap_or_default(),
+        }
+    }
+}
+
+/// A lease as stored: who holds it and until when.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseInfo {
+    pub session: String,
+    pub holder: String,
+    pub host: String,
+    pub pid: u32,
+    pub process: String,
+    /// Milliseconds since the epoch (the database's clock).
+    pub expires_ms: i64,
+    /// Milliseconds left (negative: expired), by the database's clock.
+    pub left_ms: i64,
+}
+
+impl LeaseInfo {
+    /// Whether it still binds other holders: not expired, and not held by
+    /// a process known to be dead.
+    pub fn binds(&self) -> bool {
+        self.left_ms > 0 && !holder_is_dead(&self.process)
+    }
+
+    /// The error for a write or a resume this lease forbids.
+    pub fn refusal(&self, ttl: Duration) -> super::StoreError {
+        super::StoreError::Leased {
+            session: self.session.clone(),
+            host: self.host.clone(),
+            pid: self.pid,
+            until: self.expires_at(),
+            ttl_secs: ttl.as_secs().max(1),
+        }
+    }
+
+    /// When it expires, RFC 3339.
+    pub fn expires_at(&self) -> String {
+        let ms = self.expires_ms.max(0) as u64;
+        crate::time::rfc3339(std::time::UNIX_EPOCH + Duration::from_millis(ms))
+    }
+}
+
+/// The machine's host name.
+pub fn machine_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname writes at
+    // most that many bytes.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "unknown-host".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// `boot-id/pid-namespace/pid/start-time` of `pid` (None: not readable).
+fn process_key(pid: u32) -> Option<String> {
+    let (boot, ns) = machine_key()?;
+    Some(format!("{boot}/{ns}/{pid}/{}", start_time(pid)?))
+}
+
+/// This kernel's boot id and this process's pid namespace.
+fn machine_key() -> Option<(String, String)> {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let ns = std::fs::read_link("/proc/self/ns/pid").ok()?;
+    Some((boot.trim().to_string(), ns.display().to_string()))
+}
+
+/// The start time of `pid` in clock ticks since boot (field 22 of its
+/// `stat`), which tells a reused pid from the holder.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: count from the
+    // last `)`.
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Whether the holder described by `process` is known to be dead: it ran
+/// on this machine (same boot) in this pid namespace, and no process with
+/// its pid and start time exists. Anything else (another machine, an
+/// unreadable key) is not known dead: its lease runs until it expires.
+pub fn holder_is_dead(process: &str) -> bool {
+    // The namespace reads `pid:[4026531836]`: no `/` in any part.
+    let parts: Vec<&str> = process.split('/').collect();
+    let [boot, ns, pid, start] = parts[..] else {
+        return false;
+    };
+    let Some((my_boot, my_ns)) = machine_key() else {
+        return false;
+    };
+    if boot != my_boot || ns != my_ns {
+        return false;
+    }
+    let (Ok(pid), Ok(start)) = (pid.parse::<u32>(), start.parse::<u64>()) else {
+        return false;
+    };
+    start_time(pid) != Some(start)
+}
+
+/// Renews the leases one store holds, from a thread of its own, every
+/// third of their time; stops when the store is dropped.
+pub struct Keeper {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    /// Sessions held, with how many holds each (a session resumed again
+    /// in the same process before the last one let go).
+    held: Mutex<BTreeMap<String, usize>>,
+    wake: Condvar,
+    started: std::sync::Once,
+}
+
+/// What renews: given the sessions held, renews them and returns the ones
+/// still held (a lease another holder took is lost).
+pub type Renew = Box<dyn Fn(&[String]) -> Result<Vec<String>, String> + Send + Sync>;
+
+impl Keeper {
+    pub fn new() -> Keeper {
+        Keeper {
+            shared: Arc::new(Shared {
+                held: Mutex::new(BTreeMap::new()),
+                wake: Condvar::new(),
+                started: std::sync::Once::new(),
+            }),
+        }
+    }
+
+    /// Keep renewing `session` (starting the thread on first use, with
+    /// `renew` made by `make`; None: nothing to renew, as in a store only
+    /// this process sees).
+    pub fn hold(&self, session: &str, ttl: Duration, make: Option<impl FnOnce() -> Renew>) {
+        *self.lock().entry(session.to_string()).or_default() += 1;
+        let Some(make) = make else {
+            return;
+        };
+        self.shared.started.call_once(|| {
+            let renew = make();
+            let weak = Arc::downgrade(&self.shared);
+            let spawned = std::thread::Builder::new()
+                .name("sandcrab-lease".into())
+                .spawn(move || renew_loop(weak, renew, ttl / 3));
+            if let Err(err) = spawned {
+                tracing::warn!("leases will not be renewed: {err}");
+            }
+        });
+    }
+
+    /// Let go of one hold of `session`; true when it was the last (the
+    /// lease is to be given back).
+    pub fn let_go(&self, session: &str) -> bool {
+        let mut held = self.lock();
+        match held.get_mut(session) {
+            Some(n) if *n > 1 => {
+                *n -= 1;
+                false
+            }
+            _ => {
+                held.remove(session);
+                true
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, usize>> {
+        self.shared.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Default for Keeper {
+    fn default() -> Self {
+        Keeper::new()
+    }
+}
+
+impl Drop for Keeper {
+    fn drop(&mut self) {
+        self.shared.wake.notify_all();
+    }
+}
+
+fn renew_loop(shared: Weak<Shared>, renew: Renew, every: Duration) {
+    loop {
+        let Some(strong) = shared.upgrade() else {
+            return;
+        };
+        let held: Vec<String> = {
+            let guard = strong.held.lock().unwrap_or_else(|e| e.into_inner());
+            // Sleep until it is time (or the store is dropped).
+            let (guard, _) = strong
+                .wake
+                .wait_timeout(guard, every)
+                .unwrap_or_else(|e| e.into_inner());
+            guard.keys().cloned().collect()
+        };
+        if Arc::strong_count(&strong) == 1 {
+            // Only this thread still refers to it: the store is gone.
+            return;
+        }
+        drop(strong);
+        if held.is_empty() {
+            continue;
+        }
+        match renew(&held) {
+            Ok(kept) => {
+                if let Some(strong) = shared.upgrade() {
+                    let mut guard = strong.held.lock().unwrap_or_else(|e| e.into_inner());
+                    for lost in held.iter().filter(|s| !kept.contains(s)) {
+                        if guard.remove(lost).is_some() {
+                            tracing::warn!(
+                                "the lease of session {lost} was taken by another host: this host no longer writes to it"
+                            );
+                        }
+                    }
+                }
+            }
+            Err(err) => tracing::warn!("leases not renewed: {err}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_is_alive_and_a_dead_child_is_known_dead() {
+        let me = Holder::this_process(Some("h"));
+        assert!(!me.process.is_empty(), "no process key on Linux");
+        assert!(!holder_is_dead(&me.process));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let key = process_key(child.id());
+        child.wait().unwrap();
+        // The child may have ended before its key could be read.
+        if let Some(key) = key {
+            assert!(holder_is_dead(&key), "{key}");
+        }
+        // Another machine's holder is never known dead.
+        assert!(!holder_is_dead("other-boot/pid:[1]/1/1"));
+        assert!(!holder_is_dead(""));
+    }
+}
