@@ -21,9 +21,9 @@ const KIND: ProviderKind = ProviderKind::OpenAiCompatible;
 const KEY: &str = "sk-test-secret-4242";
 
 /// A running `sandcrab serve`.
-struct Bridge {
-    child: Child,
-    url: String,
+pub(crate) struct Bridge {
+    pub(crate) child: Child,
+    pub(crate) url: String,
     token: String,
     stderr: Arc<Mutex<String>>,
     http: reqwest::Client,
@@ -50,11 +50,25 @@ fn bridge_with(
     workspace: bool,
     extra: &[&str],
 ) -> Bridge {
-    let token_file = scene.root.path().join("serve.token");
+    bridge_named(scene, provider, workspace, "serve", extra, &[])
+}
+
+/// Like [`bridge_with`], its token in `NAME.token` (several bridges in
+/// one scene).
+pub(crate) fn bridge_named(
+    scene: &Scene,
+    provider: Option<&MockLlm>,
+    workspace: bool,
+    name: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Bridge {
+    let token_file = scene.root.path().join(format!("{name}.token"));
     let mut cmd = sandcrab_cmd(scene);
     cmd.args(["serve", "--port", "0", "--token-file"])
         .arg(&token_file)
-        .args(extra);
+        .args(extra)
+        .envs(env.iter().copied());
     if workspace {
         cmd.arg("-w").arg(scene.workspace());
     } else {
@@ -130,7 +144,7 @@ pub(crate) fn spawn_serve(
 }
 
 impl Bridge {
-    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    pub(crate) async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
         let url = format!("{}{path}", self.url);
         let request = match method {
             "GET" => self.http.get(url),
@@ -145,24 +159,24 @@ impl Bridge {
         )
     }
 
-    async fn post(&self, path: &str) -> (u16, Value) {
+    pub(crate) async fn post(&self, path: &str) -> (u16, Value) {
         self.call("POST", path, None).await
     }
 
-    async fn status(&self) -> Value {
+    pub(crate) async fn status(&self) -> Value {
         let (code, body) = self.call("GET", "/agent/status", None).await;
         assert_eq!(code, 200, "{body}");
         body
     }
 
-    async fn send(&self, message: &str) -> (u16, Value) {
+    pub(crate) async fn send(&self, message: &str) -> (u16, Value) {
         self.call("POST", "/agent/messages", Some(json!({"message": message})))
             .await
     }
 
     /// Follow `/events` (after `last`, if given) into a shared list;
     /// returns once the stream is open (nothing published later is missed).
-    async fn follow(&self, last: Option<u64>) -> Events {
+    pub(crate) async fn follow(&self, last: Option<u64>) -> Events {
         let events = Events::default();
         let sink = events.clone();
         let mut request = self
@@ -192,6 +206,7 @@ impl Bridge {
                     }
                     if !e.1.is_empty() {
                         sink.list.lock().unwrap().push(e);
+                        sink.arrived.lock().unwrap().push(Instant::now());
                     }
                 }
             }
@@ -202,13 +217,15 @@ impl Bridge {
 }
 
 #[derive(Clone, Default)]
-struct Events {
-    list: Arc<Mutex<Vec<(u64, String, Value)>>>,
+pub(crate) struct Events {
+    pub(crate) list: Arc<Mutex<Vec<(u64, String, Value)>>>,
+    /// When each event of `list` arrived.
+    pub(crate) arrived: Arc<Mutex<Vec<Instant>>>,
     task: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
 }
 
 impl Events {
-    fn names(&self) -> Vec<String> {
+    pub(crate) fn names(&self) -> Vec<String> {
         self.list
             .lock()
             .unwrap()
@@ -217,11 +234,11 @@ impl Events {
             .collect()
     }
 
-    fn ids(&self) -> Vec<u64> {
+    pub(crate) fn ids(&self) -> Vec<u64> {
         self.list.lock().unwrap().iter().map(|e| e.0).collect()
     }
 
-    async fn wait_for(&self, name: &str) -> (u64, String, Value) {
+    pub(crate) async fn wait_for(&self, name: &str) -> (u64, String, Value) {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if let Some(e) = self.list.lock().unwrap().iter().find(|e| e.1 == name) {
@@ -236,7 +253,7 @@ impl Events {
         }
     }
 
-    fn stop(&self) {
+    pub(crate) fn stop(&self) {
         if let Some(task) = self.task.lock().unwrap().take() {
             task.abort();
         }

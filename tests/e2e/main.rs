@@ -20,6 +20,7 @@ mod cli_plugins_test;
 mod coding_tools_test;
 mod component_cache_test;
 mod confinement_test;
+mod fleet_test;
 mod fs_interface_test;
 mod golden_test;
 mod grant_engine_test;

@@ -74,7 +74,7 @@ impl Session {
                 inner.state = SessionState::Idle;
             }
         }
-        self.persist();
+        let _ = self.persist();
         match result {
             Err(err) => {
                 self.fail(&err);
@@ -327,8 +327,15 @@ impl Session {
         self.catalog.ready().await;
         let tools = self.tools_for_request();
         let request = self.request(&tools);
-        // Every turn so far is committed before the model is asked.
-        self.persist();
+        // Every turn so far is committed before the model is asked; a
+        // session another host has taken over is not driven from here.
+        if let Err(lost @ crate::store::StoreError::Leased { .. }) = self.persist() {
+            return Err(LlmError::new(
+                crate::llm::ErrorKind::Configuration,
+                "sandcrab",
+                format!("the model was not asked: {lost}"),
+            ));
+        }
         *in_flight = self.recorder().map(|r| r.begin(&request));
         let mut stream = self.client.stream(&request).await?;
         while let Some(item) = stream.next().await {

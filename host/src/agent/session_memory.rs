@@ -11,13 +11,17 @@ use crate::compaction::{CompactionStats, Entry};
 impl Session {
     /// Commit the turns not stored yet (before a model request, and when
     /// an input ends). A store failure is reported, not fatal.
-    pub(super) fn persist(&self) {
-        let Some(memory) = &self.memory else { return };
+    pub(super) fn persist(&self) -> Result<(), crate::store::StoreError> {
+        let Some(memory) = &self.memory else {
+            return Ok(());
+        };
         // Only the new turns are copied out of the history, not all of it.
         let (new, title) = memory.unsaved(&self.lock().history);
-        if let Err(err) = memory.save(new, title) {
+        let saved = memory.save(new, title);
+        if let Err(err) = &saved {
             self.warn(&format!("the session could not be saved: {err}"));
         }
+        saved
     }
 
     /// Compact when the context (`tokens`, estimated) is over the budget.
@@ -72,7 +76,7 @@ impl Session {
         };
         self.emit(EventData::CompactionStart(Default::default()));
         // What is compacted must be stored first: compaction deletes it.
-        self.persist();
+        let _ = self.persist();
         let history = self.lock().history.clone();
         let body: Vec<&Turn> = history.iter().filter(|t| t.id != SUMMARY_TURN_ID).collect();
         let entries: Vec<Entry> = body.iter().map(|t| entry(t)).collect();

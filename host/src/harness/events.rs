@@ -112,6 +112,81 @@ impl EventLog {
         }
     }
 
+    /// Keep this log following what other hosts sharing its store add to
+    /// the current stream (a session driven elsewhere, seen live here):
+    /// on each notice from the store, or every second when the store gives
+    /// none, the events past the last one known are read from the store
+    /// and published here (not stored again). Needs a tokio runtime.
+    pub fn follow_other_hosts(self: &std::sync::Arc<Self>) {
+        let Some(stored) = &self.stored else {
+            return;
+        };
+        if tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        let mut notices = stored.store.event_notices();
+        let log = std::sync::Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                match notices.as_mut() {
+                    Some(rx) => match rx.recv().await {
+                        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(broadcast::error::RecvError::Closed) => return,
+                    },
+                    None => tokio::time::sleep(std::time::Duration::from_secs(1)).await,
+                }
+                let Some(log) = log.upgrade() else {
+                    return;
+                };
+                let read = tokio::task::spawn_blocking(move || log.catch_up()).await;
+                if let Ok(Err(err)) = read {
+                    tracing::warn!("events of other hosts not read: {err}");
+                }
+            }
+        });
+    }
+
+    /// Publish the stored events of the current stream newer than any
+    /// known here (another host's).
+    fn catch_up(&self) -> Result<(), crate::store::StoreError> {
+        let Some(stored) = &self.stored else {
+            return Ok(());
+        };
+        let (stream, known) = {
+            let kept = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            match &kept.stream {
+                Some(stream) => (stream.clone(), kept.next - 1),
+                None => return Ok(()),
+            }
+        };
+        let newer = stored.store.events_after(&stream, known, KEPT)?;
+        if newer.is_empty() {
+            return Ok(());
+        }
+        let mut kept = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.stream.as_deref() != Some(stream.as_str()) {
+            return Ok(());
+        }
+        for e in newer {
+            // One published here since the read has its id: ours stands.
+            if e.id < kept.next {
+                continue;
+            }
+            let e = BridgeEvent {
+                id: e.id,
+                event: e.event,
+                data: serde_json::from_str(&e.data).unwrap_or(Value::Null),
+            };
+            kept.next = e.id + 1;
+            if kept.events.len() == KEPT {
+                kept.events.pop_front();
+            }
+            kept.events.push_back(e.clone());
+            let _ = self.live.send(e);
+        }
+        Ok(())
+    }
+
     /// Events from now on belong to `workspace` (canonical): a stored log
     /// keeps them under its stream and replays only that stream; what was
     /// kept in memory of another workspace is dropped. Ids keep growing

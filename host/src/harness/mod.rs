@@ -222,7 +222,11 @@ impl Harness {
                 running: None,
             }),
             streaming: Arc::new(AtomicUsize::new(0)),
-            log: Arc::new(log),
+            log: {
+                let log = Arc::new(log);
+                log.follow_other_hosts();
+                log
+            },
             permissions: PermissionQueue::new(PERMISSION_TIMEOUT),
         }
     }
