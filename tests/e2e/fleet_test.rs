@@ -273,3 +273,162 @@ async fn of_two_hosts_starting_one_conversation_at_once_exactly_one_wins() {
         assert_eq!(winner.post("/agent/stop").await.0, 200);
     }
 }
+
+/// The loopback provider of the load test: OpenAI-compatible chat
+/// completions that ask for `read_file` when the user has just spoken and
+/// answer in text once the tool's result is in — whatever session asks,
+/// in whatever order.
+async fn tool_calling_provider() -> String {
+    use crate::llm_transcripts::{chat, tool};
+    async fn answer(axum::Json(body): axum::Json<Value>) -> axum::response::Response {
+        let last = body["messages"].as_array().and_then(|m| m.last()).cloned();
+        let after_tool = last.as_ref().is_some_and(|m| m["role"] == "tool");
+        let text = if after_tool {
+            chat(&Answer::Text(vec!["read it; ", "done"]))
+        } else {
+            chat(&Answer::Tools(vec![tool(
+                "c1",
+                "read_file",
+                serde_json::json!({"path": "notes.txt"}),
+            )]))
+        };
+        axum::response::Response::builder()
+            .header("content-type", "text/event-stream")
+            .body(axum::body::Body::from(text))
+            .unwrap()
+    }
+    let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(answer));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
+struct NoSummaries;
+
+#[async_trait::async_trait]
+impl sandcrab::compaction::Summarizer for NoSummaries {
+    async fn summarize(&self, _: &str, m: &[sandcrab::compaction::Entry]) -> Result<String, String> {
+        Ok(format!("{} messages", m.len()))
+    }
+}
+
+/// Two hosts (two stores on one database, as two processes would hold
+/// them) × 50 concurrent sessions × 20 turns, each turn a real `read_file`
+/// call through the plugin sandbox and two model requests to a loopback
+/// provider: every turn of every session is stored once, in order, and
+/// every session's chain verifies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hosts_of_fifty_sessions_lose_duplicate_and_reorder_no_turn() {
+    use sandcrab::agent::{Profile, Session, SessionConfig, SessionInfo, SessionMemory, SessionParts};
+    use sandcrab::llm::{HttpClient, LlmClient, ProviderConfig};
+    use sandcrab::store::{StoreOptions, chain};
+    use std::sync::Arc;
+    const SESSIONS: usize = 50;
+    const TURNS: usize = 20;
+
+    let scene = Scene::new();
+    std::fs::write(scene.workspace().join("notes.txt"), "the notes\n").unwrap();
+    let url = pg_cluster::database("load");
+    let mut config = ProviderConfig::new(KIND);
+    config.base_url = tool_calling_provider().await;
+    config.api_key = Some("k".into());
+    let client: Arc<dyn LlmClient> = Arc::new(HttpClient::new(config).unwrap());
+    let mut plugins = scene.host(sandcrab::plugin::Policy::default());
+    plugins.load_all(&sandcrab::plugin::discovery::bundled()).await;
+    let registry = sandcrab::tools::ToolRegistry::from_plugins(plugins.plugins());
+    let profile = Arc::new(Profile::load(&plugins, "openai-compatible").await.unwrap());
+
+    let mut tasks = Vec::new();
+    let mut stores = Vec::new();
+    for h in ["host-a", "host-b"] {
+        let options = StoreOptions {
+            host: Some(h.into()),
+            ..StoreOptions::default()
+        };
+        let store: Arc<dyn sandcrab::store::Store> =
+            Arc::new(crate::store_backends_test::pg_store(&url, &options).unwrap());
+        stores.push(store.clone());
+        for s in 0..SESSIONS {
+            let compactor = Arc::new(sandcrab::compaction::Compactor::new(
+                Arc::new(NoSummaries),
+                store.clone(),
+                sandcrab::compaction::SummarizationConfig::default(),
+            ));
+            let info = SessionInfo {
+                workspace: scene.workspace().display().to_string(),
+                provider: KIND.id().into(),
+                profile: "openai-compatible".into(),
+                model: "m".into(),
+            };
+            let memory = SessionMemory::create(store.clone(), compactor, &info).unwrap();
+            let session = Session::new(SessionParts {
+                client: client.clone(),
+                tools: profile.tools(&registry).into(),
+                profile: profile.clone(),
+                config: SessionConfig::new("m"),
+                workspace: scene.workspace(),
+                working_dir: None,
+                depth: 0,
+                repo: None,
+                jobs: None,
+                children: None,
+                memory: Some(memory),
+                host_tools: Vec::new(),
+                world: None,
+                playback: None,
+            });
+            tasks.push(tokio::spawn(async move {
+                let mut times = Vec::new();
+                for t in 0..TURNS {
+                    let started = Instant::now();
+                    session.submit(&format!("{h} session {s} turn {t}")).await.unwrap();
+                    times.push(started.elapsed());
+                }
+                (session.id().to_string(), format!("{h} session {s}"), times)
+            }));
+        }
+    }
+    let started = Instant::now();
+    let mut times = Vec::new();
+    let mut sessions = Vec::new();
+    for task in tasks {
+        let (id, name, t) = task.await.unwrap();
+        times.extend(t);
+        sessions.push((id, name));
+    }
+    let wall = started.elapsed();
+    times.sort();
+    eprintln!(
+        "{} turns with a tool call each in {wall:?} ({:.0} turns/s); per turn p50 {:?}, p99 {:?} (the provider answers at once: host overhead, two model requests and a sandboxed read_file included)",
+        times.len(),
+        times.len() as f64 / wall.as_secs_f64(),
+        percentile(&times, 0.5),
+        percentile(&times, 0.99)
+    );
+    let store = &stores[0];
+    assert_eq!(store.sessions(None).unwrap().len(), 2 * SESSIONS);
+    for (id, name) in &sessions {
+        let turns = store.turns(id).unwrap();
+        let inputs: Vec<String> = turns
+            .iter()
+            .filter(|t| t.kind == "user")
+            .map(|t| serde_json::from_str::<Value>(&t.body).unwrap()["text"].as_str().unwrap().to_string())
+            .collect();
+        let expected: Vec<String> = (0..TURNS).map(|t| format!("{name} turn {t}")).collect();
+        assert_eq!(inputs, expected, "session {id}");
+        let kinds: Vec<&str> = turns.iter().map(|t| t.kind.as_str()).collect();
+        assert_eq!(
+            kinds,
+            ["user", "assistant", "tool_results", "assistant"].repeat(TURNS),
+            "session {id}"
+        );
+        let mut unique: Vec<&str> = turns.iter().map(|t| t.id.as_str()).collect();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), turns.len(), "a turn stored twice in {id}");
+        let links = store.chain(id).unwrap();
+        chain::verify(&links, &turns, &store.records(id).unwrap(), Some(&expected[0]))
+            .unwrap_or_else(|e| panic!("session {id}: {e}"));
+    }
+}

@@ -237,7 +237,7 @@ fn openai(answer: &Answer) -> String {
     sse(&ev)
 }
 
-fn chat(answer: &Answer) -> String {
+pub fn chat(answer: &Answer) -> String {
     let chunk = |delta: Value, finish: Value| json!({"id":"chatcmpl-1","object":"chat.completion.chunk","model":"local-test","choices":[{"index":0,"delta":delta,"finish_reason":finish}]});
     let mut ev = vec![(
         "",

@@ -1,0 +1,197 @@
+//! The session store shared by many hosts, SQLite against PostgreSQL on
+//! loopback (a cluster the benchmark starts, as the tests do):
+//! - committed turns per second, 1 and 8 concurrent writers (each its own
+//!   session, each append one committed transaction with its chain link);
+//! - resuming a 10,000-turn session on PostgreSQL: taking its lease and
+//!   reading the history (goal ≤ 150 ms);
+//! - an event published by one host's bridge log reaching another host's
+//!   (NOTIFY, then the rows read from the store): p50/p99 printed (goal
+//!   p99 ≤ 50 ms), criterion's mean beside it.
+//!
+//! Run: `cargo bench -p sandcrab --bench store_fleet` (needs the Debian
+//! `postgresql` packages, as `scripts/test` installs).
+
+// A benchmark report is our own text, not a peer's.
+#![allow(clippy::disallowed_macros)]
+
+#[path = "../../tests/e2e/pg_cluster.rs"]
+#[allow(dead_code)]
+mod pg_cluster;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use sandcrab::agent::{SessionInfo, SessionMemory, Turn, TurnKind};
+use sandcrab::compaction::{Compactor, Entry, SummarizationConfig, Summarizer};
+use sandcrab::store::{PgSettings, PgStore, SqliteStore, Store, StoreOptions, StoredTurn};
+
+struct NoSummaries;
+
+#[async_trait::async_trait]
+impl Summarizer for NoSummaries {
+    async fn summarize(&self, _: &str, m: &[Entry]) -> Result<String, String> {
+        Ok(format!("{} messages", m.len()))
+    }
+}
+
+fn pg(url: &str, host: &str) -> Arc<dyn Store> {
+    let settings = PgSettings {
+        url: url.into(),
+        password_env: Some(pg_cluster::PASSWORD_ENV.into()),
+        ..PgSettings::default()
+    };
+    let options = StoreOptions {
+        host: Some(host.into()),
+        ..StoreOptions::default()
+    };
+    Arc::new(
+        PgStore::open(&settings, &options, &|_| Some(pg_cluster::PASSWORD.into())).unwrap(),
+    )
+}
+
+fn compactor(store: &Arc<dyn Store>) -> Arc<Compactor> {
+    Arc::new(Compactor::new(
+        Arc::new(NoSummaries),
+        store.clone(),
+        SummarizationConfig::default(),
+    ))
+}
+
+fn info() -> SessionInfo {
+    SessionInfo {
+        workspace: "/w".into(),
+        provider: "anthropic".into(),
+        profile: "anthropic".into(),
+        model: "m".into(),
+    }
+}
+
+/// A realistic turn: about 600 bytes of text.
+fn turn(i: usize) -> StoredTurn {
+    let t = Turn::new(TurnKind::User {
+        text: format!(
+            "turn {i}: {}",
+            "some words about the work at hand ".repeat(18)
+        ),
+    });
+    StoredTurn {
+        id: t.id.clone(),
+        timestamp: t.timestamp.clone(),
+        kind: "user".into(),
+        body: serde_json::to_string(&t).unwrap(),
+    }
+}
+
+/// A new session in `store`; its id (the lease is let go).
+fn new_session(store: &Arc<dyn Store>) -> String {
+    let memory = SessionMemory::create(store.clone(), compactor(store), &info()).unwrap();
+    memory.id().to_string()
+}
+
+fn appends(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.path().join("s.db")).unwrap());
+    let postgres = pg(&pg_cluster::database("bench_append"), "bench");
+    let mut group = c.benchmark_group("fleet/append_committed");
+    group.throughput(Throughput::Elements(1));
+    group.sample_size(20);
+    for (name, store) in [("sqlite", &sqlite), ("postgres", &postgres)] {
+        for writers in [1usize, 8] {
+            let sessions: Vec<String> = (0..writers).map(|_| new_session(store)).collect();
+            group.bench_function(format!("{name}/{writers}_writers"), |b| {
+                b.iter_custom(|iters| {
+                    let per = (iters as usize).div_ceil(writers);
+                    let started = Instant::now();
+                    std::thread::scope(|scope| {
+                        for id in &sessions {
+                            let store = store.clone();
+                            scope.spawn(move || {
+                                for i in 0..per {
+                                    store.append_turns(id, &[turn(i)]).unwrap();
+                                }
+                            });
+                        }
+                    });
+                    started.elapsed()
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+fn resume(c: &mut Criterion) {
+    let store = pg(&pg_cluster::database("bench_resume"), "bench");
+    let id = new_session(&store);
+    let turns: Vec<StoredTurn> = (0..10_000).map(turn).collect();
+    for chunk in turns.chunks(500) {
+        store.append_turns(&id, chunk).unwrap();
+    }
+    let compactor = compactor(&store);
+    let mut group = c.benchmark_group("fleet");
+    group.sample_size(20);
+    group.bench_function("resume_10000_turns/postgres", |b| {
+        b.iter(|| SessionMemory::resume(store.clone(), compactor.clone(), &id).unwrap())
+    });
+    group.finish();
+}
+
+fn cross_host_events(c: &mut Criterion) {
+    let url = pg_cluster::database("bench_events");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    let (a, mut follower) = runtime.block_on(async {
+        let a = sandcrab::harness::EventLog::stored(pg(&url, "host-a"));
+        let b = Arc::new(sandcrab::harness::EventLog::stored(pg(&url, "host-b")));
+        a.switch_to(workspace.path()).unwrap();
+        b.switch_to(workspace.path()).unwrap();
+        b.follow_other_hosts();
+        let (_, follower) = b.follow(0);
+        // Let the listening connection come up.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        (a, follower)
+    });
+    let mut one = |n: u64| -> Duration {
+        runtime.block_on(async {
+            let started = Instant::now();
+            let id = a.publish("agent:message-chunk", serde_json::json!({"text": n}));
+            loop {
+                let e = tokio::time::timeout(Duration::from_secs(10), follower.recv())
+                    .await
+                    .expect("the event reached the other host")
+                    .unwrap();
+                if e.id == id {
+                    return started.elapsed();
+                }
+            }
+        })
+    };
+    let mut n = 0;
+    let mut samples: Vec<Duration> = (0..500)
+        .map(|_| {
+            n += 1;
+            one(n)
+        })
+        .collect();
+    samples.sort();
+    let at = |p: f64| samples[((samples.len() - 1) as f64 * p).round() as usize];
+    println!(
+        "fleet/cross_host_event: p50 {:?}, p99 {:?} over {} events (goal p99 ≤ 50 ms)",
+        at(0.5),
+        at(0.99),
+        samples.len()
+    );
+    let mut group = c.benchmark_group("fleet");
+    group.sample_size(30);
+    group.bench_function("cross_host_event", |b| {
+        b.iter(|| {
+            n += 1;
+            one(n)
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, appends, resume, cross_host_events);
+criterion_main!(benches);
