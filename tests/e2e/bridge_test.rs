@@ -159,6 +159,13 @@ impl Bridge {
         )
     }
 
+    /// Drop the kept connections: the next request opens a new one (as a
+    /// client does after a long pause, when the server may be closing
+    /// the old one at the very moment it is reused).
+    pub(crate) fn reconnect(&mut self) {
+        self.http = reqwest::Client::new();
+    }
+
     pub(crate) async fn post(&self, path: &str) -> (u16, Value) {
         self.call("POST", path, None).await
     }

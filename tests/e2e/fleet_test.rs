@@ -200,7 +200,7 @@ async fn a_frozen_host_loses_its_session_within_the_lease_and_cannot_drive_it_af
     let scene = Scene::new();
     let url = pg_cluster::database("frozen");
     let server = MockLlm::strict(KIND).await;
-    let a = host(&scene, &server, "host-a", &url);
+    let mut a = host(&scene, &server, "host-a", &url);
     let b = host(&scene, &server, "host-b", &url);
     let watcher = a.follow(None).await;
     assert_eq!(a.post("/agent/start").await.0, 200);
@@ -221,6 +221,8 @@ async fn a_frozen_host_loses_its_session_within_the_lease_and_cannot_drive_it_af
     );
     // SAFETY: as above.
     unsafe { libc::kill(pid, libc::SIGCONT) };
+    // Its kept connection timed out while it was frozen: a new one.
+    a.reconnect();
 
     // Host A wakes up and is asked to go on: it may not ask the model nor
     // write to the session any more.
@@ -281,15 +283,18 @@ async fn of_two_hosts_starting_one_conversation_at_once_exactly_one_wins() {
 async fn tool_calling_provider() -> String {
     use crate::llm_transcripts::{chat, tool};
     async fn answer(axum::Json(body): axum::Json<Value>) -> axum::response::Response {
-        let last = body["messages"].as_array().and_then(|m| m.last()).cloned();
-        let after_tool = last.as_ref().is_some_and(|m| m["role"] == "tool");
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        let after_tool = messages.last().is_some_and(|m| m["role"] == "tool");
+        // A different window each turn: the same call turn after turn is
+        // a loop the agent would (rightly) steer away from.
+        let turn = messages.iter().filter(|m| m["role"] == "user").count();
         let text = if after_tool {
             chat(&Answer::Text(vec!["read it; ", "done"]))
         } else {
             chat(&Answer::Tools(vec![tool(
                 "c1",
                 "read_file",
-                serde_json::json!({"path": "notes.txt"}),
+                serde_json::json!({"path": "notes.txt", "limit": 1000 + turn}),
             )]))
         };
         axum::response::Response::builder()
@@ -324,8 +329,10 @@ async fn two_hosts_of_fifty_sessions_lose_duplicate_and_reorder_no_turn() {
     use sandcrab::llm::{HttpClient, LlmClient, ProviderConfig};
     use sandcrab::store::{StoreOptions, chain};
     use std::sync::Arc;
-    const SESSIONS: usize = 50;
-    const TURNS: usize = 20;
+    let sessions: usize = std::env::var("LOAD_SESSIONS").map_or(50, |v| v.parse().unwrap());
+    let turns: usize = std::env::var("LOAD_TURNS").map_or(20, |v| v.parse().unwrap());
+    #[allow(non_snake_case)]
+    let (SESSIONS, TURNS) = (sessions, turns);
 
     let scene = Scene::new();
     std::fs::write(scene.workspace().join("notes.txt"), "the notes\n").unwrap();

@@ -517,3 +517,34 @@ fn a_wrong_password_or_a_missing_server_is_a_clear_error() {
         "{err}"
     );
 }
+
+/// The agent calls the store from async code (a turn is made durable
+/// before the model is asked). Many calls inside one task, without the
+/// task ever yielding, must all complete: the store may not depend on the
+/// caller's runtime budget (tokio's cooperative budget once made such a
+/// caller spin forever after ~100 PostgreSQL calls).
+#[test]
+fn many_store_calls_from_one_async_task_all_complete() {
+    for b in Backend::both("budget") {
+        let store = b.open();
+        store.create_session(&session("s1", "/a")).unwrap();
+        let (done, finished) = std::sync::mpsc::channel();
+        let name = b.name();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                for i in 0..500 {
+                    store.append_turns("s1", &[turn(&format!("t{i}"))]).unwrap();
+                    assert_eq!(store.turns("s1").unwrap().len(), i + 1);
+                }
+            });
+            let _ = done.send(());
+        });
+        finished
+            .recv_timeout(Duration::from_secs(120))
+            .unwrap_or_else(|_| panic!("{name}: the store stopped answering inside a task"));
+    }
+}

@@ -129,10 +129,18 @@ impl EventLog {
         tokio::spawn(async move {
             loop {
                 match notices.as_mut() {
-                    Some(rx) => match rx.recv().await {
-                        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
-                        Err(broadcast::error::RecvError::Closed) => return,
-                    },
+                    Some(rx) => {
+                        match rx.recv().await {
+                            Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                            Err(broadcast::error::RecvError::Closed) => return,
+                        }
+                        // One read covers every notice already queued.
+                        while !matches!(
+                            rx.try_recv(),
+                            Err(broadcast::error::TryRecvError::Empty
+                                | broadcast::error::TryRecvError::Closed)
+                        ) {}
+                    }
                     None => tokio::time::sleep(std::time::Duration::from_secs(1)).await,
                 }
                 let Some(log) = log.upgrade() else {

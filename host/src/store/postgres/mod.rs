@@ -121,9 +121,14 @@ impl PgStore {
 
     /// Run `work` to completion on this thread, with the store's runtime
     /// as the context its connections and timers need.
+    ///
+    /// Free of the caller's cooperative budget: called from inside a tokio
+    /// task that has used its budget, tokio's channels and semaphores
+    /// would answer "not yet" to every poll until the task yields — which
+    /// a thread blocked here never does (it would spin forever).
     fn run<T>(&self, work: impl Future<Output = Result<T, StoreError>>) -> Result<T, StoreError> {
         let _context = self.handle().enter();
-        futures::executor::block_on(work)
+        futures::executor::block_on(tokio::task::unconstrained(work))
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
