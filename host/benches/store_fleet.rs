@@ -45,9 +45,14 @@ fn pg(url: &str, host: &str) -> Arc<dyn Store> {
         host: Some(host.into()),
         ..StoreOptions::default()
     };
-    Arc::new(
-        PgStore::open(&settings, &options, &|_| Some(pg_cluster::PASSWORD.into())).unwrap(),
-    )
+    Arc::new(PgStore::open(&settings, &options, &|_| Some(pg_cluster::PASSWORD.into())).unwrap())
+}
+
+/// A new database on the benchmark's cluster, which (unlike the tests')
+/// makes every commit durable.
+fn database(hint: &str) -> String {
+    pg_cluster::DURABLE.store(true, std::sync::atomic::Ordering::SeqCst);
+    pg_cluster::database(hint)
 }
 
 fn compactor(store: &Arc<dyn Store>) -> Arc<Compactor> {
@@ -92,7 +97,7 @@ fn new_session(store: &Arc<dyn Store>) -> String {
 fn appends(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let sqlite: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.path().join("s.db")).unwrap());
-    let postgres = pg(&pg_cluster::database("bench_append"), "bench");
+    let postgres = pg(&database("bench_append"), "bench");
     let mut group = c.benchmark_group("fleet/append_committed");
     group.throughput(Throughput::Elements(1));
     group.sample_size(20);
@@ -122,7 +127,7 @@ fn appends(c: &mut Criterion) {
 }
 
 fn resume(c: &mut Criterion) {
-    let store = pg(&pg_cluster::database("bench_resume"), "bench");
+    let store = pg(&database("bench_resume"), "bench");
     let id = new_session(&store);
     let turns: Vec<StoredTurn> = (0..10_000).map(turn).collect();
     for chunk in turns.chunks(500) {
@@ -138,10 +143,10 @@ fn resume(c: &mut Criterion) {
 }
 
 fn cross_host_events(c: &mut Criterion) {
-    let url = pg_cluster::database("bench_events");
+    let url = database("bench_events");
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let workspace = tempfile::tempdir().unwrap();
-    let (a, mut follower) = runtime.block_on(async {
+    let (a, _b, mut follower) = runtime.block_on(async {
         let a = sandcrab::harness::EventLog::stored(pg(&url, "host-a"));
         let b = Arc::new(sandcrab::harness::EventLog::stored(pg(&url, "host-b")));
         a.switch_to(workspace.path()).unwrap();
@@ -150,7 +155,7 @@ fn cross_host_events(c: &mut Criterion) {
         let (_, follower) = b.follow(0);
         // Let the listening connection come up.
         tokio::time::sleep(Duration::from_millis(500)).await;
-        (a, follower)
+        (a, b, follower)
     });
     let mut one = |n: u64| -> Duration {
         runtime.block_on(async {

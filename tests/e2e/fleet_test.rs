@@ -313,7 +313,11 @@ struct NoSummaries;
 
 #[async_trait::async_trait]
 impl sandcrab::compaction::Summarizer for NoSummaries {
-    async fn summarize(&self, _: &str, m: &[sandcrab::compaction::Entry]) -> Result<String, String> {
+    async fn summarize(
+        &self,
+        _: &str,
+        m: &[sandcrab::compaction::Entry],
+    ) -> Result<String, String> {
         Ok(format!("{} messages", m.len()))
     }
 }
@@ -325,14 +329,14 @@ impl sandcrab::compaction::Summarizer for NoSummaries {
 /// every session's chain verifies.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hosts_of_fifty_sessions_lose_duplicate_and_reorder_no_turn() {
-    use sandcrab::agent::{Profile, Session, SessionConfig, SessionInfo, SessionMemory, SessionParts};
+    use sandcrab::agent::{
+        Profile, Session, SessionConfig, SessionInfo, SessionMemory, SessionParts,
+    };
     use sandcrab::llm::{HttpClient, LlmClient, ProviderConfig};
     use sandcrab::store::{StoreOptions, chain};
     use std::sync::Arc;
-    let sessions: usize = std::env::var("LOAD_SESSIONS").map_or(50, |v| v.parse().unwrap());
-    let turns: usize = std::env::var("LOAD_TURNS").map_or(20, |v| v.parse().unwrap());
-    #[allow(non_snake_case)]
-    let (SESSIONS, TURNS) = (sessions, turns);
+    const SESSIONS: usize = 50;
+    const TURNS: usize = 20;
 
     let scene = Scene::new();
     std::fs::write(scene.workspace().join("notes.txt"), "the notes\n").unwrap();
@@ -342,7 +346,9 @@ async fn two_hosts_of_fifty_sessions_lose_duplicate_and_reorder_no_turn() {
     config.api_key = Some("k".into());
     let client: Arc<dyn LlmClient> = Arc::new(HttpClient::new(config).unwrap());
     let mut plugins = scene.host(sandcrab::plugin::Policy::default());
-    plugins.load_all(&sandcrab::plugin::discovery::bundled()).await;
+    plugins
+        .load_all(&sandcrab::plugin::discovery::bundled())
+        .await;
     let registry = sandcrab::tools::ToolRegistry::from_plugins(plugins.plugins());
     let profile = Arc::new(Profile::load(&plugins, "openai-compatible").await.unwrap());
 
@@ -389,7 +395,10 @@ async fn two_hosts_of_fifty_sessions_lose_duplicate_and_reorder_no_turn() {
                 let mut times = Vec::new();
                 for t in 0..TURNS {
                     let started = Instant::now();
-                    session.submit(&format!("{h} session {s} turn {t}")).await.unwrap();
+                    session
+                        .submit(&format!("{h} session {s} turn {t}"))
+                        .await
+                        .unwrap();
                     times.push(started.elapsed());
                 }
                 (session.id().to_string(), format!("{h} session {s}"), times)
@@ -397,6 +406,7 @@ async fn two_hosts_of_fifty_sessions_lose_duplicate_and_reorder_no_turn() {
         }
     }
     let started = Instant::now();
+    let cpu_before = cpu_time();
     let mut times = Vec::new();
     let mut sessions = Vec::new();
     for task in tasks {
@@ -405,11 +415,14 @@ async fn two_hosts_of_fifty_sessions_lose_duplicate_and_reorder_no_turn() {
         sessions.push((id, name));
     }
     let wall = started.elapsed();
+    let cpu = cpu_time() - cpu_before;
     times.sort();
     eprintln!(
-        "{} turns with a tool call each in {wall:?} ({:.0} turns/s); per turn p50 {:?}, p99 {:?} (the provider answers at once: host overhead, two model requests and a sandboxed read_file included)",
+        "{} turns with a tool call each in {wall:?} ({:.0} turns/s, host CPU {:?} per turn); per turn with {} sessions at once p50 {:?}, p99 {:?} (the provider answers at once: host overhead, two model requests and a sandboxed read_file included)",
         times.len(),
         times.len() as f64 / wall.as_secs_f64(),
+        cpu / times.len() as u32,
+        2 * SESSIONS,
         percentile(&times, 0.5),
         percentile(&times, 0.99)
     );
@@ -420,7 +433,12 @@ async fn two_hosts_of_fifty_sessions_lose_duplicate_and_reorder_no_turn() {
         let inputs: Vec<String> = turns
             .iter()
             .filter(|t| t.kind == "user")
-            .map(|t| serde_json::from_str::<Value>(&t.body).unwrap()["text"].as_str().unwrap().to_string())
+            .map(|t| {
+                serde_json::from_str::<Value>(&t.body).unwrap()["text"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
             .collect();
         let expected: Vec<String> = (0..TURNS).map(|t| format!("{name} turn {t}")).collect();
         assert_eq!(inputs, expected, "session {id}");
@@ -435,7 +453,24 @@ async fn two_hosts_of_fifty_sessions_lose_duplicate_and_reorder_no_turn() {
         unique.dedup();
         assert_eq!(unique.len(), turns.len(), "a turn stored twice in {id}");
         let links = store.chain(id).unwrap();
-        chain::verify(&links, &turns, &store.records(id).unwrap(), Some(&expected[0]))
-            .unwrap_or_else(|e| panic!("session {id}: {e}"));
+        chain::verify(
+            &links,
+            &turns,
+            &store.records(id).unwrap(),
+            Some(&expected[0]),
+        )
+        .unwrap_or_else(|e| panic!("session {id}: {e}"));
     }
+}
+
+/// CPU time this process has used (user and system).
+fn cpu_time() -> Duration {
+    // SAFETY: getrusage writes into the struct it is given.
+    let usage = unsafe {
+        let mut usage = std::mem::zeroed::<libc::rusage>();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
 }

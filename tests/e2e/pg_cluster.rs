@@ -24,6 +24,11 @@ pub struct Cluster {
 
 static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
 
+/// Whether the cluster makes commits durable (fsync). Off for the tests'
+/// speed; benchmarks turn it on before the cluster's first use, so a
+/// commit costs what it costs on a real server.
+pub static DURABLE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// The cluster, started on first use (a clear failure when PostgreSQL is
 /// not installed: `scripts/test` installs it).
 pub fn cluster() -> &'static Cluster {
@@ -201,6 +206,11 @@ fn start() -> Result<Cluster, String> {
     // is told to stop when the thread that started it ends.
     let (tx, rx) = std::sync::mpsc::channel();
     let (bin2, dir2) = (bin.clone(), dir.clone());
+    let fsync = if DURABLE.load(std::sync::atomic::Ordering::SeqCst) {
+        "fsync=on"
+    } else {
+        "fsync=off"
+    };
     std::thread::spawn(move || {
         let mut cmd = Command::new(bin2.join("postgres"));
         as_user(&mut cmd, user)
@@ -208,7 +218,7 @@ fn start() -> Result<Cluster, String> {
             .arg(dir2.join("data"))
             .args(["-p", &port.to_string(), "-k"])
             .arg(&dir2)
-            .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"])
+            .args(["-c", "listen_addresses=127.0.0.1", "-c", fsync])
             .args(["-c", "max_connections=400", "-c", "shared_buffers=64MB"])
             .current_dir(&dir2)
             .stdout(std::process::Stdio::null())
