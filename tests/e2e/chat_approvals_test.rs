@@ -4,132 +4,16 @@
 //! (the rule appears in the operator's file, and a later chat does not
 //! ask), `n NOTE` denies with a note the model reads, and Ctrl-C denies.
 
-use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-
 use sandcrab::llm::ProviderKind;
 use serde_json::json;
 
 use crate::cli_support::{sandcrab, tool_result};
 use crate::llm_transcripts::{Answer, stream, tool};
 use crate::mock_llm::MockLlm;
+use crate::pty::Terminal;
 use crate::support::{Scene, sandcrab_cmd};
 
 const KIND: ProviderKind = ProviderKind::OpenAiCompatible;
-
-/// A program on the slave side of a pseudo-terminal (its controlling
-/// terminal, so Ctrl-C there is SIGINT), and everything it wrote.
-struct Terminal {
-    child: Child,
-    master: std::fs::File,
-    seen: Arc<Mutex<String>>,
-    /// Where the next `expect` starts looking.
-    cursor: usize,
-}
-
-impl Terminal {
-    fn spawn(mut cmd: Command) -> Terminal {
-        let (mut master, mut slave) = (0, 0);
-        // SAFETY: openpty fills two descriptors we then own.
-        let rc = unsafe {
-            libc::openpty(
-                &mut master,
-                &mut slave,
-                std::ptr::null_mut(),
-                std::ptr::null(),
-                std::ptr::null(),
-            )
-        };
-        assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
-        // SAFETY: both were just opened and are ours.
-        let (master, slave) =
-            unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
-        let io = |fd: &OwnedFd| Stdio::from(fd.try_clone().unwrap());
-        cmd.stdin(io(&slave)).stdout(io(&slave)).stderr(io(&slave));
-        // SAFETY: setsid and ioctl are async-signal-safe.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let child = cmd.spawn().unwrap();
-        drop(slave);
-        let master = std::fs::File::from(master);
-        let mut reader = master.try_clone().unwrap();
-        let seen = Arc::new(Mutex::new(String::new()));
-        let sink = seen.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = reader.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
-        Terminal {
-            child,
-            master,
-            seen,
-            cursor: 0,
-        }
-    }
-
-    /// Wait until `needle` appears after what was already expected; what
-    /// appeared up to and including it.
-    fn expect(&mut self, needle: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            {
-                let seen = self.seen.lock().unwrap();
-                if let Some(at) = seen[self.cursor..].find(needle) {
-                    let end = self.cursor + at + needle.len();
-                    let chunk = seen[self.cursor..end].to_string();
-                    self.cursor = end;
-                    return chunk;
-                }
-                assert!(
-                    Instant::now() < deadline,
-                    "no {needle:?} on the terminal; it shows:\n{}",
-                    &seen[self.cursor..]
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn send(&mut self, text: &str) {
-        self.master.write_all(text.as_bytes()).unwrap();
-    }
-
-    /// `/exit`, and wait for the program to end.
-    fn exit(mut self) -> String {
-        self.send("/exit\n");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while self.child.try_wait().unwrap().is_none() {
-            assert!(Instant::now() < deadline, "chat did not exit");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        self.seen.lock().unwrap().clone()
-    }
-}
-
-impl Drop for Terminal {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = self.master.as_raw_fd();
-    }
-}
 
 fn shell(id: &str, command: &str) -> crate::mock_llm::Reply {
     stream(

@@ -150,5 +150,23 @@ async fn a_guest_cannot_hoard_host_file_descriptors() {
         assert!(got.starts_with("ok: refused after 256:"), "{got}");
         assert!(got.contains("too many open directories"), "{got}");
     }
+    // Files opened through WASI's filesystem are descriptors too: a call
+    // that never closes them is stopped at the store's bound (it traps),
+    // long before the host runs out, and the plugin keeps working.
+    std::fs::write(scene.workspace().join("f.txt"), "x").unwrap();
+    for _ in 0..2 {
+        let got = call(
+            &plugin,
+            "fs_probe",
+            json!({"dir": "/workspace", "op": "hoard-wasi", "name": "f.txt"}),
+        )
+        .await;
+        let err = got.expect_err("hoarding without end");
+        assert!(
+            err.to_string()
+                .contains("held more than 1024 open resources"),
+            "{err}"
+        );
+    }
     assert_still_works(&plugin).await;
 }

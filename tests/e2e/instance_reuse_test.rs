@@ -136,3 +136,59 @@ async fn an_instance_whose_call_failed_is_never_called_again() {
         assert_eq!(remember(&plugin, "s1", "next").await, "previous: after");
     }
 }
+
+/// A plugin that opts in keeps working however many calls its warm
+/// instance serves, and does not take the host's file descriptors with
+/// it: the JavaScript example reads a workspace file in every call and
+/// never closes it (its garbage collector decides when handles go), so an
+/// instance kept for ever held one more host descriptor per call until
+/// the process ran out (here after ~20,000 calls, everything else in the
+/// process failing with it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reused_instance_keeps_reading_files_over_thousands_of_calls() {
+    let scene = Scene::new();
+    let from = crate::third_party_tools_test::built_example("js-json");
+    let dir = scene.plugins().join("js");
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(&from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
+        }
+    }
+    let manifest = std::fs::read_to_string(dir.join("plugin.toml")).unwrap();
+    std::fs::write(
+        dir.join("plugin.toml"),
+        manifest + "\n[limits]\nreuse = true\n",
+    )
+    .unwrap();
+    std::fs::write(scene.workspace().join("data.json"), r#"{"name": "crab"}"#).unwrap();
+    let mut host = scene.host(Policy::default());
+    let plugin = host.load(&PluginSource::Dir(dir)).await.unwrap();
+    assert!(plugin.decision.grants.limits.reuse);
+    let ctx = ToolCallContext {
+        session_id: "s1".into(),
+        call_id: "keys".into(),
+        working_dir: None,
+        detach: None,
+        programs: None,
+        background: false,
+    };
+    let mut most = 0;
+    for call in 0..2000 {
+        let out = plugin
+            .call_tool("json_keys", r#"{"path": "data.json"}"#, &ctx, None)
+            .await
+            .unwrap_or_else(|e| panic!("call {call}: {e}"));
+        assert_eq!(out.text, "name: string", "call {call}");
+        most = most.max(plugin.idle_resources());
+    }
+    // What a kept instance holds stays bounded (it is let go once it holds
+    // too much), however many calls it served.
+    assert!(most <= 64, "an idle instance held {most} resources");
+    assert!(
+        most > 8,
+        "the example no longer leaks: {most} (the test proves nothing)"
+    );
+    assert_eq!(plugin.idle_instances(), 1);
+}

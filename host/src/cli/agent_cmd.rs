@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use clap::Args;
 use tokio::io::AsyncBufReadExt;
 
-use super::render::render;
+use super::render::Renderer;
 use super::setup::HostArgs;
 use crate::agent::{
     AgentKit, AgentOptions, LivePlugins, PluginReport, Session, SessionError, SessionState,
@@ -145,7 +145,7 @@ pub async fn run(args: AgentArgs, prompt: String, wait_jobs: u64) -> anyhow::Res
     let (setup, kit) = args.kit(false).await?;
     let session = args.session(&kit).await?;
     warn_session(&setup, &kit, &session);
-    let printer = tokio::spawn(render(session.events(), args.json));
+    let renderer = Renderer::spawn(session.events(), args.json);
     let mut result = session.submit(&prompt).await;
     // Background jobs still running: wait for them (each that finishes
     // gives the agent a turn to react), at most `wait_jobs` seconds.
@@ -167,7 +167,7 @@ pub async fn run(args: AgentArgs, prompt: String, wait_jobs: u64) -> anyhow::Res
         }
     }
     session.abort().await;
-    let _ = printer.await;
+    renderer.finish().await;
     match result {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(err) => {
@@ -218,12 +218,14 @@ pub async fn chat(mut args: AgentArgs, watch_plugins: bool) -> anyhow::Result<Ex
         kit.config.model,
         setup.workspace.display()
     );
-    let printer = tokio::spawn(render(session.events(), args.json));
+    let renderer = Renderer::spawn(session.events(), args.json);
     let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
     let mut waiting = asks.waiting();
     let mut show_prompt = true;
     loop {
         if show_prompt {
+            // The last turn is drawn whole before the next prompt.
+            renderer.flush().await;
             err!("> ");
         }
         show_prompt = true;
@@ -238,6 +240,7 @@ pub async fn chat(mut args: AgentArgs, watch_plugins: bool) -> anyhow::Result<Ex
                 if asks.pending().is_empty() {
                     show_prompt = false;
                 } else {
+                    renderer.flush().await;
                     super::approval_prompt::answer_waiting(&asks, &mut lines, session.workspace()).await;
                 }
                 continue;
@@ -249,7 +252,8 @@ pub async fn chat(mut args: AgentArgs, watch_plugins: bool) -> anyhow::Result<Ex
             "" => continue,
             "/exit" | "/quit" => break,
             "/retry" => {
-                if let Some(reason) = retry(&session, &asks, &mut lines).await {
+                if let Some(reason) = retry(&session, &asks, &mut lines, &renderer).await {
+                    renderer.flush().await;
                     errln!("sandcrab: {}", super::terminal::sanitize(&reason));
                     if session.state() == SessionState::Closed {
                         break;
@@ -275,7 +279,8 @@ pub async fn chat(mut args: AgentArgs, watch_plugins: bool) -> anyhow::Result<Ex
             }
             _ => {}
         }
-        if let Some(reason) = turn(&session, input, &asks, &mut lines).await {
+        if let Some(reason) = turn(&session, input, &asks, &mut lines, &renderer).await {
+            renderer.flush().await;
             errln!("sandcrab: {}", super::terminal::sanitize(&reason));
             if session.state() == SessionState::Closed {
                 break;
@@ -288,7 +293,7 @@ pub async fn chat(mut args: AgentArgs, watch_plugins: bool) -> anyhow::Result<Ex
         watching.abort();
     }
     session.abort().await;
-    let _ = printer.await;
+    renderer.finish().await;
     Ok(if closed_by_error {
         ExitCode::FAILURE
     } else {
@@ -356,8 +361,9 @@ async fn turn(
     input: &str,
     asks: &std::sync::Arc<crate::approvals::PermissionQueue>,
     lines: &mut Input,
+    renderer: &Renderer,
 ) -> Option<String> {
-    interruptible(session, session.submit(input), asks, lines).await
+    interruptible(session, session.submit(input), asks, lines, renderer).await
 }
 
 /// Ask the model again after an error; like [`turn`].
@@ -365,8 +371,9 @@ async fn retry(
     session: &std::sync::Arc<Session>,
     asks: &std::sync::Arc<crate::approvals::PermissionQueue>,
     lines: &mut Input,
+    renderer: &Renderer,
 ) -> Option<String> {
-    interruptible(session, session.retry(), asks, lines).await
+    interruptible(session, session.retry(), asks, lines, renderer).await
 }
 
 /// Drive `work`, turning Ctrl-C into an interrupt of the session and
@@ -377,6 +384,7 @@ async fn interruptible(
     work: impl std::future::Future<Output = Result<(), SessionError>>,
     asks: &std::sync::Arc<crate::approvals::PermissionQueue>,
     lines: &mut Input,
+    renderer: &Renderer,
 ) -> Option<String> {
     tokio::pin!(work);
     let mut waiting = asks.waiting();
@@ -387,7 +395,9 @@ async fn interruptible(
         tokio::select! {
             Ok(()) = waiting.changed() => {
                 // The turn goes on while the operator reads: a parallel
-                // call may finish, another may ask (asked in order).
+                // call may finish, another may ask (asked in order). What
+                // the turn showed so far is drawn first.
+                renderer.flush().await;
                 let answering = super::approval_prompt::answer_waiting(asks, lines, session.workspace());
                 tokio::pin!(answering);
                 tokio::select! {

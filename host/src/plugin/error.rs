@@ -99,6 +99,12 @@ pub enum CallError {
     /// The guest tried to grow its memory past the cap.
     #[error("plugin '{plugin}' exceeded its memory limit of {limit_mb} MiB and was stopped")]
     OutOfMemory { plugin: String, limit_mb: u64 },
+    /// The guest held more resources (open files, streams, requests) at
+    /// once than a store may.
+    #[error(
+        "plugin '{plugin}' held more than {limit} open resources (files, streams, requests) at once and was stopped; a plugin must close what it opens"
+    )]
+    TooManyResources { plugin: String, limit: usize },
     /// The guest trapped (panic, unreachable, out-of-bounds access, ...).
     #[error("plugin '{plugin}' crashed: {message}")]
     Trap { plugin: String, message: String },

@@ -157,6 +157,12 @@ impl LoadedPlugin {
         self.warm.as_ref().map_or(0, |w| w.idle())
     }
 
+    /// Resources (open files, streams, …) its idle warm instances hold:
+    /// host file descriptors among them.
+    pub fn idle_resources(&self) -> usize {
+        self.warm.as_ref().map_or(0, |w| w.idle_resources())
+    }
+
     /// Let calls of the tools this plugin's `sandcrab:shards` export
     /// names run as up to `max_shards` shards.
     pub(crate) fn allow_shards(&mut self, guest: Arc<dyn ShardedGuest>, max_shards: usize) {
@@ -564,6 +570,15 @@ impl LoadedPlugin {
             return CallError::OutOfMemory {
                 plugin,
                 limit_mb: limits.memory_mb,
+            };
+        }
+        if err.chain().any(|e| {
+            e.downcast_ref::<wasmtime::component::ResourceTableError>()
+                .is_some()
+        }) {
+            return CallError::TooManyResources {
+                plugin,
+                limit: super::state::MAX_RESOURCES_PER_STORE,
             };
         }
         match err.downcast_ref::<Trap>() {

@@ -73,6 +73,12 @@ impl HostState {
         self.limiter.denied
     }
 
+    /// Resources the guest holds handles to now (open files, streams,
+    /// pollables, requests).
+    pub(super) fn open_resources(&mut self) -> usize {
+        self.table.iter_mut().count()
+    }
+
     /// Bytes of linear memory the store's instances hold now.
     pub(super) fn memory_bytes(&self) -> usize {
         self.limiter.total
@@ -107,6 +113,11 @@ impl HostState {
 const MAX_INSTANCES_PER_STORE: usize = 200;
 const MAX_MEMORIES_PER_STORE: usize = 32;
 const MAX_TABLES_PER_STORE: usize = 400;
+/// Resources a store may hold at once. Each open file is a descriptor of
+/// the host process: a guest that opens without closing would otherwise
+/// exhaust the host's descriptors (every session, the store, every
+/// socket), not only its own.
+pub(super) const MAX_RESOURCES_PER_STORE: usize = 1024;
 
 /// What one call's store is made with besides the plugin's sandbox and
 /// limits.
@@ -169,7 +180,11 @@ pub fn new_store(
     let http_gate = HttpGate::new(sandbox.http.clone(), clock.clone(), programs.clone());
     let state = HostState {
         wasi: wasi.build(),
-        table: ResourceTable::new(),
+        table: {
+            let mut table = ResourceTable::new();
+            table.set_max_capacity(MAX_RESOURCES_PER_STORE);
+            table
+        },
         limiter: Limiter {
             inner: StoreLimitsBuilder::new()
                 .memory_size((limits.memory_mb as usize) << 20)

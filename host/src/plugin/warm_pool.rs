@@ -41,6 +41,11 @@ pub const IDLE_LIMIT: Duration = Duration::from_secs(300);
 /// read a huge file should not pin that memory for later).
 pub const KEEP_MEMORY_LIMIT: usize = 128 << 20;
 
+/// An instance left holding more resources than this after a call (a
+/// guest that never closes its files, each a descriptor of the host
+/// process) is not kept: its handles go with it.
+pub const KEEP_RESOURCE_LIMIT: usize = 64;
+
 /// A plugin's idle instances.
 pub(super) struct WarmInstances {
     idle: Mutex<Vec<Warm>>,
@@ -89,7 +94,9 @@ impl WarmInstances {
     /// Keep `warm` for the next call of its session, dropping the oldest
     /// idle instance if the plugin already keeps as many as it may.
     pub(super) fn give_back(&self, mut warm: Warm) {
-        if warm.store.data().memory_bytes() > KEEP_MEMORY_LIMIT {
+        if warm.store.data().memory_bytes() > KEEP_MEMORY_LIMIT
+            || warm.store.data_mut().open_resources() > KEEP_RESOURCE_LIMIT
+        {
             return;
         }
         warm.idle_since = Instant::now();
@@ -118,5 +125,13 @@ impl WarmInstances {
     /// How many instances are idle now.
     pub(super) fn idle(&self) -> usize {
         self.idle.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Resources (open files, streams, …) the idle instances hold.
+    pub(super) fn idle_resources(&self) -> usize {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        idle.iter_mut()
+            .map(|w| w.store.data_mut().open_resources())
+            .sum()
     }
 }

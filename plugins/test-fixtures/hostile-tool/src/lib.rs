@@ -370,6 +370,21 @@ impl Tool for FsProbe {
                     }
                 }
             }
+            // The same through WASI's own filesystem: open the file `name`
+            // of `dir` again and again, closing none.
+            "hoard-wasi" => {
+                let path = format!("{}/{}", args.dir, args.name);
+                let mut held = Vec::new();
+                loop {
+                    match std::fs::File::open(&path) {
+                        Ok(file) => held.push(file),
+                        Err(e) => break format!("refused after {}: {e}", held.len()),
+                    }
+                    if held.len() > 100_000 {
+                        break "never refused".to_string();
+                    }
+                }
+            }
             "modified" => format!("{:?}", dir.modified(std::slice::from_ref(&args.name))),
             other => return Err(ToolError::invalid(format!("unknown op {other}"))),
         })

@@ -1,0 +1,137 @@
+//! A real pseudo-terminal for the tests of `sandcrab chat`: the program
+//! runs on its slave side (its controlling terminal, so Ctrl-C there is
+//! SIGINT), and the test reads everything it wrote, in the order the
+//! terminal received it.
+
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A program on the slave side of a pseudo-terminal (its controlling
+/// terminal, so Ctrl-C there is SIGINT), and everything it wrote.
+pub(crate) struct Terminal {
+    child: Child,
+    master: std::fs::File,
+    seen: Arc<Mutex<String>>,
+    /// While set, nothing is read: the terminal fills up and the program's
+    /// writes block, as on a slow terminal.
+    paused: Arc<std::sync::atomic::AtomicBool>,
+    /// Where the next `expect` starts looking.
+    cursor: usize,
+}
+
+impl Terminal {
+    pub(crate) fn spawn(mut cmd: Command) -> Terminal {
+        let (mut master, mut slave) = (0, 0);
+        // SAFETY: openpty fills two descriptors we then own.
+        let rc = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+        // SAFETY: both were just opened and are ours.
+        let (master, slave) =
+            unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+        let io = |fd: &OwnedFd| Stdio::from(fd.try_clone().unwrap());
+        cmd.stdin(io(&slave)).stdout(io(&slave)).stderr(io(&slave));
+        // SAFETY: setsid and ioctl are async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().unwrap();
+        drop(slave);
+        let master = std::fs::File::from(master);
+        let mut reader = master.try_clone().unwrap();
+        let seen = Arc::new(Mutex::new(String::new()));
+        let sink = seen.clone();
+        let paused = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let hold = paused.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            loop {
+                while hold.load(std::sync::atomic::Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                let Ok(n) = reader.read(&mut buf) else { break };
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        Terminal {
+            child,
+            master,
+            seen,
+            paused,
+            cursor: 0,
+        }
+    }
+
+    /// Wait until `needle` appears after what was already expected; what
+    /// appeared up to and including it.
+    pub(crate) fn expect(&mut self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            {
+                let seen = self.seen.lock().unwrap();
+                if let Some(at) = seen[self.cursor..].find(needle) {
+                    let end = self.cursor + at + needle.len();
+                    let chunk = seen[self.cursor..end].to_string();
+                    self.cursor = end;
+                    return chunk;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "no {needle:?} on the terminal; it shows:\n{}",
+                    &seen[self.cursor..]
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Stop reading (`true`) or read again (`false`).
+    pub(crate) fn pause(&self, paused: bool) {
+        self.paused
+            .store(paused, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub(crate) fn send(&mut self, text: &str) {
+        self.master.write_all(text.as_bytes()).unwrap();
+    }
+
+    /// `/exit`, and wait for the program to end.
+    pub(crate) fn exit(mut self) -> String {
+        self.send("/exit\n");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "chat did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = self.master.as_raw_fd();
+    }
+}
