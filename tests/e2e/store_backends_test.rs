@@ -363,10 +363,24 @@ fn a_session_has_one_driver_and_a_holder_that_lost_it_cannot_write() {
         assert!(err.to_string().contains("host-b"), "{}: {err}", b.name());
         assert_eq!(ids(a.turns("s1").unwrap()), ["by-b"]);
 
-        // Released: free for anyone at once.
+        // b ends and gives the lease back: a, woken up with its stale view
+        // of the history, still may not write (it lost the lease; nobody
+        // else holding it now does not make it a's again).
         other.release_lease("s1").unwrap();
         other.release_lease("s1").unwrap();
+        let err = a.append_turns("s1", &[turn("stale")]).unwrap_err();
+        assert!(
+            matches!(err, StoreError::LeaseLost { .. }),
+            "{}: {err}",
+            b.name()
+        );
+        assert_eq!(ids(a.turns("s1").unwrap()), ["by-b"]);
+        // A host that never took it (an operator's command) is not fenced.
+        let third = b.open_as("host-c", Duration::from_secs(15));
+        third.append_turns("s1", &[turn("by-c")]).unwrap();
+        // Taken again, a writes again (after reading the history anew).
         a.acquire_lease("s1").unwrap();
+        a.append_turns("s1", &[turn("by-a")]).unwrap();
     }
 }
 

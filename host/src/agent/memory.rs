@@ -215,6 +215,13 @@ impl SessionMemory {
     ) -> Result<(), StoreError> {
         let records = self.recorder().map(|r| r.take()).unwrap_or_default();
         if new.is_empty() && records.is_empty() {
+            // Nothing to write, so no write checks the lease: ask the store
+            // whether this host lost it (noticed when it renews).
+            if self.store.lease_lost(&self.id) {
+                return Err(StoreError::LeaseLost {
+                    session: self.id.clone(),
+                });
+            }
             return Ok(());
         }
         if let Err(err) = self.store.append(&self.id, &new, &records) {

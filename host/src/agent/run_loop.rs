@@ -329,7 +329,11 @@ impl Session {
         let request = self.request(&tools);
         // Every turn so far is committed before the model is asked; a
         // session another host has taken over is not driven from here.
-        if let Err(lost @ crate::store::StoreError::Leased { .. }) = self.persist() {
+        if let Err(
+            lost @ (crate::store::StoreError::Leased { .. }
+            | crate::store::StoreError::LeaseLost { .. }),
+        ) = self.persist()
+        {
             return Err(LlmError::new(
                 crate::llm::ErrorKind::Configuration,
                 "sandcrab",

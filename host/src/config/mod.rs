@@ -177,7 +177,8 @@ impl StoreSettings {
             (Some(url), None) => {
                 if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
                     return Err(format!(
-                        "[store] url = \"{url}\" is not a PostgreSQL URL: write postgres://USER@HOST:PORT/DATABASE (a SQLite file is [store] path)"
+                        "[store] url = \"{}\" is not a PostgreSQL URL: write postgres://USER@HOST:PORT/DATABASE (a SQLite file is [store] path)",
+                        crate::store::location::without_credentials(url)
                     ));
                 }
                 Ok(Some(crate::store::StoreLocation::Postgres(
@@ -201,7 +202,9 @@ impl StoreSettings {
             lease_ttl: self
                 .lease_seconds
                 .map_or(crate::store::lease::DEFAULT_TTL, |s| {
-                    std::time::Duration::from_secs(s.max(1))
+                    // Within what the stores can count in milliseconds
+                    // and renew in time.
+                    std::time::Duration::from_secs(s.clamp(3, 86_400))
                 }),
         }
     }

@@ -153,9 +153,6 @@ pub fn link_hash(prev: &str, kind: &str, subject: &str, digest: &str) -> String 
     digest_of(&[prev, kind, subject, digest])
 }
 
-/// Check `links` (in order) against the session's stored `turns` and
-/// recording `records` (in order) and its `title`: the first record that
-/// does not match, or what verified.
 /// The links that follow a chain ending at `tail` (its place and hash;
 /// `(0, GENESIS)` for none), one per `(kind, subject, digest, detail)`.
 pub fn extend<'a>(
@@ -197,6 +194,9 @@ pub fn append_items<'a>(
         )
 }
 
+/// Check `links` (in order) against the session's stored `turns` and
+/// recording `records` (in order) and its `title`: the first record that
+/// does not match, or what verified.
 pub fn verify(
     links: &[Link],
     turns: &[StoredTurn],

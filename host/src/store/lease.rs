@@ -82,6 +82,29 @@ impl LeaseInfo {
     }
 }
 
+/// Whether `me` may write to a session's history, given its lease row
+/// `lease` and whether `me` took that lease (see [`Keeper::taken`]): the
+/// holder may; while another holder's lease binds, nobody else may; and a
+/// holder that took the lease may not write once it is no longer its own
+/// (another host took it over, and perhaps ended and gave it back since:
+/// this host's view of the history is stale).
+pub fn fence(
+    session: &str,
+    lease: Option<&LeaseInfo>,
+    me: &Holder,
+    taken: bool,
+    ttl: Duration,
+) -> Result<(), super::StoreError> {
+    match lease {
+        Some(l) if l.holder == me.id => Ok(()),
+        Some(l) if l.binds() => Err(l.refusal(ttl)),
+        _ if taken => Err(super::StoreError::LeaseLost {
+            session: session.to_string(),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// The machine's host name.
 pub fn machine_name() -> String {
     let mut buf = [0u8; 256];
@@ -101,8 +124,13 @@ fn process_key(pid: u32) -> Option<String> {
     Some(format!("{boot}/{ns}/{pid}/{}", start_time(pid)?))
 }
 
-/// This kernel's boot id and this process's pid namespace.
+/// This kernel's boot id and this process's pid namespace (None when
+/// `/proc` is not this pid namespace's: its pids would not be ours).
 fn machine_key() -> Option<(String, String)> {
+    let own = std::fs::read_link("/proc/self").ok()?;
+    if own.to_str()? != std::process::id().to_string() {
+        return None;
+    }
     let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
     let ns = std::fs::read_link("/proc/self/ns/pid").ok()?;
     Some((boot.trim().to_string(), ns.display().to_string()))
@@ -137,7 +165,20 @@ pub fn holder_is_dead(process: &str) -> bool {
     let (Ok(pid), Ok(start)) = (pid.parse::<u32>(), start.parse::<u64>()) else {
         return false;
     };
-    start_time(pid) != Some(start)
+    match start_time(pid) {
+        // Another process has the pid now.
+        Some(now) => now != start,
+        // Unreadable is not dead (a `/proc` that hides other users'
+        // processes, no descriptor left): only a pid no process has is.
+        None => {
+            let Ok(pid) = i32::try_from(pid) else {
+                return false;
+            };
+            // SAFETY: signal 0 only checks that the process exists.
+            let rc = unsafe { libc::kill(pid, 0) };
+            rc == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+        }
+    }
 }
 
 /// Renews the leases one store holds, from a thread of its own, every
@@ -147,11 +188,21 @@ pub struct Keeper {
 }
 
 struct Shared {
-    /// Sessions held, with how many holds each (a session resumed again
-    /// in the same process before the last one let go).
-    held: Mutex<BTreeMap<String, usize>>,
+    /// Sessions taken and not let go yet.
+    held: Mutex<BTreeMap<String, Hold>>,
     wake: Condvar,
     started: std::sync::Once,
+}
+
+/// One session's lease as this store took it.
+#[derive(Default)]
+struct Hold {
+    /// How many holds (a session resumed again in the same process before
+    /// the last one let go).
+    count: usize,
+    /// Another holder took the lease since (this one stopped renewing in
+    /// time): nothing is written to the session from here any more.
+    lost: bool,
 }
 
 /// What renews: given the sessions held, renews them and returns the ones
@@ -173,7 +224,11 @@ impl Keeper {
     /// `renew` made by `make`; None: nothing to renew, as in a store only
     /// this process sees).
     pub fn hold(&self, session: &str, ttl: Duration, make: Option<impl FnOnce() -> Renew>) {
-        *self.lock().entry(session.to_string()).or_default() += 1;
+        let mut held = self.lock();
+        let hold = held.entry(session.to_string()).or_default();
+        hold.count += 1;
+        hold.lost = false;
+        drop(held);
         let Some(make) = make else {
             return;
         };
@@ -194,8 +249,8 @@ impl Keeper {
     pub fn let_go(&self, session: &str) -> bool {
         let mut held = self.lock();
         match held.get_mut(session) {
-            Some(n) if *n > 1 => {
-                *n -= 1;
+            Some(hold) if hold.count > 1 => {
+                hold.count -= 1;
                 false
             }
             _ => {
@@ -205,7 +260,20 @@ impl Keeper {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, usize>> {
+    /// Whether this store took the lease of `session` and has not let it
+    /// go (lost since or not): its writes then need the lease itself, not
+    /// only the absence of another holder's.
+    pub fn taken(&self, session: &str) -> bool {
+        self.lock().contains_key(session)
+    }
+
+    /// Whether this store took the lease of `session` and has seen it
+    /// taken by another holder since.
+    pub fn lost(&self, session: &str) -> bool {
+        self.lock().get(session).is_some_and(|hold| hold.lost)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Hold>> {
         self.shared.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -234,7 +302,11 @@ fn renew_loop(shared: Weak<Shared>, renew: Renew, every: Duration) {
                 .wake
                 .wait_timeout(guard, every)
                 .unwrap_or_else(|e| e.into_inner());
-            guard.keys().cloned().collect()
+            guard
+                .iter()
+                .filter(|(_, hold)| !hold.lost)
+                .map(|(session, _)| session.clone())
+                .collect()
         };
         if Arc::strong_count(&strong) == 1 {
             // Only this thread still refers to it: the store is gone.
@@ -249,7 +321,8 @@ fn renew_loop(shared: Weak<Shared>, renew: Renew, every: Duration) {
                 if let Some(strong) = shared.upgrade() {
                     let mut guard = strong.held.lock().unwrap_or_else(|e| e.into_inner());
                     for lost in held.iter().filter(|s| !kept.contains(s)) {
-                        if guard.remove(lost).is_some() {
+                        if let Some(hold) = guard.get_mut(lost) {
+                            hold.lost = true;
                             tracing::warn!(
                                 "the lease of session {lost} was taken by another host: this host no longer writes to it"
                             );

@@ -28,7 +28,8 @@ impl StoreLocation {
         let path = text.strip_prefix("sqlite:").unwrap_or(text);
         if path.is_empty() || text.contains("://") {
             return Err(format!(
-                "'{text}' names no store: write sqlite:PATH or postgres://USER@HOST:PORT/DATABASE"
+                "'{}' names no store: write sqlite:PATH or postgres://USER@HOST:PORT/DATABASE",
+                without_credentials(text)
             ));
         }
         Ok(StoreLocation::Sqlite(PathBuf::from(path)))
@@ -55,6 +56,18 @@ pub fn open(
     location.open(options, &|var| std::env::var(var).ok())
 }
 
+/// `text` with the user and password of a URL replaced by `…` (for
+/// messages about something that may be a mistyped URL).
+pub fn without_credentials(text: &str) -> String {
+    match text.split_once("://") {
+        Some((scheme, rest)) => match rest.split_once('/').map_or(rest, |(a, _)| a).rfind('@') {
+            Some(at) => format!("{scheme}://…{}", &rest[at..]),
+            None => text.to_string(),
+        },
+        None => text.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,5 +88,22 @@ mod tests {
         ));
         let err = StoreLocation::parse("mysql://u@h/d").unwrap_err();
         assert!(err.contains("sqlite:PATH or postgres://"), "{err}");
+    }
+
+    #[test]
+    fn credentials_never_reach_a_message() {
+        for (typed, shown) in [
+            ("Postgres://app:s3cret@db/x", "Postgres://…@db/x"),
+            (
+                "postgre://app:s3cret@db:5432/x?sslmode=require",
+                "postgre://…@db:5432/x?sslmode=require",
+            ),
+            ("mysql://db/x", "mysql://db/x"),
+            ("/a/b", "/a/b"),
+        ] {
+            assert_eq!(without_credentials(typed), shown);
+        }
+        let err = StoreLocation::parse("Postgres://app:s3cret@db/x").unwrap_err();
+        assert!(!err.contains("s3cret"), "{err}");
     }
 }

@@ -15,7 +15,7 @@ pub mod chain;
 pub mod copy;
 pub mod export;
 pub mod lease;
-mod location;
+pub(crate) mod location;
 mod packing;
 mod postgres;
 mod private;
@@ -154,6 +154,11 @@ pub enum StoreError {
         until: String,
         ttl_secs: u64,
     },
+    /// This host took the session's lease and lost it since.
+    #[error(
+        "this host no longer drives session {session}: its lease lapsed (the process was frozen or cut off from the store) and another host took the session over; nothing more is written to it from here (resume it again to go on from its stored history)"
+    )]
+    LeaseLost { session: String },
     #[error("no session with id '{0}' (see `sandcrab sessions list --all`)")]
     UnknownSession(String),
     #[error(
@@ -295,6 +300,11 @@ pub trait Store: Send + Sync {
     fn release_lease(&self, session: &str) -> Result<(), StoreError>;
     /// Every lease kept, expired ones too.
     fn leases(&self) -> Result<Vec<LeaseInfo>, StoreError>;
+    /// Whether this store took the lease of `session` and has seen
+    /// another holder take it since (as of its last renewal).
+    fn lease_lost(&self, _session: &str) -> bool {
+        false
+    }
     /// Names of event streams other processes appended to, as they do
     /// (None: this backend does not tell; a reader polls the store).
     fn event_notices(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {

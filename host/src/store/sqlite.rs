@@ -217,17 +217,23 @@ const LEASE_COLUMNS: &str = "session_id, holder, host, pid, process, expires_ms"
 
 /// Refuse (inside the caller's transaction) to write `session` when
 /// another holder's lease binds it.
-fn fence(conn: &Connection, session: &str, me: &Holder, ttl: Duration) -> Result<(), StoreError> {
+/// Refuse what [`super::lease::fence`] refuses; `keeper` None when taking
+/// the lease (a lease this store lost may be taken again once free).
+fn fence(
+    conn: &Connection,
+    session: &str,
+    me: &Holder,
+    keeper: Option<&Keeper>,
+    ttl: Duration,
+) -> Result<(), StoreError> {
     let lease = conn
         .prepare_cached(&format!(
             "SELECT {LEASE_COLUMNS} FROM leases WHERE session_id = ?1"
         ))?
         .query_row([session], lease_row)
         .optional()?;
-    match lease {
-        Some(l) if l.holder != me.id && l.binds() => Err(l.refusal(ttl)),
-        _ => Ok(()),
-    }
+    let taken = keeper.is_some_and(|k| k.taken(session));
+    super::lease::fence(session, lease.as_ref(), me, taken, ttl)
 }
 
 fn insert_turns(
@@ -322,7 +328,7 @@ impl Store for SqliteStore {
         let Some(untitled) = untitled else {
             return Err(StoreError::UnknownSession(id.to_string()));
         };
-        fence(&tx, id, &self.holder, self.ttl)?;
+        fence(&tx, id, &self.holder, Some(&self.keeper), self.ttl)?;
         tx.execute(
             "UPDATE sessions SET title = COALESCE(title, ?2), state = COALESCE(?3, state), updated_at = ?4 WHERE id = ?1",
             params![id, title, state, crate::time::now_rfc3339()],
@@ -338,7 +344,7 @@ impl Store for SqliteStore {
     fn delete_session(&self, id: &str) -> Result<bool, StoreError> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(IMMEDIATE)?;
-        fence(&tx, id, &self.holder, self.ttl)?;
+        fence(&tx, id, &self.holder, Some(&self.keeper), self.ttl)?;
         tx.execute("DELETE FROM archival WHERE conversation_id = ?1", [id])?;
         let n = tx.execute("DELETE FROM sessions WHERE id = ?1", [id])?;
         tx.commit()?;
@@ -356,7 +362,7 @@ impl Store for SqliteStore {
         }
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(IMMEDIATE)?;
-        fence(&tx, session, &self.holder, self.ttl)?;
+        fence(&tx, session, &self.holder, Some(&self.keeper), self.ttl)?;
         insert_turns(&tx, session, turns)?;
         let next: i64 = tx
             .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM recordings WHERE session_id = ?1")?
@@ -526,7 +532,13 @@ impl Store for SqliteStore {
     fn compact(&self, conversation: &str, write: &CompactionWrite) -> Result<(), StoreError> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(IMMEDIATE)?;
-        fence(&tx, conversation, &self.holder, self.ttl)?;
+        fence(
+            &tx,
+            conversation,
+            &self.holder,
+            Some(&self.keeper),
+            self.ttl,
+        )?;
         if !write.delete_turns.is_empty() {
             // The sign-off: what it removed (as the chain knew it) and what
             // replaced it.
@@ -622,7 +634,7 @@ impl Store for SqliteStore {
         {
             let mut conn = self.conn();
             let tx = conn.transaction_with_behavior(IMMEDIATE)?;
-            fence(&tx, session, &self.holder, self.ttl)?;
+            fence(&tx, session, &self.holder, None, self.ttl)?;
             let h = &self.holder;
             tx.execute(
                 "INSERT OR REPLACE INTO leases (session_id, holder, host, pid, process, expires_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -641,6 +653,10 @@ impl Store for SqliteStore {
             .map(|path| move || renew_with(path, holder, ttl));
         self.keeper.hold(session, ttl, renew);
         Ok(())
+    }
+
+    fn lease_lost(&self, session: &str) -> bool {
+        self.keeper.lost(session)
     }
 
     fn release_lease(&self, session: &str) -> Result<(), StoreError> {

@@ -77,6 +77,22 @@ impl PgSettings {
         let tls = Tls(crate::tls::client_config(&ca).map_err(|e| format!("[store] ca_file: {e}"))?);
         config.application_name("sandcrab");
         config.connect_timeout(std::time::Duration::from_secs(10));
+        // A server or a peer that stops answering (a cut network, a host
+        // frozen inside a transaction) may not hold anything for long: a
+        // lost connection is noticed within about 30 s, and a transaction
+        // left idle (its host frozen) is ended by the server after 15 s,
+        // so the locks it held (a session's row) do not stop other hosts.
+        config
+            .keepalives_idle(std::time::Duration::from_secs(10))
+            .keepalives_interval(std::time::Duration::from_secs(5))
+            .keepalives_retries(3)
+            .tcp_user_timeout(std::time::Duration::from_secs(30));
+        let limits = "-c idle_in_transaction_session_timeout=15000";
+        let options = match config.get_options() {
+            Some(own) if !own.is_empty() => format!("{limits} {own}"),
+            _ => limits.to_string(),
+        };
+        config.options(options);
         Ok((config, tls))
     }
 

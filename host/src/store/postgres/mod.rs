@@ -340,6 +340,10 @@ impl Store for PgStore {
         Ok(())
     }
 
+    fn lease_lost(&self, session: &str) -> bool {
+        self.keeper.lost(session)
+    }
+
     fn release_lease(&self, session: &str) -> Result<(), StoreError> {
         if !self.keeper.let_go(session) {
             return Ok(());

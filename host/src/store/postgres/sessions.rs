@@ -44,11 +44,22 @@ fn lease_row(r: &Row) -> LeaseInfo {
 }
 
 /// Lock `session`'s row for the rest of the transaction (its writes take
-/// turns) and refuse when another holder's lease binds it.
+/// turns) and refuse what [`crate::store::lease::fence`] refuses.
 pub(super) async fn lock_and_fence(
     store: &PgStore,
     tx: &Transaction<'_>,
     session: &str,
+) -> Result<(), StoreError> {
+    lock_and_check(store, tx, session, store.keeper.taken(session)).await
+}
+
+/// [`lock_and_fence`], with `taken` saying whether this store's own
+/// earlier hold counts (not when it takes the lease again).
+async fn lock_and_check(
+    store: &PgStore,
+    tx: &Transaction<'_>,
+    session: &str,
+    taken: bool,
 ) -> Result<(), StoreError> {
     let found = tx
         .query_opt(
@@ -59,13 +70,8 @@ pub(super) async fn lock_and_fence(
     if found.is_none() {
         return Err(StoreError::UnknownSession(session.to_string()));
     }
-    if let Some(lease) = lease_of(tx, session).await?
-        && lease.holder != store.holder.id
-        && lease.binds()
-    {
-        return Err(lease.refusal(store.ttl));
-    }
-    Ok(())
+    let lease = lease_of(tx, session).await?;
+    crate::store::lease::fence(session, lease.as_ref(), &store.holder, taken, store.ttl)
 }
 
 async fn lease_of(tx: &Transaction<'_>, session: &str) -> Result<Option<LeaseInfo>, StoreError> {
@@ -392,8 +398,9 @@ pub async fn acquire_lease(store: &PgStore, session: &str) -> Result<(), StoreEr
     let mut client = store.client().await?;
     let tx = client.transaction().await?;
     // Two hosts taking one session at once take turns on its row: the
-    // second sees the first's lease.
-    lock_and_fence(store, &tx, session).await?;
+    // second sees the first's lease. A lease this store lost may be
+    // taken again once free (the caller reads the history anew).
+    lock_and_check(store, &tx, session, false).await?;
     let h = &store.holder;
     tx.execute(
         &format!(
