@@ -71,6 +71,25 @@ impl PgSettings {
         // Without `sslmode=require` the connection is plain (a socket or a
         // loopback server); with it, TLS that verifies the certificate.
         if config.get_ssl_mode() == SslMode::Prefer {
+            // "Prefer" would take whatever a man in the middle offers: for
+            // a server over the network the operator chooses (TLS, or
+            // plain in so many words); a socket or loopback stays plain.
+            let remote: Vec<String> = config
+                .get_hosts()
+                .iter()
+                .filter_map(|h| match h {
+                    tokio_postgres::config::Host::Tcp(name) if !is_loopback(name) => {
+                        Some(name.clone())
+                    }
+                    _ => None,
+                })
+                .collect();
+            if !remote.is_empty() {
+                return Err(format!(
+                    "[store] url reaches {} over the network without saying how: add ?sslmode=require (TLS, the server's certificate verified) or, on a network you trust, ?sslmode=disable",
+                    remote.join(", ")
+                ));
+            }
             config.ssl_mode(SslMode::Disable);
         }
         let ca: Vec<PathBuf> = self.ca_file.iter().cloned().collect();
@@ -216,6 +235,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> tokio_postgres::tls::TlsStream for TlsSt
     }
 }
 
+/// Whether `host` names this machine.
+fn is_loopback(host: &str) -> bool {
+    host == "localhost"
+        || host
+            .trim_matches(|c| c == '[' || c == ']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,7 +258,7 @@ mod tests {
     #[test]
     fn passwords_come_from_one_place_and_are_never_shown() {
         let env = |v: &str| (v == "PGPW").then(|| "s3cret".to_string());
-        let mut s = settings("postgres://app@db:5432/sandcrab");
+        let mut s = settings("postgres://app@db:5432/sandcrab?sslmode=require");
         s.password_env = Some("PGPW".into());
         let (config, _) = s.resolve(&env).unwrap();
         assert_eq!(config.get_password(), Some(&b"s3cret"[..]));
@@ -253,7 +281,7 @@ mod tests {
         let file = dir.path().join("pw");
         std::fs::write(&file, "pw\n").unwrap();
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let mut s = settings("postgres://app@db/sandcrab");
+        let mut s = settings("postgres://app@localhost/sandcrab");
         s.password_file = Some(file.clone());
         let err = s.resolve(&|_| None).err().unwrap();
         assert!(err.contains("chmod 600"), "{err}");
@@ -261,14 +289,32 @@ mod tests {
         let (config, _) = s.resolve(&|_| None).unwrap();
         assert_eq!(config.get_password(), Some(&b"pw"[..]));
     }
+    fn resolve(url: &str) -> Result<tokio_postgres::Config, String> {
+        settings(url).resolve(&|_| None).map(|(config, _)| config)
+    }
 
     #[test]
-    fn tls_only_when_the_url_asks() {
-        let (plain, _) = settings("postgres://a@h/d").resolve(&|_| None).unwrap();
-        assert_eq!(plain.get_ssl_mode(), SslMode::Disable);
-        let (tls, _) = settings("postgres://a@h/d?sslmode=require")
-            .resolve(&|_| None)
-            .unwrap();
+    fn a_server_over_the_network_is_never_reached_in_plain_text_by_default() {
+        let err = resolve("postgres://app@db.example.com/x").unwrap_err();
+        assert!(
+            err.contains("db.example.com") && err.contains("sslmode=require"),
+            "{err}"
+        );
+        assert!(resolve("postgres://app@db.example.com/x?sslmode=prefer").is_err());
+        let tls = resolve("postgres://app@db.example.com/x?sslmode=require").unwrap();
         assert_eq!(tls.get_ssl_mode(), SslMode::Require);
+        let chosen = resolve("postgres://app@db.example.com/x?sslmode=disable").unwrap();
+        assert_eq!(chosen.get_ssl_mode(), SslMode::Disable);
+        for local in [
+            "postgres://app@localhost/x",
+            "postgres://app@127.0.0.1:5433/x",
+            "postgres://app@[::1]/x",
+        ] {
+            assert_eq!(
+                resolve(local).unwrap().get_ssl_mode(),
+                SslMode::Disable,
+                "{local}"
+            );
+        }
     }
 }
