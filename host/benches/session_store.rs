@@ -9,12 +9,16 @@
 //!
 //! Run: `cargo bench -p sandcrab --bench session_store`.
 
+#[path = "support/turns.rs"]
+mod turns;
+
 use std::sync::Arc;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use sandcrab::agent::{SessionInfo, SessionMemory, Turn, TurnKind};
+use sandcrab::agent::SessionMemory;
 use sandcrab::compaction::{Compactor, Entry, SummarizationConfig, Summarizer};
 use sandcrab::store::{NewBlock, SqliteStore, Store, StoredTurn};
+use turns::{info, turn};
 
 struct Instant;
 
@@ -26,31 +30,6 @@ impl Summarizer for Instant {
             &existing[..existing.len().min(200)],
             messages.len()
         ))
-    }
-}
-
-fn info() -> SessionInfo {
-    SessionInfo {
-        workspace: "/w".into(),
-        provider: "anthropic".into(),
-        profile: "anthropic".into(),
-        model: "m".into(),
-    }
-}
-
-/// A realistic turn: about 600 bytes of text.
-fn turn(i: usize) -> StoredTurn {
-    let t = Turn::new(TurnKind::User {
-        text: format!(
-            "turn {i}: {}",
-            "some words about the work at hand ".repeat(18)
-        ),
-    });
-    StoredTurn {
-        id: t.id.clone(),
-        timestamp: t.timestamp.clone(),
-        kind: "user".into(),
-        body: serde_json::to_string(&t).unwrap(),
     }
 }
 

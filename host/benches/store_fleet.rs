@@ -18,13 +18,17 @@
 #[allow(dead_code)]
 mod pg_cluster;
 
+#[path = "support/turns.rs"]
+mod turns;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use sandcrab::agent::{SessionInfo, SessionMemory, Turn, TurnKind};
+use sandcrab::agent::SessionMemory;
 use sandcrab::compaction::{Compactor, Entry, SummarizationConfig, Summarizer};
 use sandcrab::store::{PgSettings, PgStore, SqliteStore, Store, StoreOptions, StoredTurn};
+use turns::{info, turn};
 
 struct NoSummaries;
 
@@ -61,31 +65,6 @@ fn compactor(store: &Arc<dyn Store>) -> Arc<Compactor> {
         store.clone(),
         SummarizationConfig::default(),
     ))
-}
-
-fn info() -> SessionInfo {
-    SessionInfo {
-        workspace: "/w".into(),
-        provider: "anthropic".into(),
-        profile: "anthropic".into(),
-        model: "m".into(),
-    }
-}
-
-/// A realistic turn: about 600 bytes of text.
-fn turn(i: usize) -> StoredTurn {
-    let t = Turn::new(TurnKind::User {
-        text: format!(
-            "turn {i}: {}",
-            "some words about the work at hand ".repeat(18)
-        ),
-    });
-    StoredTurn {
-        id: t.id.clone(),
-        timestamp: t.timestamp.clone(),
-        kind: "user".into(),
-        body: serde_json::to_string(&t).unwrap(),
-    }
 }
 
 /// A new session in `store`; its id (the lease is let go).
