@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod approvals;
+pub mod checkpoint;
 pub mod cli;
 pub mod compaction;
 pub mod config;

@@ -47,6 +47,86 @@ pub fn read_beneath(root: &Path, relative: &Path, limit: u64) -> io::Result<Vec<
     read_file_capped(File::from(fd), limit)
 }
 
+/// Replace (or create) the file `relative` beneath `root` with `bytes`,
+/// following no symbolic link at any level: missing directories are
+/// created, the content goes to a new file beside it which is then renamed
+/// over the name (a link there is replaced, never written through).
+pub fn write_beneath(root: &Path, relative: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    let parts = plain_components(relative)?;
+    let (last, dirs) = parts.split_last().ok_or_else(|| invalid("an empty path"))?;
+    let mut dir = open_dir(root)?;
+    for part in dirs {
+        dir = match openat(&dir, part, libc::O_DIRECTORY | libc::O_NOFOLLOW) {
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                // SAFETY: a NUL-terminated name relative to a directory fd we own.
+                if unsafe { libc::mkdirat(dir.as_raw_fd(), part.as_ptr(), 0o755) } < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                openat(&dir, part, libc::O_DIRECTORY | libc::O_NOFOLLOW)?
+            }
+            other => other?,
+        };
+    }
+    let temp = std::ffi::CString::new(format!(
+        ".{}.sandcrab-{}",
+        last.to_string_lossy(),
+        std::process::id()
+    ))
+    .map_err(|_| invalid("a name with a NUL byte"))?;
+    let fd = openat(
+        &dir,
+        &temp,
+        libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW,
+    )?;
+    let mut file = File::from(fd);
+    let written = file.write_all(bytes).and_then(|()| file.sync_data());
+    // SAFETY: names relative to a directory fd we own.
+    let renamed = written.and_then(|()| {
+        let rc = unsafe {
+            libc::renameat(
+                dir.as_raw_fd(),
+                temp.as_ptr(),
+                dir.as_raw_fd(),
+                last.as_ptr(),
+            )
+        };
+        if rc < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    });
+    if renamed.is_err() {
+        // SAFETY: as above.
+        unsafe { libc::unlinkat(dir.as_raw_fd(), temp.as_ptr(), 0) };
+    }
+    renamed
+}
+
+/// Remove the file (or link) `relative` beneath `root`, following no
+/// symbolic link on the way; a name that is already gone is not an error,
+/// a directory is.
+pub fn remove_beneath(root: &Path, relative: &Path) -> io::Result<()> {
+    let parts = plain_components(relative)?;
+    let (last, dirs) = parts.split_last().ok_or_else(|| invalid("an empty path"))?;
+    let mut dir = open_dir(root)?;
+    for part in dirs {
+        dir = match openat(&dir, part, libc::O_DIRECTORY | libc::O_NOFOLLOW) {
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(()),
+            other => other?,
+        };
+    }
+    // SAFETY: a name relative to a directory fd we own.
+    if unsafe { libc::unlinkat(dir.as_raw_fd(), last.as_ptr(), 0) } < 0 {
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::NotFound {
+            return Err(err);
+        }
+    }
+    Ok(())
+}
+
 /// The names of `relative`, refusing absolute paths, `..` and empty names.
 fn plain_components(relative: &Path) -> io::Result<Vec<std::ffi::CString>> {
     let mut out = Vec::new();

@@ -334,7 +334,7 @@ impl AgentKit {
 
     async fn start(&self, memory: Option<Arc<super::memory::SessionMemory>>) -> Arc<Session> {
         let repo = super::repo_facts::read(&self.workspace, &self.workspace).await;
-        Session::new(SessionParts {
+        let session = Session::new(SessionParts {
             client: self.client.clone(),
             profile: self.profile.clone(),
             tools: self.tools.clone(),
@@ -355,7 +355,11 @@ impl AgentKit {
             memory,
             world: None,
             playback: None,
-        })
+        });
+        if let Some(root) = crate::checkpoint::default_root() {
+            session.keep_checkpoints(&root);
+        }
+        session
     }
 }
 

@@ -286,6 +286,8 @@ event_kinds! {
     PermissionRequired(crate::approvals::PermissionRequest),
     /// The operator answered (or nobody did in time).
     PermissionResolved(PermissionResolved),
+    /// A tool call changed a file (after its TOOL_CALL_END): the diff.
+    FileChange(crate::checkpoint::FileChange),
 }
 
 impl EventData {

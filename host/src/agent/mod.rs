@@ -7,6 +7,7 @@ mod builder;
 mod config;
 pub mod event_data;
 mod events;
+mod file_changes;
 mod history;
 pub mod live_plugins;
 mod loop_detection;

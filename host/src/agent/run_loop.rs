@@ -58,6 +58,7 @@ impl Session {
         self.record(super::recording::Entry::Input {
             text: input.map(str::to_string),
         });
+        self.checkpoint_input();
         if let Some(input) = input {
             self.push(TurnKind::User {
                 text: input.to_string(),
@@ -304,7 +305,7 @@ impl Session {
             })
             .collect();
         Request {
-            model: self.config.model.clone(),
+            model: self.model(),
             messages,
             tools,
             max_tokens: self.config.max_tokens,

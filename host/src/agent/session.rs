@@ -147,9 +147,35 @@ pub struct Session {
     world: super::world::World,
     /// Set when replaying a recording.
     pub(super) playback: Option<Arc<dyn super::playback::Playback>>,
+    /// The files this conversation changed, as they were (see
+    /// [`Session::keep_checkpoints`]).
+    pub(super) checkpoints: std::sync::OnceLock<crate::checkpoint::Checkpoints>,
+    /// The model the operator switched to (`/model`), if any.
+    model_override: Mutex<Option<String>>,
 }
 
 impl Session {
+    /// The model the next call asks.
+    pub fn model(&self) -> String {
+        self.model_override
+            .lock()
+            .ok()
+            .and_then(|m| m.clone())
+            .unwrap_or_else(|| self.config.model.clone())
+    }
+
+    /// Ask `model` from the next call on (same provider and profile).
+    pub fn set_model(&self, model: &str) {
+        if let Ok(mut m) = self.model_override.lock() {
+            *m = Some(model.to_string());
+        }
+    }
+
+    /// The profile's context window, in tokens.
+    pub fn context_window(&self) -> u64 {
+        self.profile.info.context_window
+    }
+
     /// Start a session: builds the system prompt and emits SESSION_START.
     pub fn new(parts: SessionParts) -> Arc<Session> {
         let (id, history) = match &parts.memory {
@@ -229,6 +255,8 @@ impl Session {
                 granted: Mutex::new(Default::default()),
                 world,
                 playback: parts.playback,
+                checkpoints: std::sync::OnceLock::new(),
+                model_override: Mutex::new(None),
             }
         });
         session.record_start();

@@ -68,6 +68,7 @@ impl Session {
             name: call.name.clone(),
             arguments: call.arguments.clone(),
         }));
+        let kept = self.before_writes(call);
         let outcome = self.tool_outcome(call, self.tools()).await;
         let truncated =
             self.config
@@ -82,6 +83,7 @@ impl Session {
             status: outcome.status,
             receipt: outcome.receipt.clone().map(Box::new),
         }));
+        self.after_writes(call, &kept);
         ToolResult {
             call_id: call.id.clone(),
             name: call.name.clone(),

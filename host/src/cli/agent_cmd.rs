@@ -3,15 +3,12 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use tokio::io::AsyncBufReadExt;
 
 use super::render::Renderer;
+use super::view::style::Look;
 use super::setup::HostArgs;
-use crate::agent::{
-    AgentKit, AgentOptions, LivePlugins, PluginReport, Session, SessionError, SessionState,
-};
+use crate::agent::{AgentKit, AgentOptions, PluginReport, Session};
 use crate::llm::ProviderKind;
-use crate::plugin::watch::PluginWatcher;
 
 /// Options shared by `run` and `chat`.
 #[derive(Debug, Clone, Args)]
@@ -123,7 +120,7 @@ impl AgentArgs {
     }
 
     /// A new session, or the saved one `--resume`/`--continue` names.
-    async fn session(&self, kit: &AgentKit) -> anyhow::Result<std::sync::Arc<Session>> {
+    pub(super) async fn session(&self, kit: &AgentKit) -> anyhow::Result<std::sync::Arc<Session>> {
         let id = match (&self.resume, self.continue_last) {
             (Some(id), _) if !id.is_empty() => id.clone(),
             (Some(_), _) | (None, true) => kit.latest_session()?.ok_or_else(|| {
@@ -145,7 +142,7 @@ pub async fn run(args: AgentArgs, prompt: String, wait_jobs: u64) -> anyhow::Res
     let (setup, kit) = args.kit(false).await?;
     let session = args.session(&kit).await?;
     warn_session(&setup, &kit, &session);
-    let renderer = Renderer::spawn(session.events(), args.json);
+    let renderer = Renderer::spawn(session.events(), args.json, Look::detect(args.json));
     let mut result = session.submit(&prompt).await;
     // Background jobs still running: wait for them (each that finishes
     // gives the agent a turn to react), at most `wait_jobs` seconds.
@@ -177,152 +174,9 @@ pub async fn run(args: AgentArgs, prompt: String, wait_jobs: u64) -> anyhow::Res
     }
 }
 
-/// An interactive session.
-pub async fn chat(mut args: AgentArgs, watch_plugins: bool) -> anyhow::Result<ExitCode> {
-    args.default_approvals = crate::approvals::Mode::OnRisk;
-    // Ctrl-C is ours from the first instant: while plugins load and MCP
-    // servers start, it quits cleanly (what was typed stays in the
-    // terminal for the first prompt otherwise).
-    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
-    let (setup, mut kit) = tokio::select! {
-        built = args.kit(true) => built?,
-        _ = interrupt.recv() => {
-            errln!("\nsandcrab: interrupted while starting; nothing was sent");
-            return Ok(ExitCode::from(130));
-        }
-    };
-    drop(interrupt);
-    // Calls that need the operator wait for the terminal's answer.
-    let asks = crate::approvals::PermissionQueue::new(CHAT_APPROVAL_TIMEOUT);
-    kit.config.asker = Some(asks.clone());
-    let session = args.session(&kit).await?;
-    warn_session(&setup, &kit, &session);
-    let live = LivePlugins::new(
-        setup.host,
-        kit.tools.clone(),
-        kit.profile.clone(),
-        kit.config.tools.clone(),
-    );
-    live.keep_tools(kit.mcp_tools.clone());
-    let deferred = live.load_deferred(setup.deferred, reporter(session.clone()));
-    let watching = watch_plugins.then(|| {
-        live.watch(
-            PluginWatcher::new(setup.roots),
-            WATCH_INTERVAL,
-            reporter(session.clone()),
-        )
-    });
-    errln!(
-        "sandcrab chat — {} / {} in {}\nType a message; /exit quits, Ctrl-C interrupts the current turn, /retry asks again after an error.",
-        kit.provider,
-        kit.config.model,
-        setup.workspace.display()
-    );
-    let renderer = Renderer::spawn(session.events(), args.json);
-    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
-    let mut waiting = asks.waiting();
-    let mut show_prompt = true;
-    loop {
-        if show_prompt {
-            // The last turn is drawn whole before the next prompt.
-            renderer.flush().await;
-            err!("> ");
-        }
-        show_prompt = true;
-        let line = tokio::select! {
-            line = lines.next_line() => line?,
-            _ = tokio::signal::ctrl_c() => {
-                errln!("\n(type /exit to quit)");
-                continue;
-            }
-            // Between turns, a background job or subagent may ask.
-            Ok(()) = waiting.changed() => {
-                if asks.pending().is_empty() {
-                    show_prompt = false;
-                } else {
-                    renderer.flush().await;
-                    super::approval_prompt::answer_waiting(&asks, &mut lines, session.workspace()).await;
-                }
-                continue;
-            }
-        };
-        let Some(line) = line else { break };
-        let input = line.trim();
-        match input {
-            "" => continue,
-            "/exit" | "/quit" => break,
-            "/retry" => {
-                if let Some(reason) = retry(&session, &asks, &mut lines, &renderer).await {
-                    renderer.flush().await;
-                    errln!("sandcrab: {}", super::terminal::sanitize(&reason));
-                    if session.state() == SessionState::Closed {
-                        break;
-                    }
-                }
-                continue;
-            }
-            "/compact" => {
-                session.compact_on_request().await;
-                continue;
-            }
-            "/plugins" => {
-                list_plugins(&live).await;
-                continue;
-            }
-            "/jobs" | "/jobs all" => {
-                list_jobs(&kit, &session, input == "/jobs all");
-                continue;
-            }
-            _ if input.starts_with("/cancel") => {
-                cancel_job(&kit, &session, input.trim_start_matches("/cancel").trim());
-                continue;
-            }
-            _ => {}
-        }
-        if let Some(reason) = turn(&session, input, &asks, &mut lines, &renderer).await {
-            renderer.flush().await;
-            errln!("sandcrab: {}", super::terminal::sanitize(&reason));
-            if session.state() == SessionState::Closed {
-                break;
-            }
-        }
-    }
-    let closed_by_error = session.state() == SessionState::Closed;
-    deferred.abort();
-    if let Some(watching) = watching {
-        watching.abort();
-    }
-    session.abort().await;
-    renderer.finish().await;
-    Ok(if closed_by_error {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
-}
-
-/// How often `chat` looks at the plugin folders.
-const WATCH_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
-
-/// `/plugins`: what is loaded now.
-async fn list_plugins(live: &LivePlugins) {
-    for plugin in live.plugins().await {
-        let tools: Vec<&str> = plugin.tools.iter().map(|t| t.name.as_str()).collect();
-        errln!(
-            "{} {} ({}, {}){}{}",
-            plugin.name(),
-            plugin.manifest.version,
-            plugin.kind(),
-            plugin.origin.label(),
-            if tools.is_empty() { "" } else { ": " },
-            tools.join(", ")
-        );
-    }
-}
-
 /// Repeat what setup warned about (already on stderr) as WARNING events,
 /// so `--json` consumers see it too.
-fn warn_session(setup: &super::setup::Setup, kit: &AgentKit, session: &Session) {
+pub(super) fn warn_session(setup: &super::setup::Setup, kit: &AgentKit, session: &Session) {
     for warning in setup.warnings.iter().chain(&kit.warnings) {
         session.warn(warning);
     }
@@ -335,7 +189,7 @@ fn warn_session(setup: &super::setup::Setup, kit: &AgentKit, session: &Session) 
 /// lost or why it was refused as WARNING events of the session, so a
 /// `--json` reader sees them too (and the terminal shows them once, as
 /// warnings).
-fn reporter(session: std::sync::Arc<Session>) -> impl Fn(PluginReport) + Send + Sync + 'static {
+pub(super) fn reporter(session: std::sync::Arc<Session>) -> impl Fn(PluginReport) + Send + Sync + 'static {
     move |report: PluginReport| match report {
         failed @ PluginReport::Failed { .. } => session.warn(&failed.to_string()),
         report => {
@@ -345,114 +199,5 @@ fn reporter(session: std::sync::Arc<Session>) -> impl Fn(PluginReport) + Send + 
                 session.warn(note);
             }
         }
-    }
-}
-
-/// How long a call waits for the operator's answer in `chat`.
-const CHAT_APPROVAL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1800);
-
-/// The terminal's input lines.
-type Input = tokio::io::Lines<tokio::io::BufReader<tokio::io::Stdin>>;
-
-/// Process one chat input; Ctrl-C interrupts it, approvals are asked on
-/// the terminal. Returns an error reason.
-async fn turn(
-    session: &std::sync::Arc<Session>,
-    input: &str,
-    asks: &std::sync::Arc<crate::approvals::PermissionQueue>,
-    lines: &mut Input,
-    renderer: &Renderer,
-) -> Option<String> {
-    interruptible(session, session.submit(input), asks, lines, renderer).await
-}
-
-/// Ask the model again after an error; like [`turn`].
-async fn retry(
-    session: &std::sync::Arc<Session>,
-    asks: &std::sync::Arc<crate::approvals::PermissionQueue>,
-    lines: &mut Input,
-    renderer: &Renderer,
-) -> Option<String> {
-    interruptible(session, session.retry(), asks, lines, renderer).await
-}
-
-/// Drive `work`, turning Ctrl-C into an interrupt of the session and
-/// asking the operator about every call that waits for approval; the
-/// error reason, if any.
-async fn interruptible(
-    session: &std::sync::Arc<Session>,
-    work: impl std::future::Future<Output = Result<(), SessionError>>,
-    asks: &std::sync::Arc<crate::approvals::PermissionQueue>,
-    lines: &mut Input,
-    renderer: &Renderer,
-) -> Option<String> {
-    tokio::pin!(work);
-    let mut waiting = asks.waiting();
-    // A request already waiting (a background job asked between turns)
-    // is asked about first.
-    waiting.mark_changed();
-    loop {
-        tokio::select! {
-            Ok(()) = waiting.changed() => {
-                // The turn goes on while the operator reads: a parallel
-                // call may finish, another may ask (asked in order). What
-                // the turn showed so far is drawn first.
-                renderer.flush().await;
-                let answering = super::approval_prompt::answer_waiting(asks, lines, session.workspace());
-                tokio::pin!(answering);
-                tokio::select! {
-                    () = &mut answering => {}
-                    result = &mut work => {
-                        return failure(result);
-                    }
-                }
-            }
-            result = &mut work => {
-                return failure(result);
-            }
-            _ = tokio::signal::ctrl_c() => {
-                errln!("\n(interrupted)");
-                session.interrupt();
-            }
-        }
-    }
-}
-
-/// Why a turn failed, if it did.
-fn failure(result: Result<(), SessionError>) -> Option<String> {
-    match result {
-        Ok(()) => None,
-        Err(SessionError::Closed) => Some("the session is closed".into()),
-        Err(err) => Some(err.to_string()),
-    }
-}
-
-fn list_jobs(kit: &AgentKit, session: &Session, all: bool) {
-    let jobs = kit.jobs.registry.list(
-        session.id(),
-        all.then_some(&crate::jobs::JobStatus::ALL[..]),
-    );
-    if jobs.is_empty() {
-        errln!("no {}background jobs", if all { "" } else { "running " });
-    }
-    for job in jobs {
-        errln!(
-            "{}  {:<14} {:<12} started {}",
-            job.job_id,
-            job.status.as_str(),
-            job.tool_name,
-            job.started_at
-        );
-    }
-}
-
-fn cancel_job(kit: &AgentKit, session: &Session, job_id: &str) {
-    match kit
-        .jobs
-        .registry
-        .cancel(session.id(), job_id, crate::jobs::Actor::User)
-    {
-        Ok(record) => errln!("job {} is now {}", record.job_id, record.status.as_str()),
-        Err(err) => errln!("cannot cancel: {err}"),
     }
 }

@@ -10,8 +10,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use tokio::io::{AsyncBufRead, Lines};
 
+use super::line_input::{Line, LineInput};
 use super::terminal::one_line;
 use crate::approvals::{Answer, PermissionQueue, PermissionRequest, Scope};
 
@@ -118,25 +118,24 @@ fn render(request: &PermissionRequest, workspace: &Path) -> String {
 
 /// Ask the operator about every request waiting in `queue`, oldest first,
 /// reading answers from `lines` (the terminal). Returns when none waits.
-pub async fn answer_waiting<R: AsyncBufRead + Unpin>(
+pub async fn answer_waiting(
     queue: &Arc<PermissionQueue>,
-    lines: &mut Lines<R>,
+    input: &mut LineInput,
     workspace: &Path,
 ) {
     while let Some(request) = queue.pending().into_iter().next() {
         errln!("{}", render(&request, workspace));
         let answer = loop {
-            err!("answer [y/s/a/n]: ");
-            let line = tokio::select! {
-                line = lines.next_line() => line.ok().flatten(),
-                _ = tokio::signal::ctrl_c() => {
+            let line = match input.read("answer [y/s/a/n]: ").await {
+                Ok(Line::Text(line)) => line,
+                Ok(Line::Interrupted) => {
                     errln!("\n(Ctrl-C: denied)");
                     break deny(Some("the operator pressed Ctrl-C".into()));
                 }
-            };
-            let Some(line) = line else {
-                errln!("(end of input: denied)");
-                break deny(None);
+                Ok(Line::End) | Err(_) => {
+                    errln!("(end of input: denied)");
+                    break deny(None);
+                }
             };
             match read_reply(&line, &request) {
                 Reply::Allow(scope) => {

@@ -9,6 +9,11 @@ mod approval_prompt;
 mod approvals_cmd;
 mod audit_cmd;
 mod bridge_client_cmd;
+mod chat_cmd;
+mod chat_commands;
+mod chat_state;
+mod line_input;
+mod mentions;
 mod mcp_cmd;
 mod plugins;
 mod render;
@@ -19,6 +24,7 @@ mod sessions_cmd;
 mod setup;
 mod store_cmd;
 mod tool_cmd;
+mod view;
 mod trust_cmd;
 
 use std::process::ExitCode;
@@ -135,7 +141,7 @@ pub fn main() -> ExitCode {
             Command::Chat {
                 agent,
                 watch_plugins,
-            } => agent_cmd::chat(agent, watch_plugins).await,
+            } => chat_cmd::chat(agent, watch_plugins).await,
             Command::Plugins(cmd) => plugins::run(cmd).await,
             Command::Tool(cmd) => tool_cmd::run(cmd).await,
             Command::Trust(args) => trust_cmd::run(args),

@@ -7,25 +7,43 @@
 //! with [`Renderer::flush`] until everything emitted so far is drawn and
 //! the answer's line is ended, so nothing lands in the middle of an answer.
 
+use std::sync::{Arc, Mutex};
+
 use futures::{FutureExt, StreamExt};
 use tokio::sync::{mpsc, oneshot};
 
 use super::terminal::sanitize;
+use super::view::diff_view::render_change;
+use super::view::live_area::LiveArea;
+use super::view::markdown::Markdown;
+use super::view::style::{Look, Style, Styled};
 use crate::agent::{Event, EventData, EventStream};
+use crate::llm::Usage;
 
 /// Draws a session's events from a task of its own.
 pub struct Renderer {
     flushes: mpsc::UnboundedSender<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
+    usage: Arc<Mutex<Option<Usage>>>,
 }
 
 impl Renderer {
-    /// Start drawing `events` (as JSON lines when `json`).
-    pub fn spawn(events: EventStream, json: bool) -> Renderer {
+    /// Start drawing `events`: as JSON lines when `json`, else for a
+    /// terminal that takes `look`.
+    pub fn spawn(events: EventStream, json: bool, look: Look) -> Renderer {
         let (flushes, requests) = mpsc::unbounded_channel();
+        let usage = Arc::new(Mutex::new(None));
+        let screen = Screen {
+            at_line_start: true,
+            look,
+            markdown: Markdown::new(look),
+            live: LiveArea::new(look),
+            usage: usage.clone(),
+        };
         Renderer {
             flushes,
-            task: tokio::spawn(render(events, json, requests)),
+            task: tokio::spawn(render(events, json, requests, screen)),
+            usage,
         }
     }
 
@@ -39,6 +57,11 @@ impl Renderer {
         }
     }
 
+    /// The tokens of the last input processed, as the provider reported.
+    pub fn last_usage(&self) -> Option<Usage> {
+        self.usage.lock().map(|u| u.clone()).unwrap_or(None)
+    }
+
     /// Wait for the events to end (the session was closed) and the last
     /// one to be drawn.
     pub async fn finish(self) {
@@ -47,23 +70,26 @@ impl Renderer {
     }
 }
 
+/// How often a running call's block is redrawn.
+const TICK: std::time::Duration = std::time::Duration::from_millis(120);
+
 /// Print `events` until the stream ends, answering flush requests once
 /// what was queued before them is drawn.
 async fn render(
     mut events: EventStream,
     json: bool,
     mut flushes: mpsc::UnboundedReceiver<oneshot::Sender<()>>,
+    mut screen: Screen,
 ) {
-    let mut screen = Screen {
-        at_line_start: true,
-    };
     let draw = |event: &Event, screen: &mut Screen| {
         if json {
             outln!("{}", super::terminal::json(event));
         } else {
-            human(event, screen);
+            screen.human(event);
         }
     };
+    let mut ticks = tokio::time::interval(TICK);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             biased;
@@ -78,45 +104,134 @@ async fn render(
                 screen.end_line();
                 let _ = ack.send(());
             }
+            _ = ticks.tick(), if screen.live.active() => {
+                let frame = screen.live.redraw();
+                write_err_styled(&frame);
+            }
         }
     }
     screen.end_line();
 }
 
-/// Where the cursor is in the answer's text.
+/// What is on the terminal: where the cursor is in the answer's text, the
+/// answer's Markdown so far, the live blocks of running calls.
 struct Screen {
     at_line_start: bool,
+    look: Look,
+    markdown: Markdown,
+    live: LiveArea,
+    usage: Arc<Mutex<Option<Usage>>>,
 }
 
 impl Screen {
     /// End the answer's line if it is open (a note or a prompt never
-    /// continues it).
+    /// continues it), drawing what the Markdown still holds.
     fn end_line(&mut self) {
-        if !self.at_line_start {
+        let (rest, open) = self.markdown.finish();
+        if !rest.is_empty() {
+            write_out_styled(&rest);
+        }
+        if !self.at_line_start || open {
             outln!();
             self.at_line_start = true;
         }
     }
-}
 
-fn human(event: &Event, screen: &mut Screen) {
-    match &event.data {
-        EventData::AssistantTextDelta(d) => {
-            out!("{}", sanitize(&d.delta));
-            if !d.delta.is_empty() {
-                screen.at_line_start = d.delta.ends_with('\n');
-            }
-        }
-        EventData::AssistantTextEnd(_) => screen.end_line(),
-        // Anything else is at most a line of its own on stderr: the
-        // answer's line is ended first, so a note never splits it.
-        data => {
-            if let Some(line) = notice(data) {
-                screen.end_line();
-                errln!("{line}");
-            }
+    /// Something else is printed: the answer's line ends and the live
+    /// blocks step aside (the next tick draws them again).
+    fn make_room(&mut self) {
+        self.end_line();
+        let erase = self.live.erase();
+        if !erase.is_empty() {
+            write_err_styled(&erase);
         }
     }
+
+    fn human(&mut self, event: &Event) {
+        match &event.data {
+            EventData::AssistantTextDelta(d) => {
+                let erase = self.live.erase();
+                write_err_styled(&erase);
+                let text = self.markdown.push(&d.delta);
+                if !text.is_empty() {
+                    write_out_styled(&text);
+                    self.at_line_start = text.as_terminal_bytes().ends_with('\n');
+                }
+            }
+            EventData::AssistantTextEnd(_) => self.end_line(),
+            EventData::ToolCallStart(d) => {
+                self.make_room();
+                let mut line = Styled::new(self.look.color);
+                line.styled(Style::BoldCyan, "● ")
+                    .styled(Style::Bold, &d.name)
+                    .styled(
+                        Style::Dim,
+                        &format!("({})", short(&d.arguments.to_string(), 120)),
+                    )
+                    .text("\n");
+                write_err_styled(&line);
+                self.live.start(&d.call_id, &d.name);
+            }
+            EventData::ToolCallOutputDelta(d) => {
+                let lines = self.live.output(&d.call_id, &d.text);
+                if !lines.is_empty() {
+                    self.make_room();
+                    write_err_styled(&lines);
+                }
+            }
+            EventData::ToolCallEnd(d) => {
+                self.make_room();
+                let collapsed = self.live.end(&d.call_id);
+                write_err_styled(&collapsed);
+                self.notice(&event.data);
+            }
+            EventData::FileChange(change) => {
+                self.make_room();
+                write_err_styled(&render_change(change, self.look, MAX_DIFF_LINES));
+            }
+            EventData::ProcessingEnd(d) => {
+                if let Ok(mut usage) = self.usage.lock() {
+                    *usage = Some(d.usage.clone());
+                }
+            }
+            // Anything else is at most a line of its own on stderr: the
+            // answer's line is ended first, so a note never splits it.
+            data => self.notice(data),
+        }
+    }
+
+    fn notice(&mut self, data: &EventData) {
+        let Some(line) = notice(data) else { return };
+        self.make_room();
+        let mut out = Styled::new(self.look.color);
+        let style = if line.starts_with("error:") || line.starts_with("  ✗") {
+            Some(Style::Red)
+        } else if line.starts_with("warning:") {
+            Some(Style::Yellow)
+        } else if line.starts_with("note:") || line.starts_with("  ⎿") {
+            Some(Style::Dim)
+        } else {
+            None
+        };
+        match (style, line.strip_prefix("● ")) {
+            (_, Some(rest)) => out.styled(Style::BoldCyan, "● ").text(rest),
+            (Some(style), None) => out.styled(style, &line),
+            (None, None) => out.text(&line),
+        };
+        out.text("\n");
+        write_err_styled(&out);
+    }
+}
+
+/// Most diff lines shown for one change as it happens.
+const MAX_DIFF_LINES: usize = 40;
+
+fn write_out_styled(text: &Styled) {
+    super::terminal::write_styled(text, super::terminal::Sink::Out);
+}
+
+fn write_err_styled(text: &Styled) {
+    super::terminal::write_styled(text, super::terminal::Sink::Err);
 }
 
 /// The line an event other than the answer's text shows, if any.

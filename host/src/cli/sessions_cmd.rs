@@ -316,6 +316,11 @@ pub async fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
             if !store.delete_session(&id)? {
                 return Err(crate::store::StoreError::UnknownSession(id).into());
             }
+            if let Some(root) = crate::checkpoint::default_root()
+                && let Err(err) = crate::checkpoint::remove_session(&root, &id)
+            {
+                errln!("warning: the session's file checkpoints were not removed: {err}");
+            }
             outln!("deleted session {id}");
             Ok(ExitCode::SUCCESS)
         }

@@ -79,6 +79,32 @@ pub fn write_err(text: &str) {
     let _ = err.flush();
 }
 
+/// Where styled text goes.
+#[derive(Debug, Clone, Copy)]
+pub enum Sink {
+    Out,
+    Err,
+}
+
+/// Write `text` (built by [`Styled`](super::view::style::Styled), whose
+/// only escapes are sandcrab's own styles) to stdout or stderr.
+pub fn write_styled(text: &super::view::style::Styled, sink: Sink) {
+    let bytes = text.as_terminal_bytes().as_bytes();
+    if bytes.is_empty() {
+        return;
+    }
+    let _ = match sink {
+        Sink::Out => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(bytes).and_then(|()| out.flush())
+        }
+        Sink::Err => {
+            let mut err = std::io::stderr().lock();
+            err.write_all(bytes).and_then(|()| err.flush())
+        }
+    };
+}
+
 /// `println!`, sanitized.
 macro_rules! outln {
     () => { $crate::cli::terminal::write_out("\n") };

@@ -1,0 +1,219 @@
+//! `sandcrab chat`: the interactive session. The line editor reads
+//! ([`super::line_input`]), the renderer draws ([`super::render`]), slash
+//! commands act on the session ([`super::chat_commands`]); a turn is drawn
+//! whole before the next prompt, and a status line follows each turn.
+
+use std::process::ExitCode;
+
+use super::agent_cmd::{AgentArgs, reporter, warn_session};
+use super::chat_commands::{COMMANDS, Command};
+use super::chat_state::Chat;
+use super::line_input::{Line, LineInput};
+use super::render::Renderer;
+use super::view::style::{Look, Style, Styled};
+use crate::agent::{LivePlugins, SessionError, SessionState};
+use crate::plugin::watch::PluginWatcher;
+
+/// How often `chat` looks at the plugin folders.
+const WATCH_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
+/// How long a call waits for the operator's answer in `chat`.
+const CHAT_APPROVAL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1800);
+
+/// An interactive session.
+pub async fn chat(mut args: AgentArgs, watch_plugins: bool) -> anyhow::Result<ExitCode> {
+    args.default_approvals = crate::approvals::Mode::OnRisk;
+    // Ctrl-C is ours from the first instant: while plugins load and MCP
+    // servers start, it quits cleanly (what was typed stays in the
+    // terminal for the first prompt otherwise).
+    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+    let (setup, mut kit) = tokio::select! {
+        built = args.kit_with(true, false) => built?,
+        _ = interrupt.recv() => {
+            errln!("\nsandcrab: interrupted while starting; nothing was sent");
+            return Ok(ExitCode::from(130));
+        }
+    };
+    drop(interrupt);
+    // Calls that need the operator wait for the terminal's answer.
+    let asks = crate::approvals::PermissionQueue::new(CHAT_APPROVAL_TIMEOUT);
+    kit.config.asker = Some(asks.clone());
+    let session = args.session(&kit).await?;
+    warn_session(&setup, &kit, &session);
+    let live = LivePlugins::new(
+        setup.host,
+        kit.tools.clone(),
+        kit.profile.clone(),
+        kit.config.tools.clone(),
+    );
+    live.keep_tools(kit.mcp_tools.clone());
+    let deferred = live.load_deferred(setup.deferred, reporter(session.clone()));
+    let watching = watch_plugins.then(|| {
+        live.watch(
+            PluginWatcher::new(setup.roots),
+            WATCH_INTERVAL,
+            reporter(session.clone()),
+        )
+    });
+    let look = Look::detect(args.json);
+    let mut banner = Styled::new(look.color);
+    banner
+        .styled(Style::BoldCyan, "sandcrab chat")
+        .text(&format!(
+            " — {} / {} in {}\n",
+            kit.provider,
+            kit.config.model,
+            setup.workspace.display()
+        ))
+        .styled(
+            Style::Dim,
+            "Type a message (@path attaches a file; Ctrl-J or a line ending in \\ for a new line). /help lists commands, /exit quits, Ctrl-C interrupts a turn.\n",
+        );
+    super::terminal::write_styled(&banner, super::terminal::Sink::Err);
+    let renderer = Renderer::spawn(session.events(), args.json, look);
+    let input = LineInput::open(&setup.workspace, COMMANDS);
+    let mut chat = Chat {
+        kit,
+        session,
+        renderer,
+        input,
+        asks,
+        live,
+        look,
+        json: args.json,
+    };
+    let result = chat.run().await;
+    deferred.abort();
+    if let Some(watching) = watching {
+        watching.abort();
+    }
+    let closed_by_error = chat.session.state() == SessionState::Closed;
+    chat.session.abort().await;
+    chat.renderer.finish().await;
+    result?;
+    Ok(if closed_by_error {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+impl Chat {
+    /// Read and act until the operator quits or the session closes.
+    async fn run(&mut self) -> anyhow::Result<()> {
+        let mut waiting = self.asks.waiting();
+        let mut show_prompt = true;
+        loop {
+            if show_prompt {
+                // The last turn is drawn whole before the next prompt.
+                self.renderer.flush().await;
+            }
+            let prompt = if show_prompt { "> " } else { "" };
+            show_prompt = true;
+            let line = tokio::select! {
+                line = self.input.read(prompt) => line?,
+                // Between turns, a background job or subagent may ask.
+                Ok(()) = waiting.changed() => {
+                    if self.asks.pending().is_empty() {
+                        show_prompt = false;
+                    } else {
+                        self.renderer.flush().await;
+                        super::approval_prompt::answer_waiting(&self.asks, &mut self.input, self.session.workspace()).await;
+                    }
+                    continue;
+                }
+            };
+            let text = match line {
+                Line::End => return Ok(()),
+                Line::Interrupted => {
+                    errln!("(Ctrl-C: type /exit or press Ctrl-D to quit)");
+                    continue;
+                }
+                Line::Text(text) => text,
+            };
+            let input = text.trim();
+            if input.is_empty() {
+                continue;
+            }
+            let failed = match Command::parse(input) {
+                Some(Command::Exit) => return Ok(()),
+                Some(Command::Retry) => {
+                    let session = self.session.clone();
+                    self.interruptible(session.retry()).await
+                }
+                Some(command) => {
+                    super::chat_commands::run(self, command).await;
+                    None
+                }
+                None => {
+                    let (message, notes) =
+                        super::mentions::attach(&text, self.session.workspace());
+                    for note in notes {
+                        errln!("{note}");
+                    }
+                    let session = self.session.clone();
+                    let failed = self.interruptible(session.submit(&message)).await;
+                    self.renderer.flush().await;
+                    self.status_line();
+                    failed
+                }
+            };
+            if let Some(reason) = failed {
+                self.renderer.flush().await;
+                errln!("sandcrab: {}", super::terminal::sanitize(&reason));
+                if self.session.state() == SessionState::Closed {
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// Drive `work`, turning Ctrl-C into an interrupt of the session and
+    /// asking the operator about every call that waits for approval; the
+    /// error reason, if any.
+    async fn interruptible(
+        &mut self,
+        work: impl std::future::Future<Output = Result<(), SessionError>>,
+    ) -> Option<String> {
+        tokio::pin!(work);
+        let mut waiting = self.asks.waiting();
+        // A request already waiting (a background job asked between turns)
+        // is asked about first.
+        waiting.mark_changed();
+        loop {
+            tokio::select! {
+                Ok(()) = waiting.changed() => {
+                    // The turn goes on while the operator reads: a parallel
+                    // call may finish, another may ask (asked in order). What
+                    // the turn showed so far is drawn first.
+                    self.renderer.flush().await;
+                    let workspace = self.session.workspace().to_path_buf();
+                    let answering = super::approval_prompt::answer_waiting(&self.asks, &mut self.input, &workspace);
+                    tokio::pin!(answering);
+                    tokio::select! {
+                        () = &mut answering => {}
+                        result = &mut work => {
+                            return failure(result);
+                        }
+                    }
+                }
+                result = &mut work => {
+                    return failure(result);
+                }
+                _ = tokio::signal::ctrl_c() => {
+                    errln!("\n(interrupted)");
+                    self.session.interrupt();
+                }
+            }
+        }
+    }
+}
+
+/// Why a turn failed, if it did.
+fn failure(result: Result<(), SessionError>) -> Option<String> {
+    match result {
+        Ok(()) => None,
+        Err(SessionError::Closed) => Some("the session is closed".into()),
+        Err(err) => Some(err.to_string()),
+    }
+}
+

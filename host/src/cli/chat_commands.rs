@@ -1,0 +1,292 @@
+//! `chat`'s slash commands: what each is called, how it reads, what it
+//! does. Everything they print of the session's content goes through the
+//! same safe styling as the answer.
+
+use super::chat_state::Chat;
+use super::render::Renderer;
+use super::terminal::{Sink, sanitize, write_styled};
+use super::view::diff_view::render_change;
+use super::view::style::{Style, Styled};
+
+/// The commands Tab completes.
+pub const COMMANDS: &[&str] = &[
+    "/help", "/diff", "/undo", "/model", "/sessions", "/resume", "/retry", "/compact", "/jobs",
+    "/cancel", "/plugins", "/exit",
+];
+
+/// A slash command, read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    Help,
+    Exit,
+    Retry,
+    Compact,
+    Plugins,
+    Jobs { all: bool },
+    Cancel(String),
+    Diff,
+    Undo,
+    Model(Option<String>),
+    Sessions,
+    Resume(Option<String>),
+    Unknown(String),
+}
+
+impl Command {
+    /// `input` as a command (None: a message for the model).
+    pub fn parse(input: &str) -> Option<Command> {
+        let input = input.trim();
+        if !input.starts_with('/') || input.contains('\n') {
+            return None;
+        }
+        let (name, arg) = match input.split_once(char::is_whitespace) {
+            Some((name, arg)) => (name, Some(arg.trim().to_string()).filter(|a| !a.is_empty())),
+            None => (input, None),
+        };
+        Some(match (name, arg) {
+            ("/help" | "/?", _) => Command::Help,
+            ("/exit" | "/quit", _) => Command::Exit,
+            ("/retry", _) => Command::Retry,
+            ("/compact", _) => Command::Compact,
+            ("/plugins", _) => Command::Plugins,
+            ("/jobs", arg) => Command::Jobs {
+                all: arg.as_deref() == Some("all"),
+            },
+            ("/cancel", arg) => Command::Cancel(arg.unwrap_or_default()),
+            ("/diff", _) => Command::Diff,
+            ("/undo", _) => Command::Undo,
+            ("/model", arg) => Command::Model(arg),
+            ("/sessions", _) => Command::Sessions,
+            ("/resume", arg) => Command::Resume(arg),
+            (other, _) => Command::Unknown(other.to_string()),
+        })
+    }
+}
+
+const HELP: &[(&str, &str)] = &[
+    ("/diff", "every file this conversation changed, as a diff"),
+    ("/undo", "put back the files the last turn changed (again: the turn before)"),
+    ("/model [NAME]", "show the model, or ask NAME from the next turn on"),
+    ("/sessions", "this workspace's saved sessions"),
+    ("/resume ID", "continue a saved session here"),
+    ("/retry", "ask the model again after an error"),
+    ("/compact", "summarize older turns now"),
+    ("/jobs [all]", "background jobs (running, or all)"),
+    ("/cancel ID", "cancel a background job"),
+    ("/plugins", "the plugins loaded now"),
+    ("/exit", "quit (also Ctrl-D)"),
+];
+
+/// Do `command` (not `/exit` or `/retry`, which the loop handles).
+pub(super) async fn run(chat: &mut Chat, command: Command) {
+    match command {
+        Command::Help => help(chat),
+        Command::Compact => {
+            chat.session.compact_on_request().await;
+        }
+        Command::Plugins => list_plugins(chat).await,
+        Command::Jobs { all } => list_jobs(chat, all),
+        Command::Cancel(id) => cancel_job(chat, &id),
+        Command::Diff => diff(chat),
+        Command::Undo => undo(chat),
+        Command::Model(name) => model(chat, name),
+        Command::Sessions => sessions(chat),
+        Command::Resume(id) => resume(chat, id).await,
+        Command::Unknown(name) => errln!(
+            "unknown command {}; /help lists them",
+            super::terminal::one_line(&name, 60)
+        ),
+        Command::Exit | Command::Retry => {}
+    }
+}
+
+fn help(chat: &Chat) {
+    let mut out = Styled::new(chat.look.color);
+    for (name, what) in HELP {
+        out.styled(Style::Bold, &format!("{name:<15}"))
+            .text(what)
+            .text("\n");
+    }
+    out.styled(
+        Style::Dim,
+        "@path attaches a workspace file · Tab completes commands and @paths · Ctrl-R searches history · Ctrl-J or Alt-Enter: new line · Ctrl-C interrupts a turn\n",
+    );
+    write_styled(&out, Sink::Err);
+}
+
+fn diff(chat: &Chat) {
+    let changes = chat.session.conversation_changes();
+    if changes.is_empty() {
+        errln!("no file changed by a tool in this conversation (shell commands' changes are not tracked)");
+        return;
+    }
+    for change in &changes {
+        write_styled(&render_change(change, chat.look, usize::MAX), Sink::Out);
+    }
+}
+
+fn undo(chat: &Chat) {
+    match chat.session.undo_last_changes() {
+        Ok(restored) if restored.is_empty() => {
+            errln!("the files the last turn changed are already as they were")
+        }
+        Ok(restored) => {
+            let names: Vec<&str> = restored.iter().map(|c| c.path.as_str()).collect();
+            let mut out = Styled::new(chat.look.color);
+            out.styled(Style::BoldCyan, "● ")
+                .text(&format!("restored {}\n", names.join(", ")));
+            write_styled(&out, Sink::Err);
+            for change in &restored {
+                write_styled(&render_change(change, chat.look, 20), Sink::Err);
+            }
+            // The model's idea of these files is now out of date.
+            chat.session.steer(&format!(
+                "The operator undid the file changes of the previous turn: {} are back as they were before it. Read them again before relying on their content.",
+                names.join(", ")
+            ));
+        }
+        Err(err) => errln!("{err}"),
+    }
+}
+
+fn model(chat: &Chat, name: Option<String>) {
+    match name {
+        None => errln!(
+            "model: {} ({}); /model NAME switches from the next turn on",
+            sanitize(&chat.session.model()),
+            chat.kit.provider
+        ),
+        Some(name) if name.chars().all(|c| c.is_ascii_graphic()) && name.len() <= 200 => {
+            chat.session.set_model(&name);
+            errln!("the next turn asks {name}");
+        }
+        Some(_) => errln!("a model name is one word of printable ASCII"),
+    }
+}
+
+fn sessions(chat: &Chat) {
+    let Some(store) = &chat.kit.store else {
+        errln!("sessions are not saved here (no store)");
+        return;
+    };
+    let workspace = chat.kit.workspace.display().to_string();
+    match store.sessions(Some(&workspace)) {
+        Ok(list) => {
+            for s in list.iter().take(20) {
+                let mark = if s.id == chat.session.id() {
+                    " (this one)"
+                } else {
+                    ""
+                };
+                errln!(
+                    "{}  {}  {:>4} turns  {}{mark}",
+                    s.id,
+                    s.updated_at,
+                    s.turns,
+                    super::terminal::one_line(s.title.as_deref().unwrap_or("(untitled)"), 60)
+                );
+            }
+            if list.len() > 20 {
+                errln!("… {} more (sandcrab sessions list --here)", list.len() - 20);
+            }
+        }
+        Err(err) => errln!("cannot list sessions: {err}"),
+    }
+}
+
+async fn resume(chat: &mut Chat, id: Option<String>) {
+    let Some(id) = id else {
+        errln!("/resume ID — the ids are in /sessions");
+        return;
+    };
+    if id == chat.session.id() {
+        errln!("this is session {id} already");
+        return;
+    }
+    let next = match chat.kit.resume(&id).await {
+        Ok(next) => next,
+        Err(err) => {
+            errln!("cannot resume {}: {err}", super::terminal::one_line(&id, 80));
+            return;
+        }
+    };
+    chat.renderer.flush().await;
+    let previous = std::mem::replace(&mut chat.session, next);
+    previous.abort().await;
+    let drawing = Renderer::spawn(chat.session.events(), chat.json, chat.look);
+    std::mem::replace(&mut chat.renderer, drawing).finish().await;
+    errln!(
+        "resumed session {id} ({} turns); the previous one is saved",
+        chat.session.history().len()
+    );
+}
+
+async fn list_plugins(chat: &Chat) {
+    for plugin in chat.live.plugins().await {
+        let tools: Vec<&str> = plugin.tools.iter().map(|t| t.name.as_str()).collect();
+        errln!(
+            "{} {} ({}, {}){}{}",
+            plugin.name(),
+            plugin.manifest.version,
+            plugin.kind(),
+            plugin.origin.label(),
+            if tools.is_empty() { "" } else { ": " },
+            tools.join(", ")
+        );
+    }
+}
+
+fn list_jobs(chat: &Chat, all: bool) {
+    let jobs = chat.kit.jobs.registry.list(
+        chat.session.id(),
+        all.then_some(&crate::jobs::JobStatus::ALL[..]),
+    );
+    if jobs.is_empty() {
+        errln!("no {}background jobs", if all { "" } else { "running " });
+    }
+    for job in jobs {
+        errln!(
+            "{}  {:<14} {:<12} started {}",
+            job.job_id,
+            job.status.as_str(),
+            job.tool_name,
+            job.started_at
+        );
+    }
+}
+
+fn cancel_job(chat: &Chat, job_id: &str) {
+    match chat
+        .kit
+        .jobs
+        .registry
+        .cancel(chat.session.id(), job_id, crate::jobs::Actor::User)
+    {
+        Ok(record) => errln!("job {} is now {}", record.job_id, record.status.as_str()),
+        Err(err) => errln!("cannot cancel: {err}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_read_with_their_arguments_and_messages_are_not_commands() {
+        assert_eq!(Command::parse("/undo"), Some(Command::Undo));
+        assert_eq!(
+            Command::parse("/model  gpt-x "),
+            Some(Command::Model(Some("gpt-x".into())))
+        );
+        assert_eq!(Command::parse("/jobs all"), Some(Command::Jobs { all: true }));
+        assert_eq!(Command::parse("/nope"), Some(Command::Unknown("/nope".into())));
+        assert_eq!(Command::parse("fix /etc/hosts"), None);
+        assert_eq!(Command::parse("/path/to/file\nexplain it"), None);
+        for name in COMMANDS {
+            assert!(
+                !matches!(Command::parse(name), Some(Command::Unknown(_))),
+                "{name} completes but is unknown"
+            );
+        }
+    }
+}

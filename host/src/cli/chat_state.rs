@@ -1,0 +1,74 @@
+//! What `chat` works with between inputs, and the status line it draws
+//! after each turn.
+
+use std::sync::Arc;
+
+use super::line_input::LineInput;
+use super::render::Renderer;
+use super::view::style::{Look, Style, Styled};
+use crate::agent::{AgentKit, LivePlugins, Session};
+
+/// What the chat loop works with.
+pub(super) struct Chat {
+    pub kit: AgentKit,
+    pub session: Arc<Session>,
+    pub renderer: Renderer,
+    pub input: LineInput,
+    pub asks: Arc<crate::approvals::PermissionQueue>,
+    pub live: Arc<LivePlugins>,
+    pub look: Look,
+    pub json: bool,
+}
+
+impl Chat {
+    /// One dim line after a turn: model, context use, the turn's tokens,
+    /// running jobs.
+    pub(super) fn status_line(&self) {
+        if self.json {
+            return;
+        }
+        let session = &self.session;
+        let window = session.context_window().max(1);
+        let used = session.estimated_tokens();
+        let mut parts = vec![
+            session.model(),
+            format!(
+                "context ~{}% of {}",
+                (used * 100 / window).min(999),
+                thousands(window)
+            ),
+        ];
+        if let Some(usage) = self.renderer.last_usage()
+            && usage.input_tokens + usage.output_tokens > 0
+        {
+            let mut tokens = format!(
+                "last turn ↑{} ↓{} tokens",
+                thousands(usage.input_tokens),
+                thousands(usage.output_tokens)
+            );
+            if usage.cached_tokens > 0 {
+                tokens.push_str(&format!(" ({} cached)", thousands(usage.cached_tokens)));
+            }
+            parts.push(tokens);
+        }
+        let running = self.kit.jobs.registry.list(session.id(), None).len();
+        if running > 0 {
+            parts.push(format!(
+                "{running} background job{} running",
+                if running == 1 { "" } else { "s" }
+            ));
+        }
+        let mut line = Styled::new(self.look.color);
+        line.styled(Style::Dim, &format!("── {}\n", parts.join(" · ")));
+        super::terminal::write_styled(&line, super::terminal::Sink::Err);
+    }
+}
+
+/// `12.3k`, `1.2M`.
+fn thousands(n: u64) -> String {
+    match n {
+        0..1_000 => n.to_string(),
+        1_000..1_000_000 => format!("{:.1}k", n as f64 / 1e3),
+        _ => format!("{:.1}M", n as f64 / 1e6),
+    }
+}

@@ -1,0 +1,210 @@
+//! Styled text for a terminal that cannot carry anyone else's control
+//! sequences: a [`Styled`] buffer takes text only through [`Styled::text`]
+//! (every control character and bidi override escaped visibly) and
+//! styles only as sandcrab's own fixed SGR codes, so colours are ours and
+//! everything a model, tool or file wrote stays visible text.
+
+use unicode_width::UnicodeWidthChar;
+
+use crate::terminal_safe::needs_escape;
+
+/// What the terminal gets: colours and cursor work, or plain text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Look {
+    /// SGR colours and emphasis.
+    pub color: bool,
+    /// The terminal's width in columns, if it was measured.
+    pub width: Option<usize>,
+    /// The live output block may move the cursor over its own lines.
+    pub live: bool,
+}
+
+impl Look {
+    /// Plain text: no colour, no cursor movement, no wrapping.
+    pub const PLAIN: Look = Look {
+        color: false,
+        width: None,
+        live: false,
+    };
+
+    /// What stdout can take: plain for `--json`, `NO_COLOR`, `TERM=dumb`,
+    /// or when stdout or stderr is not a terminal; else colour, with the
+    /// width the terminal reports (none if it reports none).
+    pub fn detect(json: bool) -> Look {
+        let tty = |fd| {
+            // SAFETY: isatty only inspects the descriptor.
+            unsafe { libc::isatty(fd) == 1 }
+        };
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
+        if json || dumb || !tty(1) || !tty(2) {
+            return Look::PLAIN;
+        }
+        let width = terminal_width();
+        Look {
+            color: !no_color,
+            width,
+            live: width.is_some(),
+        }
+    }
+}
+
+/// The width stdout's terminal reports now (None: it reports none).
+pub fn terminal_width() -> Option<usize> {
+    // SAFETY: TIOCGWINSZ fills a winsize we own.
+    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::ioctl(1, libc::TIOCGWINSZ, &mut size) };
+    (rc == 0 && size.ws_col > 0).then_some(size.ws_col as usize)
+}
+
+/// sandcrab's own styles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    Bold,
+    Dim,
+    Italic,
+    Underline,
+    Red,
+    Green,
+    Yellow,
+    Magenta,
+    Cyan,
+    BoldCyan,
+}
+
+impl Style {
+    fn sgr(self) -> &'static str {
+        match self {
+            Style::Bold => "\x1b[1m",
+            Style::Dim => "\x1b[2m",
+            Style::Italic => "\x1b[3m",
+            Style::Underline => "\x1b[4m",
+            Style::Red => "\x1b[31m",
+            Style::Green => "\x1b[32m",
+            Style::Yellow => "\x1b[33m",
+            Style::Magenta => "\x1b[35m",
+            Style::Cyan => "\x1b[36m",
+            Style::BoldCyan => "\x1b[1;36m",
+        }
+    }
+}
+
+const RESET: &str = "\x1b[0m";
+
+/// Text being built for the terminal.
+#[derive(Debug, Clone, Default)]
+pub struct Styled {
+    out: String,
+    color: bool,
+}
+
+impl Styled {
+    /// An empty buffer; styles are dropped unless `color`.
+    pub fn new(color: bool) -> Styled {
+        Styled {
+            out: String::new(),
+            color,
+        }
+    }
+
+    /// Append `text`, anything that could drive the terminal escaped.
+    pub fn text(&mut self, text: &str) -> &mut Self {
+        for c in text.chars() {
+            if needs_escape(c) {
+                self.out.extend(c.escape_unicode());
+            } else {
+                self.out.push(c);
+            }
+        }
+        self
+    }
+
+    /// Append `text` in `style`.
+    pub fn styled(&mut self, style: Style, text: &str) -> &mut Self {
+        if self.color && !text.is_empty() {
+            self.out.push_str(style.sgr());
+            self.text(text);
+            self.out.push_str(RESET);
+        } else {
+            self.text(text);
+        }
+        self
+    }
+
+    /// Append another buffer.
+    #[cfg(test)]
+    pub fn append(&mut self, other: &Styled) -> &mut Self {
+        self.out.push_str(&other.out);
+        self
+    }
+
+    /// Move the cursor to the start of the line `rows` up and clear from
+    /// there down (the live block redrawing itself); nothing when plain.
+    pub(super) fn erase_rows_above(&mut self, rows: usize) -> &mut Self {
+        if self.color && rows > 0 {
+            self.out.push_str(&format!("\x1b[{rows}F\x1b[J"));
+        }
+        self
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.out.is_empty()
+    }
+
+    /// What to write to the terminal.
+    pub fn as_terminal_bytes(&self) -> &str {
+        &self.out
+    }
+}
+
+/// How many columns `text` takes.
+pub fn width_of(text: &str) -> usize {
+    text.chars().map(|c| c.width().unwrap_or(0)).sum()
+}
+
+/// `text` cut to at most `columns` columns, with `…` when cut.
+pub fn cut_to(text: &str, columns: usize) -> String {
+    if width_of(text) <= columns {
+        return text.to_string();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w + 1 > columns {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
+    out.truncate(out.trim_end().len());
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_our_own_escapes_reach_the_terminal() {
+        let mut s = Styled::new(true);
+        s.styled(Style::Bold, "\x1b]52;c;aGk=\x07 \u{202e}x")
+            .text("\x1b[2J");
+        let out = s.as_terminal_bytes();
+        // Ours: the bold and the reset. Theirs: visible text.
+        assert_eq!(out.matches('\x1b').count(), 2, "{out:?}");
+        assert!(out.starts_with("\x1b[1m\\u{1b}]52;c;aGk=\\u{7}"));
+        assert!(out.contains("\\u{202e}x") && out.ends_with("\\u{1b}[2J"));
+        let mut plain = Styled::new(false);
+        plain.styled(Style::Red, "x").erase_rows_above(3);
+        assert_eq!(plain.as_terminal_bytes(), "x");
+    }
+
+    #[test]
+    fn cutting_counts_columns_not_bytes() {
+        assert_eq!(cut_to("héllo wörld", 7), "héllo…");
+        assert_eq!(cut_to("表表表表", 5), "表表…");
+        assert_eq!(cut_to("short", 10), "short");
+    }
+}
