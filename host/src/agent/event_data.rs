@@ -80,6 +80,9 @@ pub struct ToolCallEnded {
     pub status: ToolStatus,
     /// Who ran it under which grants (none for a call that never ran).
     pub receipt: Option<Box<Receipt>>,
+    /// The files the call changed, each with its diff (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<crate::checkpoint::FileChange>,
 }
 
 impl ToolCallEnded {
@@ -93,6 +96,7 @@ impl ToolCallEnded {
             truncated: false,
             status,
             receipt: None,
+            changes: Vec::new(),
         }
     }
 }
@@ -286,8 +290,6 @@ event_kinds! {
     PermissionRequired(crate::approvals::PermissionRequest),
     /// The operator answered (or nobody did in time).
     PermissionResolved(PermissionResolved),
-    /// A tool call changed a file (after its TOOL_CALL_END): the diff.
-    FileChange(crate::checkpoint::FileChange),
 }
 
 impl EventData {
@@ -374,6 +376,7 @@ mod tests {
                     truncated: false,
                     status: ToolStatus::Ok,
                     receipt: Some(Box::new(receipt.clone())),
+                    changes: Vec::new(),
                 }),
                 json!({"call_id": "c1", "name": "shell", "output": "out", "is_error": false,
                        "truncated": false, "status": "ok", "receipt": serde_json::to_value(&receipt).unwrap()}),

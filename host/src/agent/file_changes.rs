@@ -1,11 +1,9 @@
 //! The files a tool call changes: kept before the call writes them (the
-//! session's checkpoints), compared after, each change announced as a
-//! `FILE_CHANGE` event with its diff; `/diff` and `/undo` read them back.
+//! session's checkpoints), compared after, each change (with its diff)
+//! carried by the call's `TOOL_CALL_END`; `/diff` and `/undo` read them
+//! back.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-
-use super::event_data::EventData;
 use super::session::Session;
 use crate::checkpoint::{CheckpointError, Checkpoints, FileChange, Snapshot, patch_paths};
 use crate::llm::ToolCall;
@@ -66,17 +64,19 @@ impl Session {
         snapshots
     }
 
-    /// After `call` ran: announce what it changed.
-    pub(super) fn after_writes(self: &Arc<Self>, call: &ToolCall, snapshots: &[Snapshot]) {
+    /// After `call` ran: what it changed, for its TOOL_CALL_END.
+    pub(super) fn after_writes(&self, call: &ToolCall, snapshots: &[Snapshot]) -> Vec<FileChange> {
         let Some(checkpoints) = self.checkpoints.get() else {
-            return;
+            return Vec::new();
         };
-        for snapshot in snapshots {
-            if let Some(mut change) = checkpoints.changed(snapshot) {
+        snapshots
+            .iter()
+            .filter_map(|snapshot| checkpoints.changed(snapshot))
+            .map(|mut change| {
                 change.call_id = call.id.clone();
-                self.emit(EventData::FileChange(change));
-            }
-        }
+                change
+            })
+            .collect()
     }
 
     /// The host paths `call` says it writes: the path arguments its tool

@@ -70,6 +70,7 @@ impl Session {
         }));
         let kept = self.before_writes(call);
         let outcome = self.tool_outcome(call, self.tools()).await;
+        let changes = self.after_writes(call, &kept);
         let truncated =
             self.config
                 .truncation
@@ -82,8 +83,8 @@ impl Session {
             truncated: truncated.len() != outcome.content.len(),
             status: outcome.status,
             receipt: outcome.receipt.clone().map(Box::new),
+            changes,
         }));
-        self.after_writes(call, &kept);
         ToolResult {
             call_id: call.id.clone(),
             name: call.name.clone(),

@@ -1,5 +1,5 @@
 //! What one write did to one file: a typed record with a unified diff,
-//! carried by the session's `FILE_CHANGE` event and shown by `/diff` and
+//! carried by the call's `TOOL_CALL_END` event and shown by `/diff` and
 //! `/undo`.
 
 use serde::{Deserialize, Serialize};

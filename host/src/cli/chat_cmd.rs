@@ -66,7 +66,7 @@ pub async fn chat(mut args: AgentArgs, watch_plugins: bool) -> anyhow::Result<Ex
         ))
         .styled(
             Style::Dim,
-            "Type a message (@path attaches a file; Ctrl-J or a line ending in \\ for a new line). /help lists commands, /exit quits, Ctrl-C interrupts a turn.\n",
+            "Type a message (@path attaches a file; Alt-Enter or a line ending in \\ for a new line). /help lists commands, /exit quits, Ctrl-C interrupts a turn.\n",
         );
     super::terminal::write_styled(&banner, super::terminal::Sink::Err);
     let renderer = Renderer::spawn(session.events(), args.json, look);

@@ -109,7 +109,7 @@ fn help(chat: &Chat) {
     }
     out.styled(
         Style::Dim,
-        "@path attaches a workspace file · Tab completes commands and @paths · Ctrl-R searches history · Ctrl-J or Alt-Enter: new line · Ctrl-C interrupts a turn\n",
+        "@path attaches a workspace file · Tab completes commands and @paths · Ctrl-R searches history · Alt-Enter or \\ at the end: new line · Ctrl-C interrupts a turn\n",
     );
     write_styled(&out, Sink::Err);
 }

@@ -1,8 +1,8 @@
 //! What the operator types in `chat`. On a terminal, a line editor
 //! (rustyline, on a thread of its own): arrows and Emacs keys, history per
 //! workspace kept across runs (Ctrl-R searches it), several lines in one
-//! input (Ctrl-J or Alt-Enter, a line ending in `\`, or a bracketed
-//! paste), Tab completion of slash commands and of workspace paths after
+//! input (Alt-Enter, a line ending in `\`, or a bracketed paste; Ctrl-J
+//! and Enter both send, as a terminal driver expects), Tab completion of slash commands and of workspace paths after
 //! `@`. Otherwise (a pipe, `TERM=dumb`) plain lines from stdin.
 
 use std::borrow::Cow;
@@ -93,7 +93,6 @@ impl EditorThread {
             commands,
         }));
         editor.bind_sequence(KeyEvent(KeyCode::Enter, Modifiers::ALT), Cmd::Newline);
-        editor.bind_sequence(KeyEvent::ctrl('J'), Cmd::Newline);
         let history = history_file(workspace);
         if let Some(file) = &history {
             let _ = editor.load_history(file);

@@ -184,10 +184,9 @@ impl Screen {
                 let collapsed = self.live.end(&d.call_id);
                 write_err_styled(&collapsed);
                 self.notice(&event.data);
-            }
-            EventData::FileChange(change) => {
-                self.make_room();
-                write_err_styled(&render_change(change, self.look, MAX_DIFF_LINES));
+                for change in &d.changes {
+                    write_err_styled(&render_change(change, self.look, MAX_DIFF_LINES));
+                }
             }
             EventData::ProcessingEnd(d) => {
                 if let Ok(mut usage) = self.usage.lock() {

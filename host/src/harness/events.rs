@@ -300,7 +300,6 @@ pub fn translate(event: &Event) -> Option<(&'static str, Value)> {
         EventData::TurnLimit(_) => "agent:turn-limit",
         EventData::ContextWarning(_) => "agent:context-warning",
         EventData::LoopDetection(_) => "agent:loop-detected",
-        EventData::FileChange(_) => "agent:file-changed",
         // Published from the permission queue, whoever asked (see
         // `Harness::report_requests`).
         EventData::PermissionRequired(_)
