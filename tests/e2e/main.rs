@@ -15,6 +15,7 @@ mod approvals_test;
 mod background_jobs_test;
 mod bridge_test;
 mod chat_approvals_test;
+mod chat_screen_test;
 mod chat_start_test;
 mod chat_terminal_test;
 mod cli_plugins_test;

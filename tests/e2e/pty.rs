@@ -24,8 +24,28 @@ pub(crate) struct Terminal {
 }
 
 impl Terminal {
-    pub(crate) fn spawn(mut cmd: Command) -> Terminal {
+    /// A terminal that reports no size (as some do).
+    pub(crate) fn spawn(cmd: Command) -> Terminal {
+        Terminal::open(cmd, None)
+    }
+
+    /// A terminal of `cols` × `rows` that says it is an xterm.
+    pub(crate) fn spawn_sized(mut cmd: Command, cols: u16, rows: u16) -> Terminal {
+        cmd.env("TERM", "xterm-256color").env_remove("NO_COLOR");
+        Terminal::open(cmd, Some((cols, rows)))
+    }
+
+    fn open(mut cmd: Command, size: Option<(u16, u16)>) -> Terminal {
         let (mut master, mut slave) = (0, 0);
+        let mut winsize = size.map(|(cols, rows)| libc::winsize {
+            ws_row: rows,
+            ws_col: cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        });
+        let winsize_ptr = winsize
+            .as_mut()
+            .map_or(std::ptr::null_mut(), |w| w as *mut libc::winsize);
         // SAFETY: openpty fills two descriptors we then own.
         let rc = unsafe {
             libc::openpty(
@@ -33,7 +53,7 @@ impl Terminal {
                 &mut slave,
                 std::ptr::null_mut(),
                 std::ptr::null(),
-                std::ptr::null(),
+                winsize_ptr,
             )
         };
         assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
@@ -110,6 +130,36 @@ impl Terminal {
     pub(crate) fn pause(&self, paused: bool) {
         self.paused
             .store(paused, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Everything the program wrote so far.
+    pub(crate) fn seen(&self) -> String {
+        self.seen.lock().unwrap().clone()
+    }
+
+    /// The screen as a terminal of `cols` × `rows` would show it now
+    /// (cursor movement and erasing applied), one string per row.
+    pub(crate) fn screen(&self, cols: u16, rows: u16) -> Vec<String> {
+        let mut parser = vt100::Parser::new(rows, cols, 0);
+        parser.process(self.seen().as_bytes());
+        parser
+            .screen()
+            .rows(0, cols)
+            .map(|row| row.trim_end().to_string())
+            .collect()
+    }
+
+    /// Tell the program its terminal is now `cols` × `rows` (SIGWINCH).
+    pub(crate) fn resize(&self, cols: u16, rows: u16) {
+        let size = libc::winsize {
+            ws_row: rows,
+            ws_col: cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: TIOCSWINSZ reads a winsize we own.
+        let rc = unsafe { libc::ioctl(self.master.as_raw_fd(), libc::TIOCSWINSZ, &size) };
+        assert_eq!(rc, 0, "resize: {}", std::io::Error::last_os_error());
     }
 
     pub(crate) fn send(&mut self, text: &str) {

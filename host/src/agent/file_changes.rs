@@ -3,11 +3,11 @@
 //! carried by the call's `TOOL_CALL_END`; `/diff` and `/undo` read them
 //! back.
 
-use std::path::{Path, PathBuf};
 use super::session::Session;
 use crate::checkpoint::{CheckpointError, Checkpoints, FileChange, Snapshot, patch_paths};
 use crate::llm::ToolCall;
 use crate::plugin::Writes;
+use std::path::{Path, PathBuf};
 
 impl Session {
     /// Keep checkpoints of the files this session's tool calls change in

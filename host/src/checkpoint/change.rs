@@ -130,7 +130,11 @@ mod tests {
     fn a_change_counts_its_lines_and_names_its_sides() {
         let c = FileChange::between("a.txt", Some(b"one\ntwo\n"), Some(b"one\n2\n")).unwrap();
         assert_eq!((c.kind, c.added, c.removed), (ChangeKind::Modified, 1, 1));
-        assert!(c.diff.starts_with("--- a/a.txt\n+++ b/a.txt\n@@"), "{}", c.diff);
+        assert!(
+            c.diff.starts_with("--- a/a.txt\n+++ b/a.txt\n@@"),
+            "{}",
+            c.diff
+        );
         let new = FileChange::between("n.txt", None, Some(b"x\n")).unwrap();
         assert_eq!(new.kind, ChangeKind::Created);
         assert!(new.diff.starts_with("--- /dev/null\n+++ b/n.txt"));

@@ -249,7 +249,9 @@ impl Checkpoints {
             .into_iter()
             .filter_map(|(path, (input, blob))| {
                 let then = match blob {
-                    Some(blob) => Some(std::fs::read(self.dir.join(input.to_string()).join(blob)).ok()?),
+                    Some(blob) => {
+                        Some(std::fs::read(self.dir.join(input.to_string()).join(blob)).ok()?)
+                    }
                     None => None,
                 };
                 let now = self.read(Path::new(&path)).ok()?;

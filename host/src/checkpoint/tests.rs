@@ -41,7 +41,10 @@ fn undo_puts_back_what_the_last_input_changed_and_only_that() {
 
     cp.undo_last().unwrap();
     assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "one\n");
-    assert!(matches!(cp.undo_last(), Err(CheckpointError::NothingToUndo)));
+    assert!(matches!(
+        cp.undo_last(),
+        Err(CheckpointError::NothingToUndo)
+    ));
 }
 
 /// The model swaps a changed file for a link to a file outside the
@@ -64,7 +67,10 @@ fn undo_never_writes_through_a_link_the_model_planted() {
     symlink(dir.path(), ws.join("d")).unwrap();
 
     let err = cp.undo_last().unwrap_err();
-    assert!(matches!(err, CheckpointError::Restore { ref path, .. } if path == "d/f"), "{err}");
+    assert!(
+        matches!(err, CheckpointError::Restore { ref path, .. } if path == "d/f"),
+        "{err}"
+    );
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), "mine\n");
     assert!(!dir.path().join("f").exists());
     let meta = std::fs::symlink_metadata(ws.join("a.txt")).unwrap();
@@ -78,7 +84,11 @@ fn files_outside_the_workspace_or_behind_links_are_not_kept() {
     std::fs::write(dir.path().join("secret"), "s").unwrap();
     symlink(dir.path().join("secret"), ws.join("link")).unwrap();
     cp.begin_input();
-    assert!(cp.before_write(&dir.path().join("secret")).unwrap().is_none());
+    assert!(
+        cp.before_write(&dir.path().join("secret"))
+            .unwrap()
+            .is_none()
+    );
     assert!(cp.before_write(Path::new("../secret")).unwrap().is_none());
     assert!(cp.before_write(&ws.join("link")).unwrap().is_none());
 }
@@ -94,7 +104,10 @@ fn a_resumed_session_can_undo_what_it_changed_before() {
     let again = Checkpoints::open(dir.path().join("cp/s1"), &ws);
     again.begin_input();
     again.undo_last().unwrap();
-    assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "before\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("a.txt")).unwrap(),
+        "before\n"
+    );
     remove_session(&dir.path().join("cp"), "s1").unwrap();
     assert!(!dir.path().join("cp/s1").exists());
 }

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::render::Renderer;
-use super::view::style::Look;
 use super::setup::HostArgs;
+use super::view::style::Look;
 use crate::agent::{AgentKit, AgentOptions, PluginReport, Session};
 use crate::llm::ProviderKind;
 
@@ -189,7 +189,9 @@ pub(super) fn warn_session(setup: &super::setup::Setup, kit: &AgentKit, session:
 /// lost or why it was refused as WARNING events of the session, so a
 /// `--json` reader sees them too (and the terminal shows them once, as
 /// warnings).
-pub(super) fn reporter(session: std::sync::Arc<Session>) -> impl Fn(PluginReport) + Send + Sync + 'static {
+pub(super) fn reporter(
+    session: std::sync::Arc<Session>,
+) -> impl Fn(PluginReport) + Send + Sync + 'static {
     move |report: PluginReport| match report {
         failed @ PluginReport::Failed { .. } => session.warn(&failed.to_string()),
         report => {

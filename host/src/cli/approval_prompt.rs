@@ -10,7 +10,6 @@
 use std::path::Path;
 use std::sync::Arc;
 
-
 use super::line_input::{Line, LineInput};
 use super::terminal::one_line;
 use crate::approvals::{Answer, PermissionQueue, PermissionRequest, Scope};
@@ -118,11 +117,7 @@ fn render(request: &PermissionRequest, workspace: &Path) -> String {
 
 /// Ask the operator about every request waiting in `queue`, oldest first,
 /// reading answers from `lines` (the terminal). Returns when none waits.
-pub async fn answer_waiting(
-    queue: &Arc<PermissionQueue>,
-    input: &mut LineInput,
-    workspace: &Path,
-) {
+pub async fn answer_waiting(queue: &Arc<PermissionQueue>, input: &mut LineInput, workspace: &Path) {
     while let Some(request) = queue.pending().into_iter().next() {
         errln!("{}", render(&request, workspace));
         let answer = loop {

@@ -145,8 +145,7 @@ impl Chat {
                     None
                 }
                 None => {
-                    let (message, notes) =
-                        super::mentions::attach(&text, self.session.workspace());
+                    let (message, notes) = super::mentions::attach(&text, self.session.workspace());
                     for note in notes {
                         errln!("{note}");
                     }
@@ -216,4 +215,3 @@ fn failure(result: Result<(), SessionError>) -> Option<String> {
         Err(err) => Some(err.to_string()),
     }
 }
-

@@ -10,8 +10,18 @@ use super::view::style::{Style, Styled};
 
 /// The commands Tab completes.
 pub const COMMANDS: &[&str] = &[
-    "/help", "/diff", "/undo", "/model", "/sessions", "/resume", "/retry", "/compact", "/jobs",
-    "/cancel", "/plugins", "/exit",
+    "/help",
+    "/diff",
+    "/undo",
+    "/model",
+    "/sessions",
+    "/resume",
+    "/retry",
+    "/compact",
+    "/jobs",
+    "/cancel",
+    "/plugins",
+    "/exit",
 ];
 
 /// A slash command, read.
@@ -65,8 +75,14 @@ impl Command {
 
 const HELP: &[(&str, &str)] = &[
     ("/diff", "every file this conversation changed, as a diff"),
-    ("/undo", "put back the files the last turn changed (again: the turn before)"),
-    ("/model [NAME]", "show the model, or ask NAME from the next turn on"),
+    (
+        "/undo",
+        "put back the files the last turn changed (again: the turn before)",
+    ),
+    (
+        "/model [NAME]",
+        "show the model, or ask NAME from the next turn on",
+    ),
     ("/sessions", "this workspace's saved sessions"),
     ("/resume ID", "continue a saved session here"),
     ("/retry", "ask the model again after an error"),
@@ -117,7 +133,9 @@ fn help(chat: &Chat) {
 fn diff(chat: &Chat) {
     let changes = chat.session.conversation_changes();
     if changes.is_empty() {
-        errln!("no file changed by a tool in this conversation (shell commands' changes are not tracked)");
+        errln!(
+            "no file changed by a tool in this conversation (shell commands' changes are not tracked)"
+        );
         return;
     }
     for change in &changes {
@@ -206,7 +224,10 @@ async fn resume(chat: &mut Chat, id: Option<String>) {
     let next = match chat.kit.resume(&id).await {
         Ok(next) => next,
         Err(err) => {
-            errln!("cannot resume {}: {err}", super::terminal::one_line(&id, 80));
+            errln!(
+                "cannot resume {}: {err}",
+                super::terminal::one_line(&id, 80)
+            );
             return;
         }
     };
@@ -214,7 +235,9 @@ async fn resume(chat: &mut Chat, id: Option<String>) {
     let previous = std::mem::replace(&mut chat.session, next);
     previous.abort().await;
     let drawing = Renderer::spawn(chat.session.events(), chat.json, chat.look);
-    std::mem::replace(&mut chat.renderer, drawing).finish().await;
+    std::mem::replace(&mut chat.renderer, drawing)
+        .finish()
+        .await;
     errln!(
         "resumed session {id} ({} turns); the previous one is saved",
         chat.session.history().len()
@@ -278,8 +301,14 @@ mod tests {
             Command::parse("/model  gpt-x "),
             Some(Command::Model(Some("gpt-x".into())))
         );
-        assert_eq!(Command::parse("/jobs all"), Some(Command::Jobs { all: true }));
-        assert_eq!(Command::parse("/nope"), Some(Command::Unknown("/nope".into())));
+        assert_eq!(
+            Command::parse("/jobs all"),
+            Some(Command::Jobs { all: true })
+        );
+        assert_eq!(
+            Command::parse("/nope"),
+            Some(Command::Unknown("/nope".into()))
+        );
         assert_eq!(Command::parse("fix /etc/hosts"), None);
         assert_eq!(Command::parse("/path/to/file\nexplain it"), None);
         for name in COMMANDS {

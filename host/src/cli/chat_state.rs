@@ -59,7 +59,8 @@ impl Chat {
             ));
         }
         let mut line = Styled::new(self.look.color);
-        line.styled(Style::Dim, &format!("── {}\n", parts.join(" · ")));
+        line.styled(Style::Dim, &format!("── {}", parts.join(" · ")))
+            .text("\n");
         super::terminal::write_styled(&line, super::terminal::Sink::Err);
     }
 }

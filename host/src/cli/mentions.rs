@@ -80,7 +80,10 @@ mod tests {
             &ws,
         );
         assert!(message.starts_with("look at @a.txt, @link"));
-        assert!(message.contains("<file path=\"a.txt\">\nalpha\n</file>"), "{message}");
+        assert!(
+            message.contains("<file path=\"a.txt\">\nalpha\n</file>"),
+            "{message}"
+        );
         assert!(!message.contains("s3cret"));
         assert!(message.contains("too large to attach"));
         assert_eq!(notes.len(), 2, "{notes:?}");

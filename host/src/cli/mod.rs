@@ -13,8 +13,8 @@ mod chat_cmd;
 mod chat_commands;
 mod chat_state;
 mod line_input;
-mod mentions;
 mod mcp_cmd;
+mod mentions;
 mod plugins;
 mod render;
 mod replay_cmd;
@@ -24,8 +24,8 @@ mod sessions_cmd;
 mod setup;
 mod store_cmd;
 mod tool_cmd;
-mod view;
 mod trust_cmd;
+mod view;
 
 use std::process::ExitCode;
 

@@ -16,7 +16,7 @@ use super::terminal::sanitize;
 use super::view::diff_view::render_change;
 use super::view::live_area::LiveArea;
 use super::view::markdown::Markdown;
-use super::view::style::{Look, Style, Styled};
+use super::view::style::{Look, Style, Styled, terminal_width};
 use crate::agent::{Event, EventData, EventStream};
 use crate::llm::Usage;
 
@@ -105,6 +105,7 @@ async fn render(
                 let _ = ack.send(());
             }
             _ = ticks.tick(), if screen.live.active() => {
+                screen.refresh_width();
                 let frame = screen.live.redraw();
                 write_err_styled(&frame);
             }
@@ -147,8 +148,24 @@ impl Screen {
         }
     }
 
+    /// Measure the terminal again (it may have been resized); a plain
+    /// look stays plain.
+    fn refresh_width(&mut self) {
+        if !self.look.color {
+            return;
+        }
+        let width = terminal_width();
+        if width != self.look.width {
+            self.look.width = width;
+            self.look.live = width.is_some();
+            self.markdown.set_look(self.look);
+            self.live.set_look(self.look);
+        }
+    }
+
     fn human(&mut self, event: &Event) {
         match &event.data {
+            EventData::AssistantTextStart(_) => self.refresh_width(),
             EventData::AssistantTextDelta(d) => {
                 let erase = self.live.erase();
                 write_err_styled(&erase);
@@ -161,6 +178,7 @@ impl Screen {
             EventData::AssistantTextEnd(_) => self.end_line(),
             EventData::ToolCallStart(d) => {
                 self.make_room();
+                self.refresh_width();
                 let mut line = Styled::new(self.look.color);
                 line.styled(Style::BoldCyan, "● ")
                     .styled(Style::Bold, &d.name)

@@ -59,6 +59,11 @@ impl LiveArea {
         }
     }
 
+    /// The terminal changed (its width, after a resize).
+    pub fn set_look(&mut self, look: Look) {
+        self.look = look;
+    }
+
     /// Whether a block is showing (the renderer then ticks).
     pub fn active(&self) -> bool {
         self.look.live && !self.blocks.is_empty()
@@ -201,17 +206,23 @@ mod tests {
         for i in 0..100 {
             text.push_str(&format!("line {i}\n"));
         }
-        assert!(area.output("c1", &text).is_empty(), "live: drawn on the tick");
+        assert!(
+            area.output("c1", &text).is_empty(),
+            "live: drawn on the tick"
+        );
         let first = area.redraw();
         let shown = first.as_terminal_bytes();
-        assert!(shown.contains("shell") && shown.contains("100 lines"), "{shown}");
+        assert!(
+            shown.contains("shell") && shown.contains("100 lines"),
+            "{shown}"
+        );
         assert!(shown.contains("line 99") && !shown.contains("line 93\n"));
         assert_eq!(area.drawn, 1 + TAIL_LINES);
         let again = area.redraw();
-        assert!(again.as_terminal_bytes().starts_with("\x1b[7F\x1b[J"));
+        assert!(again.as_terminal_bytes().starts_with("\r\x1b[7A\x1b[J"));
         let end = area.end("c1");
         let end = end.as_terminal_bytes();
-        assert!(end.starts_with("\x1b[7F\x1b[J"), "erased first");
+        assert!(end.starts_with("\r\x1b[7A\x1b[J"), "erased first");
         assert!(end.contains("line 0") && end.contains("line 1") && end.contains("line 99"));
         assert!(end.contains("… 95 more lines") && !end.contains("line 50"));
         assert!(!area.active());

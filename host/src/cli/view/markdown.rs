@@ -24,6 +24,11 @@ impl Markdown {
         }
     }
 
+    /// The terminal changed (its width, after a resize).
+    pub fn set_look(&mut self, look: Look) {
+        self.look = look;
+    }
+
     /// Render what `delta` completes.
     pub fn push(&mut self, delta: &str) -> Styled {
         let mut out = Styled::new(self.look.color);
@@ -88,7 +93,10 @@ impl Markdown {
             return;
         }
         let indent = &line[..line.len() - trimmed.len()];
-        if let Some(rest) = trimmed.strip_prefix("> ").or(trimmed.strip_prefix(">").filter(|r| r.is_empty())) {
+        if let Some(rest) = trimmed
+            .strip_prefix("> ")
+            .or(trimmed.strip_prefix(">").filter(|r| r.is_empty()))
+        {
             self.wrapped(&[(Some(Style::Dim), "│ ".into())], rest, "│ ", out);
             return;
         }
@@ -112,13 +120,7 @@ impl Markdown {
 
     /// `text`'s inline Markdown after `lead`, wrapped to the width with
     /// `hang` before every continuation line.
-    fn wrapped(
-        &self,
-        lead: &[(Option<Style>, String)],
-        text: &str,
-        hang: &str,
-        out: &mut Styled,
-    ) {
+    fn wrapped(&self, lead: &[(Option<Style>, String)], text: &str, hang: &str, out: &mut Styled) {
         let mut spans = lead.to_vec();
         spans.extend(inline(text));
         wrap(&spans, hang, self.look.width, out);
@@ -172,7 +174,9 @@ fn inline(text: &str) -> Vec<(Option<Style>, String)> {
             '*' => closed(rest, "*")
                 .filter(|(inner, _)| !inner.starts_with(' ') && !inner.ends_with(' '))
                 .map(|(inner, after)| (Style::Italic, inner, after, None)),
-            '[' => link(rest).map(|(label, url, after)| (Style::Underline, label, after, Some(url))),
+            '[' => {
+                link(rest).map(|(label, url, after)| (Style::Underline, label, after, Some(url)))
+            }
             _ => None,
         };
         match styled {
@@ -314,7 +318,10 @@ mod tests {
 
     #[test]
     fn markdown_becomes_styles_not_asterisks() {
-        let out = render("# Title\nSome **bold** and *it* and `code`.\n- one\n2. two\n", None);
+        let out = render(
+            "# Title\nSome **bold** and *it* and `code`.\n- one\n2. two\n",
+            None,
+        );
         assert_eq!(
             visible(&out),
             "Title\nSome bold and it and code.\n• one\n2. two\n"
@@ -326,10 +333,19 @@ mod tests {
 
     #[test]
     fn code_blocks_are_highlighted_and_never_wrapped() {
-        let out = render("```rust\nfn main() { let s = \"x\"; } // done\n```\nafter\n", Some(20));
+        let out = render(
+            "```rust\nfn main() { let s = \"x\"; } // done\n```\nafter\n",
+            Some(20),
+        );
         let shown = visible(&out);
-        assert!(shown.contains("  fn main() { let s = \"x\"; } // done\n"), "{shown}");
-        assert!(out.contains("\x1b[35mfn\x1b[0m"), "keyword coloured: {out:?}");
+        assert!(
+            shown.contains("  fn main() { let s = \"x\"; } // done\n"),
+            "{shown}"
+        );
+        assert!(
+            out.contains("\x1b[35mfn\x1b[0m"),
+            "keyword coloured: {out:?}"
+        );
         assert!(shown.ends_with("└─\nafter\n"));
     }
 

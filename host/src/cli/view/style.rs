@@ -142,7 +142,7 @@ impl Styled {
     /// there down (the live block redrawing itself); nothing when plain.
     pub(super) fn erase_rows_above(&mut self, rows: usize) -> &mut Self {
         if self.color && rows > 0 {
-            self.out.push_str(&format!("\x1b[{rows}F\x1b[J"));
+            self.out.push_str(&format!("\r\x1b[{rows}A\x1b[J"));
         }
         self
     }
