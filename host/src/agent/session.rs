@@ -171,6 +171,14 @@ impl Session {
         }
     }
 
+    /// The allow rules the operator added for this conversation.
+    pub fn granted_rules(&self) -> Vec<crate::approvals::Rule> {
+        self.granted
+            .lock()
+            .map(|rules| rules.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
     /// The profile's context window, in tokens.
     pub fn context_window(&self) -> u64 {
         self.profile.info.context_window

@@ -39,6 +39,7 @@ pub enum Command {
     Model(Option<String>),
     Sessions,
     Resume(Option<String>),
+    Approvals,
     Unknown(String),
 }
 
@@ -68,6 +69,7 @@ impl Command {
             ("/model", arg) => Command::Model(arg),
             ("/sessions", _) => Command::Sessions,
             ("/resume", arg) => Command::Resume(arg),
+            ("/approvals", _) => Command::Approvals,
             (other, _) => Command::Unknown(other.to_string()),
         })
     }
@@ -85,6 +87,10 @@ const HELP: &[(&str, &str)] = &[
     ),
     ("/sessions", "this workspace's saved sessions"),
     ("/resume ID", "continue a saved session here"),
+    (
+        "/approvals",
+        "the approvals mode and the rules in force here",
+    ),
     ("/retry", "ask the model again after an error"),
     ("/compact", "summarize older turns now"),
     ("/jobs [all]", "background jobs (running, or all)"),
@@ -108,6 +114,7 @@ pub(super) async fn run(chat: &mut Chat, command: Command) {
         Command::Model(name) => model(chat, name),
         Command::Sessions => sessions(chat),
         Command::Resume(id) => resume(chat, id).await,
+        Command::Approvals => approvals(chat),
         Command::Unknown(name) => errln!(
             "unknown command {}; /help lists them",
             super::terminal::one_line(&name, 60)
@@ -242,6 +249,38 @@ async fn resume(chat: &mut Chat, id: Option<String>) {
         "resumed session {id} ({} turns); the previous one is saved",
         chat.session.history().len()
     );
+}
+
+/// The mode, the configured rules, and what was allowed in this
+/// conversation.
+fn approvals(chat: &Chat) {
+    use super::terminal::one_line;
+    let approvals = &chat.kit.config.approvals;
+    errln!(
+        "approvals: {} for calls no rule speaks to",
+        approvals.mode.as_str()
+    );
+    let configured: Vec<_> = approvals.rules.iter().collect();
+    let granted = chat.session.granted_rules();
+    if configured.is_empty() && granted.is_empty() {
+        errln!("no rules (answer s or a at an approval prompt to add one)");
+    }
+    for rule in configured {
+        errln!(
+            "  {:<5} {}  {}",
+            rule.decision.as_str(),
+            one_line(&rule.describe(), 200),
+            one_line(&rule.applies_in(), 200)
+        );
+    }
+    for rule in &granted {
+        errln!(
+            "  {:<5} {}  (this conversation)",
+            rule.decision.as_str(),
+            one_line(&rule.describe(), 200)
+        );
+    }
+    errln!("(`sandcrab approvals list --all` and `revoke N` manage the saved rules)");
 }
 
 async fn list_plugins(chat: &Chat) {

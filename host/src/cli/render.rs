@@ -59,7 +59,7 @@ impl Renderer {
 
     /// The tokens of the last input processed, as the provider reported.
     pub fn last_usage(&self) -> Option<Usage> {
-        self.usage.lock().map(|u| u.clone()).unwrap_or(None)
+        self.usage.lock().map(|u| *u).unwrap_or(None)
     }
 
     /// Wait for the events to end (the session was closed) and the last
@@ -208,7 +208,7 @@ impl Screen {
             }
             EventData::ProcessingEnd(d) => {
                 if let Ok(mut usage) = self.usage.lock() {
-                    *usage = Some(d.usage.clone());
+                    *usage = Some(d.usage);
                 }
             }
             // Anything else is at most a line of its own on stderr: the
