@@ -117,6 +117,7 @@ async fn an_edit_shows_as_a_coloured_diff_and_undo_puts_the_file_back() {
     term.expect("> ");
     term.send("/undo\r");
     term.expect("restored notes.txt");
+    term.expect("-BETA");
     term.expect("> ");
     assert_eq!(
         std::fs::read_to_string(&file).unwrap(),

@@ -5,7 +5,7 @@
 use super::chat_state::Chat;
 use super::render::Renderer;
 use super::terminal::{Sink, sanitize, write_styled};
-use super::view::diff_view::render_change;
+use super::view::diff_view::{render_change, render_titled};
 use super::view::style::{Style, Styled};
 
 /// The commands Tab completes.
@@ -157,12 +157,8 @@ fn undo(chat: &Chat) {
         }
         Ok(restored) => {
             let names: Vec<&str> = restored.iter().map(|c| c.path.as_str()).collect();
-            let mut out = Styled::new(chat.look.color);
-            out.styled(Style::BoldCyan, "● ")
-                .text(&format!("restored {}\n", names.join(", ")));
-            write_styled(&out, Sink::Err);
             for change in &restored {
-                write_styled(&render_change(change, chat.look, 20), Sink::Err);
+                write_styled(&render_titled(change, "restored", chat.look, 20), Sink::Err);
             }
             // The model's idea of these files is now out of date.
             chat.session.steer(&format!(

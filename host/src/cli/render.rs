@@ -179,12 +179,15 @@ impl Screen {
             EventData::ToolCallStart(d) => {
                 self.make_room();
                 self.refresh_width();
+                let room = self.look.width.map_or(120, |w| {
+                    w.saturating_sub(d.name.chars().count() + 5).max(20)
+                });
                 let mut line = Styled::new(self.look.color);
                 line.styled(Style::BoldCyan, "● ")
                     .styled(Style::Bold, &d.name)
                     .styled(
                         Style::Dim,
-                        &format!("({})", short(&d.arguments.to_string(), 120)),
+                        &format!("({})", call_summary(&d.arguments, room)),
                     )
                     .text("\n");
                 write_err_styled(&line);
@@ -308,6 +311,20 @@ fn notice(data: &EventData) -> Option<String> {
         // rest shows nothing.
         _ => return None,
     })
+}
+
+/// A call's arguments on one line of at most `room` characters: the path
+/// or command it works on when it names one, else its JSON.
+fn call_summary(arguments: &serde_json::Value, room: usize) -> String {
+    let main = ["command", "file_path", "path", "pattern", "query", "url"]
+        .iter()
+        .find_map(|key| arguments.get(key)?.as_str());
+    let text = match main {
+        Some(main) if arguments.as_object().is_some_and(|o| o.len() == 1) => main.to_string(),
+        Some(main) => format!("{main}, …"),
+        None => arguments.to_string(),
+    };
+    super::terminal::one_line(&short(&text, room), usize::MAX)
 }
 
 fn short(text: &str, max: usize) -> String {

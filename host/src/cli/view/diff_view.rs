@@ -25,12 +25,17 @@ pub fn diff_line(line: &str, out: &mut Styled) {
 /// `change` with at most `max_lines` lines of its diff (0: the header
 /// only), every line ending in a newline.
 pub fn render_change(change: &FileChange, look: Look, max_lines: usize) -> Styled {
-    let mut out = Styled::new(look.color);
     let verb = match change.kind {
         ChangeKind::Created => "created",
         ChangeKind::Modified => "changed",
         ChangeKind::Deleted => "deleted",
     };
+    render_titled(change, verb, look, max_lines)
+}
+
+/// Like [`render_change`], the header saying `verb` (`restored`).
+pub fn render_titled(change: &FileChange, verb: &str, look: Look, max_lines: usize) -> Styled {
+    let mut out = Styled::new(look.color);
     out.styled(Style::BoldCyan, "● ")
         .styled(Style::Bold, &format!("{verb} {}", change.path))
         .styled(Style::Dim, &format!(" ({})", counts(change)))
