@@ -135,7 +135,7 @@ pub fn record_digest(record: &StoredRecord) -> String {
 
 /// The detail of a compaction that removed `removed` (turn id, the
 /// digest the chain holds for it) and added `added`.
-pub fn compaction_detail(removed: &[(String, String)], added: &[NewBlock]) -> String {
+fn compaction_detail(removed: &[(String, String)], added: &[NewBlock]) -> String {
     let added: Vec<(String, String)> = added
         .iter()
         .map(|b| (b.label.clone(), digest_of(&[&b.label, &b.content])))
@@ -144,8 +144,34 @@ pub fn compaction_detail(removed: &[(String, String)], added: &[NewBlock]) -> St
 }
 
 /// The digest of a compaction's detail.
-pub fn detail_digest(detail: &str) -> String {
+fn detail_digest(detail: &str) -> String {
     digest_of(&[detail])
+}
+
+/// The link that signs off a compaction: what it removed and what it
+/// added, in one place for every store.
+pub struct SignOff {
+    subject: String,
+    digest: String,
+    detail: String,
+}
+
+impl SignOff {
+    /// The sign-off of a compaction that removed `removed` (turn id, the
+    /// digest the chain holds for it) and added `added`.
+    pub fn compaction(removed: &[(String, String)], added: &[NewBlock]) -> SignOff {
+        let detail = compaction_detail(removed, added);
+        SignOff {
+            subject: format!("compaction of {} turns", removed.len()),
+            digest: detail_digest(&detail),
+            detail,
+        }
+    }
+
+    /// As an item to add to the chain (kind, subject, digest, detail).
+    pub fn item(&self) -> (&str, &str, String, &str) {
+        (COMPACTION, &self.subject, self.digest.clone(), &self.detail)
+    }
 }
 
 /// The chain hash of a link after `prev`.

@@ -555,14 +555,8 @@ impl Store for SqliteStore {
                 }
                 removed
             };
-            let detail = chain::compaction_detail(&removed, &write.add_blocks);
-            let label = format!("compaction of {} turns", removed.len());
-            let digest = chain::detail_digest(&detail);
-            add_links(
-                &tx,
-                conversation,
-                [(chain::COMPACTION, label.as_str(), digest, detail.as_str())],
-            )?;
+            let sign_off = chain::SignOff::compaction(&removed, &write.add_blocks);
+            add_links(&tx, conversation, [sign_off.item()])?;
         }
         for block in &write.add_blocks {
             insert_block(&tx, conversation, block)?;

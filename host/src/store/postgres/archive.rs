@@ -6,7 +6,7 @@ use tokio_postgres::Row;
 
 use super::PgStore;
 use crate::store::bm25;
-use crate::store::{ArchivalBlock, CompactionWrite, NewBlock, StoreError, chain};
+use crate::store::{ArchivalBlock, NewBlock, StoreError};
 
 const BLOCK_COLUMNS: &str = "id, conversation_id, label, content, created_at";
 
@@ -171,61 +171,5 @@ pub async fn scan_embeddings(
         let vector: &[u8] = row.get(1);
         visit(row.get(0), vector);
     }
-    Ok(())
-}
-
-pub async fn compact(
-    store: &PgStore,
-    conversation: &str,
-    write: &CompactionWrite,
-) -> Result<(), StoreError> {
-    let mut client = store.client().await?;
-    let tx = client.transaction().await?;
-    super::sessions::lock_and_fence(store, &tx, conversation).await?;
-    if !write.delete_turns.is_empty() {
-        // The sign-off: what it removed (as the chain knew it) and what
-        // replaced it.
-        let rows = tx
-            .query(
-                "SELECT subject, digest FROM chain WHERE session_id = $1 AND kind = 'turn' AND subject = ANY($2)",
-                &[&conversation, &write.delete_turns],
-            )
-            .await?;
-        let removed: Vec<(String, String)> = write
-            .delete_turns
-            .iter()
-            .map(|id| {
-                let digest = rows
-                    .iter()
-                    .find(|r| r.get::<_, &str>(0) == id)
-                    .map(|r| r.get::<_, String>(1))
-                    .unwrap_or_default();
-                (id.clone(), digest)
-            })
-            .collect();
-        let detail = chain::compaction_detail(&removed, &write.add_blocks);
-        let label = format!("compaction of {} turns", removed.len());
-        let digest = chain::detail_digest(&detail);
-        super::sessions::add_links(
-            &tx,
-            conversation,
-            [(chain::COMPACTION, label.as_str(), digest, detail.as_str())],
-        )
-        .await?;
-    }
-    for block in &write.add_blocks {
-        insert_block(&tx, conversation, block).await?;
-    }
-    tx.execute(
-        "DELETE FROM archival WHERE id = ANY($1) AND conversation_id = $2",
-        &[&write.delete_blocks, &conversation],
-    )
-    .await?;
-    tx.execute(
-        "DELETE FROM turns WHERE id = ANY($1) AND session_id = $2",
-        &[&write.delete_turns, &conversation],
-    )
-    .await?;
-    tx.commit().await?;
     Ok(())
 }

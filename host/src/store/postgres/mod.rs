@@ -296,7 +296,7 @@ impl Store for PgStore {
     }
 
     fn compact(&self, conversation: &str, write: &CompactionWrite) -> Result<(), StoreError> {
-        self.run(archive::compact(self, conversation, write))
+        self.run(sessions::compact(self, conversation, write))
     }
 
     fn append_events(&self, stream: &str, events: &[StoredEvent]) -> Result<(), StoreError> {

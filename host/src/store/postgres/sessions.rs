@@ -8,7 +8,8 @@ use tokio_postgres::Row;
 use super::{NOW_MS, PgStore};
 use crate::store::lease::LeaseInfo;
 use crate::store::{
-    NewRecord, SessionRecord, StoreError, StoredRecord, StoredTurn, chain, export, packing,
+    CompactionWrite, NewRecord, SessionRecord, StoreError, StoredRecord, StoredTurn, chain, export,
+    packing,
 };
 
 const SESSION_COLUMNS: &str = "s.id, s.workspace, s.provider, s.profile, s.model, s.title, s.created_at, s.updated_at, s.state, (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id), s.host";
@@ -45,7 +46,7 @@ fn lease_row(r: &Row) -> LeaseInfo {
 
 /// Lock `session`'s row for the rest of the transaction (its writes take
 /// turns) and refuse what [`crate::store::lease::fence`] refuses.
-pub(super) async fn lock_and_fence(
+async fn lock_and_fence(
     store: &PgStore,
     tx: &Transaction<'_>,
     session: &str,
@@ -190,7 +191,7 @@ async fn chain_tail(tx: &Transaction<'_>, session: &str) -> Result<(u64, String)
 }
 
 /// Append links to `session`'s chain (inside the caller's transaction).
-pub(super) async fn add_links<'a>(
+async fn add_links<'a>(
     tx: &Transaction<'_>,
     session: &str,
     items: impl IntoIterator<Item = (&'a str, &'a str, String, &'a str)>,
@@ -465,4 +466,55 @@ pub fn renewal(
             Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect())
         })
     })
+}
+
+/// Replace compacted turns and summary blocks in one transaction, fenced
+/// by the session's lease and signed off in its chain.
+pub async fn compact(
+    store: &PgStore,
+    conversation: &str,
+    write: &CompactionWrite,
+) -> Result<(), StoreError> {
+    let mut client = store.client().await?;
+    let tx = client.transaction().await?;
+    lock_and_fence(store, &tx, conversation).await?;
+    if !write.delete_turns.is_empty() {
+        // The sign-off: what it removed (as the chain knew it) and what
+        // replaced it.
+        let rows = tx
+            .query(
+                "SELECT subject, digest FROM chain WHERE session_id = $1 AND kind = 'turn' AND subject = ANY($2)",
+                &[&conversation, &write.delete_turns],
+            )
+            .await?;
+        let removed: Vec<(String, String)> = write
+            .delete_turns
+            .iter()
+            .map(|id| {
+                let digest = rows
+                    .iter()
+                    .find(|r| r.get::<_, &str>(0) == id)
+                    .map(|r| r.get::<_, String>(1))
+                    .unwrap_or_default();
+                (id.clone(), digest)
+            })
+            .collect();
+        let sign_off = chain::SignOff::compaction(&removed, &write.add_blocks);
+        add_links(&tx, conversation, [sign_off.item()]).await?;
+    }
+    for block in &write.add_blocks {
+        super::archive::insert_block(&tx, conversation, block).await?;
+    }
+    tx.execute(
+        "DELETE FROM archival WHERE id = ANY($1) AND conversation_id = $2",
+        &[&write.delete_blocks, &conversation],
+    )
+    .await?;
+    tx.execute(
+        "DELETE FROM turns WHERE id = ANY($1) AND session_id = $2",
+        &[&write.delete_turns, &conversation],
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
 }
