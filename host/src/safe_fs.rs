@@ -37,50 +37,54 @@ pub fn read_regular(path: &Path, limit: u64, links: Links) -> io::Result<Vec<u8>
 /// following no symbolic link at any level, and read it as a regular file
 /// of at most `limit` bytes.
 pub fn read_beneath(root: &Path, relative: &Path, limit: u64) -> io::Result<Vec<u8>> {
-    let parts = plain_components(relative)?;
-    let (last, dirs) = parts.split_last().ok_or_else(|| invalid("an empty path"))?;
-    let mut dir = open_dir(root)?;
-    for part in dirs {
-        dir = openat(&dir, part, libc::O_DIRECTORY | libc::O_NOFOLLOW)?;
-    }
-    let fd = openat(&dir, last, libc::O_NOFOLLOW | libc::O_NONBLOCK)?;
+    let (dir, last) = parent_beneath(root, relative, false)?;
+    let fd = openat(&dir, &last, libc::O_NOFOLLOW | libc::O_NONBLOCK)?;
     read_file_capped(File::from(fd), limit)
 }
 
-/// Replace (or create) the file `relative` beneath `root` with `bytes`,
-/// following no symbolic link at any level: missing directories are
-/// created, the content goes to a new file beside it which is then renamed
-/// over the name (a link there is replaced, never written through).
-pub fn write_beneath(root: &Path, relative: &Path, bytes: &[u8]) -> io::Result<()> {
+/// Replace (or create) the file `relative` beneath `root` with `bytes`
+/// (and `mode`'s permission bits), following no symbolic link at any
+/// level: missing directories are created, the content goes to a new file
+/// of an unguessable name beside it (created exclusively, so nothing
+/// planted there is opened) which is then renamed over the name (a link
+/// there is replaced, never written through).
+pub fn write_beneath(
+    root: &Path,
+    relative: &Path,
+    bytes: &[u8],
+    mode: Option<u32>,
+) -> io::Result<()> {
     use std::io::Write;
-    let parts = plain_components(relative)?;
-    let (last, dirs) = parts.split_last().ok_or_else(|| invalid("an empty path"))?;
-    let mut dir = open_dir(root)?;
-    for part in dirs {
-        dir = match openat(&dir, part, libc::O_DIRECTORY | libc::O_NOFOLLOW) {
-            Err(err) if err.kind() == io::ErrorKind::NotFound => {
-                // SAFETY: a NUL-terminated name relative to a directory fd we own.
-                if unsafe { libc::mkdirat(dir.as_raw_fd(), part.as_ptr(), 0o755) } < 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                openat(&dir, part, libc::O_DIRECTORY | libc::O_NOFOLLOW)?
-            }
-            other => other?,
-        };
+    let (dir, last) = parent_beneath(root, relative, true)?;
+    let temp = std::ffi::CString::new(format!(".sandcrab-{:016x}", rand::random::<u64>()))
+        .expect("no NUL in a hex name");
+    // SAFETY: a NUL-terminated name relative to a directory fd we own.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            temp.as_ptr(),
+            libc::O_WRONLY
+                | libc::O_CREAT
+                | libc::O_EXCL
+                | libc::O_NOFOLLOW
+                | libc::O_NONBLOCK
+                | libc::O_CLOEXEC,
+            0o600,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
     }
-    let temp = std::ffi::CString::new(format!(
-        ".{}.sandcrab-{}",
-        last.to_string_lossy(),
-        std::process::id()
-    ))
-    .map_err(|_| invalid("a name with a NUL byte"))?;
-    let fd = openat(
-        &dir,
-        &temp,
-        libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW,
-    )?;
-    let mut file = File::from(fd);
-    let written = file.write_all(bytes).and_then(|()| file.sync_data());
+    // SAFETY: a fresh descriptor we now own.
+    let mut file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    let permissions = {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::Permissions::from_mode(mode.unwrap_or(0o644) & 0o777)
+    };
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| file.set_permissions(permissions))
+        .and_then(|()| file.sync_data());
     // SAFETY: names relative to a directory fd we own.
     let renamed = written.and_then(|()| {
         let rc = unsafe {
@@ -108,15 +112,10 @@ pub fn write_beneath(root: &Path, relative: &Path, bytes: &[u8]) -> io::Result<(
 /// symbolic link on the way; a name that is already gone is not an error,
 /// a directory is.
 pub fn remove_beneath(root: &Path, relative: &Path) -> io::Result<()> {
-    let parts = plain_components(relative)?;
-    let (last, dirs) = parts.split_last().ok_or_else(|| invalid("an empty path"))?;
-    let mut dir = open_dir(root)?;
-    for part in dirs {
-        dir = match openat(&dir, part, libc::O_DIRECTORY | libc::O_NOFOLLOW) {
-            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(()),
-            other => other?,
-        };
-    }
+    let (dir, last) = match parent_beneath(root, relative, false) {
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(()),
+        found => found?,
+    };
     // SAFETY: a name relative to a directory fd we own.
     if unsafe { libc::unlinkat(dir.as_raw_fd(), last.as_ptr(), 0) } < 0 {
         let err = io::Error::last_os_error();
@@ -125,6 +124,33 @@ pub fn remove_beneath(root: &Path, relative: &Path) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The directory holding `relative` beneath `root`, reached without
+/// following a symbolic link at any level (`create`: making the missing
+/// ones), and the last name.
+fn parent_beneath(
+    root: &Path,
+    relative: &Path,
+    create: bool,
+) -> io::Result<(OwnedFd, std::ffi::CString)> {
+    let mut parts = plain_components(relative)?;
+    let last = parts.pop().ok_or_else(|| invalid("an empty path"))?;
+    let mut dir = open_dir(root)?;
+    for part in &parts {
+        let flags = libc::O_DIRECTORY | libc::O_NOFOLLOW;
+        dir = match openat(&dir, part, flags) {
+            Err(err) if create && err.kind() == io::ErrorKind::NotFound => {
+                // SAFETY: a NUL-terminated name relative to a directory fd we own.
+                if unsafe { libc::mkdirat(dir.as_raw_fd(), part.as_ptr(), 0o755) } < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                openat(&dir, part, flags)?
+            }
+            opened => opened?,
+        };
+    }
+    Ok((dir, last))
 }
 
 /// The names of `relative`, refusing absolute paths, `..` and empty names.

@@ -3,11 +3,16 @@
 //! carried by the call's `TOOL_CALL_END`; `/diff` and `/undo` read them
 //! back.
 
-use super::session::Session;
-use crate::checkpoint::{CheckpointError, Checkpoints, FileChange, Snapshot, patch_paths};
-use crate::llm::ToolCall;
-use crate::plugin::Writes;
 use std::path::{Path, PathBuf};
+
+use super::session::Session;
+use crate::checkpoint::{CheckpointError, Checkpoints, FileChange, Kept, Undone, patch_paths};
+use crate::llm::ToolCall;
+use crate::plugin::{Writes, host_path_of};
+
+/// Most files one call's arguments may name for checkpoints (a patch can
+/// name any number).
+const MAX_PATHS_PER_CALL: usize = 200;
 
 impl Session {
     /// Keep checkpoints of the files this session's tool calls change in
@@ -21,12 +26,13 @@ impl Session {
     }
 
     /// Put back the files the last input that changed any found; what was
-    /// restored.
-    pub fn undo_last_changes(&self) -> Result<Vec<FileChange>, CheckpointError> {
+    /// restored and what could not be. Files changed since that input
+    /// stop it, unless `force` (see [`Checkpoints::undo_last`]).
+    pub fn undo_last_changes(&self, force: bool) -> Result<Undone, CheckpointError> {
         self.checkpoints
             .get()
             .ok_or(CheckpointError::NothingToUndo)?
-            .undo_last()
+            .undo_last(force)
     }
 
     /// Every file this conversation changed, from before its first change
@@ -45,31 +51,42 @@ impl Session {
         }
     }
 
-    /// Before `call` runs: the files it names for writing, kept.
-    pub(super) fn before_writes(&self, call: &ToolCall) -> Vec<Snapshot> {
+    /// `call` was allowed and is about to run: keep the files it names
+    /// for writing (a call that is refused keeps nothing); a file that
+    /// cannot be kept is said.
+    pub(super) fn before_writes(&self, call: &ToolCall) {
         let Some(checkpoints) = self.checkpoints.get() else {
-            return Vec::new();
+            return;
         };
         if self.playback.is_some() {
-            return Vec::new();
+            return;
         }
         let mut snapshots = Vec::new();
-        for path in self.written_paths(call) {
+        for path in self
+            .written_paths(call)
+            .into_iter()
+            .take(MAX_PATHS_PER_CALL)
+        {
             match checkpoints.before_write(&path) {
-                Ok(Some(snapshot)) => snapshots.push(snapshot),
-                Ok(None) => {}
+                Ok(Kept::Snapshot(snapshot)) => snapshots.push(snapshot),
+                Ok(Kept::Outside) => {}
+                Ok(Kept::Skipped { path, why }) => self.warn(&format!(
+                    "{} was not checkpointed ({why}); /undo cannot restore it",
+                    crate::terminal_safe::json_text(&path)
+                )),
                 Err(err) => self.warn(&format!("{err}; /undo cannot restore this change")),
             }
         }
-        snapshots
+        checkpoints.running(&call.id, snapshots);
     }
 
     /// After `call` ran: what it changed, for its TOOL_CALL_END.
-    pub(super) fn after_writes(&self, call: &ToolCall, snapshots: &[Snapshot]) -> Vec<FileChange> {
+    pub(super) fn after_writes(&self, call: &ToolCall) -> Vec<FileChange> {
         let Some(checkpoints) = self.checkpoints.get() else {
             return Vec::new();
         };
-        snapshots
+        checkpoints
+            .ended(&call.id)
             .iter()
             .filter_map(|snapshot| checkpoints.changed(snapshot))
             .map(|mut change| {
@@ -97,17 +114,9 @@ impl Session {
                 .map(patch_paths)
                 .unwrap_or_default(),
         };
-        names.iter().map(|name| self.host_path(name)).collect()
-    }
-
-    /// A tool's path as the host sees it: `/workspace/…` is the workspace,
-    /// a relative path is under the working directory.
-    fn host_path(&self, name: &str) -> PathBuf {
-        match name.strip_prefix("/workspace") {
-            Some(rest) if rest.is_empty() || rest.starts_with('/') => {
-                self.workspace.join(rest.trim_start_matches('/'))
-            }
-            _ => self.working_dir.join(name),
-        }
+        names
+            .iter()
+            .map(|name| host_path_of(name, &self.workspace, &self.working_dir))
+            .collect()
     }
 }

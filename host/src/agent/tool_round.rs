@@ -68,9 +68,8 @@ impl Session {
             name: call.name.clone(),
             arguments: call.arguments.clone(),
         }));
-        let kept = self.before_writes(call);
         let outcome = self.tool_outcome(call, self.tools()).await;
-        let changes = self.after_writes(call, &kept);
+        let changes = self.after_writes(call);
         let truncated =
             self.config
                 .truncation

@@ -29,7 +29,7 @@ pub fn edit_diff(
         return Some(clip(patch.to_string()));
     }
     let name = args["file_path"].as_str().or(args["path"].as_str())?;
-    let path = resolve(name, workspace, working_dir);
+    let path = crate::plugin::host_path_of(name, workspace, working_dir);
     let before = read_small(&path, workspace);
     let after = if let Some(content) = args["content"].as_str() {
         content.to_string()
@@ -58,21 +58,14 @@ pub fn edit_diff(
         }
     };
     let before = before.unwrap_or_default();
-    let diff = TextDiff::from_lines(&before, &after)
+    let diff = TextDiff::configure()
+        .timeout(crate::checkpoint::DIFF_TIME)
+        .diff_lines(&before, &after)
         .unified_diff()
         .context_radius(3)
         .header(&format!("a/{name}"), &format!("b/{name}"))
         .to_string();
     Some(clip(diff))
-}
-
-/// `name` as the host sees it: `/workspace/…` guest paths resolve against
-/// the workspace, relative names against the working directory.
-fn resolve(name: &str, workspace: &Path, working_dir: &Path) -> std::path::PathBuf {
-    match name.strip_prefix("/workspace/") {
-        Some(rest) => workspace.join(rest),
-        None => working_dir.join(name),
-    }
 }
 
 /// The file's text, if it is a small regular file inside `workspace`

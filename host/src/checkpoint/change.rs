@@ -2,11 +2,19 @@
 //! carried by the call's `TOOL_CALL_END` event and shown by `/diff` and
 //! `/undo`.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 use similar::TextDiff;
 
 /// Longest diff kept in a change (the rest is cut with a note).
 const MAX_DIFF_CHARS: usize = 60_000;
+/// Longest a diff may take to compute: a model can make two files that
+/// share no line, for which an exact diff takes hours; past this the diff
+/// is coarser (whole blocks replaced), never late.
+pub const DIFF_TIME: Duration = Duration::from_millis(250);
+/// Files with more lines than this on either side are not diffed.
+const MAX_DIFF_LINES: usize = 100_000;
 
 /// How a file changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,18 +61,26 @@ impl FileChange {
                 Some(bytes) => std::str::from_utf8(bytes).ok(),
             }
         }
-        let (Some(old), Some(new)) = (text(before), text(after)) else {
-            return Some(FileChange {
-                call_id: String::new(),
-                path: path.to_string(),
-                kind,
-                diff: String::new(),
-                added: 0,
-                removed: 0,
-                binary: true,
-            });
+        let change = |diff: String, added, removed, binary| FileChange {
+            call_id: String::new(),
+            path: path.to_string(),
+            kind,
+            diff,
+            added,
+            removed,
+            binary,
         };
-        let lines = TextDiff::from_lines(old, new);
+        let (Some(old), Some(new)) = (text(before), text(after)) else {
+            return Some(change(String::new(), 0, 0, true));
+        };
+        let (old_lines, new_lines) = (old.lines().count(), new.lines().count());
+        if old_lines.max(new_lines) > MAX_DIFF_LINES {
+            let note = format!("(over {MAX_DIFF_LINES} lines: not shown)\n");
+            return Some(change(note, new_lines, old_lines, false));
+        }
+        let lines = TextDiff::configure()
+            .timeout(DIFF_TIME)
+            .diff_lines(old, new);
         let (mut added, mut removed) = (0, 0);
         for change in lines.iter_all_changes() {
             match change.tag() {
@@ -96,28 +112,15 @@ impl FileChange {
             diff.truncate(cut);
             diff.push_str("\n… (diff cut)\n");
         }
-        Some(FileChange {
-            call_id: String::new(),
-            path: path.to_string(),
-            kind,
-            diff,
-            added,
-            removed,
-            binary: false,
-        })
+        Some(change(diff, added, removed, false))
     }
 
-    /// One line: `path (+A −R)`, `path (new file, +A)`, …
-    pub fn summary(&self) -> String {
-        let counts = if self.binary {
+    /// Its size in lines: `+A −R`, or `binary`.
+    pub fn counts(&self) -> String {
+        if self.binary {
             "binary".to_string()
         } else {
             format!("+{} −{}", self.added, self.removed)
-        };
-        match self.kind {
-            ChangeKind::Created => format!("{} (new file, {counts})", self.path),
-            ChangeKind::Deleted => format!("{} (deleted, {counts})", self.path),
-            ChangeKind::Modified => format!("{} ({counts})", self.path),
         }
     }
 }
@@ -141,5 +144,22 @@ mod tests {
         assert!(FileChange::between("same", Some(b"x"), Some(b"x")).is_none());
         let bin = FileChange::between("b", Some(b"\xff"), Some(b"x")).unwrap();
         assert!(bin.binary && bin.diff.is_empty());
+    }
+
+    /// Two large files that share no line: an exact diff would take
+    /// hours; this one is bounded in time.
+    #[test]
+    fn a_diff_of_files_sharing_no_line_ends_in_time() {
+        let old = "a\n".repeat(60_000);
+        let new = "b\n".repeat(60_000);
+        let started = std::time::Instant::now();
+        let change =
+            FileChange::between("big", Some(old.as_bytes()), Some(new.as_bytes())).unwrap();
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!((change.added, change.removed), (60_000, 60_000));
     }
 }

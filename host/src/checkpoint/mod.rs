@@ -19,23 +19,51 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-pub use change::{ChangeKind, FileChange};
+pub use change::{ChangeKind, DIFF_TIME, FileChange};
 pub use targets::patch_paths;
 
 use crate::safe_fs;
 
 /// Largest file kept.
 pub const MAX_FILE: u64 = 8 << 20;
+/// Most bytes one conversation's checkpoints may hold.
+pub const MAX_SESSION_BYTES: u64 = 256 << 20;
 
 /// Why a checkpoint could not be kept or restored.
 #[derive(Debug, thiserror::Error)]
 pub enum CheckpointError {
-    #[error("nothing to undo: no file was changed by a tool since this conversation began")]
+    #[error("nothing to undo: no file a tool changed in this conversation is left to put back")]
     NothingToUndo,
+    /// Files the last input changed were changed again after it (by the
+    /// operator or a program): undoing would throw that away.
+    #[error(
+        "not undone: {} changed since that turn's tools wrote them (by you or a program), and undoing would lose that; `/undo force` puts the turn's files back anyway",
+        .paths.join(", ")
+    )]
+    ChangedSince { paths: Vec<String> },
     #[error("cannot keep checkpoints in {dir}: {source}")]
     Storage { dir: PathBuf, source: io::Error },
-    #[error("cannot restore {path}: {source}")]
-    Restore { path: String, source: io::Error },
+}
+
+/// What `before_write` did with a file.
+#[derive(Debug)]
+pub enum Kept {
+    /// Kept (or kept earlier in this input): the file as it is now.
+    Snapshot(Snapshot),
+    /// Not a file of the workspace: nothing to keep.
+    Outside,
+    /// A workspace file that cannot be kept, and why: `/undo` will not
+    /// restore it.
+    Skipped { path: String, why: String },
+}
+
+/// What `/undo` did.
+#[derive(Debug, Default)]
+pub struct Undone {
+    /// Each file restored: from how it was to how it is again.
+    pub restored: Vec<FileChange>,
+    /// Files that could not be restored, and why.
+    pub failed: Vec<(String, String)>,
 }
 
 /// The checkpoint directory of every session (None without a data
@@ -63,6 +91,34 @@ struct Entry {
     /// The kept content's file name in the input's directory (None: the
     /// file did not exist).
     blob: Option<String>,
+    /// The file's permission bits.
+    #[serde(default)]
+    mode: Option<u32>,
+    /// The file as the input's calls left it (None: not known).
+    #[serde(default)]
+    left: Option<Left>,
+}
+
+/// A file as an input's calls left it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Left {
+    Absent,
+    /// Its content's BLAKE3 digest and its permission bits.
+    File {
+        digest: String,
+        mode: Option<u32>,
+    },
+}
+
+impl Entry {
+    /// Whether a manifest read back names its blob as this module writes
+    /// it (a number), so a planted manifest cannot point elsewhere.
+    fn is_sound(&self) -> bool {
+        self.blob
+            .as_deref()
+            .is_none_or(|b| !b.is_empty() && b.bytes().all(|c| c.is_ascii_digit()))
+    }
 }
 
 /// A file as a call found it, to tell what the call changed.
@@ -70,6 +126,8 @@ struct Entry {
 pub struct Snapshot {
     path: String,
     before: Option<Vec<u8>>,
+    /// The input that kept it.
+    input: u64,
 }
 
 /// A session's checkpoints.
@@ -77,6 +135,8 @@ pub struct Checkpoints {
     dir: PathBuf,
     workspace: PathBuf,
     state: Mutex<State>,
+    /// Most bytes kept ([`MAX_SESSION_BYTES`]).
+    quota: u64,
 }
 
 #[derive(Default)]
@@ -85,6 +145,10 @@ struct State {
     input: u64,
     /// What each input kept, by input number.
     inputs: BTreeMap<u64, Vec<Entry>>,
+    /// Bytes kept on disk.
+    stored: u64,
+    /// Snapshots of calls that are running, by call id.
+    running: std::collections::HashMap<String, Vec<Snapshot>>,
 }
 
 const MANIFEST: &str = "manifest.json";
@@ -95,6 +159,7 @@ impl Checkpoints {
     /// session) are read back.
     pub fn open(dir: PathBuf, workspace: &Path) -> Checkpoints {
         let mut inputs = BTreeMap::new();
+        let mut stored = 0;
         if let Ok(entries) = std::fs::read_dir(&dir) {
             for entry in entries.flatten() {
                 let Some(n) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
@@ -108,7 +173,15 @@ impl Checkpoints {
                 if let Some(kept) = manifest
                     .ok()
                     .and_then(|b| serde_json::from_slice::<Vec<Entry>>(&b).ok())
+                    .filter(|kept| kept.iter().all(Entry::is_sound))
                 {
+                    for entry in &kept {
+                        if let Some(blob) = &entry.blob {
+                            stored += std::fs::symlink_metadata(entry_dir(&dir, n).join(blob))
+                                .map(|m| m.len())
+                                .unwrap_or(0);
+                        }
+                    }
                     inputs.insert(n, kept);
                 }
             }
@@ -117,8 +190,21 @@ impl Checkpoints {
         Checkpoints {
             dir,
             workspace: std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.into()),
-            state: Mutex::new(State { input, inputs }),
+            state: Mutex::new(State {
+                input,
+                inputs,
+                stored,
+                running: Default::default(),
+            }),
+            quota: MAX_SESSION_BYTES,
         }
+    }
+
+    /// Keep at most `bytes` (tests).
+    #[cfg(test)]
+    fn with_quota(mut self, bytes: u64) -> Self {
+        self.quota = bytes;
+        self
     }
 
     /// A new input begins: its first write of each file is kept apart.
@@ -130,26 +216,44 @@ impl Checkpoints {
 
     /// Before a call writes `path` (absolute, or relative to the
     /// workspace): the file as it is now, kept on disk if this input has
-    /// not kept it yet. None when the file cannot be kept (outside the
-    /// workspace, a link, not a regular file, too big).
-    pub fn before_write(&self, path: &Path) -> Result<Option<Snapshot>, CheckpointError> {
+    /// not kept it yet.
+    pub fn before_write(&self, path: &Path) -> Result<Kept, CheckpointError> {
         let Some(relative) = self.relative(path) else {
-            return Ok(None);
-        };
-        let Ok(before) = self.read(&relative) else {
-            return Ok(None);
+            return Ok(Kept::Outside);
         };
         let shown = relative.to_string_lossy().into_owned();
+        let skipped = |why: String| {
+            Ok(Kept::Skipped {
+                path: shown.clone(),
+                why,
+            })
+        };
+        let before = match self.read(&relative) {
+            Ok(before) => before,
+            Err(err) => return skipped(err.to_string()),
+        };
+        let mode = before.as_ref().and_then(|_| self.mode_of(&relative));
         let mut state = self.lock();
         let input = state.input;
-        let kept = state.inputs.entry(input).or_default();
-        if !kept.iter().any(|e| e.path == shown) {
-            let dir = self.dir.join(input.to_string());
+        let already = state
+            .inputs
+            .get(&input)
+            .is_some_and(|kept| kept.iter().any(|e| e.path == shown));
+        if !already {
+            let size = before.as_ref().map_or(0, |b| b.len() as u64);
+            if state.stored + size > self.quota {
+                return skipped(format!(
+                    "this conversation's checkpoints reached {} KiB",
+                    self.quota >> 10
+                ));
+            }
+            let dir = entry_dir(&self.dir, input);
             let storage = |source| CheckpointError::Storage {
                 dir: dir.clone(),
                 source,
             };
             create_private_dir(&dir).map_err(storage)?;
+            let kept = state.inputs.entry(input).or_default();
             let blob = match &before {
                 Some(bytes) => {
                     let name = kept.len().to_string();
@@ -161,27 +265,67 @@ impl Checkpoints {
             kept.push(Entry {
                 path: shown.clone(),
                 blob,
+                mode,
+                left: None,
             });
-            let manifest = serde_json::to_vec(kept).expect("entries serialize");
-            std::fs::write(dir.join(MANIFEST), manifest).map_err(storage)?;
+            write_manifest(&dir, kept).map_err(storage)?;
+            state.stored += size;
         }
-        Ok(Some(Snapshot {
+        Ok(Kept::Snapshot(Snapshot {
             path: shown,
             before,
+            input,
         }))
     }
 
-    /// What happened to the file of `snapshot` since it was taken.
+    /// Keep `snapshots` until the call `call_id` ends.
+    pub fn running(&self, call_id: &str, snapshots: Vec<Snapshot>) {
+        if !snapshots.is_empty() {
+            self.lock().running.insert(call_id.to_string(), snapshots);
+        }
+    }
+
+    /// The snapshots of the call `call_id`, which ended.
+    pub fn ended(&self, call_id: &str) -> Vec<Snapshot> {
+        self.lock().running.remove(call_id).unwrap_or_default()
+    }
+
+    /// What happened to the file of `snapshot` since it was taken (the
+    /// call that took it ended); the file as it is now is remembered as
+    /// what the input left, so `/undo` can tell a later change.
     pub fn changed(&self, snapshot: &Snapshot) -> Option<FileChange> {
         let now = self.read(Path::new(&snapshot.path)).ok()?;
+        self.remember_left(
+            snapshot,
+            self.left(Path::new(&snapshot.path), now.as_deref()),
+        );
         FileChange::between(&snapshot.path, snapshot.before.as_deref(), now.as_deref())
     }
 
+    fn remember_left(&self, snapshot: &Snapshot, left: Left) {
+        let mut state = self.lock();
+        let Some(kept) = state.inputs.get_mut(&snapshot.input) else {
+            return;
+        };
+        let Some(entry) = kept.iter_mut().find(|e| e.path == snapshot.path) else {
+            return;
+        };
+        if entry.left.as_ref() == Some(&left) {
+            return;
+        }
+        entry.left = Some(left);
+        let _ = write_manifest(&entry_dir(&self.dir, snapshot.input), kept);
+    }
+
     /// Put back every file the last input that changed files found, as it
-    /// found it; what was restored (from the file now to the file then).
-    /// That input's checkpoints are then forgotten, so a second `/undo`
-    /// goes one input further back.
-    pub fn undo_last(&self) -> Result<Vec<FileChange>, CheckpointError> {
+    /// found it; each file on its own (one that cannot be restored is
+    /// reported, the others are restored). That input's checkpoints are
+    /// then forgotten, so a second `/undo` goes one input further back.
+    ///
+    /// When a file is no longer as the input left it (the operator or a
+    /// program changed it since), nothing is put back and the files are
+    /// named, unless `force`.
+    pub fn undo_last(&self, force: bool) -> Result<Undone, CheckpointError> {
         let (input, kept) = {
             let mut state = self.lock();
             loop {
@@ -195,39 +339,64 @@ impl Checkpoints {
                 break (input, kept.clone());
             }
         };
-        let dir = self.dir.join(input.to_string());
-        let mut restored = Vec::new();
-        for entry in &kept {
-            let relative = Path::new(&entry.path);
-            let then = match &entry.blob {
-                Some(blob) => Some(std::fs::read(dir.join(blob)).map_err(|source| {
-                    CheckpointError::Storage {
-                        dir: dir.clone(),
-                        source,
-                    }
-                })?),
-                None => None,
-            };
-            let now = self.read(relative).unwrap_or(None);
-            let failed = |source| CheckpointError::Restore {
-                path: entry.path.clone(),
-                source,
-            };
-            match &then {
-                Some(bytes) => {
-                    safe_fs::write_beneath(&self.workspace, relative, bytes).map_err(failed)?
-                }
-                None => safe_fs::remove_beneath(&self.workspace, relative).map_err(failed)?,
+        if !force {
+            let paths: Vec<String> = kept
+                .iter()
+                .filter(|e| {
+                    let path = Path::new(&e.path);
+                    e.left.as_ref().is_some_and(|left| match self.read(path) {
+                        Ok(now) => *left != self.left(path, now.as_deref()),
+                        Err(_) => true,
+                    })
+                })
+                .map(|e| e.path.clone())
+                .collect();
+            if !paths.is_empty() {
+                return Err(CheckpointError::ChangedSince { paths });
             }
-            restored.extend(FileChange::between(
-                &entry.path,
-                now.as_deref(),
-                then.as_deref(),
-            ));
         }
-        self.lock().inputs.remove(&input);
+        let dir = entry_dir(&self.dir, input);
+        let mut undone = Undone::default();
+        for entry in &kept {
+            match self.restore(input, entry) {
+                Ok(Some(change)) => undone.restored.push(change),
+                Ok(None) => {}
+                Err(err) => undone.failed.push((entry.path.clone(), err.to_string())),
+            }
+        }
+        let mut state = self.lock();
+        state.inputs.remove(&input);
+        let freed: u64 = kept
+            .iter()
+            .filter_map(|e| std::fs::symlink_metadata(dir.join(e.blob.as_ref()?)).ok())
+            .map(|m| m.len())
+            .sum();
+        state.stored = state.stored.saturating_sub(freed);
         let _ = std::fs::remove_dir_all(&dir);
-        Ok(restored)
+        Ok(undone)
+    }
+
+    /// Put one file back; the change that made (None: it was already so).
+    fn restore(&self, input: u64, entry: &Entry) -> io::Result<Option<FileChange>> {
+        let relative = Path::new(&entry.path);
+        let then = match &entry.blob {
+            Some(blob) => Some(self.read_blob(input, blob)?),
+            None => None,
+        };
+        let now = self.read(relative).unwrap_or(None);
+        if now == then && (then.is_none() || self.mode_of(relative) == entry.mode) {
+            // Already as it was: left untouched (no write, no new inode).
+            return Ok(None);
+        }
+        match &then {
+            Some(bytes) => safe_fs::write_beneath(&self.workspace, relative, bytes, entry.mode)?,
+            None => safe_fs::remove_beneath(&self.workspace, relative)?,
+        }
+        Ok(FileChange::between(
+            &entry.path,
+            now.as_deref(),
+            then.as_deref(),
+        ))
     }
 
     /// Every file the conversation changed, from how it was before the
@@ -249,9 +418,7 @@ impl Checkpoints {
             .into_iter()
             .filter_map(|(path, (input, blob))| {
                 let then = match blob {
-                    Some(blob) => {
-                        Some(std::fs::read(self.dir.join(input.to_string()).join(blob)).ok()?)
-                    }
+                    Some(blob) => Some(self.read_blob(input, &blob).ok()?),
                     None => None,
                 };
                 let now = self.read(Path::new(&path)).ok()?;
@@ -284,6 +451,31 @@ impl Checkpoints {
         (!out.as_os_str().is_empty()).then_some(out)
     }
 
+    /// How the file `relative` whose content is `bytes` stands.
+    fn left(&self, relative: &Path, bytes: Option<&[u8]>) -> Left {
+        match bytes {
+            Some(bytes) => Left::File {
+                digest: blake3::hash(bytes).to_hex().to_string(),
+                mode: self.mode_of(relative),
+            },
+            None => Left::Absent,
+        }
+    }
+
+    /// The permission bits of the workspace file `relative`.
+    fn mode_of(&self, relative: &Path) -> Option<u32> {
+        use std::os::unix::fs::PermissionsExt;
+        let meta = std::fs::symlink_metadata(self.workspace.join(relative)).ok()?;
+        Some(meta.permissions().mode() & 0o7777)
+    }
+
+    /// A kept file's content: a regular file in input `input`'s directory,
+    /// reached without following a link.
+    fn read_blob(&self, input: u64, blob: &str) -> io::Result<Vec<u8>> {
+        let path = entry_dir(&self.dir, input).join(blob);
+        safe_fs::read_regular(&path, MAX_FILE, safe_fs::Links::Refuse)
+    }
+
     /// The file's bytes (None: it does not exist); an error for anything
     /// that cannot be kept.
     fn read(&self, relative: &Path) -> io::Result<Option<Vec<u8>>> {
@@ -297,6 +489,17 @@ impl Checkpoints {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// Where input `n` keeps its files.
+fn entry_dir(dir: &Path, n: u64) -> PathBuf {
+    dir.join(n.to_string())
+}
+
+/// Write what input directory `dir` keeps.
+fn write_manifest(dir: &Path, kept: &[Entry]) -> io::Result<()> {
+    let manifest = serde_json::to_vec(kept).expect("entries serialize");
+    std::fs::write(dir.join(MANIFEST), manifest)
 }
 
 fn create_private_dir(dir: &Path) -> io::Result<()> {

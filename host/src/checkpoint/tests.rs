@@ -1,4 +1,4 @@
-use std::os::unix::fs::symlink;
+use std::os::unix::fs::{PermissionsExt, symlink};
 
 use super::*;
 
@@ -10,12 +10,19 @@ fn setup() -> (tempfile::TempDir, PathBuf, Checkpoints) {
     (dir, workspace, checkpoints)
 }
 
+fn snapshot(kept: Kept) -> Snapshot {
+    match kept {
+        Kept::Snapshot(s) => s,
+        other => panic!("not kept: {other:?}"),
+    }
+}
+
 #[test]
 fn undo_puts_back_what_the_last_input_changed_and_only_that() {
     let (_dir, ws, cp) = setup();
     std::fs::write(ws.join("a.txt"), "one\n").unwrap();
     cp.begin_input();
-    let snap = cp.before_write(&ws.join("a.txt")).unwrap().unwrap();
+    let snap = snapshot(cp.before_write(&ws.join("a.txt")).unwrap());
     std::fs::write(ws.join("a.txt"), "two\n").unwrap();
     assert_eq!(cp.changed(&snap).unwrap().added, 1);
 
@@ -29,8 +36,8 @@ fn undo_puts_back_what_the_last_input_changed_and_only_that() {
     cp.before_write(&ws.join("a.txt")).unwrap();
     std::fs::write(ws.join("a.txt"), "four\n").unwrap();
 
-    let restored = cp.undo_last().unwrap();
-    assert_eq!(restored.len(), 2);
+    let undone = cp.undo_last(false).unwrap();
+    assert_eq!((undone.restored.len(), undone.failed.len()), (2, 0));
     assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "two\n");
     assert!(!ws.join("sub/new.txt").exists());
 
@@ -39,38 +46,41 @@ fn undo_puts_back_what_the_last_input_changed_and_only_that() {
     assert_eq!(all.len(), 1);
     assert!(all[0].diff.contains("-one\n+two\n"), "{}", all[0].diff);
 
-    cp.undo_last().unwrap();
+    cp.undo_last(false).unwrap();
     assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "one\n");
     assert!(matches!(
-        cp.undo_last(),
+        cp.undo_last(false),
         Err(CheckpointError::NothingToUndo)
     ));
 }
 
 /// The model swaps a changed file for a link to a file outside the
-/// workspace: undo replaces the link, and the outside file is untouched.
+/// workspace, and a directory on the way for a link: undo replaces the
+/// first link, refuses the second, restores everything else, and the
+/// outside files are untouched.
 #[test]
 fn undo_never_writes_through_a_link_the_model_planted() {
     let (dir, ws, cp) = setup();
     let outside = dir.path().join("bashrc");
     std::fs::write(&outside, "mine\n").unwrap();
     std::fs::write(ws.join("a.txt"), "kept\n").unwrap();
-    cp.begin_input();
-    cp.before_write(&ws.join("a.txt")).unwrap();
-    std::fs::remove_file(ws.join("a.txt")).unwrap();
-    symlink(&outside, ws.join("a.txt")).unwrap();
-    // A linked directory on the way is refused too.
     std::fs::create_dir(ws.join("d")).unwrap();
     std::fs::write(ws.join("d/f"), "f\n").unwrap();
+    std::fs::write(ws.join("z.txt"), "z\n").unwrap();
+    cp.begin_input();
+    cp.before_write(&ws.join("a.txt")).unwrap();
     cp.before_write(&ws.join("d/f")).unwrap();
+    cp.before_write(&ws.join("z.txt")).unwrap();
+    std::fs::remove_file(ws.join("a.txt")).unwrap();
+    symlink(&outside, ws.join("a.txt")).unwrap();
     std::fs::remove_dir_all(ws.join("d")).unwrap();
     symlink(dir.path(), ws.join("d")).unwrap();
+    std::fs::write(ws.join("z.txt"), "changed\n").unwrap();
 
-    let err = cp.undo_last().unwrap_err();
-    assert!(
-        matches!(err, CheckpointError::Restore { ref path, .. } if path == "d/f"),
-        "{err}"
-    );
+    let undone = cp.undo_last(false).unwrap();
+    assert_eq!(undone.failed.len(), 1, "{undone:?}");
+    assert_eq!(undone.failed[0].0, "d/f");
+    assert_eq!(std::fs::read_to_string(ws.join("z.txt")).unwrap(), "z\n");
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), "mine\n");
     assert!(!dir.path().join("f").exists());
     let meta = std::fs::symlink_metadata(ws.join("a.txt")).unwrap();
@@ -79,35 +89,154 @@ fn undo_never_writes_through_a_link_the_model_planted() {
 }
 
 #[test]
-fn files_outside_the_workspace_or_behind_links_are_not_kept() {
+fn files_outside_the_workspace_are_not_kept_and_those_that_cannot_be_are_said() {
     let (dir, ws, cp) = setup();
     std::fs::write(dir.path().join("secret"), "s").unwrap();
     symlink(dir.path().join("secret"), ws.join("link")).unwrap();
     cp.begin_input();
-    assert!(
-        cp.before_write(&dir.path().join("secret"))
-            .unwrap()
-            .is_none()
-    );
-    assert!(cp.before_write(Path::new("../secret")).unwrap().is_none());
-    assert!(cp.before_write(&ws.join("link")).unwrap().is_none());
+    assert!(matches!(
+        cp.before_write(&dir.path().join("secret")).unwrap(),
+        Kept::Outside
+    ));
+    assert!(matches!(
+        cp.before_write(Path::new("../secret")).unwrap(),
+        Kept::Outside
+    ));
+    assert!(matches!(
+        cp.before_write(&ws.join("link")).unwrap(),
+        Kept::Skipped { ref path, .. } if path == "link"
+    ));
+    // A FIFO is refused at once (never opened for a blocking read).
+    let fifo = ws.join("pipe");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    assert!(matches!(
+        cp.before_write(&fifo).unwrap(),
+        Kept::Skipped { .. }
+    ));
 }
 
 #[test]
-fn a_resumed_session_can_undo_what_it_changed_before() {
+fn a_conversation_keeps_at_most_its_quota() {
+    let (_dir, ws, cp) = setup();
+    let cp = cp.with_quota(10_000);
+    let big = vec![b'x'; 1_000];
+    cp.begin_input();
+    let mut skipped = 0;
+    for i in 0..40 {
+        let name = format!("f{i}");
+        std::fs::write(ws.join(&name), &big).unwrap();
+        if matches!(
+            cp.before_write(&ws.join(&name)).unwrap(),
+            Kept::Skipped { .. }
+        ) {
+            skipped += 1;
+        }
+    }
+    assert_eq!(skipped, 30);
+}
+
+#[test]
+fn undo_restores_the_permission_bits() {
+    let (_dir, ws, cp) = setup();
+    let script = ws.join("run.sh");
+    std::fs::write(&script, "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o750)).unwrap();
+    cp.begin_input();
+    cp.before_write(&script).unwrap();
+    std::fs::remove_file(&script).unwrap();
+    std::fs::write(&script, "changed\n").unwrap();
+    cp.undo_last(false).unwrap();
+    let mode = std::fs::metadata(&script).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o750);
+}
+
+#[test]
+fn a_resumed_session_can_undo_what_it_changed_before_and_planted_manifests_are_ignored() {
     let (dir, ws, cp) = setup();
     std::fs::write(ws.join("a.txt"), "before\n").unwrap();
     cp.begin_input();
     cp.before_write(&ws.join("a.txt")).unwrap();
     std::fs::write(ws.join("a.txt"), "after\n").unwrap();
     drop(cp);
+    // A manifest naming a blob elsewhere is not read back.
+    let planted = dir.path().join("cp/s1/7");
+    std::fs::create_dir_all(&planted).unwrap();
+    std::fs::write(
+        planted.join(MANIFEST),
+        r#"[{"path":"stolen","blob":"/etc/hostname"}]"#,
+    )
+    .unwrap();
     let again = Checkpoints::open(dir.path().join("cp/s1"), &ws);
     again.begin_input();
-    again.undo_last().unwrap();
+    let undone = again.undo_last(false).unwrap();
+    assert_eq!(undone.restored.len(), 1);
+    assert!(!ws.join("stolen").exists());
     assert_eq!(
         std::fs::read_to_string(ws.join("a.txt")).unwrap(),
         "before\n"
     );
     remove_session(&dir.path().join("cp"), "s1").unwrap();
     assert!(!dir.path().join("cp/s1").exists());
+}
+
+/// A file the last input changed was changed again after it (by the
+/// operator, or by a shell command the checkpoints do not see): `/undo`
+/// puts nothing back and names it, even after a resume; `force` does.
+#[test]
+fn undo_never_throws_away_a_later_change_unless_forced() {
+    let (dir, ws, cp) = setup();
+    std::fs::write(ws.join("a.txt"), "one\n").unwrap();
+    cp.begin_input();
+    let a = snapshot(cp.before_write(&ws.join("a.txt")).unwrap());
+    let notes = snapshot(cp.before_write(&ws.join("notes.md")).unwrap());
+    std::fs::write(ws.join("a.txt"), "two\n").unwrap();
+    std::fs::write(ws.join("notes.md"), "by the model\n").unwrap();
+    assert!(cp.changed(&a).is_some() && cp.changed(&notes).is_some());
+    // After the turn the operator adds to the file the model created, and
+    // a later input changes nothing a tool writes.
+    std::fs::write(ws.join("notes.md"), "by the model\nmine\n").unwrap();
+    cp.begin_input();
+
+    let refused = |cp: &Checkpoints| match cp.undo_last(false) {
+        Err(CheckpointError::ChangedSince { paths }) => paths,
+        other => panic!("undone over a later change: {other:?}"),
+    };
+    assert_eq!(refused(&cp), ["notes.md"]);
+    assert_eq!(
+        std::fs::read_to_string(ws.join("notes.md")).unwrap(),
+        "by the model\nmine\n"
+    );
+    assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "two\n");
+    let resumed = Checkpoints::open(dir.path().join("cp/s1"), &ws);
+    assert_eq!(refused(&resumed), ["notes.md"]);
+    // A change of permission bits alone counts too.
+    std::fs::set_permissions(ws.join("a.txt"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(refused(&cp), ["a.txt", "notes.md"]);
+
+    let undone = cp.undo_last(true).unwrap();
+    assert_eq!(undone.restored.len(), 2, "{undone:?}");
+    assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "one\n");
+    assert!(!ws.join("notes.md").exists());
+}
+
+/// A file kept before a call that then did not change it (the tool
+/// refused, or wrote the same bytes) is not written again by `/undo`:
+/// same inode, same content.
+#[test]
+fn undo_leaves_a_file_that_is_already_as_it_was_untouched() {
+    use std::os::unix::fs::MetadataExt;
+    let (_dir, ws, cp) = setup();
+    std::fs::write(ws.join("same.txt"), "same\n").unwrap();
+    std::fs::write(ws.join("b.txt"), "b\n").unwrap();
+    cp.begin_input();
+    cp.before_write(&ws.join("same.txt")).unwrap();
+    cp.before_write(&ws.join("b.txt")).unwrap();
+    std::fs::write(ws.join("b.txt"), "changed\n").unwrap();
+    let inode = std::fs::metadata(ws.join("same.txt")).unwrap().ino();
+    let undone = cp.undo_last(false).unwrap();
+    assert_eq!(undone.restored.len(), 1, "{undone:?}");
+    assert_eq!(std::fs::metadata(ws.join("same.txt")).unwrap().ino(), inode);
+    assert_eq!(std::fs::read_to_string(ws.join("b.txt")).unwrap(), "b\n");
 }

@@ -44,7 +44,9 @@ pub use reading::{
     MAX_COMPONENT_BYTES, MAX_DESCRIPTION_BYTES, MAX_SCHEMA_BYTES, MAX_TOOLS_PER_PLUGIN,
     component_digest,
 };
-pub use sandbox::{GUEST_WORKSPACE, Mount, PluginSandbox, SandboxContext, scratch_warning};
+pub use sandbox::{
+    GUEST_WORKSPACE, Mount, PluginSandbox, SandboxContext, host_path_of, scratch_warning,
+};
 pub use types::{
     ActivityLog, CallActivity, HttpExchange, ProfileInfo, ProgramConfinement, ProgramRun,
     SummaryMessage, ToolCallContext, ToolFailure, ToolOutput, ToolSpec, ToolTraits, TruncateMode,

@@ -365,6 +365,17 @@ pub fn scratch_warning(plugin: &str) -> String {
     )
 }
 
+/// A path a tool call names, as the host sees it: under
+/// [`GUEST_WORKSPACE`] it is in `workspace`, a relative one is under
+/// `working_dir`, anything else stays as named (checkpoints and previews
+/// then find it outside the workspace).
+pub fn host_path_of(name: &str, workspace: &Path, working_dir: &Path) -> PathBuf {
+    match guest_relative(GUEST_WORKSPACE, name) {
+        Some(rest) => workspace.join(rest),
+        None => working_dir.join(name),
+    }
+}
+
 /// `guest` relative to `mount` if it lies inside it.
 fn guest_relative<'a>(mount: &str, guest: &'a str) -> Option<&'a str> {
     let rest = guest.strip_prefix(mount.trim_end_matches('/'))?;
@@ -392,6 +403,14 @@ mod tests {
         assert_eq!(guest_relative("/workspace", "/workspaces"), None);
         assert_eq!(guest_relative("/workspace", "/workspace/../etc"), None);
         assert_eq!(guest_relative("/workspace", "/etc"), None);
+        let (ws, wd) = (Path::new("/home/u/ws"), Path::new("/home/u/ws/sub"));
+        assert_eq!(host_path_of("/workspace", ws, wd), ws);
+        assert_eq!(host_path_of("/workspace/src/a", ws, wd), ws.join("src/a"));
+        assert_eq!(host_path_of("a.txt", ws, wd), wd.join("a.txt"));
+        assert_eq!(
+            host_path_of("/workspace/../etc/x", ws, wd),
+            Path::new("/workspace/../etc/x")
+        );
     }
 
     #[test]
