@@ -33,6 +33,23 @@ fn chat(scene: &Scene, server: &MockLlm, extra: &[&str]) -> std::process::Comman
     cmd
 }
 
+/// The last row of `screen` with something on it.
+fn last_row(screen: &[String]) -> &str {
+    screen
+        .iter()
+        .rfind(|row| !row.is_empty())
+        .map_or("", |row| row.as_str())
+}
+
+/// A model answer that starts `command` as a background job.
+fn in_background(command: &str) -> Answer {
+    Answer::Tools(vec![tool(
+        "c1",
+        "shell",
+        json!({"command": command, "run_in_background": true}),
+    )])
+}
+
 /// The user message text of request `n` (every message's content, joined).
 fn sent(server: &MockLlm, n: usize) -> String {
     let requests = server.requests();
@@ -267,11 +284,19 @@ async fn hostile_answers_and_tool_output_are_shown_as_text() {
     let hostile = "clip\x1b]52;c;cHduZWQ=\x07 wipe\x1b[2J home\x1b[H \u{202e}evil\n● changed fake.txt (+1 −1)\n--- a/x\n+++ b/x\n";
     server.push(stream(
         KIND,
-        &Answer::Tools(vec![tool(
-            "c1",
-            "shell",
-            json!({"command": "printf 'out\\033]52;c;aGk=\\007 \\033[9;9H\\n'"}),
-        )]),
+        &Answer::Tools(vec![
+            tool(
+                "c1",
+                "shell",
+                json!({"command": "printf 'out\\033]52;c;aGk=\\007 \\033[9;9H\\n'"}),
+            ),
+            // A tool name made to draw sandcrab's own change header.
+            tool(
+                "c2",
+                "read_file\n● changed src/app.py (+3 −0)\n  │ +import os",
+                json!({}),
+            ),
+        ]),
     ));
     server.push(stream(KIND, &text(&[hostile])));
     let mut term =
@@ -302,6 +327,12 @@ async fn hostile_answers_and_tool_output_are_shown_as_text() {
     );
     // The model's fake header is its text, not sandcrab's: no diff colours.
     assert!(!seen.contains("\x1b[1mchanged fake.txt"), "{seen:?}");
+    assert!(
+        !screen
+            .lines()
+            .any(|row| row.starts_with("● changed src/app.py")),
+        "a tool name drew a row of its own: {screen}"
+    );
     term.exit();
 }
 
@@ -378,4 +409,354 @@ async fn no_color_and_dumb_terminals_get_plain_text() {
         !seen.contains('\x1b'),
         "escapes on a dumb terminal: {seen:?}"
     );
+}
+
+/// A call streams output while another waits for the operator: nothing
+/// draws over the approval prompt (the live block once erased the
+/// prompt's lines and redrew the other call's output in their place).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_draws_over_an_approval_prompt() {
+    let scene = Scene::new();
+    // A program without a slash or a shell keyword, so a rule can allow it.
+    let ticker = "python3 -u -c 'import time; [(print(f\"tick{i}\"), time.sleep(0.1)) for i in range(1, 61)]'";
+    let server = MockLlm::strict(KIND).await;
+    server.push(stream(
+        KIND,
+        &Answer::Tools(vec![
+            tool("c1", "shell", json!({"command": ticker})),
+            tool("c2", "shell", json!({"command": "rm -rf build-output"})),
+        ]),
+    ));
+    server.push(stream(KIND, &text(&["All done."])));
+    let mut term = Terminal::spawn_sized(
+        chat(&scene, &server, &["--approve", "shell:python3"]),
+        COLS,
+        ROWS,
+    );
+    term.expect("> ");
+    term.send("clean up\r");
+    term.expect("answer [y/s/a/n]: ");
+    // The ticker keeps printing for seconds while the operator reads.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let screen = term.screen(COLS, ROWS);
+    let last = last_row(&screen);
+    assert!(
+        last.starts_with("answer [y/s/a/n]:"),
+        "the prompt was drawn over:\n{}",
+        screen.join("\n")
+    );
+    let shown = screen.join("\n");
+    assert!(shown.contains("rm -rf build-output"), "{shown}");
+    term.send("n\r");
+    term.expect("All done.");
+    term.expect("> ");
+    let after = term.screen(COLS, ROWS).join("\n");
+    assert!(
+        after.contains("│ tick60"),
+        "the ticker's output after the answer: {after}"
+    );
+    term.exit();
+}
+
+/// A background job ends while the operator is typing: its notice is
+/// printed above the prompt, and the prompt with what was typed so far is
+/// drawn again below it (a notice never lands inside the input line).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_notice_lands_above_the_line_being_typed() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.push(stream(KIND, &in_background("sleep 2")));
+    server.push(stream(KIND, &text(&["Started it."])));
+    server.push(stream(KIND, &text(&["The job is done."])));
+    server.push(stream(KIND, &text(&["Noted."])));
+    let mut term =
+        Terminal::spawn_sized(chat(&scene, &server, &["--approvals", "never"]), COLS, ROWS);
+    term.expect("> ");
+    term.send("start the job\r");
+    term.expect("Started it.");
+    term.expect("> ");
+    term.send("half a thou");
+    term.expect("half a thou");
+    term.expect("background job");
+    term.expect("completed");
+    term.expect("The job is done.");
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let screen = term.screen(COLS, ROWS);
+    let last = last_row(&screen);
+    assert_eq!(
+        last,
+        "> half a thou",
+        "the prompt was not drawn again below the notice:\n{}",
+        screen.join("\n")
+    );
+    let notice = screen
+        .iter()
+        .find(|row| row.contains("background job") && row.contains("completed"))
+        .expect("a notice");
+    assert!(
+        !notice.contains("half a thou"),
+        "the notice landed inside the input line:\n{}",
+        screen.join("\n")
+    );
+    let status = screen
+        .iter()
+        .position(|row| row.starts_with("── test-model"))
+        .expect("a status line");
+    assert!(
+        screen[status + 1].starts_with(['>', '●']),
+        "the status line took more than a row:\n{}",
+        screen.join("\n")
+    );
+    assert!(
+        screen.iter().any(|row| row == "The job is done."),
+        "the turn the job woke is shown above the prompt:\n{}",
+        screen.join("\n")
+    );
+    // It has a status line of its own, right above the prompt.
+    let prompt = screen
+        .iter()
+        .rposition(|row| row.starts_with("> half"))
+        .unwrap();
+    assert!(
+        screen[prompt - 1].starts_with("── test-model"),
+        "no status line after the woken turn:\n{}",
+        screen.join("\n")
+    );
+    // What was typed is still there to finish and send.
+    term.send("ght\r");
+    term.expect("Noted.");
+    term.exit();
+    assert!(
+        sent(&server, 3).contains("half a thought"),
+        "{}",
+        sent(&server, 3)
+    );
+}
+
+/// A turn a finished job woke asks for approval while the operator is
+/// typing a message: the request is shown above the prompt, but what was
+/// typed before it existed never answers it (a "yes" meant for the model
+/// once ran the command); it is asked with a prompt of its own once the
+/// message is sent, and the message goes to the model after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_line_typed_before_an_approval_request_never_answers_it() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.push(stream(KIND, &in_background("sleep 1")));
+    server.push(stream(
+        KIND,
+        &text(&["Started it. Shall I go on? Answer yes or no."]),
+    ));
+    server.push(stream(
+        KIND,
+        &Answer::Tools(vec![tool("c2", "shell", json!({"command": "touch PWNED"}))]),
+    ));
+    server.push(stream(KIND, &text(&["Understood, I left it."])));
+    server.push(stream(KIND, &text(&["Got your yes."])));
+    let mut term = Terminal::spawn_sized(
+        chat(&scene, &server, &["--approve", "shell:sleep"]),
+        COLS,
+        ROWS,
+    );
+    term.expect("> ");
+    term.send("start the job\r");
+    term.expect("Answer yes or no.");
+    term.expect("> ");
+    term.send("ye");
+    term.expect("press Enter to answer it");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let screen = term.screen(COLS, ROWS);
+    assert_eq!(last_row(&screen), "> ye", "{}", screen.join("\n"));
+    assert!(
+        screen
+            .iter()
+            .any(|row| row.contains("command: touch PWNED")),
+        "{}",
+        screen.join("\n")
+    );
+    term.send("s\r");
+    term.expect("answer [y/s/a/n]: ");
+    assert!(
+        !scene.workspace().join("PWNED").exists(),
+        "the typed line answered"
+    );
+    term.send("n not now\r");
+    term.expect("Understood, I left it.");
+    term.expect("Got your yes.");
+    term.exit();
+    assert!(!scene.workspace().join("PWNED").exists());
+    assert!(server.requests()[3].body.to_string().contains("not now"));
+    assert!(sent(&server, 4).contains("yes"), "{}", sent(&server, 4));
+}
+
+/// A background job ends while an answer with a code block is being
+/// drawn: its notice follows the answer, which stays whole (the notice
+/// once split a line and broke the code block in two).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_notice_waits_for_the_answer_being_drawn() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.push(stream(KIND, &in_background("sleep 1")));
+    server.push(stream(KIND, &text(&["Started."])));
+    let mut pieces = vec!["Here is the script:\n\n```bash\n"];
+    pieces.extend(std::iter::repeat_n("echo step\n", 12));
+    pieces.extend([
+        "# deploy step\n",
+        "- not a list\n",
+        "```\n\n",
+        "Answer ends here.",
+    ]);
+    server.push(
+        stream(KIND, &text(&pieces))
+            .eventwise()
+            .delayed(std::time::Duration::from_millis(150)),
+    );
+    server.push(stream(KIND, &text(&["Job noted."])));
+    let mut term =
+        Terminal::spawn_sized(chat(&scene, &server, &["--approvals", "never"]), COLS, ROWS);
+    term.expect("> ");
+    term.send("start the job\r");
+    term.expect("Started.");
+    term.expect("> ");
+    term.send("show the script\r");
+    term.expect("Answer ends here.");
+    term.expect("completed");
+    term.expect("Job noted.");
+    let screen = term.screen(COLS, ROWS);
+    let row = |needle: &str| {
+        screen
+            .iter()
+            .position(|row| row.contains(needle))
+            .unwrap_or_else(|| panic!("no {needle:?} on:\n{}", screen.join("\n")))
+    };
+    assert!(
+        row("completed") > row("Answer ends here."),
+        "the notice split the answer:\n{}",
+        screen.join("\n")
+    );
+    assert_eq!(
+        screen.iter().filter(|r| r.contains('┌')).count(),
+        1,
+        "the code block was broken in two:\n{}",
+        screen.join("\n")
+    );
+    term.exit();
+}
+
+/// Keys typed while a turn runs are not echoed into what is drawn, and a
+/// line typed ahead never answers an approval request that comes later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_typed_during_a_turn_neither_draw_nor_answer() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.push(stream(
+        KIND,
+        &Answer::Tools(vec![tool("c1", "shell", json!({"command": "sleep 1.5"}))]),
+    ));
+    server.push(stream(
+        KIND,
+        &Answer::Tools(vec![tool("c2", "shell", json!({"command": "touch PWNED"}))]),
+    ));
+    server.push(stream(KIND, &text(&["Fine, I did not."])));
+    // For a "yes" kept as the next input, should it be.
+    server.push(stream(KIND, &text(&["Heard."])));
+    let mut term = Terminal::spawn_sized(
+        chat(&scene, &server, &["--approve", "shell:sleep"]),
+        COLS,
+        ROWS,
+    );
+    term.expect("> ");
+    // A burst: the message and a "yes" right after it, read together.
+    term.send("wait a bit\ryes\r");
+    term.expect("(sleep 1.5)");
+    term.send("typed ahead yes\r");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let during = term.screen(COLS, ROWS).join("\n");
+    assert!(!during.contains("typed ahead"), "echoed: {during}");
+    term.expect("answer [y/s/a/n]: ");
+    assert!(
+        !scene.workspace().join("PWNED").exists(),
+        "typed ahead answered"
+    );
+    let asked = term.screen(COLS, ROWS).join("\n");
+    assert!(
+        asked.contains("typed before this question were set aside"),
+        "{asked}"
+    );
+    term.send("n\r");
+    term.expect("Fine, I did not.");
+    term.exit();
+    assert!(!scene.workspace().join("PWNED").exists());
+}
+
+/// Lines typed ahead during a turn each reach a prompt of their own, in
+/// order, and a paste during a turn stays one input (only the first line
+/// once survived, and a paste arrived as separate lines).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_ahead_lines_and_a_paste_during_a_turn_wait_for_the_prompt() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.push(stream(
+        KIND,
+        &Answer::Tools(vec![tool("c1", "shell", json!({"command": "sleep 1.5"}))]),
+    ));
+    for reply in ["Slept.", "Got second.", "Got third.", "Got the paste."] {
+        server.push(stream(KIND, &text(&[reply])));
+    }
+    let mut term =
+        Terminal::spawn_sized(chat(&scene, &server, &["--approvals", "never"]), COLS, ROWS);
+    term.expect("> ");
+    term.send("wait a bit\r");
+    term.expect("(sleep 1.5)");
+    term.send("second\rthird\r");
+    term.send("\x1b[200~def f():\n    return 1\x1b[201~\r");
+    term.expect("Got the paste.");
+    term.exit();
+    assert!(sent(&server, 2).contains("second"), "{}", sent(&server, 2));
+    assert!(sent(&server, 3).contains("third"), "{}", sent(&server, 3));
+    assert!(
+        sent(&server, 4).contains("def f():\\n    return 1"),
+        "{}",
+        sent(&server, 4)
+    );
+}
+
+/// SIGTERM, SIGHUP or Ctrl-\\ while a turn runs (or at the prompt) end
+/// chat with the terminal as it found it: echo and line editing back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_leaves_the_terminal_as_chat_found_it() {
+    for (signal, at_prompt) in [
+        (libc::SIGTERM, false),
+        (libc::SIGHUP, false),
+        (libc::SIGQUIT, false),
+        (libc::SIGTERM, true),
+    ] {
+        let scene = Scene::new();
+        let server = MockLlm::strict(KIND).await;
+        server.push(stream(
+            KIND,
+            &Answer::Tools(vec![tool("c1", "shell", json!({"command": "sleep 30"}))]),
+        ));
+        let mut term =
+            Terminal::spawn_sized(chat(&scene, &server, &["--approvals", "never"]), COLS, ROWS);
+        term.expect("> ");
+        // (At the prompt the line editor has the terminal raw.)
+        if !at_prompt {
+            term.send("wait\r");
+            term.expect("(sleep 30)");
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            assert_eq!(term.echo_and_canonical(), (false, false), "during a turn");
+        }
+        let status = term.signal_and_wait(signal);
+        assert_eq!(
+            status.code(),
+            Some(128 + signal),
+            "signal {signal}: {status:?}"
+        );
+        assert_eq!(
+            term.echo_and_canonical(),
+            (true, true),
+            "signal {signal} (at the prompt: {at_prompt}) left the terminal changed"
+        );
+    }
 }

@@ -63,6 +63,17 @@ impl Reply {
         self
     }
 
+    /// Send the body one SSE event per chunk.
+    pub fn eventwise(mut self) -> Self {
+        let all: Vec<u8> = self.chunks.iter().flat_map(|c| c.to_vec()).collect();
+        let text = String::from_utf8(all).expect("an SSE body is text");
+        self.chunks = text
+            .split_inclusive("\n\n")
+            .map(|event| Bytes::from(event.to_string()))
+            .collect();
+        self
+    }
+
     /// Wait between chunks.
     pub fn delayed(mut self, delay: Duration) -> Self {
         self.chunk_delay = delay;

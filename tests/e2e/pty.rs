@@ -166,6 +166,40 @@ impl Terminal {
         self.master.write_all(text.as_bytes()).unwrap();
     }
 
+    /// Send `signal` to the program and wait for it to end; its status.
+    pub(crate) fn signal_and_wait(&mut self, signal: libc::c_int) -> std::process::ExitStatus {
+        // SAFETY: kill with the pid of our own child.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, signal);
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "chat did not end on signal {signal}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Whether the terminal echoes and edits lines (as a shell expects to
+    /// find it): (ECHO, ICANON).
+    pub(crate) fn echo_and_canonical(&self) -> (bool, bool) {
+        let mut termios = std::mem::MaybeUninit::<libc::termios>::uninit();
+        // SAFETY: tcgetattr on our master descriptor fills the struct.
+        let rc = unsafe { libc::tcgetattr(self.master.as_raw_fd(), termios.as_mut_ptr()) };
+        assert_eq!(rc, 0, "tcgetattr: {}", std::io::Error::last_os_error());
+        // SAFETY: tcgetattr succeeded.
+        let termios = unsafe { termios.assume_init() };
+        (
+            termios.c_lflag & libc::ECHO != 0,
+            termios.c_lflag & libc::ICANON != 0,
+        )
+    }
+
     /// `/exit`, and wait for the program to end.
     pub(crate) fn exit(mut self) -> String {
         self.send("/exit\n");

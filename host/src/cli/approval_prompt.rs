@@ -115,13 +115,29 @@ fn render(request: &PermissionRequest, workspace: &Path) -> String {
     out
 }
 
+/// Show `request` above the prompt the operator may be typing at; it is
+/// asked (with a prompt of its own) once that prompt is sent, so a line
+/// typed before the request existed never answers it.
+pub fn announce(request: &PermissionRequest, input: &LineInput, workspace: &Path) {
+    let mut shown = super::view::style::Styled::new(false);
+    shown.text(&format!(
+        "{}\n   (press Enter to answer it; a message you are typing is sent after the answer)\n",
+        render(request, workspace)
+    ));
+    input.print_above(&shown);
+}
+
 /// Ask the operator about every request waiting in `queue`, oldest first,
 /// reading answers from `lines` (the terminal). Returns when none waits.
 pub async fn answer_waiting(queue: &Arc<PermissionQueue>, input: &mut LineInput, workspace: &Path) {
     while let Some(request) = queue.pending().into_iter().next() {
         errln!("{}", render(&request, workspace));
         let answer = loop {
-            let line = match input.read("answer [y/s/a/n]: ").await {
+            let set_aside = super::tty_mode::discard_typeahead();
+            if set_aside > 0 {
+                errln!("   ({set_aside} bytes typed before this question were set aside)");
+            }
+            let line = match input.read_answer("answer [y/s/a/n]: ").await {
                 Ok(Line::Text(line)) => line,
                 Ok(Line::Interrupted) => {
                     errln!("\n(Ctrl-C: denied)");

@@ -71,6 +71,7 @@ pub async fn chat(mut args: AgentArgs, watch_plugins: bool) -> anyhow::Result<Ex
     super::terminal::write_styled(&banner, super::terminal::Sink::Err);
     let renderer = Renderer::spawn(session.events(), args.json, look);
     let input = LineInput::open(&setup.workspace, COMMANDS);
+    let signals = tokio::spawn(super::tty_mode::restore_on_signals());
     let mut chat = Chat {
         kit,
         session,
@@ -82,6 +83,7 @@ pub async fn chat(mut args: AgentArgs, watch_plugins: bool) -> anyhow::Result<Ex
         json: args.json,
     };
     let result = chat.run().await;
+    signals.abort();
     deferred.abort();
     if let Some(watching) = watching {
         watching.abort();
@@ -101,27 +103,71 @@ impl Chat {
     /// Read and act until the operator quits or the session closes.
     async fn run(&mut self) -> anyhow::Result<()> {
         let mut waiting = self.asks.waiting();
-        let mut show_prompt = true;
+        let mut prompt_open = false;
+        // Requests shown above the prompt, answered once it is sent.
+        let mut announced = std::collections::HashSet::new();
+        // Turns the session processed without the operator sending (a
+        // finished job woke it) get their status line above the prompt.
+        let mut turns = self.renderer.turns_ended();
         loop {
-            if show_prompt {
-                // The last turn is drawn whole before the next prompt.
-                self.renderer.flush().await;
+            if !prompt_open {
+                // The last turn is drawn whole before the next prompt;
+                // while the operator types, what the session shows (a job's
+                // notice, a turn it woke) goes above the prompt.
+                self.renderer
+                    .prompt_open(self.input.while_prompting())
+                    .await;
+                prompt_open = true;
+                // Every turn so far is drawn, with its status line.
+                turns.borrow_and_update();
             }
-            let prompt = if show_prompt { "> " } else { "" };
-            show_prompt = true;
+            // A read interrupted by the wake-up below goes on with the
+            // prompt it showed; one that never started shows this one.
             let line = tokio::select! {
-                line = self.input.read(prompt) => line?,
-                // Between turns, a background job or subagent may ask.
+                line = self.input.read("> ") => line,
+                // Between turns, a background job, a turn it woke or a
+                // subagent may ask. The request is shown, never answered
+                // by a line typed before it was there: it is asked once
+                // the operator sends what is at the prompt.
                 Ok(()) = waiting.changed() => {
-                    if self.asks.pending().is_empty() {
-                        show_prompt = false;
-                    } else {
-                        self.renderer.flush().await;
-                        super::approval_prompt::answer_waiting(&self.asks, &mut self.input, self.session.workspace()).await;
+                    let pending = self.asks.pending();
+                    announced.retain(|id| pending.iter().any(|r| &r.id == id));
+                    for request in pending {
+                        if announced.insert(request.id.clone()) {
+                            super::approval_prompt::announce(&request, &self.input, self.session.workspace());
+                        }
+                    }
+                    continue;
+                }
+                Ok(()) = turns.changed() => {
+                    if let Some(line) = self.status() {
+                        self.input.print_above(&line);
                     }
                     continue;
                 }
             };
+            self.renderer.prompt_closed().await;
+            prompt_open = false;
+            let line = line?;
+            let quits = match &line {
+                Line::End => true,
+                Line::Text(text) => Command::parse(text) == Some(Command::Exit),
+                Line::Interrupted => false,
+            };
+            if quits {
+                // A waiting call is not asked about: it ends with the
+                // session.
+                return Ok(());
+            }
+            if !self.asks.pending().is_empty() {
+                let _held = self.renderer.hold().await;
+                super::approval_prompt::answer_waiting(
+                    &self.asks,
+                    &mut self.input,
+                    self.session.workspace(),
+                )
+                .await;
+            }
             let text = match line {
                 Line::End => return Ok(()),
                 Line::Interrupted => {
@@ -174,6 +220,7 @@ impl Chat {
         work: impl std::future::Future<Output = Result<(), SessionError>>,
     ) -> Option<String> {
         tokio::pin!(work);
+        let _quiet = self.input.quiet();
         let mut waiting = self.asks.waiting();
         // A request already waiting (a background job asked between turns)
         // is asked about first.
@@ -181,10 +228,15 @@ impl Chat {
         loop {
             tokio::select! {
                 Ok(()) = waiting.changed() => {
+                    if self.asks.pending().is_empty() {
+                        continue;
+                    }
                     // The turn goes on while the operator reads: a parallel
                     // call may finish, another may ask (asked in order). What
-                    // the turn showed so far is drawn first.
-                    self.renderer.flush().await;
+                    // the turn showed so far is drawn first; what it shows
+                    // meanwhile waits until the answer (nothing draws over
+                    // the prompt).
+                    let _held = self.renderer.hold().await;
                     let workspace = self.session.workspace().to_path_buf();
                     let answering = super::approval_prompt::answer_waiting(&self.asks, &mut self.input, &workspace);
                     tokio::pin!(answering);
@@ -199,8 +251,11 @@ impl Chat {
                     return failure(result);
                 }
                 _ = tokio::signal::ctrl_c() => {
-                    errln!("\n(interrupted)");
                     self.session.interrupt();
+                    // Printed between the renderer's lines, not under a
+                    // live block that would erase it.
+                    let _held = self.renderer.hold().await;
+                    errln!("(interrupted)");
                 }
             }
         }

@@ -16,6 +16,7 @@ pub const COMMANDS: &[&str] = &[
     "/model",
     "/sessions",
     "/resume",
+    "/approvals",
     "/retry",
     "/compact",
     "/jobs",
@@ -32,10 +33,15 @@ pub enum Command {
     Retry,
     Compact,
     Plugins,
-    Jobs { all: bool },
+    Jobs {
+        all: bool,
+    },
     Cancel(String),
     Diff,
-    Undo,
+    /// `force`: even over files changed since the turn.
+    Undo {
+        force: bool,
+    },
     Model(Option<String>),
     Sessions,
     Resume(Option<String>),
@@ -65,7 +71,9 @@ impl Command {
             },
             ("/cancel", arg) => Command::Cancel(arg.unwrap_or_default()),
             ("/diff", _) => Command::Diff,
-            ("/undo", _) => Command::Undo,
+            ("/undo", None) => Command::Undo { force: false },
+            ("/undo", Some(arg)) if arg == "force" => Command::Undo { force: true },
+            ("/undo", Some(arg)) => Command::Unknown(format!("/undo {arg}")),
             ("/model", arg) => Command::Model(arg),
             ("/sessions", _) => Command::Sessions,
             ("/resume", arg) => Command::Resume(arg),
@@ -78,8 +86,8 @@ impl Command {
 const HELP: &[(&str, &str)] = &[
     ("/diff", "every file this conversation changed, as a diff"),
     (
-        "/undo",
-        "put back the files the last turn changed (again: the turn before)",
+        "/undo [force]",
+        "put back the files the last turn changed (again: the turn before); force: even those changed since",
     ),
     (
         "/model [NAME]",
@@ -110,7 +118,7 @@ pub(super) async fn run(chat: &mut Chat, command: Command) {
         Command::Jobs { all } => list_jobs(chat, all),
         Command::Cancel(id) => cancel_job(chat, &id),
         Command::Diff => diff(chat),
-        Command::Undo => undo(chat),
+        Command::Undo { force } => undo(chat, force),
         Command::Model(name) => model(chat, name),
         Command::Sessions => sessions(chat),
         Command::Resume(id) => resume(chat, id).await,
@@ -150,23 +158,38 @@ fn diff(chat: &Chat) {
     }
 }
 
-fn undo(chat: &Chat) {
-    match chat.session.undo_last_changes() {
-        Ok(restored) if restored.is_empty() => {
-            errln!("the files the last turn changed are already as they were")
+fn undo(chat: &Chat, force: bool) {
+    let undone = match chat.session.undo_last_changes(force) {
+        Ok(undone) => undone,
+        Err(err) => {
+            errln!("{}", super::terminal::one_line(&err.to_string(), 500));
+            return;
         }
-        Ok(restored) => {
-            let names: Vec<&str> = restored.iter().map(|c| c.path.as_str()).collect();
-            for change in &restored {
-                write_styled(&render_titled(change, "restored", chat.look, 20), Sink::Err);
-            }
-            // The model's idea of these files is now out of date.
-            chat.session.steer(&format!(
-                "The operator undid the file changes of the previous turn: {} are back as they were before it. Read them again before relying on their content.",
-                names.join(", ")
-            ));
-        }
-        Err(err) => errln!("{err}"),
+    };
+    for change in &undone.restored {
+        write_styled(&render_titled(change, "restored", chat.look, 20), Sink::Err);
+    }
+    for (path, why) in &undone.failed {
+        errln!(
+            "could not restore {}: {}",
+            super::terminal::one_line(path, 200),
+            super::terminal::one_line(why, 300)
+        );
+    }
+    if undone.restored.is_empty() && undone.failed.is_empty() {
+        errln!("the files the last turn changed are already as they were");
+    }
+    let names: Vec<String> = undone
+        .restored
+        .iter()
+        .map(|c| super::terminal::one_line(&c.path, 200))
+        .collect();
+    if !names.is_empty() {
+        // The model's idea of these files is now out of date.
+        chat.session.steer(&format!(
+            "The operator undid the file changes of the previous turn: {} are back as they were before it. Read them again before relying on their content.",
+            names.join(", ")
+        ));
     }
 }
 
@@ -331,7 +354,18 @@ mod tests {
 
     #[test]
     fn commands_read_with_their_arguments_and_messages_are_not_commands() {
-        assert_eq!(Command::parse("/undo"), Some(Command::Undo));
+        assert_eq!(
+            Command::parse("/undo"),
+            Some(Command::Undo { force: false })
+        );
+        assert_eq!(
+            Command::parse("/undo force"),
+            Some(Command::Undo { force: true })
+        );
+        assert!(matches!(
+            Command::parse("/undo everything"),
+            Some(Command::Unknown(_))
+        ));
         assert_eq!(
             Command::parse("/model  gpt-x "),
             Some(Command::Model(Some("gpt-x".into())))

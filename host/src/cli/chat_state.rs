@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::line_input::LineInput;
 use super::render::Renderer;
-use super::view::style::{Look, Style, Styled};
+use super::view::style::{Look, Style, Styled, cut_to, terminal_width};
 use crate::agent::{AgentKit, LivePlugins, Session};
 
 /// What the chat loop works with.
@@ -24,8 +24,15 @@ impl Chat {
     /// One dim line after a turn: model, context use, the turn's tokens,
     /// running jobs.
     pub(super) fn status_line(&self) {
+        if let Some(line) = self.status() {
+            super::terminal::write_styled(&line, super::terminal::Sink::Err);
+        }
+    }
+
+    /// The status line (none for `--json`).
+    pub(super) fn status(&self) -> Option<Styled> {
         if self.json {
-            return;
+            return None;
         }
         let session = &self.session;
         let window = session.context_window().max(1);
@@ -58,10 +65,16 @@ impl Chat {
                 if running == 1 { "" } else { "s" }
             ));
         }
+        let mut text = format!("── {}", parts.join(" · "));
+        if self.look.color
+            && let Some(width) = terminal_width()
+        {
+            // One row, measured now (the terminal may have been resized).
+            text = cut_to(&text, width.saturating_sub(1));
+        }
         let mut line = Styled::new(self.look.color);
-        line.styled(Style::Dim, &format!("── {}", parts.join(" · ")))
-            .text("\n");
-        super::terminal::write_styled(&line, super::terminal::Sink::Err);
+        line.styled(Style::Dim, &text).text("\n");
+        Some(line)
     }
 }
 

@@ -13,10 +13,16 @@ use rustyline::error::ReadlineError;
 use rustyline::highlight::Highlighter;
 use rustyline::hint::Hinter;
 use rustyline::history::{FileHistory, History};
-use rustyline::validate::{ValidationContext, ValidationResult, Validator};
-use rustyline::{Cmd, Config, Editor, KeyCode, KeyEvent, Modifiers};
+use rustyline::validate::Validator;
+use rustyline::{
+    Cmd, ConditionalEventHandler, Config, Editor, Event, EventContext, EventHandler, KeyCode,
+    KeyEvent, Modifiers, Movement, RepeatCount,
+};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::oneshot;
+
+use super::above_prompt::{AbovePrompt, WhilePrompting};
+use super::tty_mode;
 
 /// One thing the operator did at a prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,12 +49,49 @@ impl LineInput {
         let tty = unsafe { libc::isatty(0) == 1 && libc::isatty(2) == 1 };
         let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
         if tty && !dumb {
+            tty_mode::remember();
             match EditorThread::start(workspace, commands) {
                 Ok(editor) => return LineInput::Editor(editor),
                 Err(err) => errln!("note: no line editing ({err}); reading plain lines"),
             }
         }
         LineInput::Plain(tokio::io::BufReader::new(tokio::io::stdin()).lines())
+    }
+
+    /// What may draw while a read of this input is under way.
+    pub fn while_prompting(&self) -> WhilePrompting {
+        match self {
+            LineInput::Plain(_) => WhilePrompting::DrawAsUsual,
+            LineInput::Editor(editor) => match &editor.above {
+                Some(above) => WhilePrompting::Above(above.clone()),
+                None => WhilePrompting::Wait,
+            },
+        }
+    }
+
+    /// While a turn runs, the terminal is quiet (see
+    /// [`tty_mode::quiet`]); only when the line editor reads it.
+    pub fn quiet(&self) -> Option<tty_mode::Quiet> {
+        matches!(self, LineInput::Editor(_))
+            .then(tty_mode::quiet)
+            .flatten()
+    }
+
+    /// Print `text` (built by sandcrab, see [`Styled`]) as lines of their
+    /// own: above the prompt while the editor reads, else on stderr.
+    pub fn print_above(&self, text: &super::view::style::Styled) {
+        if let LineInput::Editor(editor) = self
+            && editor.pending.is_some()
+            && let Some(above) = &editor.above
+        {
+            let mut bytes = text.as_terminal_bytes().to_string();
+            if !bytes.ends_with('\n') {
+                bytes.push('\n');
+            }
+            above.print(bytes);
+            return;
+        }
+        super::terminal::write_styled(text, super::terminal::Sink::Err);
     }
 
     /// Show `prompt` and read one input. Cancel-safe: a read dropped
@@ -59,23 +102,53 @@ impl LineInput {
                 err!("{prompt}");
                 tokio::select! {
                     line = lines.next_line() => Ok(match line? {
-                        Some(text) => Line::Text(text),
+                        Some(text) => {
+                            // Nobody typed it, so no terminal echoed it: the
+                            // transcript shows it after its prompt.
+                            // SAFETY: isatty only inspects the descriptor.
+                            if unsafe { libc::isatty(0) } != 1 {
+                                errln!("{text}");
+                            }
+                            Line::Text(text)
+                        }
                         None => Line::End,
                     }),
                     _ = tokio::signal::ctrl_c() => Ok(Line::Interrupted),
                 }
             }
-            LineInput::Editor(editor) => editor.read(prompt).await,
+            LineInput::Editor(editor) => editor.read(prompt, Ask::Input).await,
+        }
+    }
+
+    /// Show `prompt` and read the answer to a question, in an editor of
+    /// its own: nothing the input editor read ahead (keys typed before the
+    /// question existed) can answer it. Not cancel-safe.
+    pub async fn read_answer(&mut self, prompt: &str) -> std::io::Result<Line> {
+        match self {
+            LineInput::Plain(_) => self.read(prompt).await,
+            LineInput::Editor(editor) => editor.read(prompt, Ask::Answer).await,
         }
     }
 }
 
 type Reply = oneshot::Sender<std::io::Result<Line>>;
 
+/// What a read is for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ask {
+    /// The operator's next input (history, completion, type-ahead kept).
+    Input,
+    /// An answer to a question, read afresh.
+    Answer,
+}
+
 /// The line editor, on a thread of its own (it blocks reading keys).
 pub struct EditorThread {
-    requests: std::sync::mpsc::Sender<(String, Reply)>,
-    pending: Option<oneshot::Receiver<std::io::Result<Line>>>,
+    requests: std::sync::mpsc::Sender<(String, Ask, Reply)>,
+    /// A read begun and not yet answered (a cancelled call), and what for.
+    pending: Option<(Ask, oneshot::Receiver<std::io::Result<Line>>)>,
+    /// Prints above the prompt (none when the editor cannot).
+    above: Option<AbovePrompt>,
 }
 
 impl EditorThread {
@@ -93,19 +166,30 @@ impl EditorThread {
             commands,
         }));
         editor.bind_sequence(KeyEvent(KeyCode::Enter, Modifiers::ALT), Cmd::Newline);
+        editor.bind_sequence(
+            KeyEvent(KeyCode::Enter, Modifiers::NONE),
+            EventHandler::Conditional(Box::new(BackslashContinues)),
+        );
+        let above = editor
+            .create_external_printer()
+            .ok()
+            .and_then(|printer| AbovePrompt::start(printer).ok());
         let history = history_file(workspace);
         if let Some(file) = &history {
             let _ = editor.load_history(file);
         }
-        let (requests, incoming) = std::sync::mpsc::channel::<(String, Reply)>();
+        let (requests, incoming) = std::sync::mpsc::channel::<(String, Ask, Reply)>();
         std::thread::Builder::new()
             .name("sandcrab-input".into())
             .spawn(move || {
-                while let Ok((prompt, reply)) = incoming.recv() {
-                    let line = match editor.readline(&prompt) {
+                while let Ok((prompt, ask, reply)) = incoming.recv() {
+                    let read = match ask {
+                        Ask::Input => editor.readline(&prompt),
+                        Ask::Answer => read_answer(&prompt),
+                    };
+                    let line = match read {
                         Ok(text) => {
-                            let text = joined(&text);
-                            if !text.trim().is_empty() {
+                            if ask == Ask::Input && !text.trim().is_empty() {
                                 let _ = editor.add_history_entry(text.as_str());
                                 if let Some(file) = &history {
                                     save_history(&mut editor, file);
@@ -125,18 +209,30 @@ impl EditorThread {
         Ok(EditorThread {
             requests,
             pending: None,
+            above,
         })
     }
 
-    async fn read(&mut self, prompt: &str) -> std::io::Result<Line> {
-        if self.pending.is_none() {
-            let (reply, answer) = oneshot::channel();
-            self.requests
-                .send((prompt.to_string(), reply))
-                .map_err(|_| std::io::Error::other("the line editor stopped"))?;
-            self.pending = Some(answer);
+    /// Read with `prompt`, or go on with the read a cancelled call began.
+    /// A question never takes over an input read: its line was begun
+    /// before the question existed.
+    async fn read(&mut self, prompt: &str, ask: Ask) -> std::io::Result<Line> {
+        match &self.pending {
+            Some((Ask::Input, _)) if ask == Ask::Answer => {
+                return Err(std::io::Error::other(
+                    "a question came while an input line was being typed",
+                ));
+            }
+            Some(_) => {}
+            None => {
+                let (reply, answer) = oneshot::channel();
+                self.requests
+                    .send((prompt.to_string(), ask, reply))
+                    .map_err(|_| std::io::Error::other("the line editor stopped"))?;
+                self.pending = Some((ask, answer));
+            }
         }
-        let answer = self.pending.as_mut().expect("a read is pending");
+        let (_, answer) = self.pending.as_mut().expect("a read is pending");
         let line = answer
             .await
             .unwrap_or_else(|_| Err(std::io::Error::other("the line editor stopped")));
@@ -145,12 +241,41 @@ impl EditorThread {
     }
 }
 
-/// An input whose lines ended in `\` (to go on typing) without the `\`.
-fn joined(text: &str) -> String {
-    text.split('\n')
-        .map(|line| line.strip_suffix('\\').unwrap_or(line))
-        .collect::<Vec<_>>()
-        .join("\n")
+/// One line read by an editor made for it: it has read nothing ahead, and
+/// what it reads past the line is dropped with it. A pasted line break is
+/// not an Enter.
+fn read_answer(prompt: &str) -> rustyline::Result<String> {
+    let config = Config::builder()
+        .auto_add_history(false)
+        .bracketed_paste(true)
+        .build();
+    rustyline::DefaultEditor::with_config(config)?.readline(prompt)
+}
+
+/// Enter after a `\` typed at the end of the input goes on to a new line:
+/// the `\` becomes the line break. Only the key does this, so a pasted
+/// text keeps its backslashes.
+struct BackslashContinues;
+
+impl ConditionalEventHandler for BackslashContinues {
+    fn handle(&self, _: &Event, _: RepeatCount, _: bool, ctx: &EventContext) -> Option<Cmd> {
+        continues(ctx.line(), ctx.pos())
+            .then(|| Cmd::Replace(Movement::BackwardChar(1), Some("\n".into())))
+    }
+}
+
+/// Whether Enter with the cursor at `pos` of `line` continues the input.
+fn continues(line: &str, pos: usize) -> bool {
+    pos == line.len() && line.ends_with('\\')
+}
+
+/// Where the word that ends `before` starts (after the last whitespace
+/// character, which may take several bytes).
+fn word_start(before: &str) -> usize {
+    before
+        .char_indices()
+        .rfind(|(_, c)| c.is_whitespace())
+        .map_or(0, |(at, c)| at + c.len_utf8())
 }
 
 /// This workspace's history file: `DATA/sandcrab/history/HASH` (the
@@ -202,10 +327,7 @@ impl Completer for Helper {
                 .collect();
             return Ok((0, found));
         }
-        let start = before
-            .rfind(char::is_whitespace)
-            .map(|i| i + 1)
-            .unwrap_or(0);
+        let start = word_start(before);
         match before[start..].strip_prefix('@') {
             Some(partial) => Ok((start + 1, workspace_paths(&self.workspace, partial))),
             None => Ok((pos, Vec::new())),
@@ -213,9 +335,13 @@ impl Completer for Helper {
     }
 }
 
+/// Most directory entries looked at for one completion.
+const MAX_LISTED: usize = 5_000;
+
 /// Workspace entries completing `partial` (a path relative to the
-/// workspace that never climbs out of it); directories end in `/`. Links
-/// are listed but not followed.
+/// workspace that never climbs out of it, through no link); directories
+/// end in `/`. A name with a control character (a file the model may have
+/// made to reach the terminal) is never offered.
 pub fn workspace_paths(workspace: &Path, partial: &str) -> Vec<Pair> {
     let (dir, prefix) = match partial.rsplit_once('/') {
         Some((dir, prefix)) => (dir, prefix),
@@ -227,14 +353,26 @@ pub fn workspace_paths(workspace: &Path, partial: &str) -> Vec<Pair> {
     if !inside {
         return Vec::new();
     }
+    // Every directory on the way is a real directory, not a link.
+    let mut walked = workspace.to_path_buf();
+    for part in Path::new(dir).components() {
+        walked.push(part);
+        if !std::fs::symlink_metadata(&walked).is_ok_and(|m| m.is_dir()) {
+            return Vec::new();
+        }
+    }
     let Ok(entries) = std::fs::read_dir(workspace.join(dir)) else {
         return Vec::new();
     };
     let mut found: Vec<Pair> = entries
+        .take(MAX_LISTED)
         .flatten()
         .filter_map(|entry| {
             let name = entry.file_name().into_string().ok()?;
-            if !name.starts_with(prefix) || (name.starts_with('.') && !prefix.starts_with('.')) {
+            if !name.starts_with(prefix)
+                || (name.starts_with('.') && !prefix.starts_with('.'))
+                || name.chars().any(crate::terminal_safe::needs_escape)
+            {
                 return None;
             }
             let is_dir = entry.file_type().ok()?.is_dir();
@@ -269,16 +407,7 @@ impl Highlighter for Helper {
     }
 }
 
-impl Validator for Helper {
-    /// A line ending in `\` goes on to the next line.
-    fn validate(&self, ctx: &mut ValidationContext<'_>) -> rustyline::Result<ValidationResult> {
-        Ok(if ctx.input().ends_with('\\') {
-            ValidationResult::Incomplete
-        } else {
-            ValidationResult::Valid(None)
-        })
-    }
-}
+impl Validator for Helper {}
 
 impl rustyline::Helper for Helper {}
 
@@ -303,11 +432,30 @@ mod tests {
         assert_eq!(names("src/m"), ["src/main.rs"]);
         assert_eq!(names("src/."), ["src/.hidden"]);
         assert!(names("../").is_empty() && names("/etc/").is_empty());
+        // A name made to drive the terminal is not offered; a linked
+        // directory is not entered.
+        std::fs::write(dir.path().join("src/\x1b]52;c;aGk=\x07x"), "").unwrap();
+        assert_eq!(names("src/"), ["src/deep/", "src/main.rs"]);
+        std::os::unix::fs::symlink("/etc", dir.path().join("etc")).unwrap();
+        assert!(names("etc/").is_empty());
     }
 
     #[test]
-    fn continued_lines_lose_their_backslash() {
-        assert_eq!(joined("one\\\ntwo"), "one\ntwo");
-        assert_eq!(joined("a\\b"), "a\\b");
+    fn only_a_backslash_at_the_cursor_at_the_end_continues() {
+        assert!(continues("one\\", 4));
+        assert!(!continues("one\\", 3), "the cursor is not at the end");
+        assert!(!continues("a\\b", 3));
+    }
+
+    #[test]
+    fn a_word_starts_after_a_space_of_any_width() {
+        // A no-break space (2 bytes) and an ideographic space (3 bytes)
+        // once made Tab panic.
+        for before in ["see\u{a0}@no", "これは\u{3000}@テ", "x @no", "@no"] {
+            let start = word_start(before);
+            assert!(before[start..].starts_with('@'), "{before:?}");
+        }
+        assert_eq!(word_start("no space"), 3);
+        assert_eq!(word_start(""), 0);
     }
 }

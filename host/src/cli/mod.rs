@@ -4,6 +4,7 @@
 #[macro_use]
 mod terminal;
 
+mod above_prompt;
 mod agent_cmd;
 mod approval_prompt;
 mod approvals_cmd;
@@ -25,6 +26,7 @@ mod setup;
 mod store_cmd;
 mod tool_cmd;
 mod trust_cmd;
+mod tty_mode;
 mod view;
 
 use std::process::ExitCode;

@@ -10,40 +10,49 @@
 use std::sync::{Arc, Mutex};
 
 use futures::{FutureExt, StreamExt};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
-use super::terminal::sanitize;
+use super::above_prompt::{AbovePrompt, WhilePrompting};
+use super::terminal::{Sink, sanitize};
 use super::view::diff_view::render_change;
-use super::view::live_area::LiveArea;
+use super::view::live_area::{LiveArea, last_frame};
 use super::view::markdown::Markdown;
-use super::view::style::{Look, Style, Styled, terminal_width};
+use super::view::style::{Look, Style, Styled, cut_to, terminal_width, width_of};
 use crate::agent::{Event, EventData, EventStream};
 use crate::llm::Usage;
 
 /// Draws a session's events from a task of its own.
 pub struct Renderer {
-    flushes: mpsc::UnboundedSender<oneshot::Sender<()>>,
+    requests: mpsc::UnboundedSender<Request>,
     task: tokio::task::JoinHandle<()>,
     usage: Arc<Mutex<Option<Usage>>>,
+    turns: watch::Receiver<u64>,
 }
 
 impl Renderer {
     /// Start drawing `events`: as JSON lines when `json`, else for a
     /// terminal that takes `look`.
     pub fn spawn(events: EventStream, json: bool, look: Look) -> Renderer {
-        let (flushes, requests) = mpsc::unbounded_channel();
+        let (sender, requests) = mpsc::unbounded_channel();
         let usage = Arc::new(Mutex::new(None));
+        let (turns_sender, turns) = watch::channel(0);
         let screen = Screen {
             at_line_start: true,
             look,
             markdown: Markdown::new(look),
             live: LiveArea::new(look),
             usage: usage.clone(),
+            turns: turns_sender,
+            above: None,
+            partial: Styled::new(look.color),
+            answer_open: false,
+            deferred: Vec::new(),
         };
         Renderer {
-            flushes,
+            requests: sender,
             task: tokio::spawn(render(events, json, requests, screen)),
             usage,
+            turns,
         }
     }
 
@@ -52,9 +61,44 @@ impl Renderer {
     /// after a turn returns, its whole rendering is done here).
     pub async fn flush(&self) {
         let (ack, done) = oneshot::channel();
-        if self.flushes.send(ack).is_ok() {
+        if self.requests.send(Request::Flush(ack)).is_ok() {
             let _ = done.await;
         }
+    }
+
+    /// Flush, then draw nothing more (the live blocks erased, events kept
+    /// for later) until the guard is dropped: the operator is reading a
+    /// prompt, and nothing may draw over it.
+    pub async fn hold(&self) -> Held<'_> {
+        let (ack, done) = oneshot::channel();
+        if self.requests.send(Request::Hold(ack)).is_ok() {
+            let _ = done.await;
+        }
+        Held { renderer: self }
+    }
+
+    /// A prompt is about to open: what was emitted so far is drawn, the
+    /// answer's line ended and the live blocks erased; until
+    /// [`Renderer::prompt_closed`], drawing goes on as `how` says.
+    pub async fn prompt_open(&self, how: WhilePrompting) {
+        let (ack, done) = oneshot::channel();
+        if self.requests.send(Request::PromptOpen(how, ack)).is_ok() {
+            let _ = done.await;
+        }
+    }
+
+    /// The prompt was answered: drawing goes on below it.
+    pub async fn prompt_closed(&self) {
+        let (ack, done) = oneshot::channel();
+        if self.requests.send(Request::PromptClosed(ack)).is_ok() {
+            let _ = done.await;
+        }
+    }
+
+    /// Counts the inputs the session finished processing, once drawn
+    /// (a turn a finished job woke among them).
+    pub fn turns_ended(&self) -> watch::Receiver<u64> {
+        self.turns.clone()
     }
 
     /// The tokens of the last input processed, as the provider reported.
@@ -65,10 +109,36 @@ impl Renderer {
     /// Wait for the events to end (the session was closed) and the last
     /// one to be drawn.
     pub async fn finish(self) {
-        drop(self.flushes);
+        drop(self.requests);
         let _ = self.task.await;
     }
 }
+
+/// While alive, the renderer draws nothing (see [`Renderer::hold`]).
+pub struct Held<'a> {
+    renderer: &'a Renderer,
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        let _ = self.renderer.requests.send(Request::Release);
+    }
+}
+
+/// What the chat asks of the drawing task.
+enum Request {
+    /// Draw what is queued, end the line, answer.
+    Flush(oneshot::Sender<()>),
+    /// Like flush, then hold everything until `Release`.
+    Hold(oneshot::Sender<()>),
+    Release,
+    /// Like flush, then draw as the open prompt allows.
+    PromptOpen(WhilePrompting, oneshot::Sender<()>),
+    PromptClosed(oneshot::Sender<()>),
+}
+
+/// How long a closed prompt waits for lines still being printed above it.
+const ABOVE_DRAIN: std::time::Duration = std::time::Duration::from_millis(300);
 
 /// How often a running call's block is redrawn.
 const TICK: std::time::Duration = std::time::Duration::from_millis(120);
@@ -78,7 +148,7 @@ const TICK: std::time::Duration = std::time::Duration::from_millis(120);
 async fn render(
     mut events: EventStream,
     json: bool,
-    mut flushes: mpsc::UnboundedReceiver<oneshot::Sender<()>>,
+    mut requests: mpsc::UnboundedReceiver<Request>,
     mut screen: Screen,
 ) {
     let draw = |event: &Event, screen: &mut Screen| {
@@ -90,24 +160,65 @@ async fn render(
     };
     let mut ticks = tokio::time::interval(TICK);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // An approval prompt is being answered.
+    let mut held = false;
+    // The line editor's prompt is open and nothing can print above it.
+    let mut waiting = false;
     loop {
+        let drawing = !held && !waiting;
         tokio::select! {
             biased;
-            event = events.next() => match event {
+            event = events.next(), if drawing => match event {
                 Some(event) => draw(&event, &mut screen),
                 None => break,
             },
-            Some(ack) = flushes.recv() => {
-                while let Some(Some(event)) = events.next().now_or_never() {
-                    draw(&event, &mut screen);
+            request = requests.recv() => {
+                let mut drain = |screen: &mut Screen| {
+                    while drawing && let Some(Some(event)) = events.next().now_or_never() {
+                        draw(&event, screen);
+                    }
+                };
+                match request {
+                    Some(Request::Flush(ack)) => {
+                        drain(&mut screen);
+                        if drawing {
+                            screen.end_line();
+                        }
+                        let _ = ack.send(());
+                    }
+                    Some(Request::Hold(ack)) => {
+                        drain(&mut screen);
+                        if drawing {
+                            screen.make_room();
+                        }
+                        held = true;
+                        let _ = ack.send(());
+                    }
+                    Some(Request::Release) => held = false,
+                    Some(Request::PromptOpen(how, ack)) => {
+                        drain(&mut screen);
+                        waiting = screen.open_prompt(how);
+                        let _ = ack.send(());
+                    }
+                    Some(Request::PromptClosed(ack)) => {
+                        waiting = false;
+                        screen.close_prompt().await;
+                        let _ = ack.send(());
+                    }
+                    // The chat is done with us: draw what is left.
+                    None => {
+                        screen.close_prompt().await;
+                        while let Some(event) = events.next().await {
+                            draw(&event, &mut screen);
+                        }
+                        break;
+                    }
                 }
-                screen.end_line();
-                let _ = ack.send(());
-            }
-            _ = ticks.tick(), if screen.live.active() => {
+            },
+            _ = ticks.tick(), if drawing && screen.live.active() => {
                 screen.refresh_width();
                 let frame = screen.live.redraw();
-                write_err_styled(&frame);
+                screen.write(Sink::Err, &frame);
             }
         }
     }
@@ -122,19 +233,85 @@ struct Screen {
     markdown: Markdown,
     live: LiveArea,
     usage: Arc<Mutex<Option<Usage>>>,
+    /// Counts the inputs processed, once drawn.
+    turns: watch::Sender<u64>,
+    /// While the operator types: whole lines go above the prompt.
+    above: Option<AbovePrompt>,
+    /// The part of a line not yet printed above the prompt.
+    partial: Styled,
+    /// An answer's text is being drawn.
+    answer_open: bool,
+    /// Notices waiting for the answer's end.
+    deferred: Vec<Styled>,
 }
 
 impl Screen {
+    /// Write `text` (whose only escapes are sandcrab's styles) to `sink`;
+    /// while the operator types, whole lines above the prompt.
+    fn write(&mut self, sink: Sink, text: &Styled) {
+        let Some(above) = &self.above else {
+            super::terminal::write_styled(text, sink);
+            return;
+        };
+        self.partial.append(text);
+        if let Some(lines) = self.partial.take_lines() {
+            above.print(lines.as_terminal_bytes().to_string());
+        }
+    }
+
+    /// A prompt opens (see [`Renderer::prompt_open`]); whether drawing
+    /// must wait until it closes.
+    fn open_prompt(&mut self, how: WhilePrompting) -> bool {
+        self.make_room();
+        match how {
+            WhilePrompting::DrawAsUsual => false,
+            WhilePrompting::Wait => true,
+            WhilePrompting::Above(above) => {
+                self.above = Some(above);
+                // Lines above a prompt cannot be redrawn in place.
+                self.live.set_look(self.live_look());
+                false
+            }
+        }
+    }
+
+    /// The prompt closed: what was printed above it is shown (or queued
+    /// behind a search the operator is in), and drawing goes on below.
+    async fn close_prompt(&mut self) {
+        let Some(above) = self.above.take() else {
+            return;
+        };
+        above.drained(ABOVE_DRAIN).await;
+        let rest = std::mem::replace(&mut self.partial, Styled::new(self.look.color));
+        super::terminal::write_styled(&rest, Sink::Out);
+        self.live.set_look(self.live_look());
+    }
+
+    /// How the live blocks draw: in place, unless lines go above a prompt.
+    fn live_look(&self) -> Look {
+        Look {
+            live: self.look.live && self.above.is_none(),
+            ..self.look
+        }
+    }
+
     /// End the answer's line if it is open (a note or a prompt never
     /// continues it), drawing what the Markdown still holds.
+    /// Notices that came while the answer was being drawn follow it.
     fn end_line(&mut self) {
         let (rest, open) = self.markdown.finish();
         if !rest.is_empty() {
-            write_out_styled(&rest);
+            self.write(Sink::Out, &rest);
         }
         if !self.at_line_start || open {
-            outln!();
+            let mut line = Styled::new(self.look.color);
+            line.text("\n");
+            self.write(Sink::Out, &line);
             self.at_line_start = true;
+        }
+        self.answer_open = false;
+        for notice in std::mem::take(&mut self.deferred) {
+            self.write(Sink::Err, &notice);
         }
     }
 
@@ -144,7 +321,7 @@ impl Screen {
         self.end_line();
         let erase = self.live.erase();
         if !erase.is_empty() {
-            write_err_styled(&erase);
+            self.write(Sink::Err, &erase);
         }
     }
 
@@ -159,19 +336,22 @@ impl Screen {
             self.look.width = width;
             self.look.live = width.is_some();
             self.markdown.set_look(self.look);
-            self.live.set_look(self.look);
+            self.live.set_look(self.live_look());
         }
     }
 
     fn human(&mut self, event: &Event) {
         match &event.data {
-            EventData::AssistantTextStart(_) => self.refresh_width(),
+            EventData::AssistantTextStart(_) => {
+                self.refresh_width();
+                self.answer_open = true;
+            }
             EventData::AssistantTextDelta(d) => {
                 let erase = self.live.erase();
-                write_err_styled(&erase);
+                self.write(Sink::Err, &erase);
                 let text = self.markdown.push(&d.delta);
                 if !text.is_empty() {
-                    write_out_styled(&text);
+                    self.write(Sink::Out, &text);
                     self.at_line_start = text.as_terminal_bytes().ends_with('\n');
                 }
             }
@@ -179,40 +359,45 @@ impl Screen {
             EventData::ToolCallStart(d) => {
                 self.make_room();
                 self.refresh_width();
-                let room = self.look.width.map_or(120, |w| {
-                    w.saturating_sub(d.name.chars().count() + 5).max(20)
-                });
+                // The name is the model's text: one row, however it is made.
+                let name = cut_to(&d.name, 60);
+                let room = self
+                    .look
+                    .width
+                    .map_or(120, |w| w.saturating_sub(width_of(&name) + 5).max(20));
                 let mut line = Styled::new(self.look.color);
                 line.styled(Style::BoldCyan, "● ")
-                    .styled(Style::Bold, &d.name)
+                    .styled(Style::Bold, &name)
                     .styled(
                         Style::Dim,
                         &format!("({})", call_summary(&d.arguments, room)),
                     )
                     .text("\n");
-                write_err_styled(&line);
+                self.write(Sink::Err, &line);
                 self.live.start(&d.call_id, &d.name);
             }
             EventData::ToolCallOutputDelta(d) => {
                 let lines = self.live.output(&d.call_id, &d.text);
                 if !lines.is_empty() {
                     self.make_room();
-                    write_err_styled(&lines);
+                    self.write(Sink::Err, &lines);
                 }
             }
             EventData::ToolCallEnd(d) => {
                 self.make_room();
                 let collapsed = self.live.end(&d.call_id);
-                write_err_styled(&collapsed);
+                self.write(Sink::Err, &collapsed);
                 self.notice(&event.data);
                 for change in &d.changes {
-                    write_err_styled(&render_change(change, self.look, MAX_DIFF_LINES));
+                    let diff = render_change(change, self.look, MAX_DIFF_LINES);
+                    self.write(Sink::Err, &diff);
                 }
             }
             EventData::ProcessingEnd(d) => {
                 if let Ok(mut usage) = self.usage.lock() {
                     *usage = Some(d.usage);
                 }
+                self.turns.send_modify(|n| *n += 1);
             }
             // Anything else is at most a line of its own on stderr: the
             // answer's line is ended first, so a note never splits it.
@@ -220,9 +405,18 @@ impl Screen {
         }
     }
 
+    /// A line of its own for `data`; while an answer is being drawn, it
+    /// waits for the answer's end (a job's notice never splits a line or
+    /// a code block of the answer).
     fn notice(&mut self, data: &EventData) {
-        let Some(line) = notice(data) else { return };
-        self.make_room();
+        let columns = self.look.width.unwrap_or(160).saturating_sub(1).max(20);
+        let Some(line) = notice(data, columns) else {
+            return;
+        };
+        // A message of several lines (a provider's error body) keeps its
+        // later lines indented under its first: none passes for a line of
+        // sandcrab's own.
+        let line = line.trim_end().replace('\n', "\n  ");
         let mut out = Styled::new(self.look.color);
         let style = if line.starts_with("error:") || line.starts_with("  ✗") {
             Some(Style::Red)
@@ -239,41 +433,35 @@ impl Screen {
             (None, None) => out.text(&line),
         };
         out.text("\n");
-        write_err_styled(&out);
+        if self.answer_open {
+            self.deferred.push(out);
+            return;
+        }
+        self.make_room();
+        self.write(Sink::Err, &out);
     }
 }
 
 /// Most diff lines shown for one change as it happens.
 const MAX_DIFF_LINES: usize = 40;
 
-fn write_out_styled(text: &Styled) {
-    super::terminal::write_styled(text, super::terminal::Sink::Out);
-}
-
-fn write_err_styled(text: &Styled) {
-    super::terminal::write_styled(text, super::terminal::Sink::Err);
-}
-
 /// The line an event other than the answer's text shows, if any.
-fn notice(data: &EventData) -> Option<String> {
+fn notice(data: &EventData, columns: usize) -> Option<String> {
     let clean = |text: &str| sanitize(text).into_owned();
     Some(match data {
-        EventData::ToolCallStart(d) => format!(
-            "● {}({})",
-            clean(&d.name),
-            sanitize(&short(&d.arguments.to_string(), 120))
-        ),
         EventData::ToolCallEnd(d) => {
-            let output = clean(&d.output);
-            let first = output.lines().next().unwrap_or("");
-            let lines = output.lines().count();
+            let first = d.output.lines().next().unwrap_or("");
+            let lines = d.output.lines().count();
             let more = if lines > 1 {
                 format!(" (+{} lines)", lines - 1)
             } else {
                 String::new()
             };
             let mark = if d.is_error { "✗" } else { "⎿" };
-            format!("  {mark} {}{more}", short(first, 160))
+            // One row: a progress bar's last frame, escapes shown, cut to
+            // the columns left.
+            let room = columns.saturating_sub(width_of(&more) + 4).max(10);
+            format!("  {mark} {}{more}", cut_to(last_frame(first), room))
         }
         EventData::TurnLimit(d) => format!(
             "note: turn limit reached ({} = {})",
@@ -313,7 +501,7 @@ fn notice(data: &EventData) -> Option<String> {
     })
 }
 
-/// A call's arguments on one line of at most `room` characters: the path
+/// A call's arguments on one row of at most `room` columns: the path
 /// or command it works on when it names one, else its JSON.
 fn call_summary(arguments: &serde_json::Value, room: usize) -> String {
     let main = ["command", "file_path", "path", "pattern", "query", "url"]
@@ -324,13 +512,5 @@ fn call_summary(arguments: &serde_json::Value, room: usize) -> String {
         Some(main) => format!("{main}, …"),
         None => arguments.to_string(),
     };
-    super::terminal::one_line(&short(&text, room), usize::MAX)
-}
-
-fn short(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let cut: String = text.chars().take(max).collect();
-    format!("{cut}…")
+    cut_to(&text, room)
 }

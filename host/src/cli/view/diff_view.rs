@@ -3,7 +3,7 @@
 //! one), then the unified diff, coloured, each line cut to the width and
 //! at most a number of lines.
 
-use super::style::{Look, Style, Styled, cut_to};
+use super::style::{Look, Style, Styled, cut_to, one_row};
 use crate::checkpoint::{ChangeKind, FileChange};
 
 /// One line of a unified diff, coloured by its first character.
@@ -37,8 +37,8 @@ pub fn render_change(change: &FileChange, look: Look, max_lines: usize) -> Style
 pub fn render_titled(change: &FileChange, verb: &str, look: Look, max_lines: usize) -> Styled {
     let mut out = Styled::new(look.color);
     out.styled(Style::BoldCyan, "● ")
-        .styled(Style::Bold, &format!("{verb} {}", change.path))
-        .styled(Style::Dim, &format!(" ({})", counts(change)))
+        .styled(Style::Bold, &format!("{verb} {}", one_row(&change.path)))
+        .styled(Style::Dim, &format!(" ({})", change.counts()))
         .text("\n");
     if change.binary || max_lines == 0 {
         return out;
@@ -68,14 +68,6 @@ pub fn render_titled(change: &FileChange, verb: &str, look: Look, max_lines: usi
         );
     }
     out
-}
-
-fn counts(change: &FileChange) -> String {
-    if change.binary {
-        "binary".into()
-    } else {
-        format!("+{} −{}", change.added, change.removed)
-    }
 }
 
 #[cfg(test)]

@@ -15,6 +15,9 @@ const TAIL_LINES: usize = 6;
 const HEAD_LINES: usize = 2;
 /// Lines printed as they come when the output is plain.
 const PLAIN_LINES: usize = 40;
+/// Most bytes kept of a line not yet ended (a progress bar redrawn with
+/// `\r` for minutes never ends its line).
+const MAX_PARTIAL: usize = 4096;
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
 struct Block {
@@ -92,13 +95,27 @@ impl LiveArea {
         block.partial.push_str(text);
         while let Some(end) = block.partial.find('\n') {
             let line: String = block.partial.drain(..=end).collect();
-            let line = line.trim_end_matches(['\n', '\r']).to_string();
+            let line = last_frame(&line).to_string();
             if !live && block.lines < PLAIN_LINES {
                 out.styled(Style::Dim, "  │ ").text(&line).text("\n");
             } else if !live && block.lines == PLAIN_LINES {
                 out.styled(Style::Dim, "  │ … (more output)\n");
             }
             block.add_line(line);
+        }
+        if block.partial.len() > MAX_PARTIAL {
+            let kept = last_frame(&block.partial);
+            let kept = match kept.len() > MAX_PARTIAL / 2 {
+                true => {
+                    let mut from = kept.len() - MAX_PARTIAL / 2;
+                    while !kept.is_char_boundary(from) {
+                        from += 1;
+                    }
+                    format!("…{}", &kept[from..])
+                }
+                false => kept.to_string(),
+            };
+            block.partial = kept;
         }
         out
     }
@@ -130,8 +147,13 @@ impl LiveArea {
                 )
                 .text("\n");
             self.drawn += 1;
-            let partial = (!block.partial.is_empty()).then_some(&block.partial);
-            let shown: Vec<&String> = block.tail.iter().chain(partial).collect();
+            let partial = (!block.partial.is_empty()).then(|| last_frame(&block.partial));
+            let shown: Vec<&str> = block
+                .tail
+                .iter()
+                .map(String::as_str)
+                .chain(partial)
+                .collect();
             let skip = shown.len().saturating_sub(TAIL_LINES);
             for line in &shown[skip..] {
                 out.styled(Style::Dim, "  │ ")
@@ -152,7 +174,7 @@ impl LiveArea {
         };
         let mut block = self.blocks.remove(at);
         if !block.partial.is_empty() {
-            let line = std::mem::take(&mut block.partial);
+            let line = last_frame(&std::mem::take(&mut block.partial)).to_string();
             if !self.look.live && block.lines < PLAIN_LINES {
                 out.styled(Style::Dim, "  │ ").text(&line).text("\n");
             }
@@ -186,6 +208,13 @@ impl LiveArea {
         }
         out
     }
+}
+
+/// A line as a terminal would leave it: what follows its last carriage
+/// return (a progress bar redraws itself with `\r`).
+pub fn last_frame(line: &str) -> &str {
+    let line = line.trim_end_matches(['\n', '\r']);
+    line.rsplit('\r').next().unwrap_or(line)
 }
 
 #[cfg(test)]
@@ -226,6 +255,27 @@ mod tests {
         assert!(end.contains("line 0") && end.contains("line 1") && end.contains("line 99"));
         assert!(end.contains("… 95 more lines") && !end.contains("line 50"));
         assert!(!area.active());
+    }
+
+    #[test]
+    fn a_progress_bar_shows_its_latest_frame_and_stays_bounded() {
+        let mut area = LiveArea::new(LIVE);
+        area.start("c1", "pip");
+        for pct in (0..=100).step_by(10) {
+            area.output("c1", &format!("\r[{}] {pct}%", "#".repeat(pct / 10)));
+        }
+        let frame = area.redraw();
+        let frame = frame.as_terminal_bytes();
+        assert!(frame.contains("100%") && !frame.contains("90%"), "{frame}");
+        // Minutes of frames without a line break stay bounded.
+        for _ in 0..20_000 {
+            area.output("c1", "\r[####      ] 40%");
+        }
+        assert!(area.blocks[0].partial.len() <= MAX_PARTIAL);
+        area.output("c1", "\r done\r\n");
+        let end = area.end("c1");
+        let end = end.as_terminal_bytes();
+        assert!(end.contains(" done") && !end.contains("40%"), "{end}");
     }
 
     #[test]

@@ -79,8 +79,10 @@ impl Markdown {
             }
         }
         if let Some((level, title)) = heading(trimmed) {
+            // Bold cyan is sandcrab's own marker (● of a call or a
+            // change): a heading never takes it.
             let style = if level == 1 {
-                Style::BoldCyan
+                Style::Underline
             } else {
                 Style::Bold
             };

@@ -41,10 +41,11 @@ impl Look {
             return Look::PLAIN;
         }
         let width = terminal_width();
+        // The live block moves the cursor: only where styles may be sent.
         Look {
             color: !no_color,
             width,
-            live: width.is_some(),
+            live: !no_color && width.is_some(),
         }
     }
 }
@@ -132,10 +133,20 @@ impl Styled {
     }
 
     /// Append another buffer.
-    #[cfg(test)]
     pub fn append(&mut self, other: &Styled) -> &mut Self {
         self.out.push_str(&other.out);
         self
+    }
+
+    /// Take the whole lines from the front (up to the last line break),
+    /// leaving the unfinished line; none when no line is finished.
+    pub fn take_lines(&mut self) -> Option<Styled> {
+        let end = self.out.rfind('\n')?;
+        let rest = self.out.split_off(end + 1);
+        Some(Styled {
+            out: std::mem::replace(&mut self.out, rest),
+            color: self.color,
+        })
     }
 
     /// Move the cursor to the start of the line `rows` up and clear from
@@ -157,13 +168,39 @@ impl Styled {
     }
 }
 
-/// How many columns `text` takes.
-pub fn width_of(text: &str) -> usize {
-    text.chars().map(|c| c.width().unwrap_or(0)).sum()
+/// `text` as one row of visible characters: control characters (line
+/// breaks and tabs included) and bidi overrides written as escapes.
+pub fn one_row(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if needs_escape(c) => out.extend(c.escape_unicode()),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
-/// `text` cut to at most `columns` columns, with `…` when cut.
+/// How many columns `text` takes as [`Styled::text`] shows it: a
+/// character written as an escape takes the escape's width, a tab at most
+/// a tab stop's.
+pub fn width_of(text: &str) -> usize {
+    text.chars()
+        .map(|c| match c {
+            '\t' => 8,
+            c if needs_escape(c) => c.escape_unicode().count(),
+            c => c.width().unwrap_or(0),
+        })
+        .sum()
+}
+
+/// `text` made safe (as [`Styled::text`] would show it) and cut to at
+/// most `columns` columns, with `…` when cut; line breaks and tabs are
+/// escaped too, so the result is always one row.
 pub fn cut_to(text: &str, columns: usize) -> String {
+    let text = &one_row(text);
     if width_of(text) <= columns {
         return text.to_string();
     }
@@ -206,5 +243,22 @@ mod tests {
         assert_eq!(cut_to("héllo wörld", 7), "héllo…");
         assert_eq!(cut_to("表表表表", 5), "表表…");
         assert_eq!(cut_to("short", 10), "short");
+        // Escapes are counted as shown: one row, never wider.
+        let cut = cut_to(&"\x01".repeat(300), 20);
+        assert!(width_of(&cut) <= 20 && cut.starts_with("\\u{1}"), "{cut}");
+        assert_eq!(cut_to("a\nb", 10), "a\\nb");
+    }
+
+    #[test]
+    fn text_shown_as_escapes_is_measured_as_shown() {
+        let shown = |text: &str| {
+            let mut s = Styled::new(false);
+            s.text(text);
+            s.as_terminal_bytes().chars().count()
+        };
+        for text in ["a\u{202e}b", "\x1b[2J", "x\u{9b}y"] {
+            assert_eq!(width_of(text), shown(text), "{text:?}");
+        }
+        assert_eq!(width_of("\tx"), 9, "a tab counts as a whole tab stop");
     }
 }
