@@ -253,3 +253,64 @@ async fn chat_reloads_a_changed_plugin_and_lists_plugins() {
     let text = stderr.lock().unwrap().clone();
     assert!(!text.contains("stays in use"), "{text}");
 }
+
+/// After `/resume`, what the watcher reports reaches the session being
+/// shown: a broken reload is a warning on the screen, not an event of the
+/// session that was left (whose renderer is gone).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_resume_a_broken_reload_is_still_reported() {
+    let scene = Scene::new();
+    let dir = install_plugin(
+        &scene.plugins(),
+        "test-fixtures/versioned-v1",
+        "versioned",
+        |m| m,
+    );
+    let kind = ProviderKind::OpenAiCompatible;
+    let server = MockLlm::strict(kind).await;
+    server.push(stream(kind, &Answer::Text(vec!["Saved."])));
+    let out = sandcrab(&scene, kind, &server, "run")
+        .arg("a session to come back to")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listing = crate::support::sandcrab_cmd(&scene)
+        .args(["sessions", "list", "-w"])
+        .arg(scene.workspace())
+        .output()
+        .unwrap();
+    let listing = String::from_utf8_lossy(&listing.stdout).to_string();
+    let id = listing
+        .split_whitespace()
+        .next()
+        .expect("a saved session")
+        .to_string();
+
+    let mut child = sandcrab(&scene, kind, &server, "chat")
+        .arg("--plugins")
+        .arg(scene.plugins())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stderr = collect(child.stderr.take().unwrap());
+    let limit = Duration::from_secs(60);
+    // `run` compiled it into the cache, so it is loaded at the start.
+    writeln!(stdin, "/plugins").unwrap();
+    wait_for(&stderr, "versioned-tool 1.0.0 (tool, external)", limit);
+    writeln!(stdin, "/resume {id}").unwrap();
+    wait_for(&stderr, &format!("resumed session {id}"), limit);
+
+    std::fs::write(dir.join("versioned_v1.wasm"), b"\0asm garbage").unwrap();
+    wait_for(&stderr, "stays in use", limit);
+    writeln!(stdin, "/exit").unwrap();
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{}", stderr.lock().unwrap());
+}

@@ -185,18 +185,39 @@ pub(super) fn warn_session(setup: &super::setup::Setup, kit: &AgentKit, session:
     }
 }
 
+/// The session the terminal shows. `/resume` swaps it, and what the
+/// plugin watcher reports follows it, instead of going to a session that
+/// was left and whose events nobody draws any more.
+#[derive(Clone)]
+pub(super) struct ShownSession(std::sync::Arc<std::sync::RwLock<std::sync::Arc<Session>>>);
+
+impl ShownSession {
+    pub(super) fn new(session: std::sync::Arc<Session>) -> Self {
+        Self(std::sync::Arc::new(std::sync::RwLock::new(session)))
+    }
+
+    /// The session shown now.
+    pub(super) fn get(&self) -> std::sync::Arc<Session> {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Show `session` from now on.
+    pub(super) fn set(&self, session: std::sync::Arc<Session>) {
+        *self.0.write().unwrap_or_else(|e| e.into_inner()) = session;
+    }
+}
+
 /// Where plugin reports go: what went well to the terminal; what a plugin
-/// lost or why it was refused as WARNING events of the session, so a
+/// lost or why it was refused as WARNING events of the session shown, so a
 /// `--json` reader sees them too (and the terminal shows them once, as
 /// warnings).
-pub(super) fn reporter(
-    session: std::sync::Arc<Session>,
-) -> impl Fn(PluginReport) + Send + Sync + 'static {
+pub(super) fn reporter(shown: ShownSession) -> impl Fn(PluginReport) + Send + Sync + 'static {
     move |report: PluginReport| match report {
-        failed @ PluginReport::Failed { .. } => session.warn(&failed.to_string()),
+        failed @ PluginReport::Failed { .. } => shown.get().warn(&failed.to_string()),
         report => {
             let (headline, notes) = report.split_notes();
             errln!("plugins: {headline}");
+            let session = shown.get();
             for note in &notes {
                 session.warn(note);
             }

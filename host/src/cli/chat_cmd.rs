@@ -5,7 +5,7 @@
 
 use std::process::ExitCode;
 
-use super::agent_cmd::{AgentArgs, reporter, warn_session};
+use super::agent_cmd::{AgentArgs, ShownSession, reporter, warn_session};
 use super::chat_commands::{COMMANDS, Command};
 use super::chat_state::Chat;
 use super::line_input::{Line, LineInput};
@@ -46,12 +46,13 @@ pub async fn chat(mut args: AgentArgs, watch_plugins: bool) -> anyhow::Result<Ex
         kit.config.tools.clone(),
     );
     live.keep_tools(kit.mcp_tools.clone());
-    let deferred = live.load_deferred(setup.deferred, reporter(session.clone()));
+    let shown = ShownSession::new(session.clone());
+    let deferred = live.load_deferred(setup.deferred, reporter(shown.clone()));
     let watching = watch_plugins.then(|| {
         live.watch(
             PluginWatcher::new(setup.roots),
             WATCH_INTERVAL,
-            reporter(session.clone()),
+            reporter(shown.clone()),
         )
     });
     let look = Look::detect(args.json);
@@ -75,6 +76,7 @@ pub async fn chat(mut args: AgentArgs, watch_plugins: bool) -> anyhow::Result<Ex
     let mut chat = Chat {
         kit,
         session,
+        shown,
         renderer,
         input,
         asks,

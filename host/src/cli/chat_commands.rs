@@ -261,6 +261,8 @@ async fn resume(chat: &mut Chat, id: Option<String>) {
     let previous = std::mem::replace(&mut chat.session, next);
     previous.abort().await;
     let drawing = Renderer::spawn(chat.session.events(), chat.json, chat.look);
+    // Reports follow once something draws the new session's events.
+    chat.shown.set(chat.session.clone());
     std::mem::replace(&mut chat.renderer, drawing)
         .finish()
         .await;

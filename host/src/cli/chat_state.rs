@@ -12,6 +12,9 @@ use crate::agent::{AgentKit, LivePlugins, Session};
 pub(super) struct Chat {
     pub kit: AgentKit,
     pub session: Arc<Session>,
+    /// The same session, for what reports from other threads (the plugin
+    /// watcher); `/resume` sets both.
+    pub shown: super::agent_cmd::ShownSession,
     pub renderer: Renderer,
     pub input: LineInput,
     pub asks: Arc<crate::approvals::PermissionQueue>,
