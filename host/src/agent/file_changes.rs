@@ -4,6 +4,7 @@
 //! back.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::session::Session;
 use crate::checkpoint::{CheckpointError, Checkpoints, FileChange, Kept, Undone, patch_paths};
@@ -53,14 +54,41 @@ impl Session {
 
     /// `call` was allowed and is about to run: keep the files it names
     /// for writing (a call that is refused keeps nothing); a file that
-    /// cannot be kept is said.
-    pub(super) fn before_writes(&self, call: &ToolCall) {
+    /// cannot be kept is said. The reading (up to 8 MiB a file) runs on a
+    /// blocking thread, not on the one driving the session.
+    pub(super) async fn before_writes(self: &Arc<Self>, call: &ToolCall) {
+        if self.checkpoints.get().is_none() || self.playback.is_some() {
+            return;
+        }
+        let (session, call) = (self.clone(), call.clone());
+        let kept = tokio::task::spawn_blocking(move || session.keep_before_writes(&call)).await;
+        if let Err(err) = kept {
+            self.warn(&format!(
+                "checkpoints failed ({err}); /undo cannot restore this change"
+            ));
+        }
+    }
+
+    /// After `call` ran: what it changed, for its TOOL_CALL_END (the
+    /// reading and hashing on a blocking thread).
+    pub(super) async fn after_writes(self: &Arc<Self>, call: &ToolCall) -> Vec<FileChange> {
+        if self.checkpoints.get().is_none() {
+            return Vec::new();
+        }
+        let (session, call) = (self.clone(), call.clone());
+        match tokio::task::spawn_blocking(move || session.changes_of(&call)).await {
+            Ok(changes) => changes,
+            Err(err) => {
+                self.warn(&format!("the changes of a call could not be read ({err})"));
+                Vec::new()
+            }
+        }
+    }
+
+    fn keep_before_writes(&self, call: &ToolCall) {
         let Some(checkpoints) = self.checkpoints.get() else {
             return;
         };
-        if self.playback.is_some() {
-            return;
-        }
         let mut snapshots = Vec::new();
         for path in self
             .written_paths(call)
@@ -80,8 +108,7 @@ impl Session {
         checkpoints.running(&call.id, snapshots);
     }
 
-    /// After `call` ran: what it changed, for its TOOL_CALL_END.
-    pub(super) fn after_writes(&self, call: &ToolCall) -> Vec<FileChange> {
+    fn changes_of(&self, call: &ToolCall) -> Vec<FileChange> {
         let Some(checkpoints) = self.checkpoints.get() else {
             return Vec::new();
         };

@@ -170,7 +170,7 @@ impl Session {
         let outcome = match gate {
             Gate::Refuse(outcome) => *outcome,
             Gate::Run(line) => {
-                self.before_writes(call);
+                self.before_writes(call).await;
                 let mut outcome = self.dispatched(registry, call).await;
                 if let Some(receipt) = &mut outcome.receipt {
                     receipt.approvals.push(line);

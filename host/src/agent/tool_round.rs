@@ -69,7 +69,7 @@ impl Session {
             arguments: call.arguments.clone(),
         }));
         let outcome = self.tool_outcome(call, self.tools()).await;
-        let changes = self.after_writes(call);
+        let changes = self.after_writes(call).await;
         let truncated =
             self.config
                 .truncation
