@@ -188,8 +188,8 @@ fn wait_for_n(text: &std::sync::Mutex<String>, needle: &str, n: usize, limit: Du
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn chat_reloads_a_changed_plugin_and_lists_plugins() {
+/// A scene with version 1 of the fixture installed; its directory.
+fn scene_with_v1() -> (Scene, std::path::PathBuf) {
     let scene = Scene::new();
     let dir = install_plugin(
         &scene.plugins(),
@@ -197,6 +197,36 @@ async fn chat_reloads_a_changed_plugin_and_lists_plugins() {
         "versioned",
         |m| m,
     );
+    (scene, dir)
+}
+
+/// `sandcrab chat --plugins` reading lines from a pipe; its stdin and its
+/// stderr as it comes.
+fn chat_with_plugins(
+    scene: &Scene,
+    kind: ProviderKind,
+    server: &MockLlm,
+) -> (
+    std::process::Child,
+    std::process::ChildStdin,
+    Arc<std::sync::Mutex<String>>,
+) {
+    let mut child = sandcrab(scene, kind, server, "chat")
+        .arg("--plugins")
+        .arg(scene.plugins())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let stderr = collect(child.stderr.take().unwrap());
+    (child, stdin, stderr)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_reloads_a_changed_plugin_and_lists_plugins() {
+    let (scene, dir) = scene_with_v1();
     let kind = ProviderKind::OpenAiCompatible;
     let server = MockLlm::strict(kind).await;
     server.push(stream(
@@ -209,16 +239,7 @@ async fn chat_reloads_a_changed_plugin_and_lists_plugins() {
     let cache = tempfile::tempdir().unwrap();
     scene.write_user_config(&format!("cache_dir = \"{}\"\n", cache.path().display()));
 
-    let mut child = sandcrab(&scene, kind, &server, "chat")
-        .arg("--plugins")
-        .arg(scene.plugins())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let stderr = collect(child.stderr.take().unwrap());
+    let (mut child, mut stdin, stderr) = chat_with_plugins(&scene, kind, &server);
     let limit = Duration::from_secs(60);
 
     // Its first compile runs in the background: list once it is loaded
@@ -259,13 +280,7 @@ async fn chat_reloads_a_changed_plugin_and_lists_plugins() {
 /// session that was left (whose renderer is gone).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_resume_a_broken_reload_is_still_reported() {
-    let scene = Scene::new();
-    let dir = install_plugin(
-        &scene.plugins(),
-        "test-fixtures/versioned-v1",
-        "versioned",
-        |m| m,
-    );
+    let (scene, dir) = scene_with_v1();
     let kind = ProviderKind::OpenAiCompatible;
     let server = MockLlm::strict(kind).await;
     server.push(stream(kind, &Answer::Text(vec!["Saved."])));
@@ -278,28 +293,9 @@ async fn after_resume_a_broken_reload_is_still_reported() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let listing = crate::support::sandcrab_cmd(&scene)
-        .args(["sessions", "list", "-w"])
-        .arg(scene.workspace())
-        .output()
-        .unwrap();
-    let listing = String::from_utf8_lossy(&listing.stdout).to_string();
-    let id = listing
-        .split_whitespace()
-        .next()
-        .expect("a saved session")
-        .to_string();
+    let id = crate::sessions_test::only_session(&scene);
 
-    let mut child = sandcrab(&scene, kind, &server, "chat")
-        .arg("--plugins")
-        .arg(scene.plugins())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let stderr = collect(child.stderr.take().unwrap());
+    let (mut child, mut stdin, stderr) = chat_with_plugins(&scene, kind, &server);
     let limit = Duration::from_secs(60);
     // `run` compiled it into the cache, so it is loaded at the start.
     writeln!(stdin, "/plugins").unwrap();

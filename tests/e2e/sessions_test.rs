@@ -186,7 +186,7 @@ async fn one_run(scene: &Scene, prompt: &str, command: &str) -> String {
 }
 
 /// The id of the scene's one saved session.
-fn only_session(scene: &Scene) -> String {
+pub(crate) fn only_session(scene: &Scene) -> String {
     let out = sandcrab_cmd(scene)
         .args(["sessions", "list", "-w"])
         .arg(scene.workspace())
