@@ -1,6 +1,7 @@
 //! `sandcrab run PROMPT` and `sandcrab chat`.
 
 use std::process::ExitCode;
+use std::sync::{Arc, RwLock};
 
 use clap::Args;
 
@@ -120,7 +121,7 @@ impl AgentArgs {
     }
 
     /// A new session, or the saved one `--resume`/`--continue` names.
-    pub(super) async fn session(&self, kit: &AgentKit) -> anyhow::Result<std::sync::Arc<Session>> {
+    pub(super) async fn session(&self, kit: &AgentKit) -> anyhow::Result<Arc<Session>> {
         let id = match (&self.resume, self.continue_last) {
             (Some(id), _) if !id.is_empty() => id.clone(),
             (Some(_), _) | (None, true) => kit.latest_session()?.ok_or_else(|| {
@@ -189,20 +190,20 @@ pub(super) fn warn_session(setup: &super::setup::Setup, kit: &AgentKit, session:
 /// plugin watcher reports follows it, instead of going to a session that
 /// was left and whose events nobody draws any more.
 #[derive(Clone)]
-pub(super) struct ShownSession(std::sync::Arc<std::sync::RwLock<std::sync::Arc<Session>>>);
+pub(super) struct ShownSession(Arc<RwLock<Arc<Session>>>);
 
 impl ShownSession {
-    pub(super) fn new(session: std::sync::Arc<Session>) -> Self {
-        Self(std::sync::Arc::new(std::sync::RwLock::new(session)))
+    pub(super) fn new(session: Arc<Session>) -> Self {
+        Self(Arc::new(RwLock::new(session)))
     }
 
     /// The session shown now.
-    pub(super) fn get(&self) -> std::sync::Arc<Session> {
+    pub(super) fn get(&self) -> Arc<Session> {
         self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Show `session` from now on.
-    pub(super) fn set(&self, session: std::sync::Arc<Session>) {
+    pub(super) fn set(&self, session: Arc<Session>) {
         *self.0.write().unwrap_or_else(|e| e.into_inner()) = session;
     }
 }
