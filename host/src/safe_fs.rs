@@ -42,6 +42,14 @@ pub fn read_beneath(root: &Path, relative: &Path, limit: u64) -> io::Result<Vec<
     read_file_capped(File::from(fd), limit)
 }
 
+/// The metadata of `relative` beneath `root` itself (a link is described,
+/// not followed), reached without following a symbolic link on the way.
+pub fn metadata_beneath(root: &Path, relative: &Path) -> io::Result<std::fs::Metadata> {
+    let (dir, last) = parent_beneath(root, relative, false)?;
+    let fd = openat(&dir, &last, libc::O_PATH | libc::O_NOFOLLOW)?;
+    File::from(fd).metadata()
+}
+
 /// Replace (or create) the file `relative` beneath `root` with `bytes`
 /// (and `mode`'s permission bits), following no symbolic link at any
 /// level: missing directories are created, the content goes to a new file

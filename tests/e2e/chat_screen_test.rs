@@ -154,6 +154,56 @@ async fn an_edit_shows_as_a_coloured_diff_and_undo_puts_the_file_back() {
     term.exit();
 }
 
+/// A call leaves a file too large to read back: the screen says its
+/// change is not shown, and `/undo` (here in the conversation continued
+/// later) never throws away the operator's later edit of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_too_large_to_read_back_is_said_and_a_later_edit_survives_undo() {
+    let scene = Scene::new();
+    let file = scene.workspace().join("big.txt");
+    std::fs::write(&file, "precious\n").unwrap();
+    let server = MockLlm::strict(KIND).await;
+    let huge = "x".repeat(sandcrab::checkpoint::MAX_FILE as usize + 1);
+    server.push(stream(
+        KIND,
+        &Answer::Tools(vec![tool(
+            "c1",
+            "write_file",
+            json!({"file_path": "big.txt", "content": huge}),
+        )]),
+    ));
+    let mut term =
+        Terminal::spawn_sized(chat(&scene, &server, &["--approvals", "never"]), COLS, ROWS);
+    term.expect("> ");
+    term.send("fill big.txt\r");
+    term.expect("cannot be read back after the call");
+    // The 8 MiB argument then overflows the context and the server's body
+    // limit: the conversation closes, saved.
+    term.expect("context length exceeded");
+    term.exit();
+    std::fs::write(&file, "the operator's edit\n").unwrap();
+    let out = chat(&scene, &server, &["--continue"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            writeln!(child.stdin.take().unwrap(), "/undo\n/exit").unwrap();
+            child.wait_with_output()
+        })
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("not undone: big.txt changed since"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "the operator's edit\n"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typing_edits_history_paste_and_path_completion_reach_the_model() {
     let scene = Scene::new();

@@ -115,7 +115,16 @@ impl Session {
         checkpoints
             .ended(&call.id)
             .iter()
-            .filter_map(|snapshot| checkpoints.changed(snapshot))
+            .filter_map(|snapshot| match checkpoints.changed(snapshot) {
+                Ok(change) => change,
+                Err(err) => {
+                    self.warn(&format!(
+                        "{} cannot be read back after the call ({err}): its change is not shown, and /undo puts it back only if it stays as the call left it",
+                        crate::terminal_safe::json_text(snapshot.path())
+                    ));
+                    None
+                }
+            })
             .map(|mut change| {
                 change.call_id = call.id.clone();
                 change

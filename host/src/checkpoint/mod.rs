@@ -28,6 +28,9 @@ use crate::safe_fs;
 pub const MAX_FILE: u64 = 8 << 20;
 /// Most bytes one conversation's checkpoints may hold.
 pub const MAX_SESSION_BYTES: u64 = 256 << 20;
+/// Highest input number read back from disk (a larger one was not written
+/// by this module).
+const MAX_INPUT: u64 = u32::MAX as u64;
 
 /// Why a checkpoint could not be kept or restored.
 #[derive(Debug, thiserror::Error)]
@@ -36,13 +39,36 @@ pub enum CheckpointError {
     NothingToUndo,
     /// Files the last input changed were changed again after it (by the
     /// operator or a program): undoing would throw that away.
+    /// Files whose state after the input is not known (a call cut off
+    /// before it ended) are named too: a later change cannot be ruled out.
     #[error(
-        "not undone: {} changed since that turn's tools wrote them (by you or a program), and undoing would lose that; `/undo force` puts the turn's files back anyway",
-        .paths.join(", ")
+        "not undone: {}; `/undo force` puts the turn's files back anyway",
+        held_back(.changed, .unsure)
     )]
-    ChangedSince { paths: Vec<String> },
+    ChangedSince {
+        changed: Vec<String>,
+        unsure: Vec<String>,
+    },
     #[error("cannot keep checkpoints in {dir}: {source}")]
     Storage { dir: PathBuf, source: io::Error },
+}
+
+/// Why `/undo` holds back, in words.
+fn held_back(changed: &[String], unsure: &[String]) -> String {
+    let mut why = Vec::new();
+    if !changed.is_empty() {
+        why.push(format!(
+            "{} changed since that turn's tools wrote them (by you or a program), and undoing would lose that",
+            changed.join(", ")
+        ));
+    }
+    if !unsure.is_empty() {
+        why.push(format!(
+            "how that turn left {} is not known (its call was cut off), so a later change cannot be ruled out",
+            unsure.join(", ")
+        ));
+    }
+    why.join("; ")
 }
 
 /// What `before_write` did with a file.
@@ -109,6 +135,19 @@ enum Left {
         digest: String,
         mode: Option<u32>,
     },
+    /// Something that is not read back (a file over [`MAX_FILE`], a link,
+    /// a directory): what can be compared without reading it.
+    Unread {
+        kind: String,
+        len: u64,
+        inode: u64,
+        modified_ns: i128,
+    },
+    /// Not reachable beneath the workspace without following a link, and
+    /// why.
+    Unreachable {
+        why: String,
+    },
 }
 
 impl Entry {
@@ -128,6 +167,13 @@ pub struct Snapshot {
     before: Option<Vec<u8>>,
     /// The input that kept it.
     input: u64,
+}
+
+impl Snapshot {
+    /// The file, relative to the workspace.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
 }
 
 /// A session's checkpoints.
@@ -162,7 +208,12 @@ impl Checkpoints {
         let mut stored = 0;
         if let Ok(entries) = std::fs::read_dir(&dir) {
             for entry in entries.flatten() {
-                let Some(n) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
+                let Some(n) = entry
+                    .file_name()
+                    .to_str()
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .filter(|n| *n <= MAX_INPUT)
+                else {
                     continue;
                 };
                 let manifest = safe_fs::read_regular(
@@ -211,7 +262,7 @@ impl Checkpoints {
     pub fn begin_input(&self) {
         let mut state = self.lock();
         let last = state.inputs.keys().next_back().copied().unwrap_or(0);
-        state.input = state.input.max(last) + 1;
+        state.input = state.input.max(last).saturating_add(1);
     }
 
     /// Before a call writes `path` (absolute, or relative to the
@@ -293,13 +344,23 @@ impl Checkpoints {
     /// What happened to the file of `snapshot` since it was taken (the
     /// call that took it ended); the file as it is now is remembered as
     /// what the input left, so `/undo` can tell a later change.
-    pub fn changed(&self, snapshot: &Snapshot) -> Option<FileChange> {
-        let now = self.read(Path::new(&snapshot.path)).ok()?;
-        self.remember_left(
-            snapshot,
-            self.left(Path::new(&snapshot.path), now.as_deref()),
-        );
-        FileChange::between(&snapshot.path, snapshot.before.as_deref(), now.as_deref())
+    ///
+    /// A file that cannot be read back (over [`MAX_FILE`], a link) is an
+    /// error, so the change is not shown, but how it stands is still
+    /// remembered.
+    pub fn changed(&self, snapshot: &Snapshot) -> io::Result<Option<FileChange>> {
+        let path = Path::new(&snapshot.path);
+        let now = self.read(path);
+        let left = match &now {
+            Ok(bytes) => self.left(path, bytes.as_deref()),
+            Err(_) => self.unread(path),
+        };
+        self.remember_left(snapshot, left);
+        Ok(FileChange::between(
+            &snapshot.path,
+            snapshot.before.as_deref(),
+            now?.as_deref(),
+        ))
     }
 
     fn remember_left(&self, snapshot: &Snapshot, left: Left) {
@@ -319,12 +380,15 @@ impl Checkpoints {
 
     /// Put back every file the last input that changed files found, as it
     /// found it; each file on its own (one that cannot be restored is
-    /// reported, the others are restored). That input's checkpoints are
-    /// then forgotten, so a second `/undo` goes one input further back.
+    /// reported, the others are restored). The checkpoints of the files
+    /// put back are then forgotten, so a second `/undo` goes one input
+    /// further back; those that could not be put back are kept, and the
+    /// next `/undo` tries them again first.
     ///
     /// When a file is no longer as the input left it (the operator or a
-    /// program changed it since), nothing is put back and the files are
-    /// named, unless `force`.
+    /// program changed it since), or how the input left it is not known (a
+    /// call cut off), nothing is put back and the files are named, unless
+    /// `force`.
     pub fn undo_last(&self, force: bool) -> Result<Undone, CheckpointError> {
         let (input, kept) = {
             let mut state = self.lock();
@@ -340,39 +404,55 @@ impl Checkpoints {
             }
         };
         if !force {
-            let paths: Vec<String> = kept
-                .iter()
-                .filter(|e| {
-                    let path = Path::new(&e.path);
-                    e.left.as_ref().is_some_and(|left| match self.read(path) {
-                        Ok(now) => *left != self.left(path, now.as_deref()),
-                        Err(_) => true,
-                    })
-                })
-                .map(|e| e.path.clone())
-                .collect();
-            if !paths.is_empty() {
-                return Err(CheckpointError::ChangedSince { paths });
+            let (mut changed, mut unsure) = (Vec::new(), Vec::new());
+            for entry in &kept {
+                match &entry.left {
+                    None => unsure.push(entry.path.clone()),
+                    Some(left) if *left != self.stands(Path::new(&entry.path)) => {
+                        changed.push(entry.path.clone())
+                    }
+                    Some(_) => {}
+                }
+            }
+            if !changed.is_empty() || !unsure.is_empty() {
+                return Err(CheckpointError::ChangedSince { changed, unsure });
             }
         }
         let dir = entry_dir(&self.dir, input);
         let mut undone = Undone::default();
-        for entry in &kept {
-            match self.restore(input, entry) {
-                Ok(Some(change)) => undone.restored.push(change),
-                Ok(None) => {}
-                Err(err) => undone.failed.push((entry.path.clone(), err.to_string())),
+        let mut done = Vec::new();
+        let mut left_to_do = Vec::new();
+        for entry in kept {
+            match self.restore(input, &entry) {
+                Ok(change) => {
+                    undone.restored.extend(change);
+                    done.push(entry);
+                }
+                Err(err) => {
+                    undone.failed.push((entry.path.clone(), err.to_string()));
+                    left_to_do.push(entry);
+                }
             }
         }
-        let mut state = self.lock();
-        state.inputs.remove(&input);
-        let freed: u64 = kept
+        let freed: u64 = done
             .iter()
             .filter_map(|e| std::fs::symlink_metadata(dir.join(e.blob.as_ref()?)).ok())
             .map(|m| m.len())
             .sum();
+        let mut state = self.lock();
         state.stored = state.stored.saturating_sub(freed);
-        let _ = std::fs::remove_dir_all(&dir);
+        if left_to_do.is_empty() {
+            state.inputs.remove(&input);
+            let _ = std::fs::remove_dir_all(&dir);
+        } else {
+            // What could not be put back keeps its checkpoint: the next
+            // `/undo` tries it again before going further back.
+            for blob in done.iter().filter_map(|e| e.blob.as_ref()) {
+                let _ = std::fs::remove_file(dir.join(blob));
+            }
+            let _ = write_manifest(&dir, &left_to_do);
+            state.inputs.insert(input, left_to_do);
+        }
         Ok(undone)
     }
 
@@ -462,6 +542,33 @@ impl Checkpoints {
         }
     }
 
+    /// How the workspace file `relative` stands now.
+    fn stands(&self, relative: &Path) -> Left {
+        match self.read(relative) {
+            Ok(bytes) => self.left(relative, bytes.as_deref()),
+            Err(_) => self.unread(relative),
+        }
+    }
+
+    /// How `relative`, which is not read back, stands: what its metadata
+    /// says, reached without following a link.
+    fn unread(&self, relative: &Path) -> Left {
+        use std::os::unix::fs::MetadataExt;
+        match safe_fs::metadata_beneath(&self.workspace, relative) {
+            Ok(meta) => Left::Unread {
+                kind: kind_of(&meta.file_type()).to_string(),
+                len: meta.len(),
+                inode: meta.ino(),
+                modified_ns: i128::from(meta.mtime()) * 1_000_000_000
+                    + i128::from(meta.mtime_nsec()),
+            },
+            Err(err) if err.kind() == io::ErrorKind::NotFound => Left::Absent,
+            Err(err) => Left::Unreachable {
+                why: err.to_string(),
+            },
+        }
+    }
+
     /// The permission bits of the workspace file `relative`.
     fn mode_of(&self, relative: &Path) -> Option<u32> {
         use std::os::unix::fs::PermissionsExt;
@@ -488,6 +595,19 @@ impl Checkpoints {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A file type in a word.
+fn kind_of(kind: &std::fs::FileType) -> &'static str {
+    if kind.is_file() {
+        "file"
+    } else if kind.is_dir() {
+        "directory"
+    } else if kind.is_symlink() {
+        "link"
+    } else {
+        "special"
     }
 }
 

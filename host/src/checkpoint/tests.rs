@@ -17,6 +17,14 @@ fn snapshot(kept: Kept) -> Snapshot {
     }
 }
 
+/// The calls that kept `snapshots` end, as the session ends a call: how
+/// each file is left is recorded (one that cannot be read back too).
+fn calls_end(cp: &Checkpoints, snapshots: &[&Snapshot]) {
+    for snapshot in snapshots {
+        let _ = cp.changed(snapshot);
+    }
+}
+
 #[test]
 fn undo_puts_back_what_the_last_input_changed_and_only_that() {
     let (_dir, ws, cp) = setup();
@@ -24,17 +32,18 @@ fn undo_puts_back_what_the_last_input_changed_and_only_that() {
     cp.begin_input();
     let snap = snapshot(cp.before_write(&ws.join("a.txt")).unwrap());
     std::fs::write(ws.join("a.txt"), "two\n").unwrap();
-    assert_eq!(cp.changed(&snap).unwrap().added, 1);
+    assert_eq!(cp.changed(&snap).unwrap().unwrap().added, 1);
 
     cp.begin_input();
-    cp.before_write(&ws.join("a.txt")).unwrap();
+    let a = snapshot(cp.before_write(&ws.join("a.txt")).unwrap());
     std::fs::write(ws.join("a.txt"), "three\n").unwrap();
-    cp.before_write(Path::new("sub/new.txt")).unwrap();
+    let new = snapshot(cp.before_write(Path::new("sub/new.txt")).unwrap());
     std::fs::create_dir(ws.join("sub")).unwrap();
     std::fs::write(ws.join("sub/new.txt"), "new\n").unwrap();
     // A second write in the same input keeps the first state.
-    cp.before_write(&ws.join("a.txt")).unwrap();
+    let again = snapshot(cp.before_write(&ws.join("a.txt")).unwrap());
     std::fs::write(ws.join("a.txt"), "four\n").unwrap();
+    calls_end(&cp, &[&a, &new, &again]);
 
     let undone = cp.undo_last(false).unwrap();
     assert_eq!((undone.restored.len(), undone.failed.len()), (2, 0));
@@ -68,14 +77,15 @@ fn undo_never_writes_through_a_link_the_model_planted() {
     std::fs::write(ws.join("d/f"), "f\n").unwrap();
     std::fs::write(ws.join("z.txt"), "z\n").unwrap();
     cp.begin_input();
-    cp.before_write(&ws.join("a.txt")).unwrap();
-    cp.before_write(&ws.join("d/f")).unwrap();
-    cp.before_write(&ws.join("z.txt")).unwrap();
+    let a = snapshot(cp.before_write(&ws.join("a.txt")).unwrap());
+    let f = snapshot(cp.before_write(&ws.join("d/f")).unwrap());
+    let z = snapshot(cp.before_write(&ws.join("z.txt")).unwrap());
     std::fs::remove_file(ws.join("a.txt")).unwrap();
     symlink(&outside, ws.join("a.txt")).unwrap();
     std::fs::remove_dir_all(ws.join("d")).unwrap();
     symlink(dir.path(), ws.join("d")).unwrap();
     std::fs::write(ws.join("z.txt"), "changed\n").unwrap();
+    calls_end(&cp, &[&a, &f, &z]);
 
     let undone = cp.undo_last(false).unwrap();
     assert_eq!(undone.failed.len(), 1, "{undone:?}");
@@ -144,9 +154,10 @@ fn undo_restores_the_permission_bits() {
     std::fs::write(&script, "#!/bin/sh\n").unwrap();
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o750)).unwrap();
     cp.begin_input();
-    cp.before_write(&script).unwrap();
+    let kept = snapshot(cp.before_write(&script).unwrap());
     std::fs::remove_file(&script).unwrap();
     std::fs::write(&script, "changed\n").unwrap();
+    calls_end(&cp, &[&kept]);
     cp.undo_last(false).unwrap();
     let mode = std::fs::metadata(&script).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o750);
@@ -157,8 +168,9 @@ fn a_resumed_session_can_undo_what_it_changed_before_and_planted_manifests_are_i
     let (dir, ws, cp) = setup();
     std::fs::write(ws.join("a.txt"), "before\n").unwrap();
     cp.begin_input();
-    cp.before_write(&ws.join("a.txt")).unwrap();
+    let a = snapshot(cp.before_write(&ws.join("a.txt")).unwrap());
     std::fs::write(ws.join("a.txt"), "after\n").unwrap();
+    calls_end(&cp, &[&a]);
     drop(cp);
     // A manifest naming a blob elsewhere is not read back.
     let planted = dir.path().join("cp/s1/7");
@@ -193,14 +205,14 @@ fn undo_never_throws_away_a_later_change_unless_forced() {
     let notes = snapshot(cp.before_write(&ws.join("notes.md")).unwrap());
     std::fs::write(ws.join("a.txt"), "two\n").unwrap();
     std::fs::write(ws.join("notes.md"), "by the model\n").unwrap();
-    assert!(cp.changed(&a).is_some() && cp.changed(&notes).is_some());
+    assert!(cp.changed(&a).unwrap().is_some() && cp.changed(&notes).unwrap().is_some());
     // After the turn the operator adds to the file the model created, and
     // a later input changes nothing a tool writes.
     std::fs::write(ws.join("notes.md"), "by the model\nmine\n").unwrap();
     cp.begin_input();
 
     let refused = |cp: &Checkpoints| match cp.undo_last(false) {
-        Err(CheckpointError::ChangedSince { paths }) => paths,
+        Err(CheckpointError::ChangedSince { changed, unsure }) if unsure.is_empty() => changed,
         other => panic!("undone over a later change: {other:?}"),
     };
     assert_eq!(refused(&cp), ["notes.md"]);
@@ -231,12 +243,152 @@ fn undo_leaves_a_file_that_is_already_as_it_was_untouched() {
     std::fs::write(ws.join("same.txt"), "same\n").unwrap();
     std::fs::write(ws.join("b.txt"), "b\n").unwrap();
     cp.begin_input();
-    cp.before_write(&ws.join("same.txt")).unwrap();
-    cp.before_write(&ws.join("b.txt")).unwrap();
+    let same = snapshot(cp.before_write(&ws.join("same.txt")).unwrap());
+    let b = snapshot(cp.before_write(&ws.join("b.txt")).unwrap());
     std::fs::write(ws.join("b.txt"), "changed\n").unwrap();
+    calls_end(&cp, &[&same, &b]);
     let inode = std::fs::metadata(ws.join("same.txt")).unwrap().ino();
     let undone = cp.undo_last(false).unwrap();
     assert_eq!(undone.restored.len(), 1, "{undone:?}");
     assert_eq!(std::fs::metadata(ws.join("same.txt")).unwrap().ino(), inode);
     assert_eq!(std::fs::read_to_string(ws.join("b.txt")).unwrap(), "b\n");
+}
+
+/// The call left a file too large to read back (over [`MAX_FILE`]), and
+/// the operator then edited it: `/undo` cannot compare contents, so it
+/// compares what it can (kind, size, inode, time) and refuses.
+#[test]
+fn a_later_change_to_a_file_the_call_left_too_large_is_not_thrown_away() {
+    let (_dir, ws, cp) = setup();
+    std::fs::write(ws.join("a.txt"), "precious\n").unwrap();
+    cp.begin_input();
+    let a = snapshot(cp.before_write(&ws.join("a.txt")).unwrap());
+    std::fs::write(ws.join("a.txt"), vec![b'x'; MAX_FILE as usize + 1]).unwrap();
+    let err = cp.changed(&a).expect_err("too large to read back");
+    assert!(err.to_string().contains("limit"), "{err}");
+    // The operator appends to the large file: still too large to read.
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(ws.join("a.txt"))
+        .and_then(|mut f| std::io::Write::write_all(&mut f, b"mine\n"))
+        .unwrap();
+    match cp.undo_last(false) {
+        Err(CheckpointError::ChangedSince { changed, .. }) => assert_eq!(changed, ["a.txt"]),
+        other => panic!("undone over a later change: {other:?}"),
+    }
+    // Made small again by the operator: refused as well.
+    std::fs::write(ws.join("a.txt"), "the operator's edit\n").unwrap();
+    assert!(matches!(
+        cp.undo_last(false),
+        Err(CheckpointError::ChangedSince { .. })
+    ));
+    assert_eq!(
+        std::fs::read_to_string(ws.join("a.txt")).unwrap(),
+        "the operator's edit\n"
+    );
+}
+
+/// A call cut off before it ended left no record of how it left its
+/// files: `/undo` cannot rule out a later change, says so, and `force`
+/// puts the files back.
+#[test]
+fn a_call_that_never_ended_needs_force_to_undo() {
+    let (_dir, ws, cp) = setup();
+    std::fs::write(ws.join("a.txt"), "one\n").unwrap();
+    cp.begin_input();
+    cp.before_write(&ws.join("a.txt")).unwrap();
+    std::fs::write(ws.join("a.txt"), "half").unwrap();
+    match cp.undo_last(false) {
+        Err(err @ CheckpointError::ChangedSince { .. }) => {
+            let CheckpointError::ChangedSince { changed, unsure } = &err else {
+                unreachable!()
+            };
+            assert!(changed.is_empty(), "{err}");
+            assert_eq!(unsure, &["a.txt"]);
+            assert!(err.to_string().contains("not known"), "{err}");
+        }
+        other => panic!("undone without knowing how the call left it: {other:?}"),
+    }
+    assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "half");
+    cp.undo_last(true).unwrap();
+    assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "one\n");
+}
+
+/// A file that could not be put back keeps its checkpoint: once the
+/// obstacle is gone, the next `/undo` puts it back (and does not move on
+/// to the input before).
+#[test]
+fn a_file_that_could_not_be_restored_keeps_its_checkpoint() {
+    let (dir, ws, cp) = setup();
+    std::fs::write(ws.join("first.txt"), "first\n").unwrap();
+    cp.begin_input();
+    let first = snapshot(cp.before_write(&ws.join("first.txt")).unwrap());
+    std::fs::write(ws.join("first.txt"), "first changed\n").unwrap();
+    cp.changed(&first).unwrap();
+
+    std::fs::create_dir(ws.join("d")).unwrap();
+    std::fs::write(ws.join("d/b.txt"), "b precious\n").unwrap();
+    std::fs::write(ws.join("a.txt"), "a\n").unwrap();
+    cp.begin_input();
+    let b = snapshot(cp.before_write(&ws.join("d/b.txt")).unwrap());
+    let a = snapshot(cp.before_write(&ws.join("a.txt")).unwrap());
+    std::fs::write(ws.join("d/b.txt"), "B new\n").unwrap();
+    std::fs::write(ws.join("a.txt"), "A new\n").unwrap();
+    cp.changed(&b).unwrap();
+    cp.changed(&a).unwrap();
+
+    // The operator moves d aside and puts a link in its place.
+    let outside = dir.path().join("elsewhere");
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::rename(ws.join("d"), ws.join("d.aside")).unwrap();
+    symlink(&outside, ws.join("d")).unwrap();
+    let undone = cp.undo_last(true).unwrap();
+    assert_eq!(undone.restored.len(), 1, "{undone:?}");
+    assert_eq!(undone.failed.len(), 1, "{undone:?}");
+    assert_eq!(undone.failed[0].0, "d/b.txt");
+    assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "a\n");
+
+    // d is back: the next /undo finishes that input, not the one before.
+    std::fs::remove_file(ws.join("d")).unwrap();
+    std::fs::rename(ws.join("d.aside"), ws.join("d")).unwrap();
+    let undone = cp.undo_last(false).unwrap();
+    assert_eq!(
+        (undone.restored.len(), undone.failed.len()),
+        (1, 0),
+        "{undone:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("d/b.txt")).unwrap(),
+        "b precious\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("first.txt")).unwrap(),
+        "first changed\n"
+    );
+    // The same after a resume: what is left is read back.
+    let resumed = Checkpoints::open(dir.path().join("cp/s1"), &ws);
+    resumed.undo_last(false).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(ws.join("first.txt")).unwrap(),
+        "first\n"
+    );
+}
+
+/// An input directory with an absurd number (planted, or from a damaged
+/// data directory) is not read: numbering goes on and `/undo` keeps order.
+#[test]
+fn an_absurd_input_number_is_ignored() {
+    let (dir, ws, _) = setup();
+    let planted = dir.path().join("cp/s1").join(u64::MAX.to_string());
+    std::fs::create_dir_all(&planted).unwrap();
+    std::fs::write(planted.join(MANIFEST), "[]").unwrap();
+    let cp = Checkpoints::open(dir.path().join("cp/s1"), &ws);
+    std::fs::write(ws.join("a.txt"), "one\n").unwrap();
+    cp.begin_input();
+    let a = snapshot(cp.before_write(&ws.join("a.txt")).unwrap());
+    std::fs::write(ws.join("a.txt"), "two\n").unwrap();
+    cp.changed(&a).unwrap();
+    cp.begin_input();
+    cp.undo_last(false).unwrap();
+    assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "one\n");
 }

@@ -176,6 +176,9 @@ fn undo(chat: &Chat, force: bool) {
             super::terminal::one_line(why, 300)
         );
     }
+    if !undone.failed.is_empty() {
+        errln!("their checkpoints are kept: /undo again puts them back once that is mended");
+    }
     if undone.restored.is_empty() && undone.failed.is_empty() {
         errln!("the files the last turn changed are already as they were");
     }
