@@ -1,9 +1,8 @@
 fn main() -> std::process::ExitCode {
-    // Behave like other Unix tools when the reader of our output goes away
-    // (`sandcrab plugins inspect x | head`): end quietly.
-    // SAFETY: restoring the default disposition of a signal at startup.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    // SIGPIPE stays ignored (Rust's default): a provider or a program that
+    // closes its end while sandcrab still writes is an error to report, not
+    // a signal that ends sandcrab without a word. When the reader of
+    // sandcrab's own output goes away (`sandcrab plugins inspect x | head`),
+    // `cli::terminal` ends quietly, as other Unix tools do.
     sandcrab::cli::main()
 }

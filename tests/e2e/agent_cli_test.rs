@@ -505,3 +505,123 @@ async fn the_config_file_sets_provider_base_url_model_and_retries() {
     assert_eq!(reqs[0].path_and_query, "/v1/chat/completions");
     assert_eq!(reqs[0].body["model"], "local-model");
 }
+
+/// A provider on loopback that answers a small request with `first` (an
+/// SSE body) and, for a request over 1 MiB, reads only its headers,
+/// answers 413 and closes the connection while the client is still sending
+/// the body, as a server or proxy with a body limit does. Its address.
+fn provider_closing_on_large_bodies(first: Vec<u8>) -> String {
+    use std::io::{BufRead, BufReader, Read};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            let mut reader = BufReader::new(stream);
+            let (mut request_line, mut length) = (String::new(), 0usize);
+            if reader.read_line(&mut request_line).is_err() {
+                continue;
+            }
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            if length > 1 << 20 {
+                // Refuse it without reading it, as a body limit does: the
+                // answer, the end of sending (FIN), then closing with the
+                // body unread, which resets the connection.
+                let mut stream = reader.into_inner();
+                let _ = stream.write_all(
+                    b"HTTP/1.1 413 Payload Too Large\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                );
+                let _ = stream.shutdown(std::net::Shutdown::Write);
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                drop(stream);
+                continue;
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let mut stream = reader.into_inner();
+            if !request_line.starts_with("POST") {
+                let _ = stream.write_all(
+                    b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                );
+                continue;
+            }
+            let _ = stream.write_all(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n",
+            );
+            let _ = stream.write_all(&first);
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// The provider cuts the connection while a large request is still being
+/// sent (a body limit, a proxy). The host says so and ends with an error
+/// of its own; before, the write to the closed socket raised SIGPIPE,
+/// which killed sandcrab without a word.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_closing_mid_upload_is_an_error_not_a_silent_death() {
+    let kind = ProviderKind::OpenAiCompatible;
+    let scene = Scene::new();
+    let huge = "x".repeat(12 << 20);
+    let first: Vec<u8> = stream(
+        kind,
+        &Answer::Tools(vec![tool(
+            "c1",
+            "write_file",
+            json!({"file_path": "big.txt", "content": huge}),
+        )]),
+    )
+    .chunks
+    .iter()
+    .flat_map(|c| c.to_vec())
+    .collect();
+    let base_url = provider_closing_on_large_bodies(first);
+    let out = crate::support::sandcrab_cmd(&scene)
+        .env(kind.key_vars()[0], "sk-test-secret-4242")
+        .args(["run", "--provider", kind.id(), "--model", "test-model"])
+        .args(["--base-url", &base_url, "-w"])
+        .arg(scene.workspace())
+        .arg("fill big.txt")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.code().is_some(),
+        "sandcrab was killed by a signal ({:?}); stderr:\n{stderr}",
+        out.status
+    );
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("openai-compatible"), "{stderr}");
+}
+
+/// When the reader of sandcrab's output goes away (`sandcrab … | true`),
+/// it ends as other Unix tools do: by SIGPIPE, without a panic or a word.
+#[test]
+fn a_reader_that_goes_away_ends_sandcrab_quietly() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::os::unix::process::ExitStatusExt;
+    let scene = Scene::new();
+    let mut fds = [0; 2];
+    // SAFETY: a two-element array for pipe(2).
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: fresh descriptors we own; the reading end is closed at once.
+    let (read_end, write_end) =
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(read_end);
+    let out = crate::support::sandcrab_cmd(&scene)
+        .args(["plugins", "list"])
+        .stdout(Stdio::from(write_end))
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{:?}", out.status);
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}

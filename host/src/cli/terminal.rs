@@ -68,8 +68,25 @@ pub fn one_line(text: &str, max: usize) -> String {
 /// Write `text`, sanitized, to stdout (a closed pipe is not an error).
 pub fn write_out(text: &str) {
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(sanitize(text).as_bytes());
-    let _ = out.flush();
+    let written = out.write_all(sanitize(text).as_bytes());
+    end_if_reader_gone(written.and_then(|()| out.flush()));
+}
+
+/// When whoever reads stdout went away (`sandcrab … | head`), end as
+/// other Unix tools do: by the default action of SIGPIPE, which sandcrab
+/// otherwise ignores so that a closed socket or pipe elsewhere is an error
+/// and not its end.
+fn end_if_reader_gone(written: std::io::Result<()>) {
+    if let Err(err) = written
+        && err.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        // SAFETY: restoring the default action of a signal and raising it;
+        // the process ends here.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            libc::raise(libc::SIGPIPE);
+        }
+    }
 }
 
 /// Write `text`, sanitized, to stderr.
@@ -93,16 +110,16 @@ pub fn write_styled(text: &super::view::style::Styled, sink: Sink) {
     if bytes.is_empty() {
         return;
     }
-    let _ = match sink {
+    match sink {
         Sink::Out => {
             let mut out = std::io::stdout().lock();
-            out.write_all(bytes).and_then(|()| out.flush())
+            end_if_reader_gone(out.write_all(bytes).and_then(|()| out.flush()));
         }
         Sink::Err => {
             let mut err = std::io::stderr().lock();
-            err.write_all(bytes).and_then(|()| err.flush())
+            let _ = err.write_all(bytes).and_then(|()| err.flush());
         }
-    };
+    }
 }
 
 /// `println!`, sanitized.
