@@ -481,3 +481,52 @@ async fn an_exported_session_imports_elsewhere_and_verifies_the_same() {
     let again = import(&file);
     assert!(String::from_utf8_lossy(&again.stderr).contains("already in this store"));
 }
+
+/// `/resume` would cancel the running background jobs of the session it
+/// leaves: it says so and resumes nothing until asked with `force`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_does_not_silently_cancel_running_jobs() {
+    let scene = Scene::new();
+    let id = one_run(&scene, "a session to come back to", "echo saved").await;
+    let server = MockLlm::strict(KIND).await;
+    server.push(stream(
+        KIND,
+        &Answer::Tools(vec![tool(
+            "c1",
+            "shell",
+            json!({"command": "sleep 30", "run_in_background": true}),
+        )]),
+    ));
+    server.push(stream(KIND, &Answer::Text(vec!["Started."])));
+    let mut child = sandcrab(&scene, KIND, &server, "chat")
+        .args(["--approvals", "never"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stderr = crate::plugin_reload_test::collect(child.stderr.take().unwrap());
+    let limit = Duration::from_secs(60);
+    writeln!(stdin, "start a slow job").unwrap();
+    crate::plugin_reload_test::wait_for(&stderr, "1 background job running", limit);
+    writeln!(stdin, "/resume {id}").unwrap();
+    crate::plugin_reload_test::wait_for(&stderr, "not resumed", limit);
+    assert!(
+        stderr
+            .lock()
+            .unwrap()
+            .contains("cancels its 1 running background job"),
+        "{}",
+        stderr.lock().unwrap()
+    );
+    writeln!(stdin, "/resume {id} force").unwrap();
+    crate::plugin_reload_test::wait_for(&stderr, &format!("resumed session {id}"), limit);
+    writeln!(stdin, "/exit").unwrap();
+    drop(stdin);
+    assert!(
+        child.wait().unwrap().success(),
+        "{}",
+        stderr.lock().unwrap()
+    );
+}

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::session::Session;
-use crate::checkpoint::{CheckpointError, Checkpoints, FileChange, Kept, Undone, patch_paths};
+use crate::checkpoint::{
+    CheckpointError, Checkpoints, ConversationDiff, FileChange, Kept, Undone, patch_paths,
+};
 use crate::llm::ToolCall;
 use crate::plugin::{Writes, host_path_of};
 
@@ -37,8 +39,8 @@ impl Session {
     }
 
     /// Every file this conversation changed, from before its first change
-    /// to now.
-    pub fn conversation_changes(&self) -> Vec<FileChange> {
+    /// to now (and those that cannot be shown).
+    pub fn conversation_changes(&self) -> ConversationDiff {
         self.checkpoints
             .get()
             .map(Checkpoints::conversation_diff)

@@ -83,6 +83,16 @@ pub enum Kept {
     Skipped { path: String, why: String },
 }
 
+/// Every file a conversation changed (`/diff`).
+#[derive(Debug, Default)]
+pub struct ConversationDiff {
+    /// Each file from how it was before the first change to how it is.
+    pub changes: Vec<FileChange>,
+    /// Files changed that cannot be shown (no longer readable: a link, a
+    /// file over [`MAX_FILE`], a kept copy gone), and why.
+    pub unshown: Vec<(String, String)>,
+}
+
 /// What `/undo` did.
 #[derive(Debug, Default)]
 pub struct Undone {
@@ -481,7 +491,7 @@ impl Checkpoints {
 
     /// Every file the conversation changed, from how it was before the
     /// first change to how it is now.
-    pub fn conversation_diff(&self) -> Vec<FileChange> {
+    pub fn conversation_diff(&self) -> ConversationDiff {
         let kept: Vec<(u64, Entry)> = {
             let state = self.lock();
             state
@@ -494,17 +504,22 @@ impl Checkpoints {
         for (input, entry) in kept {
             first.entry(entry.path).or_insert((input, entry.blob));
         }
-        first
-            .into_iter()
-            .filter_map(|(path, (input, blob))| {
-                let then = match blob {
-                    Some(blob) => Some(self.read_blob(input, &blob).ok()?),
-                    None => None,
-                };
-                let now = self.read(Path::new(&path)).ok()?;
-                FileChange::between(&path, then.as_deref(), now.as_deref())
-            })
-            .collect()
+        let mut diff = ConversationDiff::default();
+        for (path, (input, blob)) in first {
+            let then = blob.map(|blob| self.read_blob(input, &blob)).transpose();
+            let now = self.read(Path::new(&path));
+            match (then, now) {
+                (Ok(then), Ok(now)) => {
+                    diff.changes
+                        .extend(FileChange::between(&path, then.as_deref(), now.as_deref()))
+                }
+                (Err(err), _) => diff
+                    .unshown
+                    .push((path, format!("its kept copy cannot be read: {err}"))),
+                (_, Err(err)) => diff.unshown.push((path, err.to_string())),
+            }
+        }
+        diff
     }
 
     /// `path` relative to the workspace, if it is inside (lexically: no

@@ -51,7 +51,7 @@ fn undo_puts_back_what_the_last_input_changed_and_only_that() {
     assert!(!ws.join("sub/new.txt").exists());
 
     // The conversation's diff now runs from the first state.
-    let all = cp.conversation_diff();
+    let all = cp.conversation_diff().changes;
     assert_eq!(all.len(), 1);
     assert!(all[0].diff.contains("-one\n+two\n"), "{}", all[0].diff);
 
@@ -87,6 +87,11 @@ fn undo_never_writes_through_a_link_the_model_planted() {
     std::fs::write(ws.join("z.txt"), "changed\n").unwrap();
     calls_end(&cp, &[&a, &f, &z]);
 
+    // `/diff` cannot show the link or the file beneath it, and says so.
+    let diff = cp.conversation_diff();
+    let unshown: Vec<&str> = diff.unshown.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(unshown, ["a.txt", "d/f"], "{diff:?}");
+    assert_eq!(diff.changes.len(), 1, "{diff:?}");
     let undone = cp.undo_last(false).unwrap();
     assert_eq!(undone.failed.len(), 1, "{undone:?}");
     assert_eq!(undone.failed[0].0, "d/f");

@@ -44,7 +44,11 @@ pub enum Command {
     },
     Model(Option<String>),
     Sessions,
-    Resume(Option<String>),
+    /// `force`: even if it cancels this session's running jobs.
+    Resume {
+        id: Option<String>,
+        force: bool,
+    },
     Approvals,
     Unknown(String),
 }
@@ -76,7 +80,16 @@ impl Command {
             ("/undo", Some(arg)) => Command::Unknown(format!("/undo {arg}")),
             ("/model", arg) => Command::Model(arg),
             ("/sessions", _) => Command::Sessions,
-            ("/resume", arg) => Command::Resume(arg),
+            ("/resume", arg) => match arg.as_deref().map(|a| a.split_once(char::is_whitespace)) {
+                Some(Some((id, "force"))) => Command::Resume {
+                    id: Some(id.to_string()),
+                    force: true,
+                },
+                _ => Command::Resume {
+                    id: arg,
+                    force: false,
+                },
+            },
             ("/approvals", _) => Command::Approvals,
             (other, _) => Command::Unknown(other.to_string()),
         })
@@ -94,7 +107,10 @@ const HELP: &[(&str, &str)] = &[
         "show the model, or ask NAME from the next turn on",
     ),
     ("/sessions", "this workspace's saved sessions"),
-    ("/resume ID", "continue a saved session here"),
+    (
+        "/resume ID [force]",
+        "continue a saved session here; force: even if that cancels this session's running jobs",
+    ),
     (
         "/approvals",
         "the approvals mode and the rules in force here",
@@ -121,7 +137,7 @@ pub(super) async fn run(chat: &mut Chat, command: Command) {
         Command::Undo { force } => undo(chat, force),
         Command::Model(name) => model(chat, name),
         Command::Sessions => sessions(chat),
-        Command::Resume(id) => resume(chat, id).await,
+        Command::Resume { id, force } => resume(chat, id, force).await,
         Command::Approvals => approvals(chat),
         Command::Unknown(name) => errln!(
             "unknown command {}; /help lists them",
@@ -146,15 +162,22 @@ fn help(chat: &Chat) {
 }
 
 fn diff(chat: &Chat) {
-    let changes = chat.session.conversation_changes();
-    if changes.is_empty() {
+    let diff = chat.session.conversation_changes();
+    if diff.changes.is_empty() && diff.unshown.is_empty() {
         errln!(
             "no file changed by a tool in this conversation (shell commands' changes are not tracked)"
         );
         return;
     }
-    for change in &changes {
+    for change in &diff.changes {
         write_styled(&render_change(change, chat.look, usize::MAX), Sink::Out);
+    }
+    for (path, why) in &diff.unshown {
+        errln!(
+            "changed, not shown: {}: {}",
+            super::terminal::one_line(path, 200),
+            super::terminal::one_line(why, 300)
+        );
     }
 }
 
@@ -241,13 +264,22 @@ fn sessions(chat: &Chat) {
     }
 }
 
-async fn resume(chat: &mut Chat, id: Option<String>) {
+async fn resume(chat: &mut Chat, id: Option<String>, force: bool) {
     let Some(id) = id else {
         errln!("/resume ID — the ids are in /sessions");
         return;
     };
     if id == chat.session.id() {
         errln!("this is session {id} already");
+        return;
+    }
+    let running = chat.kit.jobs.registry.list(chat.session.id(), None).len();
+    if running > 0 && !force {
+        errln!(
+            "not resumed: leaving this session cancels its {running} running background job{}; wait for them (/jobs), /cancel them, or `/resume {} force`",
+            if running == 1 { "" } else { "s" },
+            super::terminal::one_line(&id, 80)
+        );
         return;
     }
     let next = match chat.kit.resume(&id).await {
