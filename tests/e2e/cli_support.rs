@@ -3,8 +3,10 @@
 
 #![allow(dead_code)]
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStderr, ChildStdin, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use sandcrab::llm::ProviderKind;
 use serde_json::Value;
@@ -132,4 +134,51 @@ pub fn offered_tools(kind: ProviderKind, request: &Recorded) -> Vec<String> {
                 .map(str::to_string)
         })
         .collect()
+}
+
+/// `sandcrab chat ARGS` reading lines from a pipe: the child, its stdin, and
+/// its stderr as it comes (assistant text, on stdout, is dropped).
+pub fn piped_chat(
+    scene: &Scene,
+    kind: ProviderKind,
+    server: &MockLlm,
+    args: &[&std::ffi::OsStr],
+) -> (Child, ChildStdin, Arc<Mutex<String>>) {
+    let mut child = sandcrab(scene, kind, server, "chat")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let stderr = collect(child.stderr.take().unwrap());
+    (child, stdin, stderr)
+}
+
+/// Lines of the child's stderr, read on a thread into a shared buffer.
+pub fn collect(stderr: ChildStderr) -> Arc<Mutex<String>> {
+    let text = Arc::new(Mutex::new(String::new()));
+    let sink = text.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let mut t = sink.lock().unwrap();
+            t.push_str(&line);
+            t.push('\n');
+        }
+    });
+    text
+}
+
+/// Wait until `text` contains `needle` (or fail after `limit`).
+pub fn wait_for(text: &Mutex<String>, needle: &str, limit: Duration) {
+    let start = Instant::now();
+    while !text.lock().unwrap().contains(needle) {
+        assert!(
+            start.elapsed() < limit,
+            "waited {limit:?} for {needle:?}; stderr so far:\n{}",
+            text.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

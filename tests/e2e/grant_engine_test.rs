@@ -447,7 +447,7 @@ async fn every_call_leaves_a_receipt_naming_the_rule_that_allowed_it() {
 /// difference is shown.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_changed_plugin_runs_with_what_was_granted_and_the_difference_is_shown() {
-    use crate::plugin_reload_test::{collect, wait_for};
+    use crate::cli_support::{collect, wait_for};
     use sandcrab::llm::ProviderKind;
     use std::io::Write;
     let scene = Scene::new();

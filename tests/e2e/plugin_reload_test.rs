@@ -3,9 +3,8 @@
 //! afterwards; a broken new version keeps the old one; a removed plugin's
 //! tools go away. Then the same through `sandcrab chat` and its watcher.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,7 +15,7 @@ use sandcrab::plugin::{PluginSource, Policy};
 use sandcrab::tools::ToolCatalog;
 use serde_json::json;
 
-use crate::cli_support::{sandcrab, tool_result};
+use crate::cli_support::{piped_chat, tool_result, wait_for};
 use crate::llm_transcripts::{Answer, stream, tool};
 use crate::mock_llm::MockLlm;
 use crate::support::{Scene, artifact, install_plugin, run_tool};
@@ -156,38 +155,6 @@ async fn a_reload_under_load_loses_no_call_and_the_new_version_answers_afterward
     );
 }
 
-/// Lines of the child's stderr, read on a thread into a shared buffer.
-pub(crate) fn collect(stderr: std::process::ChildStderr) -> Arc<std::sync::Mutex<String>> {
-    let text = Arc::new(std::sync::Mutex::new(String::new()));
-    let sink = text.clone();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let mut t = sink.lock().unwrap();
-            t.push_str(&line);
-            t.push('\n');
-        }
-    });
-    text
-}
-
-/// Wait until `text` contains `needle` (or fail after `limit`).
-pub(crate) fn wait_for(text: &std::sync::Mutex<String>, needle: &str, limit: Duration) {
-    wait_for_n(text, needle, 1, limit)
-}
-
-/// Wait until `text` contains `needle` `n` times.
-fn wait_for_n(text: &std::sync::Mutex<String>, needle: &str, n: usize, limit: Duration) {
-    let start = Instant::now();
-    while text.lock().unwrap().matches(needle).count() < n {
-        assert!(
-            start.elapsed() < limit,
-            "waited {limit:?} for {needle:?}; stderr so far:\n{}",
-            text.lock().unwrap()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// A scene with version 1 of the fixture installed; its directory.
 fn scene_with_v1() -> (Scene, std::path::PathBuf) {
     let scene = Scene::new();
@@ -198,30 +165,6 @@ fn scene_with_v1() -> (Scene, std::path::PathBuf) {
         |m| m,
     );
     (scene, dir)
-}
-
-/// `sandcrab chat --plugins` reading lines from a pipe; its stdin and its
-/// stderr as it comes.
-fn chat_with_plugins(
-    scene: &Scene,
-    kind: ProviderKind,
-    server: &MockLlm,
-) -> (
-    std::process::Child,
-    std::process::ChildStdin,
-    Arc<std::sync::Mutex<String>>,
-) {
-    let mut child = sandcrab(scene, kind, server, "chat")
-        .arg("--plugins")
-        .arg(scene.plugins())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdin = child.stdin.take().unwrap();
-    let stderr = collect(child.stderr.take().unwrap());
-    (child, stdin, stderr)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -239,7 +182,13 @@ async fn chat_reloads_a_changed_plugin_and_lists_plugins() {
     let cache = tempfile::tempdir().unwrap();
     scene.write_user_config(&format!("cache_dir = \"{}\"\n", cache.path().display()));
 
-    let (mut child, mut stdin, stderr) = chat_with_plugins(&scene, kind, &server);
+    let plugins = scene.plugins();
+    let (mut child, mut stdin, stderr) = piped_chat(
+        &scene,
+        kind,
+        &server,
+        &["--plugins".as_ref(), plugins.as_os_str()],
+    );
     let limit = Duration::from_secs(60);
 
     // Its first compile runs in the background: list once it is loaded
@@ -283,19 +232,15 @@ async fn after_resume_a_broken_reload_is_still_reported() {
     let (scene, dir) = scene_with_v1();
     let kind = ProviderKind::OpenAiCompatible;
     let server = MockLlm::strict(kind).await;
-    server.push(stream(kind, &Answer::Text(vec!["Saved."])));
-    let out = sandcrab(&scene, kind, &server, "run")
-        .arg("a session to come back to")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let id = crate::sessions_test::only_session(&scene);
+    let id = crate::sessions_test::one_run(&scene, "a session to come back to", "echo saved").await;
 
-    let (mut child, mut stdin, stderr) = chat_with_plugins(&scene, kind, &server);
+    let plugins = scene.plugins();
+    let (mut child, mut stdin, stderr) = piped_chat(
+        &scene,
+        kind,
+        &server,
+        &["--plugins".as_ref(), plugins.as_os_str()],
+    );
     let limit = Duration::from_secs(60);
     // `run` compiled it into the cache, so it is loaded at the start.
     writeln!(stdin, "/plugins").unwrap();

@@ -11,7 +11,7 @@ use std::time::Duration;
 use sandcrab::llm::ProviderKind;
 use serde_json::{Value, json};
 
-use crate::cli_support::{sandcrab, tool_result};
+use crate::cli_support::{piped_chat, sandcrab, tool_result, wait_for};
 use crate::llm_transcripts::{Answer, complete, stream, tool};
 use crate::mock_llm::{MockLlm, Recorded};
 use crate::support::{Scene, sandcrab_cmd};
@@ -166,7 +166,7 @@ async fn a_long_conversation_compacts_and_memory_read_finds_what_was_compacted()
 
 /// `sandcrab run PROMPT` whose model runs `command` once, then answers;
 /// the id of the session it saved.
-async fn one_run(scene: &Scene, prompt: &str, command: &str) -> String {
+pub(crate) async fn one_run(scene: &Scene, prompt: &str, command: &str) -> String {
     let server = MockLlm::strict(KIND).await;
     server.push(stream(
         KIND,
@@ -498,20 +498,17 @@ async fn resume_does_not_silently_cancel_running_jobs() {
         )]),
     ));
     server.push(stream(KIND, &Answer::Text(vec!["Started."])));
-    let mut child = sandcrab(&scene, KIND, &server, "chat")
-        .args(["--approvals", "never"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let stderr = crate::plugin_reload_test::collect(child.stderr.take().unwrap());
+    let (mut child, mut stdin, stderr) = piped_chat(
+        &scene,
+        KIND,
+        &server,
+        &["--approvals".as_ref(), "never".as_ref()],
+    );
     let limit = Duration::from_secs(60);
     writeln!(stdin, "start a slow job").unwrap();
-    crate::plugin_reload_test::wait_for(&stderr, "1 background job running", limit);
+    wait_for(&stderr, "1 background job running", limit);
     writeln!(stdin, "/resume {id}").unwrap();
-    crate::plugin_reload_test::wait_for(&stderr, "not resumed", limit);
+    wait_for(&stderr, "not resumed", limit);
     assert!(
         stderr
             .lock()
@@ -521,7 +518,7 @@ async fn resume_does_not_silently_cancel_running_jobs() {
         stderr.lock().unwrap()
     );
     writeln!(stdin, "/resume {id} force").unwrap();
-    crate::plugin_reload_test::wait_for(&stderr, &format!("resumed session {id}"), limit);
+    wait_for(&stderr, &format!("resumed session {id}"), limit);
     writeln!(stdin, "/exit").unwrap();
     drop(stdin);
     assert!(

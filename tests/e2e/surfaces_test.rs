@@ -18,9 +18,9 @@ use serde_json::{Value, json};
 
 use crate::bridge_test::spawn_serve;
 use crate::cli_support::sandcrab;
+use crate::cli_support::{collect, wait_for};
 use crate::llm_transcripts::{Answer, stream};
 use crate::mock_llm::MockLlm;
-use crate::plugin_reload_test::{collect, wait_for};
 use crate::support::{Scene, install_plugin, sandcrab_cmd};
 
 fn text(bytes: &[u8]) -> String {
