@@ -625,3 +625,26 @@ fn a_reader_that_goes_away_ends_sandcrab_quietly() {
     assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{:?}", out.status);
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }
+
+/// Output that cannot be written (a full disk) is an error with a non-zero
+/// status, not a success with nothing written.
+#[test]
+fn output_that_cannot_be_written_is_an_error() {
+    let scene = Scene::new();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = crate::support::sandcrab_cmd(&scene)
+        .args(["plugins", "list"])
+        .stdout(Stdio::from(full))
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(74), "{stderr}");
+    assert!(
+        stderr.contains("cannot write to standard output"),
+        "{stderr}"
+    );
+}

@@ -38,6 +38,15 @@ impl Session {
             .undo_last(force)
     }
 
+    /// Forget the last input's checkpoints without putting anything back;
+    /// the files they were for (see [`Checkpoints::forget_last`]).
+    pub fn forget_last_changes(&self) -> Vec<String> {
+        self.checkpoints
+            .get()
+            .map(Checkpoints::forget_last)
+            .unwrap_or_default()
+    }
+
     /// Every file this conversation changed, from before its first change
     /// to now (and those that cannot be shown).
     pub fn conversation_changes(&self) -> ConversationDiff {

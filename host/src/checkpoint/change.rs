@@ -45,6 +45,20 @@ pub struct FileChange {
 }
 
 impl FileChange {
+    /// A change of a file whose content is not shown (too large to read,
+    /// or a link).
+    pub fn unshown(path: &str, kind: ChangeKind) -> FileChange {
+        FileChange {
+            call_id: String::new(),
+            path: path.to_string(),
+            kind,
+            diff: String::new(),
+            added: 0,
+            removed: 0,
+            binary: true,
+        }
+    }
+
     /// The change from `before` to `after` (None: absent), if they differ.
     pub fn between(path: &str, before: Option<&[u8]>, after: Option<&[u8]>) -> Option<FileChange> {
         if before == after {

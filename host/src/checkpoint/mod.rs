@@ -152,6 +152,11 @@ enum Left {
         len: u64,
         inode: u64,
         modified_ns: i128,
+        /// Set by every change, and not settable (unlike the mtime).
+        #[serde(default)]
+        changed_ns: i128,
+        #[serde(default)]
+        mode: u32,
     },
     /// Not reachable beneath the workspace without following a link, and
     /// why.
@@ -221,6 +226,7 @@ impl Checkpoints {
                 let Some(n) = entry
                     .file_name()
                     .to_str()
+                    .filter(|n| !n.starts_with('0') && n.bytes().all(|b| b.is_ascii_digit()))
                     .and_then(|n| n.parse::<u64>().ok())
                     .filter(|n| *n <= MAX_INPUT)
                 else {
@@ -273,6 +279,9 @@ impl Checkpoints {
         let mut state = self.lock();
         let last = state.inputs.keys().next_back().copied().unwrap_or(0);
         state.input = state.input.max(last).saturating_add(1);
+        // Calls of an earlier input that never ended (cut off) leave no
+        // snapshots for a later call that reuses their id.
+        state.running.clear();
     }
 
     /// Before a call writes `path` (absolute, or relative to the
@@ -444,11 +453,7 @@ impl Checkpoints {
                 }
             }
         }
-        let freed: u64 = done
-            .iter()
-            .filter_map(|e| std::fs::symlink_metadata(dir.join(e.blob.as_ref()?)).ok())
-            .map(|m| m.len())
-            .sum();
+        let freed = blob_bytes(&dir, &done);
         let mut state = self.lock();
         state.stored = state.stored.saturating_sub(freed);
         if left_to_do.is_empty() {
@@ -466,6 +471,25 @@ impl Checkpoints {
         Ok(undone)
     }
 
+    /// Forget the checkpoints of the last input that kept any, without
+    /// putting anything back (a file that cannot be restored would
+    /// otherwise hold every earlier `/undo`); the files they were for.
+    pub fn forget_last(&self) -> Vec<String> {
+        let mut state = self.lock();
+        while let Some((&input, kept)) = state.inputs.iter().next_back() {
+            if kept.is_empty() {
+                state.inputs.remove(&input);
+                continue;
+            }
+            let kept = state.inputs.remove(&input).unwrap_or_default();
+            let dir = entry_dir(&self.dir, input);
+            state.stored = state.stored.saturating_sub(blob_bytes(&dir, &kept));
+            let _ = std::fs::remove_dir_all(&dir);
+            return kept.into_iter().map(|e| e.path).collect();
+        }
+        Vec::new()
+    }
+
     /// Put one file back; the change that made (None: it was already so).
     fn restore(&self, input: u64, entry: &Entry) -> io::Result<Option<FileChange>> {
         let relative = Path::new(&entry.path);
@@ -473,8 +497,13 @@ impl Checkpoints {
             Some(blob) => Some(self.read_blob(input, blob)?),
             None => None,
         };
-        let now = self.read(relative).unwrap_or(None);
-        if now == then && (then.is_none() || self.mode_of(relative) == entry.mode) {
+        // A file that cannot be read (over MAX_FILE, a link) is not absent:
+        // it is put back like any other, its change shown without a diff.
+        let now = self.read(relative);
+        if let Ok(now) = &now
+            && *now == then
+            && (then.is_none() || self.mode_of(relative) == entry.mode)
+        {
             // Already as it was: left untouched (no write, no new inode).
             return Ok(None);
         }
@@ -482,11 +511,17 @@ impl Checkpoints {
             Some(bytes) => safe_fs::write_beneath(&self.workspace, relative, bytes, entry.mode)?,
             None => safe_fs::remove_beneath(&self.workspace, relative)?,
         }
-        Ok(FileChange::between(
-            &entry.path,
-            now.as_deref(),
-            then.as_deref(),
-        ))
+        Ok(match now {
+            Ok(now) => FileChange::between(&entry.path, now.as_deref(), then.as_deref()),
+            Err(_) => Some(FileChange::unshown(
+                &entry.path,
+                if then.is_some() {
+                    ChangeKind::Modified
+                } else {
+                    ChangeKind::Deleted
+                },
+            )),
+        })
     }
 
     /// Every file the conversation changed, from how it was before the
@@ -576,6 +611,9 @@ impl Checkpoints {
                 inode: meta.ino(),
                 modified_ns: i128::from(meta.mtime()) * 1_000_000_000
                     + i128::from(meta.mtime_nsec()),
+                changed_ns: i128::from(meta.ctime()) * 1_000_000_000
+                    + i128::from(meta.ctime_nsec()),
+                mode: meta.mode() & 0o7777,
             },
             Err(err) if err.kind() == io::ErrorKind::NotFound => Left::Absent,
             Err(err) => Left::Unreachable {
@@ -624,6 +662,15 @@ fn kind_of(kind: &std::fs::FileType) -> &'static str {
     } else {
         "special"
     }
+}
+
+/// The bytes the kept copies of `entries` take in `dir`.
+fn blob_bytes(dir: &Path, entries: &[Entry]) -> u64 {
+    entries
+        .iter()
+        .filter_map(|e| std::fs::symlink_metadata(dir.join(e.blob.as_ref()?)).ok())
+        .map(|m| m.len())
+        .sum()
 }
 
 /// Where input `n` keeps its files.

@@ -379,6 +379,39 @@ fn a_file_that_could_not_be_restored_keeps_its_checkpoint() {
     );
 }
 
+/// A file that can never be put back (the operator made it a directory of
+/// their own) does not hold every earlier `/undo`: `forget_last` drops
+/// that input's checkpoints, touching nothing, and `/undo` goes on.
+#[test]
+fn a_stuck_checkpoint_can_be_forgotten() {
+    let (_dir, ws, cp) = setup();
+    std::fs::write(ws.join("first.txt"), "first\n").unwrap();
+    cp.begin_input();
+    let first = snapshot(cp.before_write(&ws.join("first.txt")).unwrap());
+    std::fs::write(ws.join("first.txt"), "first changed\n").unwrap();
+    calls_end(&cp, &[&first]);
+    cp.begin_input();
+    let b = snapshot(cp.before_write(&ws.join("b.txt")).unwrap());
+    std::fs::write(ws.join("b.txt"), "b\n").unwrap();
+    calls_end(&cp, &[&b]);
+    std::fs::remove_file(ws.join("b.txt")).unwrap();
+    std::fs::create_dir(ws.join("b.txt")).unwrap();
+    std::fs::write(ws.join("b.txt/mine"), "mine\n").unwrap();
+    assert_eq!(cp.undo_last(true).unwrap().failed.len(), 1);
+    assert_eq!(cp.undo_last(true).unwrap().failed.len(), 1, "still stuck");
+
+    assert_eq!(cp.forget_last(), ["b.txt"]);
+    assert_eq!(
+        std::fs::read_to_string(ws.join("b.txt/mine")).unwrap(),
+        "mine\n"
+    );
+    cp.undo_last(false).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(ws.join("first.txt")).unwrap(),
+        "first\n"
+    );
+}
+
 /// An input directory with an absurd number (planted, or from a damaged
 /// data directory) is not read: numbering goes on and `/undo` keeps order.
 #[test]
@@ -396,4 +429,52 @@ fn an_absurd_input_number_is_ignored() {
     cp.begin_input();
     cp.undo_last(false).unwrap();
     assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "one\n");
+}
+
+/// A file the turn created too large to read back is removed by `/undo`
+/// (and reported), not taken for absent and forgotten.
+#[test]
+fn a_large_file_the_turn_created_is_removed_by_undo() {
+    let (_dir, ws, cp) = setup();
+    cp.begin_input();
+    let big = snapshot(cp.before_write(&ws.join("big.bin")).unwrap());
+    std::fs::write(ws.join("big.bin"), vec![b'x'; MAX_FILE as usize + 1]).unwrap();
+    calls_end(&cp, &[&big]);
+    let undone = cp.undo_last(false).unwrap();
+    assert!(!ws.join("big.bin").exists());
+    assert_eq!(undone.restored.len(), 1, "{undone:?}");
+    assert_eq!(undone.restored[0].kind, ChangeKind::Deleted);
+}
+
+/// For a file too large to read back, a change of its permission bits
+/// after the turn counts as a change, as it does for any other file.
+#[test]
+fn a_mode_change_to_a_large_file_blocks_undo() {
+    let (_dir, ws, cp) = setup();
+    std::fs::write(ws.join("big.bin"), "small\n").unwrap();
+    cp.begin_input();
+    let big = snapshot(cp.before_write(&ws.join("big.bin")).unwrap());
+    std::fs::write(ws.join("big.bin"), vec![b'x'; MAX_FILE as usize + 1]).unwrap();
+    calls_end(&cp, &[&big]);
+    std::fs::set_permissions(ws.join("big.bin"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert!(matches!(
+        cp.undo_last(false),
+        Err(CheckpointError::ChangedSince { .. })
+    ));
+}
+
+/// A call cut off before it ended leaves nothing behind for a call of a
+/// later input that reuses its id (some servers number calls `call_0`
+/// in every answer).
+#[test]
+fn a_cut_off_call_leaves_nothing_for_a_later_call_with_its_id() {
+    let (_dir, ws, cp) = setup();
+    std::fs::write(ws.join("a.txt"), "one\n").unwrap();
+    cp.begin_input();
+    let a = snapshot(cp.before_write(&ws.join("a.txt")).unwrap());
+    cp.running("call_0", vec![a]);
+    // Cut off: never ended. The next input's call_0 writes nothing.
+    cp.begin_input();
+    cp.running("call_0", Vec::new());
+    assert!(cp.ended("call_0").is_empty());
 }

@@ -42,6 +42,8 @@ pub enum Command {
     Undo {
         force: bool,
     },
+    /// Forget the last turn's checkpoints without restoring.
+    UndoSkip,
     Model(Option<String>),
     Sessions,
     /// `force`: even if it cancels this session's running jobs.
@@ -77,18 +79,24 @@ impl Command {
             ("/diff", _) => Command::Diff,
             ("/undo", None) => Command::Undo { force: false },
             ("/undo", Some(arg)) if arg == "force" => Command::Undo { force: true },
+            ("/undo", Some(arg)) if arg == "skip" => Command::UndoSkip,
             ("/undo", Some(arg)) => Command::Unknown(format!("/undo {arg}")),
             ("/model", arg) => Command::Model(arg),
             ("/sessions", _) => Command::Sessions,
-            ("/resume", arg) => match arg.as_deref().map(|a| a.split_once(char::is_whitespace)) {
-                Some(Some((id, "force"))) => Command::Resume {
+            ("/resume", None) => Command::Resume {
+                id: None,
+                force: false,
+            },
+            ("/resume", Some(arg)) => match arg.split_whitespace().collect::<Vec<_>>()[..] {
+                [id] => Command::Resume {
+                    id: Some(id.to_string()),
+                    force: false,
+                },
+                [id, "force"] => Command::Resume {
                     id: Some(id.to_string()),
                     force: true,
                 },
-                _ => Command::Resume {
-                    id: arg,
-                    force: false,
-                },
+                _ => Command::Unknown(format!("/resume {arg}")),
             },
             ("/approvals", _) => Command::Approvals,
             (other, _) => Command::Unknown(other.to_string()),
@@ -99,8 +107,8 @@ impl Command {
 const HELP: &[(&str, &str)] = &[
     ("/diff", "every file this conversation changed, as a diff"),
     (
-        "/undo [force]",
-        "put back the files the last turn changed (again: the turn before); force: even those changed since",
+        "/undo [force|skip]",
+        "put back the files the last turn changed (again: the turn before); force: even those changed since; skip: forget that turn's checkpoints, restoring nothing",
     ),
     (
         "/model [NAME]",
@@ -135,6 +143,21 @@ pub(super) async fn run(chat: &mut Chat, command: Command) {
         Command::Cancel(id) => cancel_job(chat, &id),
         Command::Diff => diff(chat),
         Command::Undo { force } => undo(chat, force),
+        Command::UndoSkip => {
+            let forgotten = chat.session.forget_last_changes();
+            if forgotten.is_empty() {
+                errln!("nothing to skip: no checkpoint is left");
+            } else {
+                let names: Vec<String> = forgotten
+                    .iter()
+                    .map(|p| super::terminal::one_line(p, 200))
+                    .collect();
+                errln!(
+                    "forgot the checkpoints of {} (the files stay as they are); /undo now goes to the turn before",
+                    names.join(", ")
+                );
+            }
+        }
         Command::Model(name) => model(chat, name),
         Command::Sessions => sessions(chat),
         Command::Resume { id, force } => resume(chat, id, force).await,
@@ -200,7 +223,9 @@ fn undo(chat: &Chat, force: bool) {
         );
     }
     if !undone.failed.is_empty() {
-        errln!("their checkpoints are kept: /undo again puts them back once that is mended");
+        errln!(
+            "their checkpoints are kept: /undo again puts them back once that is mended, /undo skip forgets them"
+        );
     }
     if undone.restored.is_empty() && undone.failed.is_empty() {
         errln!("the files the last turn changed are already as they were");
@@ -399,6 +424,7 @@ mod tests {
             Command::parse("/undo force"),
             Some(Command::Undo { force: true })
         );
+        assert_eq!(Command::parse("/undo skip"), Some(Command::UndoSkip));
         assert!(matches!(
             Command::parse("/undo everything"),
             Some(Command::Unknown(_))
@@ -411,6 +437,24 @@ mod tests {
             Command::parse("/jobs all"),
             Some(Command::Jobs { all: true })
         );
+        for (line, id, force) in [
+            ("/resume abc", "abc", false),
+            ("/resume abc  force", "abc", true),
+            ("/resume abc\tforce ", "abc", true),
+        ] {
+            assert_eq!(
+                Command::parse(line),
+                Some(Command::Resume {
+                    id: Some(id.into()),
+                    force
+                }),
+                "{line}"
+            );
+        }
+        assert!(matches!(
+            Command::parse("/resume abc force extra"),
+            Some(Command::Unknown(_))
+        ));
         assert_eq!(
             Command::parse("/nope"),
             Some(Command::Unknown("/nope".into()))

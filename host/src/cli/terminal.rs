@@ -69,17 +69,20 @@ pub fn one_line(text: &str, max: usize) -> String {
 pub fn write_out(text: &str) {
     let mut out = std::io::stdout().lock();
     let written = out.write_all(sanitize(text).as_bytes());
-    end_if_reader_gone(written.and_then(|()| out.flush()));
+    end_if_unwritten(written.and_then(|()| out.flush()));
 }
 
-/// When whoever reads stdout went away (`sandcrab … | head`), end as
-/// other Unix tools do: by the default action of SIGPIPE, which sandcrab
-/// otherwise ignores so that a closed socket or pipe elsewhere is an error
-/// and not its end.
-fn end_if_reader_gone(written: std::io::Result<()>) {
-    if let Err(err) = written
-        && err.kind() == std::io::ErrorKind::BrokenPipe
-    {
+/// Output that cannot be written ends sandcrab. When whoever reads stdout
+/// went away (`sandcrab … | head`), as other Unix tools do: by the default
+/// action of SIGPIPE, which sandcrab otherwise ignores so that a closed
+/// socket or pipe elsewhere is an error and not its end. Any other failure
+/// (a full disk under `sessions export > file`) is said, with exit status
+/// 74, rather than ending as if all had been written.
+fn end_if_unwritten(written: std::io::Result<()>) {
+    let Err(err) = written else {
+        return;
+    };
+    if err.kind() == std::io::ErrorKind::BrokenPipe {
         // SAFETY: restoring the default action of a signal and raising it;
         // the process ends here.
         unsafe {
@@ -87,6 +90,10 @@ fn end_if_reader_gone(written: std::io::Result<()>) {
             libc::raise(libc::SIGPIPE);
         }
     }
+    write_err(&format!(
+        "sandcrab: cannot write to standard output: {err}\n"
+    ));
+    std::process::exit(74);
 }
 
 /// Write `text`, sanitized, to stderr.
@@ -113,7 +120,7 @@ pub fn write_styled(text: &super::view::style::Styled, sink: Sink) {
     match sink {
         Sink::Out => {
             let mut out = std::io::stdout().lock();
-            end_if_reader_gone(out.write_all(bytes).and_then(|()| out.flush()));
+            end_if_unwritten(out.write_all(bytes).and_then(|()| out.flush()));
         }
         Sink::Err => {
             let mut err = std::io::stderr().lock();
