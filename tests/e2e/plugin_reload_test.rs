@@ -167,6 +167,25 @@ fn scene_with_v1() -> (Scene, std::path::PathBuf) {
     (scene, dir)
 }
 
+/// `sandcrab chat --plugins` on the scene's plugins, read through pipes.
+fn chat_with_plugins(
+    scene: &Scene,
+    kind: ProviderKind,
+    server: &MockLlm,
+) -> (
+    std::process::Child,
+    std::process::ChildStdin,
+    Arc<std::sync::Mutex<String>>,
+) {
+    let plugins = scene.plugins();
+    piped_chat(
+        scene,
+        kind,
+        server,
+        &["--plugins".as_ref(), plugins.as_os_str()],
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chat_reloads_a_changed_plugin_and_lists_plugins() {
     let (scene, dir) = scene_with_v1();
@@ -182,13 +201,7 @@ async fn chat_reloads_a_changed_plugin_and_lists_plugins() {
     let cache = tempfile::tempdir().unwrap();
     scene.write_user_config(&format!("cache_dir = \"{}\"\n", cache.path().display()));
 
-    let plugins = scene.plugins();
-    let (mut child, mut stdin, stderr) = piped_chat(
-        &scene,
-        kind,
-        &server,
-        &["--plugins".as_ref(), plugins.as_os_str()],
-    );
+    let (mut child, mut stdin, stderr) = chat_with_plugins(&scene, kind, &server);
     let limit = Duration::from_secs(60);
 
     // Its first compile runs in the background: list once it is loaded
@@ -234,13 +247,7 @@ async fn after_resume_a_broken_reload_is_still_reported() {
     let server = MockLlm::strict(kind).await;
     let id = crate::sessions_test::one_run(&scene, "a session to come back to", "echo saved").await;
 
-    let plugins = scene.plugins();
-    let (mut child, mut stdin, stderr) = piped_chat(
-        &scene,
-        kind,
-        &server,
-        &["--plugins".as_ref(), plugins.as_os_str()],
-    );
+    let (mut child, mut stdin, stderr) = chat_with_plugins(&scene, kind, &server);
     let limit = Duration::from_secs(60);
     // `run` compiled it into the cache, so it is loaded at the start.
     writeln!(stdin, "/plugins").unwrap();

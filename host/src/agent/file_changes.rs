@@ -71,9 +71,7 @@ impl Session {
         if self.checkpoints.get().is_none() || self.playback.is_some() {
             return;
         }
-        let (session, call) = (self.clone(), call.clone());
-        let kept = tokio::task::spawn_blocking(move || session.keep_before_writes(&call)).await;
-        if let Err(err) = kept {
+        if let Err(err) = self.off_thread(call, Self::keep_before_writes).await {
             self.warn(&format!(
                 "checkpoints failed ({err}); /undo cannot restore this change"
             ));
@@ -86,14 +84,22 @@ impl Session {
         if self.checkpoints.get().is_none() {
             return Vec::new();
         }
-        let (session, call) = (self.clone(), call.clone());
-        match tokio::task::spawn_blocking(move || session.changes_of(&call)).await {
-            Ok(changes) => changes,
-            Err(err) => {
+        self.off_thread(call, Self::changes_of)
+            .await
+            .unwrap_or_else(|err| {
                 self.warn(&format!("the changes of a call could not be read ({err})"));
                 Vec::new()
-            }
-        }
+            })
+    }
+
+    /// `work` on `call`, on a blocking thread.
+    async fn off_thread<T: Send + 'static>(
+        self: &Arc<Self>,
+        call: &ToolCall,
+        work: fn(&Session, &ToolCall) -> T,
+    ) -> Result<T, tokio::task::JoinError> {
+        let (session, call) = (self.clone(), call.clone());
+        tokio::task::spawn_blocking(move || work(&session, &call)).await
     }
 
     fn keep_before_writes(&self, call: &ToolCall) {

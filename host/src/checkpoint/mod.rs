@@ -153,9 +153,7 @@ enum Left {
         inode: u64,
         modified_ns: i128,
         /// Set by every change, and not settable (unlike the mtime).
-        #[serde(default)]
         changed_ns: i128,
-        #[serde(default)]
         mode: u32,
     },
     /// Not reachable beneath the workspace without following a link, and
@@ -210,6 +208,20 @@ struct State {
     stored: u64,
     /// Snapshots of calls that are running, by call id.
     running: std::collections::HashMap<String, Vec<Snapshot>>,
+}
+
+impl State {
+    /// The last input that kept any file (inputs that kept none are
+    /// dropped on the way).
+    fn last_kept(&mut self) -> Option<u64> {
+        loop {
+            let (&input, kept) = self.inputs.iter().next_back()?;
+            if !kept.is_empty() {
+                return Some(input);
+            }
+            self.inputs.remove(&input);
+        }
+    }
 }
 
 const MANIFEST: &str = "manifest.json";
@@ -370,11 +382,7 @@ impl Checkpoints {
     pub fn changed(&self, snapshot: &Snapshot) -> io::Result<Option<FileChange>> {
         let path = Path::new(&snapshot.path);
         let now = self.read(path);
-        let left = match &now {
-            Ok(bytes) => self.left(path, bytes.as_deref()),
-            Err(_) => self.unread(path),
-        };
-        self.remember_left(snapshot, left);
+        self.remember_left(snapshot, self.left_of(path, &now));
         Ok(FileChange::between(
             &snapshot.path,
             snapshot.before.as_deref(),
@@ -411,16 +419,8 @@ impl Checkpoints {
     pub fn undo_last(&self, force: bool) -> Result<Undone, CheckpointError> {
         let (input, kept) = {
             let mut state = self.lock();
-            loop {
-                let Some((&input, kept)) = state.inputs.iter().next_back() else {
-                    return Err(CheckpointError::NothingToUndo);
-                };
-                if kept.is_empty() {
-                    state.inputs.remove(&input);
-                    continue;
-                }
-                break (input, kept.clone());
-            }
+            let input = state.last_kept().ok_or(CheckpointError::NothingToUndo)?;
+            (input, state.inputs[&input].clone())
         };
         if !force {
             let (mut changed, mut unsure) = (Vec::new(), Vec::new());
@@ -476,18 +476,14 @@ impl Checkpoints {
     /// otherwise hold every earlier `/undo`); the files they were for.
     pub fn forget_last(&self) -> Vec<String> {
         let mut state = self.lock();
-        while let Some((&input, kept)) = state.inputs.iter().next_back() {
-            if kept.is_empty() {
-                state.inputs.remove(&input);
-                continue;
-            }
-            let kept = state.inputs.remove(&input).unwrap_or_default();
-            let dir = entry_dir(&self.dir, input);
-            state.stored = state.stored.saturating_sub(blob_bytes(&dir, &kept));
-            let _ = std::fs::remove_dir_all(&dir);
-            return kept.into_iter().map(|e| e.path).collect();
-        }
-        Vec::new()
+        let Some(input) = state.last_kept() else {
+            return Vec::new();
+        };
+        let kept = state.inputs.remove(&input).unwrap_or_default();
+        let dir = entry_dir(&self.dir, input);
+        state.stored = state.stored.saturating_sub(blob_bytes(&dir, &kept));
+        let _ = std::fs::remove_dir_all(&dir);
+        kept.into_iter().map(|e| e.path).collect()
     }
 
     /// Put one file back; the change that made (None: it was already so).
@@ -594,7 +590,13 @@ impl Checkpoints {
 
     /// How the workspace file `relative` stands now.
     fn stands(&self, relative: &Path) -> Left {
-        match self.read(relative) {
+        self.left_of(relative, &self.read(relative))
+    }
+
+    /// How `relative` stands, given what reading it gave: its digest, or
+    /// what can be compared without reading it.
+    fn left_of(&self, relative: &Path, read: &io::Result<Option<Vec<u8>>>) -> Left {
+        match read {
             Ok(bytes) => self.left(relative, bytes.as_deref()),
             Err(_) => self.unread(relative),
         }
@@ -609,10 +611,8 @@ impl Checkpoints {
                 kind: kind_of(&meta.file_type()).to_string(),
                 len: meta.len(),
                 inode: meta.ino(),
-                modified_ns: i128::from(meta.mtime()) * 1_000_000_000
-                    + i128::from(meta.mtime_nsec()),
-                changed_ns: i128::from(meta.ctime()) * 1_000_000_000
-                    + i128::from(meta.ctime_nsec()),
+                modified_ns: nanos(meta.mtime(), meta.mtime_nsec()),
+                changed_ns: nanos(meta.ctime(), meta.ctime_nsec()),
                 mode: meta.mode() & 0o7777,
             },
             Err(err) if err.kind() == io::ErrorKind::NotFound => Left::Absent,
@@ -649,6 +649,11 @@ impl Checkpoints {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// A time in nanoseconds since the epoch.
+fn nanos(seconds: i64, nanoseconds: i64) -> i128 {
+    i128::from(seconds) * 1_000_000_000 + i128::from(nanoseconds)
 }
 
 /// A file type in a word.

@@ -143,21 +143,7 @@ pub(super) async fn run(chat: &mut Chat, command: Command) {
         Command::Cancel(id) => cancel_job(chat, &id),
         Command::Diff => diff(chat),
         Command::Undo { force } => undo(chat, force),
-        Command::UndoSkip => {
-            let forgotten = chat.session.forget_last_changes();
-            if forgotten.is_empty() {
-                errln!("nothing to skip: no checkpoint is left");
-            } else {
-                let names: Vec<String> = forgotten
-                    .iter()
-                    .map(|p| super::terminal::one_line(p, 200))
-                    .collect();
-                errln!(
-                    "forgot the checkpoints of {} (the files stay as they are); /undo now goes to the turn before",
-                    names.join(", ")
-                );
-            }
-        }
+        Command::UndoSkip => undo_skip(chat),
         Command::Model(name) => model(chat, name),
         Command::Sessions => sessions(chat),
         Command::Resume { id, force } => resume(chat, id, force).await,
@@ -242,6 +228,22 @@ fn undo(chat: &Chat, force: bool) {
             names.join(", ")
         ));
     }
+}
+
+fn undo_skip(chat: &Chat) {
+    let forgotten = chat.session.forget_last_changes();
+    if forgotten.is_empty() {
+        errln!("nothing to skip: no checkpoint is left");
+        return;
+    }
+    let names: Vec<String> = forgotten
+        .iter()
+        .map(|p| super::terminal::one_line(p, 200))
+        .collect();
+    errln!(
+        "forgot the checkpoints of {} (the files stay as they are); /undo now goes to the turn before",
+        names.join(", ")
+    );
 }
 
 fn model(chat: &Chat, name: Option<String>) {

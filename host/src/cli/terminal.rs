@@ -65,21 +65,26 @@ pub fn one_line(text: &str, max: usize) -> String {
     out
 }
 
-/// Write `text`, sanitized, to stdout (a closed pipe is not an error).
+/// Write `text`, sanitized, to stdout (see [`to_stdout`]).
 pub fn write_out(text: &str) {
-    let mut out = std::io::stdout().lock();
-    let written = out.write_all(sanitize(text).as_bytes());
-    end_if_unwritten(written.and_then(|()| out.flush()));
+    to_stdout(sanitize(text).as_bytes());
 }
 
-/// Output that cannot be written ends sandcrab. When whoever reads stdout
-/// went away (`sandcrab … | head`), as other Unix tools do: by the default
-/// action of SIGPIPE, which sandcrab otherwise ignores so that a closed
-/// socket or pipe elsewhere is an error and not its end. Any other failure
-/// (a full disk under `sessions export > file`) is said, with exit status
-/// 74, rather than ending as if all had been written.
-fn end_if_unwritten(written: std::io::Result<()>) {
-    let Err(err) = written else {
+/// Write `text`, sanitized, to stderr.
+pub fn write_err(text: &str) {
+    to_stderr(sanitize(text).as_bytes());
+}
+
+/// Write `bytes` to stdout. Output that cannot be written ends sandcrab.
+/// When whoever reads stdout went away (`sandcrab … | head`), as other
+/// Unix tools do: by the default action of SIGPIPE, which sandcrab
+/// otherwise ignores so that a closed socket or pipe elsewhere is an error
+/// and not its end. Any other failure (a full disk under
+/// `sessions export > file`) is said, with exit status 74, rather than
+/// ending as if all had been written.
+fn to_stdout(bytes: &[u8]) {
+    let mut out = std::io::stdout().lock();
+    let Err(err) = out.write_all(bytes).and_then(|()| out.flush()) else {
         return;
     };
     if err.kind() == std::io::ErrorKind::BrokenPipe {
@@ -96,11 +101,11 @@ fn end_if_unwritten(written: std::io::Result<()>) {
     std::process::exit(74);
 }
 
-/// Write `text`, sanitized, to stderr.
-pub fn write_err(text: &str) {
+/// Write `bytes` to stderr (if that fails, there is nowhere left to say
+/// so).
+fn to_stderr(bytes: &[u8]) {
     let mut err = std::io::stderr().lock();
-    let _ = err.write_all(sanitize(text).as_bytes());
-    let _ = err.flush();
+    let _ = err.write_all(bytes).and_then(|()| err.flush());
 }
 
 /// Where styled text goes.
@@ -118,14 +123,8 @@ pub fn write_styled(text: &super::view::style::Styled, sink: Sink) {
         return;
     }
     match sink {
-        Sink::Out => {
-            let mut out = std::io::stdout().lock();
-            end_if_unwritten(out.write_all(bytes).and_then(|()| out.flush()));
-        }
-        Sink::Err => {
-            let mut err = std::io::stderr().lock();
-            let _ = err.write_all(bytes).and_then(|()| err.flush());
-        }
+        Sink::Out => to_stdout(bytes),
+        Sink::Err => to_stderr(bytes),
     }
 }
 
