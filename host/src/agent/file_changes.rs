@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::session::Session;
 use crate::checkpoint::{
-    CheckpointError, Checkpoints, ConversationDiff, FileChange, Kept, Undone, patch_paths,
+    CheckpointError, Checkpoints, ConversationDiff, FileChange, Kept, Snapshot, Undone, patch_paths,
 };
 use crate::llm::ToolCall;
 use crate::plugin::{Writes, host_path_of};
@@ -66,12 +66,23 @@ impl Session {
     /// `call` was allowed and is about to run: keep the files it names
     /// for writing (a call that is refused keeps nothing); a file that
     /// cannot be kept is said. The reading (up to 8 MiB a file) runs on a
-    /// blocking thread, not on the one driving the session.
+    /// blocking thread, not on the one driving the session; a call that
+    /// writes nothing costs nothing.
     pub(super) async fn before_writes(self: &Arc<Self>, call: &ToolCall) {
         if self.checkpoints.get().is_none() || self.playback.is_some() {
             return;
         }
-        if let Err(err) = self.off_thread(call, Self::keep_before_writes).await {
+        let paths: Vec<PathBuf> = self
+            .written_paths(call)
+            .into_iter()
+            .take(MAX_PATHS_PER_CALL)
+            .collect();
+        if paths.is_empty() {
+            return;
+        }
+        let id = call.id.clone();
+        let kept = self.off_thread(move |session| session.keep_before_writes(&id, paths));
+        if let Err(err) = kept.await {
             self.warn(&format!(
                 "checkpoints failed ({err}); /undo cannot restore this change"
             ));
@@ -81,10 +92,15 @@ impl Session {
     /// After `call` ran: what it changed, for its TOOL_CALL_END (the
     /// reading and hashing on a blocking thread).
     pub(super) async fn after_writes(self: &Arc<Self>, call: &ToolCall) -> Vec<FileChange> {
-        if self.checkpoints.get().is_none() {
+        let Some(checkpoints) = self.checkpoints.get() else {
+            return Vec::new();
+        };
+        let snapshots = checkpoints.ended(&call.id);
+        if snapshots.is_empty() {
             return Vec::new();
         }
-        self.off_thread(call, Self::changes_of)
+        let id = call.id.clone();
+        self.off_thread(move |session| session.changes_of(&id, &snapshots))
             .await
             .unwrap_or_else(|err| {
                 self.warn(&format!("the changes of a call could not be read ({err})"));
@@ -92,26 +108,22 @@ impl Session {
             })
     }
 
-    /// `work` on `call`, on a blocking thread.
+    /// `work` on a blocking thread.
     async fn off_thread<T: Send + 'static>(
         self: &Arc<Self>,
-        call: &ToolCall,
-        work: fn(&Session, &ToolCall) -> T,
+        work: impl FnOnce(&Session) -> T + Send + 'static,
     ) -> Result<T, tokio::task::JoinError> {
-        let (session, call) = (self.clone(), call.clone());
-        tokio::task::spawn_blocking(move || work(&session, &call)).await
+        let session = self.clone();
+        tokio::task::spawn_blocking(move || work(&session)).await
     }
 
-    fn keep_before_writes(&self, call: &ToolCall) {
+    /// Keep `paths` as they are before the call `call_id` writes them.
+    fn keep_before_writes(&self, call_id: &str, paths: Vec<PathBuf>) {
         let Some(checkpoints) = self.checkpoints.get() else {
             return;
         };
         let mut snapshots = Vec::new();
-        for path in self
-            .written_paths(call)
-            .into_iter()
-            .take(MAX_PATHS_PER_CALL)
-        {
+        for path in paths {
             match checkpoints.before_write(&path) {
                 Ok(Kept::Snapshot(snapshot)) => snapshots.push(snapshot),
                 Ok(Kept::Outside) => {}
@@ -122,15 +134,16 @@ impl Session {
                 Err(err) => self.warn(&format!("{err}; /undo cannot restore this change")),
             }
         }
-        checkpoints.running(&call.id, snapshots);
+        checkpoints.running(call_id, snapshots);
     }
 
-    fn changes_of(&self, call: &ToolCall) -> Vec<FileChange> {
+    /// What the call `call_id`, which ended, changed of the files of
+    /// `snapshots`.
+    fn changes_of(&self, call_id: &str, snapshots: &[Snapshot]) -> Vec<FileChange> {
         let Some(checkpoints) = self.checkpoints.get() else {
             return Vec::new();
         };
-        checkpoints
-            .ended(&call.id)
+        snapshots
             .iter()
             .filter_map(|snapshot| match checkpoints.changed(snapshot) {
                 Ok(change) => change,
@@ -143,7 +156,7 @@ impl Session {
                 }
             })
             .map(|mut change| {
-                change.call_id = call.id.clone();
+                change.call_id = call_id.to_string();
                 change
             })
             .collect()
