@@ -10,6 +10,7 @@ pub mod config;
 pub mod embeddings;
 pub mod harness;
 pub mod jobs;
+pub mod kept;
 pub mod llm;
 pub mod mcp;
 pub mod plugin;

@@ -1,17 +1,67 @@
-//! Where the user's own sandcrab files are: one answer, honouring
-//! `XDG_CONFIG_HOME`, for the loader and for every message that tells the
+//! Where the user's own sandcrab files are: one answer for each place,
+//! honouring the XDG variables, for the loaders, for the registry of what
+//! the host keeps ([`crate::kept`]) and for every message that tells the
 //! operator which file to edit.
 
 use std::path::PathBuf;
 
-/// The user's configuration file: `$XDG_CONFIG_HOME/sandcrab/config.toml`,
-/// else `~/.config/sandcrab/config.toml`.
-pub fn config_file() -> Option<PathBuf> {
-    let dir = std::env::var_os("XDG_CONFIG_HOME")
+/// An XDG base directory: `$VAR` when it is absolute, else `~/FALLBACK`.
+fn xdg(var: &str, fallback: &str) -> Option<PathBuf> {
+    std::env::var_os(var)
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
-    Some(dir.join("sandcrab").join("config.toml"))
+        .or_else(|| home().map(|h| h.join(fallback)))
+}
+
+/// The user's home directory (`$HOME`, when absolute).
+pub fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+}
+
+/// sandcrab's configuration folder: `$XDG_CONFIG_HOME/sandcrab`, else
+/// `~/.config/sandcrab` (the configuration file, trust records, tokens).
+pub fn config_dir() -> Option<PathBuf> {
+    Some(xdg("XDG_CONFIG_HOME", ".config")?.join("sandcrab"))
+}
+
+/// The user's configuration file: `config_dir()/config.toml`.
+pub fn config_file() -> Option<PathBuf> {
+    Some(config_dir()?.join("config.toml"))
+}
+
+/// sandcrab's data folder: `$XDG_DATA_HOME/sandcrab`, else
+/// `~/.local/share/sandcrab` (sessions, checkpoints, input history, the
+/// host's keys).
+pub fn data_dir() -> Option<PathBuf> {
+    Some(xdg("XDG_DATA_HOME", ".local/share")?.join("sandcrab"))
+}
+
+/// The host's own keys (`data_dir()/keys`): the key that binds cached
+/// native code to this user, the key of the session chains.
+pub fn keys_dir() -> Option<PathBuf> {
+    Some(data_dir()?.join("keys"))
+}
+
+/// sandcrab's cache folder: `$XDG_CACHE_HOME/sandcrab`, else
+/// `~/.cache/sandcrab` (compiled components).
+pub fn cache_dir() -> Option<PathBuf> {
+    Some(xdg("XDG_CACHE_HOME", ".cache")?.join("sandcrab"))
+}
+
+/// `$XDG_RUNTIME_DIR/sandcrab`, when `$XDG_RUNTIME_DIR` is an absolute
+/// directory (bridge tokens, preferred to the configuration folder).
+pub fn runtime_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute() && p.is_dir())
+        .map(|p| p.join("sandcrab"))
+}
+
+/// Where tokens live beside the configuration: `config_dir()/tokens`.
+pub fn config_tokens_dir() -> Option<PathBuf> {
+    Some(config_dir()?.join("tokens"))
 }
 
 /// [`config_file`] as a message names it (`~` for the home directory).
@@ -19,10 +69,7 @@ pub fn config_file_shown() -> String {
     let Some(file) = config_file() else {
         return "~/.config/sandcrab/config.toml".into();
     };
-    match std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .and_then(|home| file.strip_prefix(&home).ok().map(|rest| rest.to_path_buf()))
-    {
+    match home().and_then(|home| file.strip_prefix(&home).ok().map(|rest| rest.to_path_buf())) {
         Some(rest) => format!("~/{}", rest.display()),
         None => file.display().to_string(),
     }

@@ -54,6 +54,7 @@ pub(super) async fn decide(session: &Session, call: &ToolCall, registry: &ToolRe
             programs: Vec::new(),
             http: Vec::new(),
             http_unlisted: 0,
+            files_refused: Vec::new(),
             approvals: vec![line],
             outcome: ToolStatus::Denied.outcome().into(),
             status: Some(ToolStatus::Denied),

@@ -162,6 +162,7 @@ impl Session {
                         programs: Vec::new(),
                         http: Vec::new(),
                         http_unlisted: 0,
+                        files_refused: Vec::new(),
                         approvals: Vec::new(),
                         outcome: format!("background job {}", record.job_id),
                         status: Some(ToolStatus::Background),

@@ -105,7 +105,7 @@ pub struct Undone {
 /// The checkpoint directory of every session (None without a data
 /// directory): `$XDG_DATA_HOME/sandcrab/checkpoints`.
 pub fn default_root() -> Option<PathBuf> {
-    Some(crate::store::default_path()?.parent()?.join("checkpoints"))
+    Some(crate::user_files::data_dir()?.join("checkpoints"))
 }
 
 /// Remove a session's checkpoints (when the session is deleted).

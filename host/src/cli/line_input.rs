@@ -281,7 +281,7 @@ fn word_start(before: &str) -> usize {
 /// This workspace's history file: `DATA/sandcrab/history/HASH` (the
 /// workspace's path hashed, so the name says nothing of it).
 fn history_file(workspace: &Path) -> Option<PathBuf> {
-    let data = crate::store::default_path()?.parent()?.join("history");
+    let data = crate::user_files::data_dir()?.join("history");
     let key = blake3::hash(workspace.as_os_str().as_encoded_bytes());
     Some(data.join(&key.to_hex()[..24]))
 }

@@ -13,6 +13,7 @@ mod bridge_client_cmd;
 mod chat_cmd;
 mod chat_commands;
 mod chat_state;
+mod kept_setup;
 mod line_input;
 mod mcp_cmd;
 mod mentions;
@@ -122,7 +123,7 @@ pub fn main() -> ExitCode {
     // Programs sandcrab starts run as the same user: keep them out of this
     // process's /proc entries (environment, memory) and core dumps.
     crate::process::harden_host();
-    hide_host_secrets();
+    kept_setup::install_defaults();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -168,39 +169,6 @@ pub fn main() -> ExitCode {
             errln!("sandcrab: {}", terminal::sanitize(&format!("{err:#}")));
             ExitCode::FAILURE
         }
-    }
-}
-
-/// What no program sandcrab confines may read, wherever this command
-/// goes: the directories of the bridge tokens (every sandcrab's), of the
-/// operator's configuration and of the session database — created now,
-/// so they are covered before anything is written into them. Token files
-/// and databases kept elsewhere are hidden where they are issued and
-/// opened.
-fn hide_host_secrets() {
-    let config = crate::user_files::config_file();
-    let database = crate::store::default_path();
-    let dirs = crate::server::token::default_dirs()
-        .into_iter()
-        .chain(config.as_deref().and_then(|f| f.parent()).map(Into::into))
-        .chain(
-            database
-                .as_deref()
-                .and_then(|db| db.parent())
-                .map(Into::into),
-        );
-    for dir in dirs {
-        crate::process::hide_dir(&dir);
-    }
-    // And the files themselves, for a program whose grants lie inside one
-    // of those directories (which is then left visible).
-    let files = config.into_iter().chain(
-        database
-            .map(|db| crate::store::database_files(&db))
-            .unwrap_or_default(),
-    );
-    for file in files {
-        crate::process::hide(&file);
     }
 }
 

@@ -67,26 +67,6 @@ impl Setup {
     }
 }
 
-/// Everything third-party plugins are loaded from, as it resolves: each
-/// plugin folder, each plugin directory, its manifest and its component.
-/// What of it lies inside the workspace is kept read-only for the file
-/// tools and programs, so the model cannot change a plugin the operator
-/// trusts (wherever a link puts it).
-fn trusted_plugin_paths(roots: &[PathBuf], sources: &[PluginSource]) -> Vec<PathBuf> {
-    let mut paths: Vec<PathBuf> = roots.iter().filter_map(|r| r.canonicalize().ok()).collect();
-    for source in sources {
-        let PluginSource::Dir(dir) = source else {
-            continue;
-        };
-        let mut files = vec![dir.clone(), dir.join("plugin.toml")];
-        if let Ok(manifest) = crate::plugin::Manifest::read(dir) {
-            files.push(dir.join(manifest.wasm));
-        }
-        paths.extend(files.iter().filter_map(|f| f.canonicalize().ok()));
-    }
-    paths
-}
-
 /// The workspace `dir` names (default: the current directory), resolved.
 pub fn resolve_workspace(dir: Option<&std::path::Path>) -> anyhow::Result<PathBuf> {
     let dir = match dir {
@@ -181,12 +161,23 @@ impl HostArgs {
             &workspace,
             &config.trust,
         )));
-        host_config.protect = trusted_plugin_paths(&roots, &sources);
-        if let Some(project) = loaded.project.as_ref().filter(|p| p.trusted) {
-            host_config
-                .protect
-                .extend(project.link_targets.iter().cloned());
-        }
+        // What the host keeps, now that the configuration and the plugin
+        // folders are known: installed before any plugin or program runs.
+        let link_targets = loaded
+            .project
+            .as_ref()
+            .filter(|p| p.trusted)
+            .map(|p| p.link_targets.clone())
+            .unwrap_or_default();
+        crate::kept::install(super::kept_setup::registry_for(
+            &config,
+            &loaded,
+            &super::kept_setup::PluginOrigins {
+                roots: &roots,
+                sources: &sources,
+                link_targets: &link_targets,
+            },
+        ));
         let mut host = PluginHost::new(host_config)?;
         let (deferred, now): (Vec<PluginSource>, Vec<PluginSource>) =
             sources.into_iter().partition(|s| {

@@ -113,12 +113,9 @@ pub fn into_config(table: toml::Table, path: &Path) -> Result<Config, ConfigErro
 /// Read the trusted file and the project file of `workspace`; combine them.
 pub fn load(workspace: &Path, explicit: Option<&Path>) -> Result<LoadedConfig, ConfigError> {
     let trusted_path = match explicit {
-        Some(path) => {
-            // Wherever it is, the operator's file is no program's to read
-            // or change.
-            crate::process::hide(path);
-            Some(path.to_path_buf())
-        }
+        // Wherever it is, the operator's file is kept from every program
+        // (see `crate::kept`).
+        Some(path) => Some(path.to_path_buf()),
         None => Config::user_file().filter(|p| p.exists()),
     };
     // Each file is deserialized once, to validate it (naming it in
@@ -211,7 +208,6 @@ fn rules_file(config_path: &Path, file: &Path) -> Result<crate::approvals::Rules
         Some(dir) if file.is_relative() => dir.join(file),
         _ => file.to_path_buf(),
     };
-    crate::process::hide(&path);
     let text = trusted_file(&path)?;
     crate::approvals::Rules::parse(&text, &path, crate::approvals::Origin::Trusted).map_err(|e| {
         ConfigError::Parse {

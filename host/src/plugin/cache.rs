@@ -105,11 +105,7 @@ impl ComponentCache {
     /// The default cache directory: `$XDG_CACHE_HOME/sandcrab/components`
     /// or `~/.cache/sandcrab/components`.
     pub fn default_dir() -> Option<PathBuf> {
-        let base = std::env::var_os("XDG_CACHE_HOME")
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-        Some(base.join("sandcrab").join("components"))
+        Some(crate::user_files::cache_dir()?.join("components"))
     }
 
     /// The entry file for `wasm`, if caching is on.

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use super::context::SandboxContext;
 use super::manifest::{Access, PathAccess};
 use super::policy::{Origin, SandboxMode};
-use crate::process::ConfinementSpec;
+use crate::process::{ConfinementSpec, ProtectedWorkspace};
 
 /// Who starts the program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,11 +122,10 @@ pub fn spec(
         read,
         write,
         network: reach.network,
-        protected: if reach.workspace == Access::ReadWrite {
-            ctx.protected.clone()
-        } else {
-            Vec::new()
-        },
+        protected: (reach.workspace == Access::ReadWrite).then(|| ProtectedWorkspace {
+            root: ctx.workspace.clone(),
+            paths: ctx.judge.protected().clone(),
+        }),
     }
 }
 
@@ -141,6 +140,6 @@ pub fn repository_reader(workspace: &Path, scratch: &Path) -> ConfinementSpec {
         read: vec![workspace.to_path_buf()],
         write: vec![scratch.to_path_buf()],
         network: false,
-        protected: Vec::new(),
+        protected: None,
     }
 }

@@ -1,5 +1,5 @@
 //! What every plugin of one host shares: the workspace, the host's
-//! private temp dir, the protected paths, the operator's policy, and the
+//! private temp dir, what the host keeps and protects, the operator's policy, and the
 //! host environment programs are resolved and granted from.
 
 use std::path::PathBuf;
@@ -14,8 +14,9 @@ pub struct SandboxContext {
     /// The host's private temp dir (canonical); each plugin gets its own
     /// directory inside it as TMPDIR (and HOME unless granted the real one).
     pub temp_dir: PathBuf,
-    /// Workspace paths kept read-only for programs (absolute).
-    pub protected: Vec<PathBuf>,
+    /// What the host keeps and what the workspace protects: asked by the
+    /// file tools of every plugin and by the confinement of every program.
+    pub judge: crate::kept::Judge,
     /// The operator's policy.
     pub policy: Policy,
     /// Cap on captured stdout / stderr of each program.

@@ -44,11 +44,6 @@ pub struct PluginHostConfig {
     /// Asked before a plugin from a directory is compiled (None: every
     /// directory is admitted).
     pub admission: Option<Arc<dyn Admission>>,
-    /// More paths kept read-only for the file tools and programs (besides
-    /// the policy's protected paths): where trusted plugins are loaded
-    /// from inside the workspace. Absolute; those outside the workspace
-    /// are not writable anyway and are left out.
-    pub protect: Vec<PathBuf>,
     /// Run the built-in plugins from the code compiled into the binary
     /// (true, the default) or compile them like any other plugin (to
     /// compare the two, or to rule the embedded code out).
@@ -89,7 +84,6 @@ impl PluginHostConfig {
             host_env: None,
             max_shards: default_max_shards(),
             admission: None,
-            protect: Vec::new(),
             embedded_code: true,
         }
     }
@@ -173,6 +167,9 @@ impl PluginHost {
         let mut linker = Linker::new(engine.engine());
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| EngineError::Linker(format!("{e:#}")))?;
+        // Its files through the judge of what the host keeps.
+        super::imports::wasi_fs::add_to_linker(&mut linker)
+            .map_err(|e| EngineError::Linker(format!("{e:#}")))?;
         // `wasi:http/outgoing-handler` is there for every plugin; each
         // request goes through the plugin's grants (none: refused).
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
@@ -197,21 +194,13 @@ impl PluginHost {
             .get("PATH")
             .cloned()
             .unwrap_or_else(|| crate::process::DEFAULT_PATH.into());
-        let mut protected: Vec<PathBuf> = config
-            .policy
-            .protected_paths()
-            .iter()
-            .map(|rel| workspace.join(rel))
-            .collect();
-        // What trusted plugins load from, and the host's secrets (the
-        // operator's config file, tokens, the database) where the
-        // workspace holds them: no tool and no program writes them.
-        for path in config.protect.iter().chain(&crate::process::hidden()) {
-            let path = path.canonicalize().unwrap_or_else(|_| path.clone());
-            if path.starts_with(&workspace) && path != workspace && !protected.contains(&path) {
-                protected.push(path);
-            }
-        }
+        // What the host keeps (the registry in force) and what the
+        // workspace protects: one judge for every file tool and program.
+        let judge = crate::kept::Judge::new(
+            crate::kept::current(),
+            config.policy.protected(),
+            workspace.clone(),
+        );
         let http_tls =
             crate::tls::client_config(&config.policy.http_ca_files).map_err(HostError::HttpCa)?;
         Ok(PluginHost {
@@ -219,7 +208,7 @@ impl PluginHost {
             ctx: SandboxContext {
                 workspace,
                 temp_dir: temp_path,
-                protected,
+                judge,
                 policy: config.policy,
                 output_cap: config.output_cap,
                 host_path,

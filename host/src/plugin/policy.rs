@@ -6,7 +6,7 @@
 //! mode = "default"              # default | locked
 //! sandbox = "workspace-write"   # process confinement: workspace-write | locked | off
 //! network = false               # no plugin and no program gets the network
-//! protected_paths = [".git/config", ".git/config.worktree", ".git/commondir", ".git/hooks", ".sandcrab", "sandcrab.toml"]
+//! protected_paths = ["**/.git", ".sandcrab", "sandcrab.toml"]
 //!
 //! [policy.plugins.my-linter]    # grants for one plugin, by name
 //! workspace = "read-write"
@@ -99,10 +99,16 @@ pub struct Policy {
     pub network: Option<bool>,
     /// Workspace paths that every confined program and the file tools may
     /// read but never write, even in a writable workspace: files that make
-    /// other programs run code later. Unset: [`DEFAULT_PROTECTED`]; `[]`
-    /// lifts the protection.
+    /// other programs run code later (`**` matches any folders; `**/.git`
+    /// is git's metadata at any depth, see [`crate::kept::Protected`]).
+    /// Unset: [`DEFAULT_PROTECTED`]; `[]` lifts the protection.
     #[serde(default)]
     pub protected_paths: Option<Vec<String>>,
+    /// More paths no tool and no program may read or write, besides the
+    /// host's own secrets and the user's credential stores (`~` for the
+    /// home directory).
+    #[serde(default)]
+    pub kept_paths: Vec<std::path::PathBuf>,
     /// Certificates (PEM files) plugins' HTTPS requests trust besides the
     /// public Web PKI roots: an internal CA.
     #[serde(default)]
@@ -268,18 +274,7 @@ pub fn is_secret_env(name: &str) -> bool {
         .any(|s| upper == *s || upper.ends_with(&format!("_{s}")))
 }
 
-/// Workspace paths protected by default: git's configuration, wherever git
-/// reads it from (`config`, `config.worktree`, and `commondir`, which
-/// moves both), and its hooks (git runs what they say), and sandcrab's
-/// own project configuration.
-pub const DEFAULT_PROTECTED: &[&str] = &[
-    ".git/config",
-    ".git/config.worktree",
-    ".git/commondir",
-    ".git/hooks",
-    ".sandcrab",
-    "sandcrab.toml",
-];
+pub use crate::kept::DEFAULT_PROTECTED;
 
 impl Policy {
     /// The process confinement in force: locked mode pins `locked`.
@@ -336,8 +331,16 @@ impl Policy {
         out
     }
 
-    /// The protected paths, relative to the workspace.
-    pub fn protected_paths(&self) -> Vec<String> {
+    /// The protected paths of every workspace (see [`crate::kept::Protected`]).
+    pub fn protected(&self) -> crate::kept::Protected {
+        match &self.protected_paths {
+            Some(paths) => crate::kept::Protected::parse(paths.iter().map(String::as_str)),
+            None => crate::kept::Protected::default(),
+        }
+    }
+
+    /// The protected paths as the operator wrote them (or the default).
+    pub fn protected_patterns(&self) -> Vec<String> {
         match &self.protected_paths {
             Some(paths) => paths.clone(),
             None => DEFAULT_PROTECTED.iter().map(|p| p.to_string()).collect(),

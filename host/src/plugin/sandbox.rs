@@ -72,9 +72,12 @@ pub struct PluginSandbox {
     pub network: bool,
     /// Where its HTTP requests may go, with which credentials.
     pub http: Arc<super::http::HttpEgress>,
-    /// Protected paths, relative to the workspace (told to the guest as
-    /// each tool call in its context, so the file tools refuse them too).
+    /// The protected paths as the operator wrote them (told to the guest
+    /// in each tool call's context; the host enforces them, see
+    /// [`crate::kept::Judge`]).
     pub protected: Vec<String>,
+    /// What the host keeps and protects, for this plugin's file access.
+    judge: crate::kept::Judge,
     /// How programs are confined; prepared on first use (most plugins
     /// never start a program).
     confinement: OnceLock<Result<Confinement, String>>,
@@ -110,6 +113,23 @@ impl PluginSandbox {
                 access: p.access,
             });
         }
+        // Whatever was granted, a folder the host keeps is not mounted when
+        // it is a secret, and only read when it is an integrity root.
+        mounts.retain_mut(|m| match ctx.judge.registry().holding(&m.host) {
+            Some(entry) if entry.kind == crate::kept::Kind::Secret => {
+                tracing::warn!(
+                    "plugin {plugin}: {} is not mounted: it is {}",
+                    m.host.display(),
+                    entry.item.describe()
+                );
+                false
+            }
+            Some(_) => {
+                m.access = m.access.min(Access::Read);
+                true
+            }
+            None => true,
+        });
         let env = grants
             .env
             .iter()
@@ -132,12 +152,7 @@ impl PluginSandbox {
             ctx,
             &temp_dir,
         );
-        let protected = ctx
-            .protected
-            .iter()
-            .filter_map(|p| p.strip_prefix(&ctx.workspace).ok())
-            .map(|p| p.display().to_string())
-            .collect();
+        let protected = ctx.judge.protected().written().to_vec();
         Arc::new(PluginSandbox {
             plugin: plugin.to_string(),
             host_workspace: ctx.workspace.clone(),
@@ -162,6 +177,7 @@ impl PluginSandbox {
                 ctx.http_tls.clone(),
             )),
             protected,
+            judge: ctx.judge.clone(),
             confinement: OnceLock::new(),
             confinement_spec,
             temp_dir,
@@ -169,6 +185,11 @@ impl PluginSandbox {
             host_path: ctx.host_path.clone(),
             home,
         })
+    }
+
+    /// What judges this plugin's file access.
+    pub fn judge(&self) -> &crate::kept::Judge {
+        &self.judge
     }
 
     /// What this plugin's programs are confined to.

@@ -63,6 +63,30 @@ impl WasiView for HostState {
 }
 
 impl HostState {
+    /// `wasi:filesystem` as the guest gets it: wasmtime-wasi's, judged by
+    /// what the host keeps and protects (see
+    /// [`super::imports::wasi_fs`]).
+    pub(crate) fn guarded_fs(&mut self) -> super::imports::wasi_fs::GuardedFsView<'_> {
+        super::imports::wasi_fs::GuardedFsView {
+            inner: wasmtime_wasi::filesystem::WasiFilesystemCtxView {
+                ctx: self.wasi.filesystem(),
+                table: &mut self.table,
+            },
+            judge: self.sandbox.judge(),
+            log: self.programs.as_ref(),
+        }
+    }
+
+    /// Record that a file access was refused, for the call's receipt.
+    pub(crate) fn note_refusal(&self, refusal: &crate::kept::Refusal) {
+        tracing::info!("file access refused: {refusal}");
+        if let Some(log) = &self.programs
+            && let Ok(mut activity) = log.lock()
+        {
+            activity.refuse_file(refusal.to_string());
+        }
+    }
+
     /// The call's resources (host-side objects the guest holds handles to).
     pub(super) fn table(&mut self) -> &mut ResourceTable {
         &mut self.table

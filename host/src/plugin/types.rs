@@ -137,6 +137,21 @@ pub struct CallActivity {
     pub http: Vec<HttpExchange>,
     /// Requests past the most a receipt lists, counted.
     pub http_unlisted: u64,
+    /// File accesses the host refused (what the host keeps, protected
+    /// paths), each with why; at most [`MAX_REFUSALS`] listed.
+    pub files_refused: Vec<String>,
+}
+
+/// Most refused file accesses one receipt lists.
+pub const MAX_REFUSALS: usize = 32;
+
+impl CallActivity {
+    /// Record a refused file access (once each, within the bound).
+    pub fn refuse_file(&mut self, why: String) {
+        if self.files_refused.len() < MAX_REFUSALS && !self.files_refused.contains(&why) {
+            self.files_refused.push(why);
+        }
+    }
 }
 
 /// `text` cut to at most `max` bytes, at a character boundary.
@@ -249,7 +264,11 @@ impl ProgramConfinement {
             read_everywhere: spec.read_everywhere,
             read: paths(&spec.read),
             write: paths(&spec.write),
-            protected: paths(&spec.protected),
+            protected: spec
+                .protected
+                .as_ref()
+                .map(|ws| ws.paths.written().to_vec())
+                .unwrap_or_default(),
         }
     }
 }

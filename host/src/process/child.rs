@@ -9,8 +9,9 @@
 //! 2. `unshare` a user namespace, with a PID namespace, a mount namespace
 //!    (when paths must be protected) and a network namespace (when the
 //!    network is closed); write the id maps;
-//! 3. make mounts private, bind the protected paths read-only and cover
-//!    the host's secrets (see [`super::hidden`]);
+//! 3. make mounts private, then cover what the host keeps and the
+//!    protected paths, in the order [`crate::kept`] gives (see
+//!    [`BindPlan`]);
 //! 4. fork the namespace's *init* (PID 1), which mounts a private `/proc`
 //!    and forks the *program* process; init reaps everything and exits when
 //!    the program exits, and the kernel then kills every process left in
@@ -25,10 +26,9 @@ use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::hidden::Cover;
+use crate::kept::{Cover, CoverKind};
 
 /// The child's uid/gid inside its user namespace: the same as outside.
 #[derive(Debug, Clone)]
@@ -62,17 +62,23 @@ impl IdMaps {
     }
 }
 
-/// The mounts a confined program's namespace gets: paths bound read-only
+/// The mounts a confined program's namespace gets, in order (a folder
+/// before what is inside it): secrets covered (a folder by an empty file
+/// system no one may list, a file by `/dev/null`), paths bound read-only
 /// onto themselves (with the mount flags each remount must keep: flags
-/// locked by the kernel in a user namespace), then the host's secrets
-/// covered.
+/// locked by the kernel in a user namespace), folders pinned (bound onto
+/// themselves, so they cannot be moved).
 #[derive(Debug, Clone, Default)]
 pub struct BindPlan {
-    mounts: Vec<(CString, libc::c_ulong)>,
-    /// Directories to cover with an empty file system.
-    cover_dirs: Vec<CString>,
-    /// Files to cover with `/dev/null`.
-    cover_files: Vec<CString>,
+    mounts: Vec<Mount>,
+}
+
+#[derive(Debug, Clone)]
+enum Mount {
+    HideDir(CString),
+    HideFile(CString),
+    ReadOnly(CString, libc::c_ulong),
+    Pin(CString),
 }
 
 fn c_path(path: &std::path::Path) -> io::Result<CString> {
@@ -81,40 +87,34 @@ fn c_path(path: &std::path::Path) -> io::Result<CString> {
 }
 
 impl BindPlan {
-    /// A plan binding `paths` read-only (each must exist; read in the
-    /// parent) and covering `covers`.
-    pub fn new(paths: &[PathBuf], covers: &[Cover]) -> io::Result<Self> {
+    /// A plan for `covers` (each exists; read in the parent).
+    pub fn new(covers: &[Cover]) -> io::Result<Self> {
         let mut mounts = Vec::new();
-        for path in paths {
-            let c = c_path(path)?;
-            // SAFETY: statvfs on a NUL-terminated path into a zeroed struct.
-            let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-            if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            mounts.push((c, kept_flags(st.f_flag)));
-        }
-        let mut plan = BindPlan {
-            mounts,
-            ..BindPlan::default()
-        };
         for cover in covers {
-            match cover {
-                Cover::Directory(dir) => plan.cover_dirs.push(c_path(dir)?),
-                Cover::File(file) => plan.cover_files.push(c_path(file)?),
-            }
+            let c = c_path(&cover.path)?;
+            mounts.push(match (cover.kind, cover.is_dir) {
+                (CoverKind::Hide, true) => Mount::HideDir(c),
+                (CoverKind::Hide, false) => Mount::HideFile(c),
+                (CoverKind::Pin, _) => Mount::Pin(c),
+                (CoverKind::ReadOnly, _) => {
+                    // SAFETY: statvfs on a NUL-terminated path into a zeroed struct.
+                    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+                    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+                        return Err(io::Error::last_os_error());
+                    }
+                    Mount::ReadOnly(c, kept_flags(st.f_flag))
+                }
+            });
         }
-        Ok(plan)
+        Ok(BindPlan { mounts })
     }
 
     /// Whether there is anything to mount.
     pub fn is_empty(&self) -> bool {
-        self.mounts.is_empty() && self.cover_dirs.is_empty() && self.cover_files.is_empty()
+        self.mounts.is_empty()
     }
 
-    /// Make every mount private, bind each path read-only, then cover the
-    /// secrets (after the binds: a secret inside a protected directory
-    /// stays covered).
+    /// Make every mount private, then mount each cover in order.
     ///
     /// # Safety
     /// Call only in a forked child inside its own mount namespace.
@@ -122,43 +122,54 @@ impl BindPlan {
         // SAFETY: mount(2) with NUL-terminated paths prepared in the parent.
         unsafe {
             make_mounts_private()?;
-            for (path, flags) in &self.mounts {
-                let p = path.as_ptr();
-                check(libc::mount(
-                    p,
-                    p,
-                    std::ptr::null(),
-                    libc::MS_BIND | libc::MS_REC,
-                    std::ptr::null(),
-                ))?;
-                check(libc::mount(
-                    std::ptr::null(),
-                    p,
-                    std::ptr::null(),
-                    libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | flags,
-                    std::ptr::null(),
-                ))?;
-            }
-            for dir in &self.cover_dirs {
-                check(libc::mount(
-                    c"none".as_ptr(),
-                    dir.as_ptr(),
-                    c"tmpfs".as_ptr(),
-                    libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                    c"mode=000,size=4k,nr_inodes=1".as_ptr().cast(),
-                ))?;
-            }
-            for file in &self.cover_files {
-                check(libc::mount(
-                    c"/dev/null".as_ptr(),
-                    file.as_ptr(),
-                    std::ptr::null(),
-                    libc::MS_BIND,
-                    std::ptr::null(),
-                ))?;
+            for mount in &self.mounts {
+                match mount {
+                    Mount::HideDir(dir) => check(libc::mount(
+                        c"none".as_ptr(),
+                        dir.as_ptr(),
+                        c"tmpfs".as_ptr(),
+                        libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                        c"mode=000,size=4k,nr_inodes=1".as_ptr().cast(),
+                    ))?,
+                    Mount::HideFile(file) => check(libc::mount(
+                        c"/dev/null".as_ptr(),
+                        file.as_ptr(),
+                        std::ptr::null(),
+                        libc::MS_BIND,
+                        std::ptr::null(),
+                    ))?,
+                    Mount::Pin(path) => bind_onto_itself(path)?,
+                    Mount::ReadOnly(path, flags) => {
+                        bind_onto_itself(path)?;
+                        check(libc::mount(
+                            std::ptr::null(),
+                            path.as_ptr(),
+                            std::ptr::null(),
+                            libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | flags,
+                            std::ptr::null(),
+                        ))?;
+                    }
+                }
             }
         }
         Ok(())
+    }
+}
+
+/// Bind `path` onto itself, with what is mounted beneath it.
+///
+/// # Safety
+/// Call only in a forked child inside its own mount namespace.
+unsafe fn bind_onto_itself(path: &CString) -> io::Result<()> {
+    // SAFETY: mount(2) with a NUL-terminated path.
+    unsafe {
+        check(libc::mount(
+            path.as_ptr(),
+            path.as_ptr(),
+            std::ptr::null(),
+            libc::MS_BIND | libc::MS_REC,
+            std::ptr::null(),
+        ))
     }
 }
 

@@ -15,8 +15,8 @@ use landlock::{
 
 use super::child::{BindPlan, ChildPlan, IdMaps};
 use super::filter::{self, FilterSpec};
-use super::hidden;
 use super::mode::SandboxMode;
+use crate::kept::{Protected, Registry};
 use super::support::{LANDLOCK_ABI_TRUNCATE, support};
 
 /// Paths every confined program may read: what programs need to start
@@ -71,9 +71,19 @@ pub struct ConfinementSpec {
     pub write: Vec<PathBuf>,
     /// Whether the program may use the network.
     pub network: bool,
-    /// Paths kept read-only even inside a writable directory, when they
-    /// exist as the program starts (`.git/config`, `.git/hooks`, …).
-    pub protected: Vec<PathBuf>,
+    /// The workspace whose protected paths (`.git/config`, `.git/hooks`,
+    /// …) stay read-only even though the program may write it, when they
+    /// exist as the program starts. None: it may not write the workspace
+    /// (Landlock keeps them so).
+    pub protected: Option<ProtectedWorkspace>,
+}
+
+/// A workspace and its protected paths.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtectedWorkspace {
+    /// The workspace (a real path).
+    pub root: PathBuf,
+    pub paths: Protected,
 }
 
 /// Why a program cannot be confined.
@@ -99,9 +109,15 @@ pub struct Confinement {
     private_proc: bool,
     ruleset: Option<Arc<OwnedFd>>,
     seccomp: Option<Arc<seccompiler::BpfProgram>>,
-    protected: Vec<PathBuf>,
+    protected: Option<ProtectedWorkspace>,
+    /// Where the program may write (what the host keeps there is bound
+    /// read-only or covered, and the way to it pinned).
+    writable: Vec<PathBuf>,
     /// What the program works in (never covered by a secret's cover).
     visible: Vec<PathBuf>,
+    /// What the host keeps (None: the registry in force when a program
+    /// starts).
+    kept: Option<Arc<Registry>>,
 }
 
 impl Confinement {
@@ -114,8 +130,10 @@ impl Confinement {
             private_proc: false,
             ruleset: None,
             seccomp: None,
-            protected: Vec::new(),
+            protected: None,
+            writable: Vec::new(),
             visible: Vec::new(),
+            kept: None,
         }
     }
 
@@ -151,8 +169,17 @@ impl Confinement {
             ruleset: Some(Arc::new(build_ruleset(spec, support.private_proc)?)),
             seccomp: Some(Arc::new(bpf)),
             protected: spec.protected.clone(),
+            writable: spec.write.clone(),
             visible: spec.write.iter().chain(&spec.read).cloned().collect(),
+            kept: None,
         })
+    }
+
+    /// This confinement, covering what `kept` names instead of the
+    /// registry in force (the sandbox probe's own secret).
+    pub fn keeping(mut self, kept: Arc<Registry>) -> Self {
+        self.kept = Some(kept);
+        self
     }
 
     /// The mode this confinement enforces.
@@ -176,15 +203,30 @@ impl Confinement {
     }
 
     /// Install the confinement on `cmd` (it runs in the child before
-    /// exec). The protected paths that exist now are bound read-only; the
-    /// host's secrets that exist now are covered.
+    /// exec). What the host keeps and the protected paths that exist now
+    /// (where the program starts) are covered, as [`crate::kept`] says.
     pub fn apply(&self, cmd: &mut tokio::process::Command) -> Result<(), ConfineError> {
         let binds = if self.namespaces & libc::CLONE_NEWNS != 0 {
-            BindPlan::new(
-                &existing_protected(&self.protected)?,
-                &hidden::covers(&self.visible),
-            )
-            .map_err(|e| ConfineError::Build(format!("protected paths: {e}")))?
+            let protected = match &self.protected {
+                Some(ws) => {
+                    let cwd = cmd
+                        .as_std()
+                        .get_current_dir()
+                        .and_then(|d| d.canonicalize().ok())
+                        .filter(|d| d.starts_with(&ws.root))
+                        .unwrap_or_else(|| ws.root.clone());
+                    ws.paths.existing(&ws.root, &cwd)
+                }
+                None => Vec::new(),
+            };
+            let covers = self
+                .kept
+                .clone()
+                .unwrap_or_else(crate::kept::current)
+                .covers(&protected, &self.writable, &self.visible)
+                .map_err(|e| ConfineError::Protected(e.to_string()))?;
+            BindPlan::new(&covers)
+                .map_err(|e| ConfineError::Build(format!("protected paths: {e}")))?
         } else {
             BindPlan::default()
         };
@@ -214,25 +256,6 @@ impl Confinement {
         }
         Ok(())
     }
-}
-
-/// The protected paths that exist; one that is a symbolic link cannot be
-/// protected (the link itself could be replaced), so nothing runs.
-fn existing_protected(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ConfineError> {
-    let mut found = Vec::new();
-    for path in paths {
-        match std::fs::symlink_metadata(path) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                return Err(ConfineError::Protected(format!(
-                    "the protected path {} is a symbolic link, so it cannot be kept read-only; no program runs until it is removed (or the operator lifts the protection with [policy] protected_paths)",
-                    path.display()
-                )));
-            }
-            Ok(_) => found.push(path.clone()),
-            Err(_) => {}
-        }
-    }
-    Ok(found)
 }
 
 fn build_ruleset(spec: &ConfinementSpec, private_proc: bool) -> Result<OwnedFd, ConfineError> {

@@ -13,7 +13,6 @@ mod child;
 mod confine;
 mod env;
 mod filter;
-mod hidden;
 mod host;
 mod mode;
 pub mod probe;
@@ -22,9 +21,10 @@ mod service;
 mod support;
 
 pub use bounded::{LineLimited, forward_lines};
-pub use confine::{ConfineError, Confinement, ConfinementSpec, MAX_FILE_SIZE, MAX_PROCESSES};
+pub use confine::{
+    ConfineError, Confinement, ConfinementSpec, MAX_FILE_SIZE, MAX_PROCESSES, ProtectedWorkspace,
+};
 pub use env::{ChildEnv, DEFAULT_PATH, find_on_path};
-pub use hidden::{hidden, hide, hide_dir};
 pub use host::harden_host;
 pub use mode::SandboxMode;
 pub use runner::{

@@ -171,7 +171,7 @@ impl Scene {
             read: Vec::new(),
             write: vec![self.workspace.clone(), self.temp.clone()],
             network,
-            protected: Vec::new(),
+            protected: None,
         }
     }
 
@@ -258,13 +258,14 @@ impl Scene {
             Attempt::ReadHostSecret => {
                 // As first-party tools' programs are: reading everywhere.
                 let token = self.outside.join("serve.token");
-                super::hide(&token);
+                let mut kept = crate::kept::Registry::new();
+                kept.keep(crate::kept::Item::BridgeTokens, &token, "the probe");
                 let spec = ConfinementSpec {
                     read_everywhere: true,
                     ..self.spec(confinement.mode(), confinement.network())
                 };
                 let wide = match Confinement::prepare(&spec) {
-                    Ok(wide) => wide,
+                    Ok(wide) => wide.keeping(std::sync::Arc::new(kept)),
                     Err(e) => return (false, format!("could not confine: {e}")),
                 };
                 let said = self.run("read", &token.display().to_string(), &wide).await;

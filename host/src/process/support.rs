@@ -177,9 +177,21 @@ fn probe_pid_ns() -> io::Result<()> {
 /// work in a new mount namespace (what protected paths and the host's
 /// hidden secrets need).
 fn probe_mount_ns() -> bool {
+    use crate::kept::{Cover, CoverKind};
     let dir = std::env::temp_dir();
-    let cover = super::hidden::Cover::Directory(dir.clone());
-    let Ok(plan) = super::child::BindPlan::new(&[dir], &[cover]) else {
+    let covers = [
+        Cover {
+            path: dir.clone(),
+            kind: CoverKind::ReadOnly,
+            is_dir: true,
+        },
+        Cover {
+            path: dir,
+            kind: CoverKind::Hide,
+            is_dir: true,
+        },
+    ];
+    let Ok(plan) = super::child::BindPlan::new(&covers) else {
         return false;
     };
     let maps = super::child::IdMaps::current();

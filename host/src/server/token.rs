@@ -47,34 +47,21 @@ pub enum TokenError {
 /// of `sandcrab mcp serve --http` (`mcp.token`): in
 /// `$XDG_RUNTIME_DIR/sandcrab/`, else `~/.config/sandcrab/tokens/`.
 pub fn default_file(name: &str) -> Option<PathBuf> {
-    let dir = match runtime_dir() {
-        Some(run) => run.join("sandcrab"),
-        None => config_tokens_dir()?,
+    let dir = match crate::user_files::runtime_dir() {
+        Some(run) => run,
+        None => crate::user_files::config_tokens_dir()?,
     };
     Some(dir.join(name))
 }
 
-/// `~/.config/sandcrab/tokens` (honouring `XDG_CONFIG_HOME`): beside the
-/// user's configuration file.
-fn config_tokens_dir() -> Option<PathBuf> {
-    Some(crate::user_files::config_file()?.parent()?.join("tokens"))
-}
-
-/// `$XDG_RUNTIME_DIR`, when it is an absolute directory.
-fn runtime_dir() -> Option<PathBuf> {
-    std::env::var_os("XDG_RUNTIME_DIR")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute() && p.is_dir())
-}
 
 /// The directories where every sandcrab keeps its tokens by default
 /// (with and without `$XDG_RUNTIME_DIR`: another sandcrab may have been
 /// started the other way): no confined program may read them.
 pub fn default_dirs() -> Vec<PathBuf> {
-    runtime_dir()
-        .map(|run| run.join("sandcrab"))
+    crate::user_files::runtime_dir()
         .into_iter()
-        .chain(config_tokens_dir())
+        .chain(crate::user_files::config_tokens_dir())
         .collect()
 }
 
@@ -82,7 +69,7 @@ pub fn default_dirs() -> Vec<PathBuf> {
 /// directory (created 0700 if missing). Earlier tokens stop working.
 pub fn issue(file: &Path) -> Result<String, TokenError> {
     // Whoever holds it drives the bridge: no confined program reads it.
-    crate::process::hide(file);
+    crate::kept::extend(crate::kept::Item::BridgeTokens, file, "--token-file");
     if let Some(dir) = file.parent() {
         use std::os::unix::fs::DirBuilderExt;
         if !dir.exists() {

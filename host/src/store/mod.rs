@@ -357,9 +357,5 @@ pub fn database_files(path: &Path) -> Vec<PathBuf> {
 /// The default database file: `$XDG_DATA_HOME/sandcrab/sandcrab.db`, else
 /// `~/.local/share/sandcrab/sandcrab.db`.
 pub fn default_path() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_DATA_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
-    Some(base.join("sandcrab").join("sandcrab.db"))
+    Some(crate::user_files::data_dir()?.join("sandcrab.db"))
 }

@@ -53,7 +53,7 @@ impl SqliteStore {
         super::private::secure(path).map_err(open_err)?;
         // Every conversation is in it: no confined program reads it.
         for file in super::database_files(path) {
-            crate::process::hide(&file);
+            crate::kept::extend(crate::kept::Item::SessionDatabase, &file, "the store opened");
         }
         let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
         let mut store = Self::setup(conn, options).map_err(|e| open_err(e.to_string()))?;

@@ -69,6 +69,7 @@ impl ToolOutcome {
             programs: activity.programs,
             http: activity.http,
             http_unlisted: activity.http_unlisted,
+            files_refused: activity.files_refused,
             approvals: Vec::new(),
             outcome: self.status.outcome().into(),
             status: Some(self.status),
@@ -86,9 +87,16 @@ pub async fn dispatch(
     let log = crate::plugin::ActivityLog::default();
     let mut ctx = ctx.clone();
     ctx.programs = Some(log.clone());
-    let outcome = run(registry, call, &ctx).await;
+    let mut outcome = run(registry, call, &ctx).await;
     let standing = registry.standing(&call.name);
     let activity = log.lock().map(|a| a.clone()).unwrap_or_default();
+    // The tool saw "access denied"; the model reads why.
+    if outcome.is_error() && !activity.files_refused.is_empty() {
+        outcome.content.push_str(&format!(
+            "\n[sandcrab refused: {}]",
+            activity.files_refused.join("; ")
+        ));
+    }
     let output_limit = registry
         .get(&call.name)
         .and_then(|t| t.spec.traits.output_limit);

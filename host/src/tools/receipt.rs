@@ -95,6 +95,10 @@ pub struct Receipt {
     /// Requests beyond the most a receipt lists, counted.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub http_unlisted: u64,
+    /// File accesses the host refused (what it keeps, protected paths),
+    /// each with why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files_refused: Vec<String>,
     /// Operator approvals given for this call.
     #[serde(default)]
     pub approvals: Vec<String>,
@@ -144,8 +148,13 @@ impl Receipt {
         if self.http_unlisted > 0 {
             requests.push(format!("and {} more not listed", self.http_unlisted));
         }
+        let refused = if self.files_refused.is_empty() {
+            String::new()
+        } else {
+            format!(" — refused: {}", self.files_refused.join("; "))
+        };
         format!(
-            "{} by {} — {} — allowed by: {} — ran under: {}{}{}",
+            "{} by {} — {} — allowed by: {} — ran under: {}{}{}{refused}",
             self.tool,
             who,
             self.outcome,

@@ -12,7 +12,7 @@
 //! here reads what the guest could not read through WASI.
 
 use std::io::{Read, Seek, SeekFrom};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::Arc;
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
@@ -36,6 +36,9 @@ pub enum FsError {
     AccessDenied,
     NotADirectory,
     InvalidName,
+    /// What the host keeps, judged by where it really is (the guest sees
+    /// access denied; the call's receipt says why).
+    Refused,
     Other(String),
 }
 
@@ -89,7 +92,8 @@ const DIR_FLAGS: OFlags = OFlags::DIRECTORY
 
 /// Open `path` (relative, may be several names) beneath `root`, following
 /// links only while they stay beneath it.
-fn open_beneath(root: &OwnedFd, path: &str, flags: OFlags) -> Result<OwnedFd, Errno> {
+pub(crate) fn open_beneath<Fd: AsFd>(root: Fd, path: &str, flags: OFlags) -> Result<OwnedFd, Errno> {
+    let root = root.as_fd();
     match rustix::fs::openat2(
         root,
         path,
@@ -128,6 +132,18 @@ impl HostState {
         Ok(self.table().get(dir)?)
     }
 
+    /// Whether `access` to the open file or folder `fd` may happen, judged
+    /// where it really is; a refusal is recorded for the call's receipt.
+    pub(crate) fn judged(&self, fd: &OwnedFd, access: crate::kept::Access) -> Result<(), FsError> {
+        let Ok(real) = super::wasi_fs::real_path_of(fd.as_raw_fd()) else {
+            return Err(FsError::AccessDenied);
+        };
+        self.sandbox.judge().check(&real, access).map_err(|refusal| {
+            self.note_refusal(&refusal);
+            FsError::Refused
+        })
+    }
+
     /// Hand `dir` to the guest, within the bound on open directories.
     fn hand_out(
         &mut self,
@@ -137,6 +153,9 @@ impl HostState {
             Ok(dir) => dir,
             Err(e) => return Ok(Err(error(e))),
         };
+        if let Err(refused) = self.judged(&dir.fd, crate::kept::Access::Read) {
+            return Ok(Err(refused));
+        }
         if self.open_directories >= MAX_OPEN_DIRECTORIES {
             return Ok(Err(FsError::Other(format!(
                 "too many open directories (at most {MAX_OPEN_DIRECTORIES} per call): drop some"
@@ -248,13 +267,14 @@ impl HostState {
             Err(e) => return Ok(Err(e)),
         };
         let dir = self.fs_dir(dir)?;
-        Ok(read_file(
-            dir,
-            name,
-            follow,
-            offset,
-            max_bytes.min(MAX_READ),
-        ))
+        let file = match open_file(dir, name, follow) {
+            Ok(file) => file,
+            Err(e) => return Ok(Err(e)),
+        };
+        if let Err(refused) = self.judged(&file.0, crate::kept::Access::Read) {
+            return Ok(Err(refused));
+        }
+        Ok(read_file(file, offset, max_bytes.min(MAX_READ)))
     }
 
     /// `directory.read-lines`.
@@ -271,8 +291,14 @@ impl HostState {
             Err(e) => return Ok(Err(e)),
         };
         let dir = self.fs_dir(dir)?;
-        Ok(open_file(dir, name, follow)
-            .and_then(|(file, size)| read_lines(file, size, first.max(1), max_lines)))
+        let (file, size) = match open_file(dir, name, follow) {
+            Ok(file) => file,
+            Err(e) => return Ok(Err(e)),
+        };
+        if let Err(refused) = self.judged(&file, crate::kept::Access::Read) {
+            return Ok(Err(refused));
+        }
+        Ok(read_lines(std::fs::File::from(file), size, first.max(1), max_lines))
     }
 
     /// `directory.modified`.
@@ -304,7 +330,7 @@ impl HostState {
 
 /// The regular file `name` in `dir` (a link followed only with `follow`,
 /// and then only beneath the mount), opened non-blocking, and its size.
-fn open_file(dir: &FsDirectory, name: &str, follow: bool) -> Result<(std::fs::File, u64), FsError> {
+fn open_file(dir: &FsDirectory, name: &str, follow: bool) -> Result<(OwnedFd, u64), FsError> {
     let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK;
     let fd = if follow {
         let path = if dir.path.is_empty() {
@@ -323,22 +349,17 @@ fn open_file(dir: &FsDirectory, name: &str, follow: bool) -> Result<(std::fs::Fi
             "not a regular file (a FIFO, socket or device)".to_string(),
         ));
     }
-    Ok((
-        std::fs::File::from(fd),
-        u64::try_from(st.st_size).unwrap_or(0),
-    ))
+    Ok((fd, u64::try_from(st.st_size).unwrap_or(0)))
 }
 
-/// Up to `max` bytes of the regular file `name` in `dir` from `offset`,
-/// and whether the file ends there.
+/// Up to `max` bytes of the open regular file (`size` bytes long) from
+/// `offset`, and whether the file ends there.
 fn read_file(
-    dir: &FsDirectory,
-    name: &str,
-    follow: bool,
+    (file, size): (OwnedFd, u64),
     offset: u64,
     max: u64,
 ) -> Result<(Vec<u8>, bool), FsError> {
-    let (mut file, size) = open_file(dir, name, follow)?;
+    let mut file = std::fs::File::from(file);
     if offset > 0 {
         file.seek(SeekFrom::Start(offset))
             .map_err(|e| FsError::Other(e.to_string()))?;

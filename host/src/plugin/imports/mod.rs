@@ -5,3 +5,4 @@ pub mod fs;
 pub mod fs_directory;
 pub(crate) mod log;
 pub(crate) mod process;
+pub(crate) mod wasi_fs;

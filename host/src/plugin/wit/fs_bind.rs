@@ -15,7 +15,7 @@ macro_rules! fs_directories_host {
         fn error(e: FsError) -> v::Error {
             match e {
                 FsError::NotFound => v::Error::NotFound,
-                FsError::AccessDenied => v::Error::AccessDenied,
+                FsError::AccessDenied | FsError::Refused => v::Error::AccessDenied,
                 FsError::NotADirectory => v::Error::NotADirectory,
                 FsError::InvalidName => v::Error::InvalidName,
                 FsError::Other(text) => v::Error::Other(text),
