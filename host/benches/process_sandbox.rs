@@ -33,7 +33,10 @@ fn start_true(c: &mut Criterion) {
         read: Vec::new(),
         write: vec![workspace.path().to_path_buf(), temp.path().to_path_buf()],
         network,
-        protected: vec![workspace.path().join(".git/hooks")],
+        protected: Some(process::ProtectedWorkspace {
+            root: workspace.path().to_path_buf(),
+            paths: sandcrab::kept::Protected::default(),
+        }),
     };
     let cases: Vec<(&str, Confinement)> = vec![
         ("unconfined", Confinement::none()),

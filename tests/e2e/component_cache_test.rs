@@ -14,6 +14,7 @@ fn host_with_cache(scene: &Scene, cache: &std::path::Path) -> PluginHost {
     let mut config = PluginHostConfig::new(scene.workspace());
     config.policy = Policy::default();
     config.cache_dir = Some(cache.to_path_buf());
+    config.cache_key_dir = Some(crate::support::cache_key_dir());
     PluginHost::new(config).unwrap()
 }
 
@@ -196,7 +197,12 @@ async fn a_cache_directory_others_can_write_is_not_used() {
         std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o777,
         0o700
     );
-    let key = std::fs::metadata(fresh.join("key")).unwrap();
+    // Its key is kept beside no entry, private.
+    assert!(!fresh.join("key").exists());
+    let key = std::fs::metadata(
+        crate::support::cache_key_dir().join(sandcrab::plugin::CACHE_KEY_FILE),
+    )
+    .unwrap();
     assert_eq!(key.permissions().mode() & 0o777, 0o600);
 }
 

@@ -40,7 +40,7 @@ async fn the_call_context_carries_the_sandbox_facts_as_typed_fields() {
     assert_eq!(seen["sandbox"], sandbox.sandbox_mode.to_string());
     assert_eq!(seen["protected_paths"], json!(sandbox.protected));
     assert!(
-        sandbox.protected.iter().any(|p| p == ".git/hooks"),
+        sandbox.protected.iter().any(|p| p == "**/.git"),
         "{:?}",
         sandbox.protected
     );

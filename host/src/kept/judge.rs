@@ -22,10 +22,10 @@ pub enum Access {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
     /// It is, or is inside, something the host keeps.
-    #[error("{} is {} ({}): sandcrab keeps it from every tool and program", .path.display(), .item.describe(), if *.kind == Kind::Secret { "neither read nor written" } else { "read, never written" })]
+    #[error("{} is protected: it is {}, which sandcrab keeps from every tool and program ({})", .path.display(), .item.describe(), if *.kind == Kind::Secret { "neither read nor written" } else { "read, never written" })]
     Kept { path: PathBuf, item: Item, kind: Kind },
     /// Moving it would move something the host keeps.
-    #[error("{} holds {} ({}): it may not be moved or removed", .path.display(), .item.describe(), .held.display())]
+    #[error("{} is protected: it holds {} ({}), so it may not be moved or removed", .path.display(), .item.describe(), .held.display())]
     Holds {
         path: PathBuf,
         item: Item,

@@ -275,26 +275,33 @@ pub fn real_or_parent(path: &Path) -> PathBuf {
 
 static CURRENT: RwLock<Option<Arc<Registry>>> = RwLock::new(None);
 
-/// Make `registry` the one every enforcement point asks from now on (at
-/// start, once the configuration is resolved).
+/// Add what `registry` keeps to the registry every enforcement point
+/// asks from now on (at start, once the configuration is resolved). The
+/// registry only grows while sandcrab runs: what one workspace's
+/// configuration named stays kept for the next.
 pub fn install(registry: Registry) -> Arc<Registry> {
-    let registry = Arc::new(registry);
-    *CURRENT.write().unwrap_or_else(|e| e.into_inner()) = Some(registry.clone());
-    registry
+    let mut slot = CURRENT.write().unwrap_or_else(|e| e.into_inner());
+    let merged = match slot.as_ref() {
+        Some(current) => {
+            let mut merged = (**current).clone();
+            for entry in registry.entries {
+                merged.keep(entry.item, &entry.path, &entry.source);
+            }
+            merged
+        }
+        None => registry,
+    };
+    let merged = Arc::new(merged);
+    *slot = Some(merged.clone());
+    merged
 }
 
-/// Keep one more path in the registry in force (what a command names as
-/// it starts: the token file it issues, the store it opens). Known
-/// already: nothing changes.
+/// Keep one more path (what a command names as it starts: the token file
+/// it issues, the store it opens).
 pub fn extend(item: Item, path: &Path, source: &str) {
-    let current = current();
-    let real = real(path);
-    if current.holding(&real).is_some_and(|e| e.path == real || e.kind == Kind::Secret) {
-        return;
-    }
-    let mut registry = (*current).clone();
-    registry.keep(item, path, source);
-    install(registry);
+    let mut one = Registry::new();
+    one.keep(item, path, source);
+    install(one);
 }
 
 /// The registry in force: the installed one, else (a library user that

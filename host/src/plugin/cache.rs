@@ -6,11 +6,18 @@
 //!
 //! - the directory comes from trusted configuration only, is created
 //!   `0700`, and is refused when it is a link, not owned by the user or
-//!   writable by others;
-//! - a per-user secret key (`key`, `0600`, created on first use) keys a
-//!   BLAKE3 MAC over each entry; an entry whose MAC does not verify
-//!   (copied from elsewhere, edited, truncated, planted) is recompiled and
-//!   replaced, never handed to wasmtime;
+//!   writable by others; no tool and no program writes it (it is an
+//!   integrity root of [`crate::kept`]);
+//! - a per-user secret key (`DATA/sandcrab/keys/component-cache.key`,
+//!   `0600`, created on first use) keys a BLAKE3 MAC over each entry. The
+//!   key lives outside the cache, where no tool and no program reads it
+//!   (a secret of [`crate::kept`]);
+//! - the MAC binds the entry to the component it was compiled from (the
+//!   component's BLAKE3 hash, the entry's name and the engine's settings
+//!   are inside it): an entry copied over another component's, edited,
+//!   truncated or planted does not verify, and is recompiled and
+//!   replaced, never handed to wasmtime. So a plugin pinned by the hash
+//!   of its component runs that component's code and no other;
 //! - the verified bytes in memory are what is deserialized, so the file
 //!   cannot change between the check and the load.
 //!
@@ -56,10 +63,15 @@ impl CacheOutcome {
     }
 }
 
+/// The key's file in the keys folder.
+pub const KEY_FILE: &str = "component-cache.key";
 /// Length of an entry's MAC, stored before the compiled bytes.
 const MAC_LEN: usize = 32;
 /// Largest entry read.
 const MAX_ENTRY_BYTES: u64 = 1 << 30;
+
+/// What the MAC of an entry starts with (its format).
+const MAC_CONTEXT: &[u8] = b"sandcrab component cache entry v2";
 
 /// A directory of compiled components (or none, to always compile).
 #[derive(Debug, Clone)]
@@ -70,17 +82,33 @@ pub struct ComponentCache {
 }
 
 impl ComponentCache {
-    /// A cache in `dir` for components of `engine`. When the directory
-    /// cannot be made safe to load native code from, caching is off and
-    /// the reason is returned for the operator.
-    pub fn new(dir: Option<PathBuf>, engine: &Engine) -> (Self, Option<String>) {
+    /// A cache in `dir` for components of `engine`, its entries keyed by
+    /// the key kept in `key_dir`. When the directory or the key cannot be
+    /// made safe to load native code from, caching is off and the reason
+    /// is returned for the operator.
+    pub fn with_key_dir(
+        dir: Option<PathBuf>,
+        key_dir: Option<PathBuf>,
+        engine: &Engine,
+    ) -> (Self, Option<String>) {
         let mut hasher = Blake3Hasher(blake3::Hasher::new());
         engine.precompile_compatibility_hash().hash(&mut hasher);
         env!("CARGO_PKG_VERSION").hash(&mut hasher);
         let engine_key = hasher.0.finalize().to_hex()[..16].to_string();
-        let (dir, key, warning) = match dir {
-            None => (None, None, None),
-            Some(dir) => match open_dir(&dir).and_then(|()| user_key(&dir)) {
+        let (dir, key, warning) = match (dir, key_dir) {
+            (None, _) => (None, None, None),
+            (Some(dir), None) => (
+                None,
+                None,
+                Some(format!(
+                    "component cache {} is not used (there is no data folder for its key: set HOME or XDG_DATA_HOME); plugins are compiled at every start",
+                    dir.display()
+                )),
+            ),
+            (Some(dir), Some(key_dir)) => match open_dir(&dir)
+                .and_then(|()| open_dir(&key_dir))
+                .and_then(|()| user_key(&key_dir))
+            {
                 Ok(key) => (Some(dir), Some(key), None),
                 Err(why) => (
                     None,
@@ -111,8 +139,12 @@ impl ComponentCache {
     /// The entry file for `wasm`, if caching is on.
     pub fn entry_path(&self, wasm: &[u8]) -> Option<PathBuf> {
         let dir = self.dir.as_ref()?;
-        let content = blake3::hash(wasm).to_hex();
-        Some(dir.join(format!("{}-{}.cwasm", &content[..32], self.engine_key)))
+        Some(dir.join(self.entry_name(&blake3::hash(wasm))))
+    }
+
+    /// The entry's file name for a component of hash `content`.
+    fn entry_name(&self, content: &blake3::Hash) -> String {
+        format!("{}-{}.cwasm", &content.to_hex()[..32], self.engine_key)
     }
 
     /// Load `wasm` compiled for `engine`, from the cache when possible.
@@ -124,8 +156,13 @@ impl ComponentCache {
         let (Some(path), Some(key)) = (self.entry_path(wasm), self.key) else {
             return Ok((Component::new(engine, wasm)?, CacheOutcome::Disabled));
         };
+        let entry = Entry {
+            path: &path,
+            key: &key,
+            content: blake3::hash(wasm),
+        };
         let existed = std::fs::symlink_metadata(&path).is_ok();
-        if existed && let Some(component) = self.read_entry(engine, &path, &key) {
+        if existed && let Some(component) = self.read_entry(engine, &entry) {
             return Ok((component, CacheOutcome::Hit));
         }
         // One compile per component, across processes: whoever holds the
@@ -133,12 +170,12 @@ impl ComponentCache {
         let _lock = self.lock_entry(&path);
         if _lock.is_some()
             && std::fs::symlink_metadata(&path).is_ok()
-            && let Some(component) = self.read_entry(engine, &path, &key)
+            && let Some(component) = self.read_entry(engine, &entry)
         {
             return Ok((component, CacheOutcome::Hit));
         }
         let component = Component::new(engine, wasm)?;
-        if let Err(err) = self.write_entry(&path, &key, &component) {
+        if let Err(err) = self.write_entry(&entry, &component) {
             tracing::warn!("cannot write component cache {}: {err}", path.display());
         }
         let outcome = if existed {
@@ -170,15 +207,27 @@ impl ComponentCache {
         Some(file)
     }
 
-    fn mac(&self, key: &[u8; 32], payload: &[u8]) -> [u8; MAC_LEN] {
-        let mut h = blake3::Hasher::new_keyed(key);
-        h.update(self.engine_key.as_bytes());
+    /// The MAC of `entry` holding `payload`: the component it was
+    /// compiled from, its name and the engine's settings are inside.
+    fn mac(&self, entry: &Entry, payload: &[u8]) -> [u8; MAC_LEN] {
+        let mut h = blake3::Hasher::new_keyed(entry.key);
+        let name = self.entry_name(&entry.content);
+        for part in [
+            MAC_CONTEXT,
+            entry.content.as_bytes(),
+            name.as_bytes(),
+            self.engine_key.as_bytes(),
+        ] {
+            h.update(&(part.len() as u64).to_le_bytes());
+            h.update(part);
+        }
         h.update(payload);
         *h.finalize().as_bytes()
     }
 
     /// A verified entry's component, or None (with a log line).
-    fn read_entry(&self, engine: &Engine, path: &Path, key: &[u8; 32]) -> Option<Component> {
+    fn read_entry(&self, engine: &Engine, entry: &Entry) -> Option<Component> {
+        let path = entry.path;
         let bytes = match crate::safe_fs::read_regular(
             path,
             MAX_ENTRY_BYTES,
@@ -197,20 +246,22 @@ impl ComponentCache {
             let (mac, payload) = bytes.split_at(MAC_LEN);
             // Constant-time comparison through blake3's Hash type.
             blake3::Hash::from_bytes(mac.try_into().expect("32 bytes"))
-                == blake3::Hash::from_bytes(self.mac(key, payload))
+                == blake3::Hash::from_bytes(self.mac(entry, payload))
         };
         if !verified {
             tracing::warn!(
-                "component cache entry {} was not written by this user's cache (or is corrupt); recompiling",
+                "component cache entry {} was not written by this user's cache for this component (or is corrupt); recompiling",
                 path.display()
             );
             return None;
         }
-        // SAFETY: these bytes carry a MAC under this user's secret key, so
-        // this cache wrote them with `Component::serialize` for an engine
-        // with the same compatibility hash; they are the bytes in memory,
-        // not a file that could change after the check. wasmtime also
-        // rejects data built for another engine configuration.
+        // SAFETY: these bytes carry a MAC under this user's secret key
+        // over the component they were compiled from, so this cache wrote
+        // them with `Component::serialize` of exactly this component, for
+        // an engine with the same compatibility hash; they are the bytes
+        // in memory, not a file that could change after the check.
+        // wasmtime also rejects data built for another engine
+        // configuration.
         match unsafe { Component::deserialize(engine, &bytes[MAC_LEN..]) } {
             Ok(component) => Some(component),
             Err(err) => {
@@ -224,21 +275,27 @@ impl ComponentCache {
     }
 
     /// Write atomically: a temp file in the same directory, then rename.
-    fn write_entry(
-        &self,
-        path: &Path,
-        key: &[u8; 32],
-        component: &Component,
-    ) -> Result<(), String> {
+    fn write_entry(&self, entry: &Entry, component: &Component) -> Result<(), String> {
         let payload = component.serialize().map_err(|e| format!("{e:#}"))?;
-        let dir = path.parent().expect("cache entries live in a directory");
+        let dir = entry
+            .path
+            .parent()
+            .expect("cache entries live in a directory");
         let mut file = tempfile::NamedTempFile::new_in(dir).map_err(|e| e.to_string())?;
-        file.write_all(&self.mac(key, &payload))
+        file.write_all(&self.mac(entry, &payload))
             .and_then(|()| file.write_all(&payload))
             .map_err(|e| e.to_string())?;
-        file.persist(path).map_err(|e| e.error.to_string())?;
+        file.persist(entry.path).map_err(|e| e.error.to_string())?;
         Ok(())
     }
+}
+
+/// One entry as it is read or written: where, under which key, for which
+/// component.
+struct Entry<'a> {
+    path: &'a Path,
+    key: &'a [u8; 32],
+    content: blake3::Hash,
 }
 
 /// Create `dir` (0700) or check that it is safe: a real directory owned by
@@ -277,14 +334,15 @@ fn owned_and_private(meta: &std::fs::Metadata, what: &str, forbidden: u32) -> Re
     Ok(())
 }
 
-/// The cache's secret key, created on first use (`key`, 0600).
+/// The cache's secret key in `dir`, created on first use
+/// (`component-cache.key`, 0600).
 ///
 /// Several sandcrab processes may start on a fresh cache at once, so the key
 /// is published atomically: written whole to a private temporary file, then
 /// hard-linked to `key`, which fails when another process published first;
 /// every process then reads the one key that won.
 fn user_key(dir: &Path) -> Result<[u8; 32], String> {
-    let path = dir.join("key");
+    let path = dir.join(KEY_FILE);
     if let Some(key) = read_key(&path)? {
         return Ok(key);
     }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use wasmtime::component::Linker;
 
-use super::cache::ComponentCache;
+use super::cache::{CacheOutcome, ComponentCache};
 use super::discovery::PluginSource;
 use super::embedded;
 use super::engine::{EngineOptions, PluginEngine};
@@ -32,6 +32,9 @@ pub struct PluginHostConfig {
     pub policy: Policy,
     /// Compiled-component cache directory (None: no disk cache).
     pub cache_dir: Option<PathBuf>,
+    /// Where the cache's key is kept: a folder no tool and no program
+    /// reaches (default: the user's keys folder, `DATA/sandcrab/keys`).
+    pub cache_key_dir: Option<PathBuf>,
     pub engine: EngineOptions,
     /// Cap on each program's captured stdout / stderr.
     pub output_cap: usize,
@@ -79,6 +82,7 @@ impl PluginHostConfig {
             workspace: workspace.into(),
             policy: Policy::default(),
             cache_dir: ComponentCache::default_dir(),
+            cache_key_dir: crate::user_files::keys_dir(),
             engine: EngineOptions::default(),
             output_cap: crate::process::DEFAULT_OUTPUT_CAP,
             host_env: None,
@@ -186,7 +190,11 @@ impl PluginHost {
             .path()
             .canonicalize()
             .unwrap_or(temp_dir.path().to_path_buf());
-        let (cache, cache_warning) = ComponentCache::new(config.cache_dir.clone(), engine.engine());
+        let (cache, cache_warning) = ComponentCache::with_key_dir(
+            config.cache_dir.clone(),
+            config.cache_key_dir.clone(),
+            engine.engine(),
+        );
         let host_env = config
             .host_env
             .unwrap_or_else(|| std::env::vars().collect());
@@ -494,7 +502,15 @@ impl PluginHost {
                 .map(|(component, outcome)| embedded::Loaded {
                     component,
                     outcome,
-                    note: None,
+                    // An entry that did not verify was planted, swapped or
+                    // damaged: its code never ran, and the operator hears.
+                    note: (outcome == CacheOutcome::Repaired).then(|| {
+                        format!(
+                            "plugin {}: its compiled code in the cache did not verify (written by someone else, for another component, or damaged); it was compiled again from {}",
+                            manifest.name,
+                            wasm_path.display()
+                        )
+                    }),
                 }),
         };
         let embedded::Loaded {
