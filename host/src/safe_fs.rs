@@ -3,6 +3,11 @@
 //! forever), size-capped while reading, and optionally without following
 //! symbolic links, either in the last component or in any component below
 //! a root directory.
+//!
+//! What is read, written or removed beneath a root on a session's behalf
+//! (project documents, `@path` attachments, checkpoints, `/undo`) is
+//! judged by the registry of what the host keeps first: a secret is never
+//! read, nothing the host keeps is written (see [`crate::kept`]).
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -37,6 +42,7 @@ pub fn read_regular(path: &Path, limit: u64, links: Links) -> io::Result<Vec<u8>
 /// following no symbolic link at any level, and read it as a regular file
 /// of at most `limit` bytes.
 pub fn read_beneath(root: &Path, relative: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    judged(root, relative, crate::kept::Access::Read)?;
     let (dir, last) = parent_beneath(root, relative, false)?;
     let fd = openat(&dir, &last, libc::O_NOFOLLOW | libc::O_NONBLOCK)?;
     read_file_capped(File::from(fd), limit)
@@ -63,6 +69,7 @@ pub fn write_beneath(
     mode: Option<u32>,
 ) -> io::Result<()> {
     use std::io::Write;
+    judged(root, relative, crate::kept::Access::Write)?;
     let (dir, last) = parent_beneath(root, relative, true)?;
     let temp = std::ffi::CString::new(format!(".sandcrab-{:016x}", rand::random::<u64>()))
         .expect("no NUL in a hex name");
@@ -120,6 +127,7 @@ pub fn write_beneath(
 /// symbolic link on the way; a name that is already gone is not an error,
 /// a directory is.
 pub fn remove_beneath(root: &Path, relative: &Path) -> io::Result<()> {
+    judged(root, relative, crate::kept::Access::Move)?;
     let (dir, last) = match parent_beneath(root, relative, false) {
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(()),
         found => found?,
@@ -132,6 +140,28 @@ pub fn remove_beneath(root: &Path, relative: &Path) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether `access` to `relative` beneath `root` may happen on a
+/// session's behalf: judged where it is (no link is followed beneath the
+/// root, so the names are the place) by the registry in force.
+fn judged(root: &Path, relative: &Path, access: crate::kept::Access) -> io::Result<()> {
+    let root = root.canonicalize()?;
+    let path = root.join(plain_path(relative)?);
+    let judge =
+        crate::kept::Judge::new(crate::kept::current(), crate::kept::Protected::none(), root);
+    judge
+        .check(&path, access)
+        .map_err(|refusal| io::Error::new(io::ErrorKind::PermissionDenied, refusal.to_string()))
+}
+
+/// `relative` as plain names (no `..`, not absolute).
+fn plain_path(relative: &Path) -> io::Result<std::path::PathBuf> {
+    let names = plain_components(relative)?;
+    Ok(names
+        .iter()
+        .map(|n| std::ffi::OsStr::from_bytes(n.as_bytes()))
+        .collect())
 }
 
 /// The directory holding `relative` beneath `root`, reached without

@@ -22,6 +22,17 @@ pub fn rfc3339(time: SystemTime) -> String {
     )
 }
 
+/// Whether `text` is a time written as [`rfc3339`] writes them
+/// (`2026-11-21T22:09:15.123Z`): such times compare as text.
+pub fn is_canonical(text: &str) -> bool {
+    const SHAPE: &[u8] = b"dddd-dd-ddTdd:dd:dd.dddZ";
+    text.len() == SHAPE.len()
+        && text.bytes().zip(SHAPE).all(|(b, want)| match want {
+            b'd' => b.is_ascii_digit(),
+            other => b == *other,
+        })
+}
+
 /// Today's date as `YYYY-MM-DD` (UTC).
 pub fn today() -> String {
     now_rfc3339()[..10].to_string()
@@ -57,5 +68,8 @@ mod tests {
             rfc3339(UNIX_EPOCH + Duration::from_secs(951_782_400)),
             "2000-02-29T00:00:00.000Z"
         );
+        assert!(is_canonical("2026-11-21T22:09:15.123Z"));
+        assert!(!is_canonical("2026-11-21T22:09:15Z"));
+        assert!(!is_canonical("9999-99-99T99:99:99.999Z "));
     }
 }

@@ -182,3 +182,13 @@ pub fn wait_for(text: &Mutex<String>, needle: &str, limit: Duration) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// The new id `sessions import` gave the session it took in (its output:
+/// "imported session ORIGIN as ID in …").
+pub fn imported_id(said: &str) -> String {
+    said.split(" as ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no imported id in: {said}"))
+        .to_string()
+}

@@ -199,10 +199,9 @@ async fn a_cache_directory_others_can_write_is_not_used() {
     );
     // Its key is kept beside no entry, private.
     assert!(!fresh.join("key").exists());
-    let key = std::fs::metadata(
-        crate::support::cache_key_dir().join(sandcrab::plugin::CACHE_KEY_FILE),
-    )
-    .unwrap();
+    let key =
+        std::fs::metadata(crate::support::cache_key_dir().join(sandcrab::plugin::CACHE_KEY_FILE))
+            .unwrap();
     assert_eq!(key.permissions().mode() & 0o777, 0o600);
 }
 

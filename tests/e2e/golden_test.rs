@@ -79,6 +79,8 @@ async fn golden_sessions_of_every_wire_format_replay_the_same() {
         };
         let (ok, said) = run(&["sessions", "import", path.to_str().unwrap()]);
         assert!(ok, "{kind:?}: {said}");
+        assert!(said.contains(&id), "{kind:?}: the origin is named: {said}");
+        let id = crate::cli_support::imported_id(&said);
         let (ok, said) = run(&["replay", &id]);
         assert!(
             ok && said.contains("every request the host built is the recorded one"),

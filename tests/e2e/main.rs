@@ -26,6 +26,7 @@ mod fleet_test;
 mod fs_interface_test;
 mod golden_test;
 mod grant_engine_test;
+mod host_integrity_test;
 mod instance_reuse_test;
 mod llm_client_test;
 mod llm_request_shape_test;

@@ -140,6 +140,7 @@ async fn an_exported_recording_replays_on_another_machine_and_holds_no_key() {
     std::fs::write(&file, &export.stdout).unwrap();
     let (ok, said) = sandcrab_in(&there, &["sessions", "import", file.to_str().unwrap()]);
     assert!(ok, "{said}");
+    let id = crate::cli_support::imported_id(&said);
     let (ok, said) = sandcrab_in(&there, &["replay", &id]);
     assert!(ok && said.contains("2 model calls"), "{said}");
 }

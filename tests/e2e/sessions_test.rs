@@ -235,7 +235,14 @@ async fn one_byte_changed_in_the_database_file_is_found_by_verify() {
         .arg(scene.workspace())
         .output()
         .unwrap();
-    let head = said.split("head ").nth(1).unwrap().trim().to_string();
+    let head = said
+        .split("head ")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
     assert!(
         String::from_utf8_lossy(&show.stdout).contains(&format!("chain head {head}")),
         "{}",
@@ -410,14 +417,22 @@ async fn chat_continue_after_kill_9_keeps_every_committed_turn() {
 }
 
 /// `sessions export` writes one file that `sessions import` loads into
-/// another store (another machine's), where the session verifies with the
-/// same chain head; a file edited on the way is refused, naming the turn.
+/// another store (another machine's) under a new id, where the session
+/// verifies and names the chain head it came with; a file edited on the
+/// way is refused, naming the turn.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_exported_session_imports_elsewhere_and_verifies_the_same() {
     let here = Scene::new();
     let id = one_run(&here, "carry this session", "echo carried").await;
     let (_, said) = verify(&here, &id);
-    let head = said.split("head ").nth(1).unwrap().trim().to_string();
+    let head = said
+        .split("head ")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
     let export = sandcrab_cmd(&here)
         .args(["sessions", "export", &id, "-w"])
         .arg(here.workspace())
@@ -474,12 +489,23 @@ async fn an_exported_session_imports_elsewhere_and_verifies_the_same() {
         "{}",
         String::from_utf8_lossy(&imported.stderr)
     );
-    let (ok, said) = verify(&there, &id);
+    let said = String::from_utf8_lossy(&imported.stdout).into_owned();
+    let local = crate::cli_support::imported_id(&said);
+    assert_ne!(local, id, "a foreign id is never taken as given");
+    let (ok, said) = verify(&there, &local);
     assert!(ok, "{said}");
-    assert!(said.contains(&format!("head {head}")), "{said}");
-    // A second import finds it there.
+    assert!(
+        said.contains(&format!("its file's id was {id}, its head {head}")),
+        "{said}"
+    );
+    // A second import finds its turns there.
     let again = import(&file);
-    assert!(String::from_utf8_lossy(&again.stderr).contains("already in this store"));
+    assert!(!again.status.success());
+    let why = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        why.contains(&format!("already in this store, in session '{local}'")),
+        "{why}"
+    );
 }
 
 /// `/resume` would cancel the running background jobs of the session it

@@ -66,6 +66,8 @@ pub struct AgentKit {
     /// The embedding endpoint of `[embeddings]` (none: memory is searched
     /// by words alone).
     pub embedder: Option<crate::embeddings::Embedder>,
+    /// The workspace's protected paths (`/undo` never writes them).
+    pub protected: crate::kept::Protected,
 }
 
 impl AgentKit {
@@ -219,6 +221,7 @@ impl AgentKit {
             store: None,
             recording: recording_settings(&config.store),
             embedder,
+            protected: host.sandbox_context().judge.protected().clone(),
         })
     }
 
@@ -357,7 +360,7 @@ impl AgentKit {
             playback: None,
         });
         if let Some(root) = crate::checkpoint::default_root() {
-            session.keep_checkpoints(&root);
+            session.keep_checkpoints(&root, self.protected.clone());
         }
         session
     }

@@ -20,12 +20,18 @@ const MAX_PATHS_PER_CALL: usize = 200;
 impl Session {
     /// Keep checkpoints of the files this session's tool calls change in
     /// `root/SESSION_ID` (earlier ones of a resumed session are read
-    /// back). Without it, changes are neither shown nor undoable.
-    pub fn keep_checkpoints(&self, root: &Path) {
+    /// back); `/undo` never writes what `protected` protects. Without it,
+    /// changes are neither shown nor undoable. A session id that is not a
+    /// session id (an import's, a planted one) never becomes a path.
+    pub fn keep_checkpoints(&self, root: &Path, protected: crate::kept::Protected) {
+        if !crate::store::is_session_id(&self.id) {
+            tracing::warn!("session {:?}: no checkpoints (not a session id)", self.id);
+            return;
+        }
         let dir = root.join(&self.id);
         let _ = self
             .checkpoints
-            .set(Checkpoints::open(dir, &self.workspace));
+            .set(Checkpoints::open(dir, &self.workspace).protecting(protected));
     }
 
     /// Put back the files the last input that changed any found; what was

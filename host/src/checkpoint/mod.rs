@@ -110,7 +110,7 @@ pub fn default_root() -> Option<PathBuf> {
 
 /// Remove a session's checkpoints (when the session is deleted).
 pub fn remove_session(root: &Path, session_id: &str) -> io::Result<()> {
-    if session_id.contains(['/', '\\']) || session_id.starts_with('.') {
+    if !crate::store::is_session_id(session_id) {
         return Ok(());
     }
     match std::fs::remove_dir_all(root.join(session_id)) {
@@ -193,6 +193,8 @@ impl Snapshot {
 pub struct Checkpoints {
     dir: PathBuf,
     workspace: PathBuf,
+    /// What `/undo` never writes, whatever a manifest says.
+    protected: crate::kept::Protected,
     state: Mutex<State>,
     /// Most bytes kept ([`MAX_SESSION_BYTES`]).
     quota: u64,
@@ -269,6 +271,7 @@ impl Checkpoints {
         Checkpoints {
             dir,
             workspace: std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.into()),
+            protected: crate::kept::Protected::default(),
             state: Mutex::new(State {
                 input,
                 inputs,
@@ -277,6 +280,13 @@ impl Checkpoints {
             }),
             quota: MAX_SESSION_BYTES,
         }
+    }
+
+    /// `/undo` never writes what `protected` protects (the workspace's
+    /// protected paths as the operator set them; the default otherwise).
+    pub fn protecting(mut self, protected: crate::kept::Protected) -> Self {
+        self.protected = protected;
+        self
     }
 
     /// Keep at most `bytes` (tests).
@@ -503,6 +513,22 @@ impl Checkpoints {
             // Already as it was: left untouched (no write, no new inode).
             return Ok(None);
         }
+        // Whatever the manifest says: never what the host keeps or the
+        // workspace protects (a planted checkpoint for `.git/hooks/x`).
+        let judge = crate::kept::Judge::new(
+            crate::kept::current(),
+            self.protected.clone(),
+            self.workspace.clone(),
+        );
+        let access = match then {
+            Some(_) => crate::kept::Access::Write,
+            None => crate::kept::Access::Move,
+        };
+        judge
+            .check(&self.workspace.join(relative), access)
+            .map_err(|refusal| {
+                io::Error::new(io::ErrorKind::PermissionDenied, refusal.to_string())
+            })?;
         match &then {
             Some(bytes) => safe_fs::write_beneath(&self.workspace, relative, bytes, entry.mode)?,
             None => safe_fs::remove_beneath(&self.workspace, relative)?,

@@ -16,7 +16,10 @@ use crate::plugin::discovery::PluginSource;
 pub fn install_defaults() {
     let registry = Registry::defaults();
     for entry in registry.entries() {
-        if matches!(entry.item, Item::BridgeTokens | Item::DataDir | Item::HostKeys) {
+        if matches!(
+            entry.item,
+            Item::BridgeTokens | Item::DataDir | Item::HostKeys
+        ) {
             use std::os::unix::fs::DirBuilderExt;
             let _ = std::fs::DirBuilder::new()
                 .recursive(true)

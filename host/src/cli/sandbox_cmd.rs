@@ -31,6 +31,16 @@ pub enum SandboxCommand {
         #[arg(long, hide = true)]
         weaken: Vec<String>,
     },
+    /// What the host keeps from every tool and program in this workspace:
+    /// each secret and integrity root, where it is, and where it was
+    /// named; and the protected paths.
+    Kept {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        host: super::setup::HostArgs,
+    },
     /// The probe program a check runs (confined); not for direct use.
     #[command(hide = true)]
     Probe { action: String, arg: String },
@@ -40,11 +50,56 @@ pub async fn run(cmd: SandboxCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         SandboxCommand::Status { json } => status(json),
         SandboxCommand::Check { mode, json, weaken } => check(mode, json, &weaken).await,
+        SandboxCommand::Kept { json, host } => kept(json, &host).await,
         SandboxCommand::Probe { action, arg } => {
             outln!("{}", probe::attempt_here(&action, &arg));
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `sandbox kept`: the registry in force once this workspace's
+/// configuration and plugins are known.
+async fn kept(json: bool, host: &super::setup::HostArgs) -> anyhow::Result<ExitCode> {
+    let setup = host.setup().await?;
+    setup.print_warnings();
+    let registry = crate::kept::current();
+    let protected = setup.config.policy.protected_patterns();
+    if json {
+        outln!(
+            "{}",
+            super::terminal::json_pretty(&serde_json::json!({
+                "entries": registry.entries(),
+                "protected_paths": protected,
+            }))
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    outln!(
+        "kept from every tool and program (secret: neither read nor written; integrity: read, never written):"
+    );
+    for entry in registry.entries() {
+        let kind = match entry.kind {
+            crate::kept::Kind::Secret => "secret",
+            crate::kept::Kind::Integrity => "integrity",
+        };
+        let state = if entry.path.exists() {
+            ""
+        } else {
+            " (not there now)"
+        };
+        outln!(
+            "  {kind:<9} {:<30} {}{state}  [{}]",
+            entry.item.describe(),
+            super::terminal::sanitize(&entry.path.display().to_string()),
+            super::terminal::sanitize(&entry.source)
+        );
+    }
+    outln!(
+        "protected in the workspace (read, never written): {}",
+        protected.join(", ")
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn check(modes: Vec<SandboxMode>, json: bool, weaken: &[String]) -> anyhow::Result<ExitCode> {

@@ -53,7 +53,9 @@ pub enum SessionsCommand {
         place: Place,
     },
     /// Load a session written by `export` (on this or another machine):
-    /// refused unless its chain verifies.
+    /// refused unless its chain verifies. It gets a new id and belongs to
+    /// the workspace named here (`-w`, default: the current directory);
+    /// the file's own id, workspace and times are kept as its origin.
     Import {
         /// The exported file (`-`: standard input).
         file: PathBuf,
@@ -258,12 +260,8 @@ pub async fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
             };
             let turns = store.turns(&id)?;
             let records = store.records(&id)?;
-            match crate::store::chain::verify(
-                &store.chain(&id)?,
-                &turns,
-                &records,
-                record.title.as_deref(),
-            ) {
+            let links = store.chain(&id)?;
+            match crate::store::chain::verify(&links, &turns, &records, record.title.as_deref()) {
                 Ok(ok) => {
                     outln!(
                         "session {id}: the chain verifies — {} links, head {}{}",
@@ -278,6 +276,23 @@ pub async fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
                             String::new()
                         }
                     );
+                    outln!(
+                        "  what this proves: nothing was changed since you noted that head (the chain is not keyed: whoever can write the store can write a new chain)"
+                    );
+                    for origin in links
+                        .iter()
+                        .filter(|l| l.kind == crate::store::chain::IMPORT)
+                    {
+                        let claimed: serde_json::Value =
+                            serde_json::from_str(&origin.detail).unwrap_or_default();
+                        outln!(
+                            "  imported at {}: its file's id was {}, its head {}, its claimed workspace {}",
+                            claimed["imported_at"].as_str().unwrap_or("?"),
+                            super::terminal::sanitize(claimed["id"].as_str().unwrap_or("?")),
+                            super::terminal::sanitize(claimed["head"].as_str().unwrap_or("?")),
+                            super::terminal::sanitize(claimed["workspace"].as_str().unwrap_or("?")),
+                        );
+                    }
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(broken) => {
@@ -293,7 +308,7 @@ pub async fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         SessionsCommand::Import { file, place } => {
-            let (_, store) = place.open()?;
+            let (workspace, store) = place.open()?;
             let text = if file.as_os_str() == "-" {
                 std::io::read_to_string(std::io::stdin())?
             } else {
@@ -302,10 +317,14 @@ pub async fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
             };
             let export = crate::store::export::SessionExport::from_jsonl(&text)
                 .with_context(|| format!("{} cannot be imported", file.display()))?;
+            let origin = export.session.id.clone();
+            let export = export.into_local(&workspace, &crate::time::now_rfc3339());
             store.import_session(&export)?;
             outln!(
-                "imported session {} ({} turns, chain head {})",
+                "imported session {} as {} in {} ({} turns, chain head {})",
+                super::terminal::sanitize(&origin),
                 export.session.id,
+                super::terminal::sanitize(&workspace.display().to_string()),
                 export.turns.len(),
                 export.head()
             );

@@ -168,7 +168,11 @@ mod tests {
         std::fs::write(home.join("ca.pem"), "").unwrap();
         let mut registry = Registry::new();
         registry.keep(Item::OperatorConfig, &home.join(".config/sandcrab"), "d");
-        registry.keep(Item::BridgeTokens, &home.join(".config/sandcrab/tokens"), "d");
+        registry.keep(
+            Item::BridgeTokens,
+            &home.join(".config/sandcrab/tokens"),
+            "d",
+        );
         registry.keep(Item::ComponentCache, &home.join(".cache/sandcrab"), "d");
         registry.keep(Item::CaFile, &home.join("ca.pem"), "d");
         registry.keep(Item::CredentialStore, &home.join(".ssh"), "d");

@@ -23,7 +23,11 @@ pub enum Access {
 pub enum Refusal {
     /// It is, or is inside, something the host keeps.
     #[error("{} is protected: it is {}, which sandcrab keeps from every tool and program ({})", .path.display(), .item.describe(), if *.kind == Kind::Secret { "neither read nor written" } else { "read, never written" })]
-    Kept { path: PathBuf, item: Item, kind: Kind },
+    Kept {
+        path: PathBuf,
+        item: Item,
+        kind: Kind,
+    },
     /// Moving it would move something the host keeps.
     #[error("{} is protected: it holds {} ({}), so it may not be moved or removed", .path.display(), .item.describe(), .held.display())]
     Holds {
@@ -153,7 +157,11 @@ mod tests {
                 .check(&home.join("a/.git/hooks/pre-commit"), Access::Write)
                 .is_err()
         );
-        assert!(judge.check(&home.join("a/.git/config"), Access::Read).is_ok());
+        assert!(
+            judge
+                .check(&home.join("a/.git/config"), Access::Read)
+                .is_ok()
+        );
         assert!(
             judge
                 .check(&home.join("a/.git/objects/ab/cd"), Access::Write)

@@ -235,7 +235,9 @@ impl Registry {
     pub fn host_write(&self, path: &Path, own: Option<Item>) -> Result<(), Refusal> {
         let path = real_or_parent(path);
         match self.holding(&path) {
-            Some(entry) if Some(entry.item) != own => Err(Refusal::kept(&path, entry, Access::Write)),
+            Some(entry) if Some(entry.item) != own => {
+                Err(Refusal::kept(&path, entry, Access::Write))
+            }
             _ => Ok(()),
         }
     }

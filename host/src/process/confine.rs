@@ -16,8 +16,8 @@ use landlock::{
 use super::child::{BindPlan, ChildPlan, IdMaps};
 use super::filter::{self, FilterSpec};
 use super::mode::SandboxMode;
-use crate::kept::{Protected, Registry};
 use super::support::{LANDLOCK_ABI_TRUNCATE, support};
+use crate::kept::{Protected, Registry};
 
 /// Paths every confined program may read: what programs need to start
 /// and run (loader, libraries, locale, certificates).

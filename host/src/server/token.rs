@@ -54,7 +54,6 @@ pub fn default_file(name: &str) -> Option<PathBuf> {
     Some(dir.join(name))
 }
 
-
 /// The directories where every sandcrab keeps its tokens by default
 /// (with and without `$XDG_RUNTIME_DIR`: another sandcrab may have been
 /// started the other way): no confined program may read them.

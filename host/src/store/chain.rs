@@ -28,6 +28,9 @@ pub const COMPACTION: &str = "compaction";
 pub const TITLE: &str = "title";
 /// An entry of the session's flight recording.
 pub const RECORD: &str = "record";
+/// The session came from elsewhere (`sessions import`): where from, and
+/// what its file claimed, signed into the chain.
+pub const IMPORT: &str = "import";
 
 /// One link of a session's chain.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,6 +177,16 @@ impl SignOff {
     }
 }
 
+/// The link that records an import: `detail` (JSON) says where the
+/// session came from and what its file claimed.
+pub fn import_link(tail: (u64, String), origin_id: &str, detail: &str) -> Link {
+    let subject = format!("import of {origin_id}");
+    let digest = detail_digest(detail);
+    extend(tail, [(IMPORT, subject.as_str(), digest, detail)])
+        .pop()
+        .expect("one item, one link")
+}
+
 /// The chain hash of a link after `prev`.
 pub fn link_hash(prev: &str, kind: &str, subject: &str, digest: &str) -> String {
     digest_of(&[prev, kind, subject, digest])
@@ -237,7 +250,8 @@ pub fn verify(
     // Recording entry subject → (link, digest).
     let mut recorded: HashMap<&str, (u64, &str)> = HashMap::new();
     for link in links {
-        let detail_ok = link.kind != COMPACTION || detail_digest(&link.detail) == link.digest;
+        let signed = link.kind == COMPACTION || link.kind == IMPORT;
+        let detail_ok = !signed || detail_digest(&link.detail) == link.digest;
         if !detail_ok || link_hash(&prev, &link.kind, &link.subject, &link.digest) != link.hash {
             problems.push(Broken::Link {
                 seq: link.seq,
@@ -258,6 +272,7 @@ pub fn verify(
                     problems.push(Broken::Title { seq: link.seq });
                 }
             }
+            IMPORT => {}
             COMPACTION => {
                 let parsed: serde_json::Value =
                     serde_json::from_str(&link.detail).unwrap_or_default();

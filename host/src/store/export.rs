@@ -86,9 +86,56 @@ pub enum ImportError {
     Broken(chain::Broken),
     #[error("the end record's head {claimed} is not the chain's head {actual}")]
     Head { claimed: String, actual: String },
+    #[error(
+        "{0} turns were stored before the session had a chain, so nothing vouches for them; such a session cannot be imported"
+    )]
+    Unchained(usize),
 }
 
 impl SessionExport {
+    /// This session as it is taken in here: foreign until proven. It gets
+    /// a fresh id (the file's id is kept as its origin, never used as a
+    /// name), the `workspace` the operator named (the file's claim is kept
+    /// as its origin only), times no later than `now` (so a file cannot
+    /// make itself the latest session for ever), closed, no host; and the
+    /// chain gets a link that signs what the file claimed.
+    pub fn into_local(mut self, workspace: &std::path::Path, now: &str) -> SessionExport {
+        let claimed = self.session.clone();
+        let s = &mut self.session;
+        s.id = uuid::Uuid::new_v4().to_string();
+        s.workspace = workspace.display().to_string();
+        // RFC 3339 UTC with the same precision compares as text.
+        let clamp = |t: &mut String| {
+            if t.as_str() > now || !crate::time::is_canonical(t) {
+                *t = now.to_string();
+            }
+        };
+        clamp(&mut s.created_at);
+        clamp(&mut s.updated_at);
+        if s.updated_at < s.created_at {
+            s.updated_at = s.created_at.clone();
+        }
+        s.state = "closed".into();
+        s.host = String::new();
+        let detail = serde_json::json!({
+            "id": claimed.id,
+            "workspace": claimed.workspace,
+            "created_at": claimed.created_at,
+            "updated_at": claimed.updated_at,
+            "head": self.head(),
+            "imported_at": now,
+        })
+        .to_string();
+        let tail = self
+            .links
+            .last()
+            .map(|l| (l.seq, l.hash.clone()))
+            .unwrap_or((0, chain::GENESIS.to_string()));
+        self.links
+            .push(chain::import_link(tail, &claimed.id, &detail));
+        self
+    }
+
     /// Session `id` of `store`, whole.
     pub fn of(store: &dyn Store, id: &str) -> Result<SessionExport, StoreError> {
         let session = store
@@ -260,8 +307,11 @@ impl SessionExport {
         let (Some(mut session), Some(claimed)) = (session, head) else {
             return Err(ImportError::Truncated);
         };
-        chain::verify(&links, &turns, &records, session.title.as_deref())
+        let verified = chain::verify(&links, &turns, &records, session.title.as_deref())
             .map_err(ImportError::Broken)?;
+        if verified.unchained_before > 0 {
+            return Err(ImportError::Unchained(verified.unchained_before));
+        }
         session.turns = turns.len() as u64;
         let export = SessionExport {
             session,

@@ -173,6 +173,10 @@ pub enum StoreError {
         "a session with id '{0}' is already in this store: `sandcrab sessions verify {0}` compares it, `sandcrab sessions delete {0}` makes room"
     )]
     Exists(String),
+    #[error(
+        "its turns are already in this store, in session '{0}': the session was imported here before, or came from here"
+    )]
+    TurnsExist(String),
 }
 
 /// Sessions, turns and archival memory.
@@ -340,6 +344,14 @@ pub struct StoredEvent {
     pub event: String,
     /// JSON.
     pub data: String,
+}
+
+/// Whether `id` is a session id as sandcrab makes them: a UUID, written
+/// the one way (lowercase, hyphenated). Only such an id is ever used to
+/// name a folder or file; one from outside (an import, a flag) that is not
+/// is refused, never used as a path.
+pub fn is_session_id(id: &str) -> bool {
+    uuid::Uuid::try_parse(id).is_ok_and(|u| u.hyphenated().to_string() == id)
 }
 
 /// The files of the database at `path`: the file itself and SQLite's

@@ -53,7 +53,11 @@ impl SqliteStore {
         super::private::secure(path).map_err(open_err)?;
         // Every conversation is in it: no confined program reads it.
         for file in super::database_files(path) {
-            crate::kept::extend(crate::kept::Item::SessionDatabase, &file, "the store opened");
+            crate::kept::extend(
+                crate::kept::Item::SessionDatabase,
+                &file,
+                "the store opened",
+            );
         }
         let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
         let mut store = Self::setup(conn, options).map_err(|e| open_err(e.to_string()))?;
@@ -606,6 +610,18 @@ impl Store for SqliteStore {
             .optional()?;
         if exists.is_some() {
             return Err(StoreError::Exists(s.id.clone()));
+        }
+        if let Some(turn) = export.turns.first() {
+            let holder: Option<String> = tx
+                .query_row(
+                    "SELECT session_id FROM turns WHERE id = ?1",
+                    [&turn.id],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            if let Some(holder) = holder {
+                return Err(StoreError::TurnsExist(holder));
+            }
         }
         insert_session(&tx, s, &self.holder.host)?;
         insert_turns(&tx, &s.id, &export.turns)?;

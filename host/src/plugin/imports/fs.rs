@@ -92,7 +92,11 @@ const DIR_FLAGS: OFlags = OFlags::DIRECTORY
 
 /// Open `path` (relative, may be several names) beneath `root`, following
 /// links only while they stay beneath it.
-pub(crate) fn open_beneath<Fd: AsFd>(root: Fd, path: &str, flags: OFlags) -> Result<OwnedFd, Errno> {
+pub(crate) fn open_beneath<Fd: AsFd>(
+    root: Fd,
+    path: &str,
+    flags: OFlags,
+) -> Result<OwnedFd, Errno> {
     let root = root.as_fd();
     match rustix::fs::openat2(
         root,
@@ -138,10 +142,13 @@ impl HostState {
         let Ok(real) = super::wasi_fs::real_path_of(fd.as_raw_fd()) else {
             return Err(FsError::AccessDenied);
         };
-        self.sandbox.judge().check(&real, access).map_err(|refusal| {
-            self.note_refusal(&refusal);
-            FsError::Refused
-        })
+        self.sandbox
+            .judge()
+            .check(&real, access)
+            .map_err(|refusal| {
+                self.note_refusal(&refusal);
+                FsError::Refused
+            })
     }
 
     /// Hand `dir` to the guest, within the bound on open directories.
@@ -298,7 +305,12 @@ impl HostState {
         if let Err(refused) = self.judged(&file, crate::kept::Access::Read) {
             return Ok(Err(refused));
         }
-        Ok(read_lines(std::fs::File::from(file), size, first.max(1), max_lines))
+        Ok(read_lines(
+            std::fs::File::from(file),
+            size,
+            first.max(1),
+            max_lines,
+        ))
     }
 
     /// `directory.modified`.

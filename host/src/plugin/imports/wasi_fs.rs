@@ -169,8 +169,8 @@ impl HostDescriptor for GuardedFsView<'_> {
             // Before anything is created or cut: where it would be.
             self.judge_at(&fd, &path, follows(path_flags), Access::Write)?;
         }
-        let opened = HostDescriptor::open_at(&mut self.inner, fd, path_flags, path, oflags, flags)
-            .await?;
+        let opened =
+            HostDescriptor::open_at(&mut self.inner, fd, path_flags, path, oflags, flags).await?;
         // What was opened, where it really is.
         let checked = self
             .descriptor_fd(&opened)
@@ -191,7 +191,11 @@ impl HostDescriptor for GuardedFsView<'_> {
         }
     }
 
-    async fn create_directory_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
+    async fn create_directory_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path: String,
+    ) -> FsResult<()> {
         self.judge_at(&fd, &path, false, Access::Write)?;
         HostDescriptor::create_directory_at(&mut self.inner, fd, path).await
     }
@@ -237,7 +241,11 @@ impl HostDescriptor for GuardedFsView<'_> {
         HostDescriptor::readlink_at(&mut self.inner, fd, path).await
     }
 
-    async fn remove_directory_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
+    async fn remove_directory_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path: String,
+    ) -> FsResult<()> {
         self.judge_at(&fd, &path, false, Access::Move)?;
         HostDescriptor::remove_directory_at(&mut self.inner, fd, path).await
     }
@@ -442,9 +450,15 @@ mod tests {
         let fd = std::fs::File::open(&root).unwrap();
         let raw = fd.as_raw_fd();
         assert_eq!(locate(raw, "a/b/new", false).unwrap(), root.join("a/b/new"));
-        assert_eq!(locate(raw, "via/key", false).unwrap(), root.join("secret/key"));
+        assert_eq!(
+            locate(raw, "via/key", false).unwrap(),
+            root.join("secret/key")
+        );
         assert_eq!(locate(raw, "keylink", false).unwrap(), root.join("keylink"));
-        assert_eq!(locate(raw, "keylink", true).unwrap(), root.join("secret/key"));
+        assert_eq!(
+            locate(raw, "keylink", true).unwrap(),
+            root.join("secret/key")
+        );
         assert_eq!(locate(raw, "a/..", false).unwrap(), root);
         assert_eq!(locate(raw, "", false).unwrap(), root);
         // Out of the mount: refused as the open would be.

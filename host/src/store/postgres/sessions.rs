@@ -382,6 +382,14 @@ pub async fn import(store: &PgStore, export: &export::SessionExport) -> Result<(
     if exists.is_some() {
         return Err(StoreError::Exists(s.id.clone()));
     }
+    if let Some(turn) = export.turns.first() {
+        let holder = tx
+            .query_opt("SELECT session_id FROM turns WHERE id = $1", &[&turn.id])
+            .await?;
+        if let Some(holder) = holder {
+            return Err(StoreError::TurnsExist(holder.get(0)));
+        }
+    }
     insert_session(&tx, s, &store.holder.host).await?;
     insert_turns(&tx, &s.id, &export.turns).await?;
     insert_records(&tx, &s.id, &export.records).await?;

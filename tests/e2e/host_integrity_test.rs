@@ -1,0 +1,305 @@
+//! What the host keeps stays the host's (issue #43), attacked through the
+//! binary as a prompt-injected model would: its file tools and its shell
+//! in a workspace that holds the host's own files (the workspace is the
+//! home directory, a common way to start an agent).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+
+use crate::support::{Scene, install_plugin};
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A home directory that is also the workspace: sandcrab's own folders
+/// (configuration, data, cache) are inside it, where the model's tools
+/// reach.
+pub(crate) struct HomeWorkspace {
+    pub scene: Scene,
+}
+
+impl HomeWorkspace {
+    pub fn new() -> Self {
+        HomeWorkspace {
+            scene: Scene::new(),
+        }
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.scene.workspace()
+    }
+
+    /// `sandcrab ARGS` with this home (every XDG folder beneath it) and
+    /// this workspace.
+    pub fn sandcrab(&self, args: &[&str]) -> Command {
+        let home = self.home();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sandcrab"));
+        cmd.env("HOME", &home)
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("XDG_CACHE_HOME")
+            .env_remove("XDG_RUNTIME_DIR")
+            .env_remove("RUST_LOG");
+        for kind in sandcrab::llm::ProviderKind::ALL {
+            for var in kind.key_vars() {
+                cmd.env_remove(var);
+            }
+        }
+        cmd.args(args).arg("-w").arg(&home);
+        cmd
+    }
+
+    /// `tool call NAME --args ARGS` in the home workspace, with `extra`
+    /// options before the workspace.
+    pub fn tool(&self, name: &str, args: Value, extra: &[&str]) -> Output {
+        let args = args.to_string();
+        let mut all = vec!["tool", "call", name, "--args", &args];
+        all.extend_from_slice(extra);
+        self.sandcrab(&all).output().unwrap()
+    }
+
+    /// What the model's shell prints for `command`.
+    pub fn shell(&self, command: &str) -> String {
+        let out = self.tool("shell", json!({ "command": command }), &[]);
+        format!("{}{}", text(&out.stdout), text(&out.stderr))
+    }
+
+    pub fn write(&self, relative: &str, content: &str) -> PathBuf {
+        let path = self.home().join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, content).unwrap();
+        path
+    }
+}
+
+/// The file tools and the shell read none of the host's secrets, even
+/// when the workspace holds them; what is not kept, they read (control).
+#[test]
+fn the_models_tools_read_no_host_secret_inside_the_workspace() {
+    if !crate::support::confinable() {
+        return;
+    }
+    let home = HomeWorkspace::new();
+    home.write(".config/sandcrab/tokens/serve.token", "TOKEN-CANARY-7731");
+    home.write(".ssh/id_rsa", "SSH-CANARY-7731");
+    home.write(".aws/credentials", "AWS-CANARY-7731");
+    home.write("notes.txt", "CONTROL-CANARY-7731");
+    // The first start makes the cache's key.
+    let first = home.tool("read_file", json!({"file_path": "notes.txt"}), &[]);
+    assert!(text(&first.stdout).contains("CONTROL-CANARY-7731"));
+
+    for secret in [
+        ".config/sandcrab/tokens/serve.token",
+        ".ssh/id_rsa",
+        ".aws/credentials",
+        ".local/share/sandcrab/keys/component-cache.key",
+    ] {
+        assert!(
+            home.home().join(secret).exists(),
+            "{secret} is there to be read"
+        );
+        let out = home.tool("read_file", json!({ "file_path": secret }), &[]);
+        let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+        assert!(!out.status.success(), "read_file {secret}: {said}");
+        assert!(!said.contains("CANARY"), "read_file {secret}: {said}");
+        assert!(said.contains("protected"), "the model is told why: {said}");
+    }
+    // A search of the whole workspace finds the control, not the secrets.
+    let out = home.tool("grep", json!({"pattern": "CANARY-7731"}), &[]);
+    let said = text(&out.stdout);
+    assert!(said.contains("notes.txt"), "the control is found: {said}");
+    for leaked in ["TOKEN-CANARY", "SSH-CANARY", "AWS-CANARY"] {
+        assert!(!said.contains(leaked), "grep found {leaked}: {said}");
+    }
+    // Nor through a link the model makes to them.
+    let out = home.tool(
+        "shell",
+        json!({"command": "ln -s .ssh/id_rsa innocent.txt; echo linked"}),
+        &[],
+    );
+    assert!(text(&out.stdout).contains("linked"));
+    let out = home.tool("read_file", json!({"file_path": "innocent.txt"}), &[]);
+    assert!(!text(&out.stdout).contains("SSH-CANARY"));
+    // The shell reads the control and none of the secrets.
+    let said = home.shell(
+        "cat notes.txt; cat .config/sandcrab/tokens/serve.token .ssh/id_rsa .aws/credentials; od -An -tx1 .local/share/sandcrab/keys/component-cache.key | head -c 200",
+    );
+    assert!(said.contains("CONTROL-CANARY-7731"), "{said}");
+    for leaked in ["TOKEN-CANARY", "SSH-CANARY", "AWS-CANARY"] {
+        assert!(!said.contains(leaked), "the shell read {leaked}: {said}");
+    }
+    let key = std::fs::read(
+        home.home()
+            .join(".local/share/sandcrab/keys/component-cache.key"),
+    )
+    .unwrap();
+    let hex: String = key[..4].iter().map(|b| format!(" {b:02x}")).collect();
+    assert!(!said.contains(&hex), "the shell read the cache key: {said}");
+    // Moving the folder that holds the configuration away, to make a new
+    // one in its place, fails too.
+    let said = home.shell(
+        "mv .config .config.old; mkdir -p .config/sandcrab && echo 'provider = \"evil\"' > .config/sandcrab/config.toml; echo done",
+    );
+    assert!(said.contains("done"), "{said}");
+    assert!(!home.home().join(".config.old").exists(), "{said}");
+    assert!(!home.home().join(".config/sandcrab/config.toml").exists());
+    assert_eq!(
+        std::fs::read_to_string(home.home().join(".config/sandcrab/tokens/serve.token")).unwrap(),
+        "TOKEN-CANARY-7731"
+    );
+}
+
+/// The model cannot make the host run native code of its choosing: the
+/// cache is not the model's to write, its key is not the model's to read,
+/// and an entry swapped in anyway is compiled again, never run.
+#[test]
+fn cached_native_code_cannot_be_forged_or_swapped() {
+    if !crate::support::confinable() {
+        return;
+    }
+    let home = HomeWorkspace::new();
+    let hello = install_plugin(&home.scene.plugins(), "examples/hello-tool", "hello", |m| m);
+    let hostile = install_plugin(
+        &home.scene.plugins(),
+        "test-fixtures/hostile-tool",
+        "hostile",
+        |m| m,
+    );
+    let plugins = [
+        "--plugins",
+        hello.to_str().unwrap(),
+        "--plugins",
+        hostile.to_str().unwrap(),
+    ];
+    let greet = |home: &HomeWorkspace| home.tool("hello", json!({"name": "x"}), &plugins);
+    let out = greet(&home);
+    assert_eq!(
+        text(&out.stdout).trim(),
+        "Hello, x!",
+        "{}",
+        text(&out.stderr)
+    );
+    let cache = home.home().join(".cache/sandcrab/components");
+    let entry_of = |wasm: &Path| {
+        let hash = blake3::hash(&std::fs::read(wasm).unwrap()).to_hex();
+        std::fs::read_dir(&cache)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| {
+                p.extension().is_some_and(|x| x == "cwasm")
+                    && p.file_name()
+                        .unwrap()
+                        .to_string_lossy()
+                        .starts_with(&hash[..32])
+            })
+            .unwrap_or_else(|| panic!("no cache entry for {}", wasm.display()))
+    };
+    let hello_entry = entry_of(&hello.join("hello_tool.wasm"));
+    let hostile_entry = entry_of(&hostile.join("hostile_tool.wasm"));
+    let before = std::fs::read(&hello_entry).unwrap();
+    let relative = |p: &Path| p.strip_prefix(home.home()).unwrap().display().to_string();
+
+    // The model's shell swaps the entries; its file tools write one.
+    let said = home.shell(&format!(
+        "cp {} {}; echo tried",
+        relative(&hostile_entry),
+        relative(&hello_entry)
+    ));
+    assert!(said.contains("tried"), "{said}");
+    let out = home.tool(
+        "write_file",
+        json!({"file_path": relative(&hello_entry), "content": "planted"}),
+        &[],
+    );
+    assert!(!out.status.success());
+    assert_eq!(std::fs::read(&hello_entry).unwrap(), before, "{said}");
+
+    // Swapped by someone who could write the cache (a restored backup, a
+    // copied home): the MAC names the component, so it is compiled again
+    // with a note, and the plugin runs its own code.
+    std::fs::copy(&hostile_entry, &hello_entry).unwrap();
+    let out = greet(&home);
+    assert_eq!(
+        text(&out.stdout).trim(),
+        "Hello, x!",
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        text(&out.stderr).contains("did not verify"),
+        "the operator hears: {}",
+        text(&out.stderr)
+    );
+    assert_ne!(
+        std::fs::read(&hello_entry).unwrap(),
+        std::fs::read(&hostile_entry).unwrap(),
+        "the entry was written again"
+    );
+}
+
+/// A session file's id is a name from outside: imported, it gets an id of
+/// this host's, and a planted checkpoint folder named like a path is never
+/// read (the reproduction: an id that leads into the workspace, where a
+/// manifest puts back `.git/hooks/pre-commit`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_imported_sessions_id_never_becomes_a_path() {
+    // A real session, exported on the attacker's machine.
+    let theirs = Scene::new();
+    let id = crate::sessions_test::one_run(&theirs, "a session", "echo one").await;
+    let export = crate::support::sandcrab_cmd(&theirs)
+        .args(["sessions", "export", &id, "-w"])
+        .arg(theirs.workspace())
+        .output()
+        .unwrap();
+    let scene = Scene::new();
+    let ws = scene.workspace();
+    assert!(export.status.success(), "{}", text(&export.stderr));
+    // The attacker's copy: its id is a path into the workspace, where the
+    // repository ships a checkpoint manifest for a git hook.
+    let evil_id = ws.join(".cp").display().to_string();
+    let file_text = text(&export.stdout).replace(&id, &evil_id);
+    std::fs::create_dir_all(ws.join(".cp/1")).unwrap();
+    std::fs::write(
+        ws.join(".cp/1/manifest.json"),
+        r#"[{"path":".git/hooks/pre-commit","blob":"b","mode":493}]"#,
+    )
+    .unwrap();
+    std::fs::write(ws.join(".cp/1/b"), "#!/bin/sh\ntouch PWNED\n").unwrap();
+    let file = scene.root.path().join("evil.jsonl");
+    std::fs::write(&file, &file_text).unwrap();
+
+    let imported = crate::support::sandcrab_cmd(&scene)
+        .args(["sessions", "import"])
+        .arg(&file)
+        .arg("-w")
+        .arg(&ws)
+        .output()
+        .unwrap();
+    let said = format!("{}{}", text(&imported.stdout), text(&imported.stderr));
+    assert!(imported.status.success(), "{said}");
+    let local = crate::cli_support::imported_id(&said);
+    assert!(sandcrab::store::is_session_id(&local), "{local}");
+    // The file's id names no session here.
+    let listed = crate::support::sandcrab_cmd(&scene)
+        .args(["sessions", "show", &evil_id, "-w"])
+        .arg(&ws)
+        .output()
+        .unwrap();
+    assert!(!listed.status.success());
+    // Resumed by its id here and undone: the planted manifest is not read.
+    let server = crate::mock_llm::MockLlm::strict(sandcrab::llm::ProviderKind::Anthropic).await;
+    let resume = format!("/resume {local}");
+    let out = crate::cli_support::chat(
+        &scene,
+        sandcrab::llm::ProviderKind::Anthropic,
+        &server,
+        &[&resume, "/undo"],
+    );
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(!ws.join(".git/hooks/pre-commit").exists(), "{said}");
+    assert!(said.contains("nothing to undo"), "{said}");
+}
