@@ -265,10 +265,10 @@ async fn an_imported_sessions_id_never_becomes_a_path() {
     std::fs::create_dir_all(ws.join(".cp/1")).unwrap();
     std::fs::write(
         ws.join(".cp/1/manifest.json"),
-        r#"[{"path":".git/hooks/pre-commit","blob":"b","mode":493}]"#,
+        r#"[{"path":".git/hooks/pre-commit","blob":"1","mode":493}]"#,
     )
     .unwrap();
-    std::fs::write(ws.join(".cp/1/b"), "#!/bin/sh\ntouch PWNED\n").unwrap();
+    std::fs::write(ws.join(".cp/1/1"), "#!/bin/sh\ntouch PWNED\n").unwrap();
     let file = scene.root.path().join("evil.jsonl");
     std::fs::write(&file, &file_text).unwrap();
 
@@ -302,4 +302,277 @@ async fn an_imported_sessions_id_never_becomes_a_path() {
     let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
     assert!(!ws.join(".git/hooks/pre-commit").exists(), "{said}");
     assert!(said.contains("nothing to undo"), "{said}");
+}
+
+/// The registry of what the host keeps, walked: every kind of entry is
+/// named by some configuration (a new kind without one fails here), and
+/// every entry the binary lists is kept from a real program, from the file
+/// tools and from the host's own writer (`/undo` of a planted checkpoint),
+/// as its kind says. What the host does not keep, each of them reaches
+/// (controls).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_kept_entry_is_kept_from_programs_tools_and_host_writers() {
+    if !crate::support::confinable() {
+        return;
+    }
+    let home = HomeWorkspace::new();
+    let h = home.home();
+    let h = h.display();
+    home.write(
+        ".config/sandcrab/config.toml",
+        &format!(
+            r#"cache_dir = "{h}/mycache"
+plugin_dirs = ["{h}/myplugins"]
+[store]
+path = "{h}/db/store.db"
+password_file = "{h}/pg.pass"
+ca_file = "{h}/ca.pem"
+[approvals]
+rules_file = "{h}/rules.toml"
+[policy]
+kept_paths = ["~/secret-notes"]
+http_ca_files = ["{h}/ca.pem"]
+"#
+        ),
+    );
+    // A real certificate authority (the canary outside its PEM block) and
+    // a rules file that parses (the canary in a comment).
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    home.write(
+        "ca.pem",
+        &format!("KEPT-CANARY\n{}", ca.self_signed(&ca_key).unwrap().pem()),
+    );
+    home.write("rules.toml", "# KEPT-CANARY\n");
+    for file in [
+        "pg.pass",
+        "secret-notes/plan.txt",
+        "myplugins/README",
+        ".ssh/id_rsa",
+        ".config/sandcrab/tokens/serve.token",
+        "db/placeholder",
+    ] {
+        home.write(file, "KEPT-CANARY\n");
+    }
+    home.write("free.txt", "FREE-CANARY\n");
+    // A first session: it makes the data folder, the store, the cache and
+    // its key, and a session whose checkpoints `/undo` reads.
+    let server = crate::mock_llm::MockLlm::strict(sandcrab::llm::ProviderKind::Anthropic).await;
+    server.push(crate::llm_transcripts::stream(
+        sandcrab::llm::ProviderKind::Anthropic,
+        &crate::llm_transcripts::Answer::Tools(vec![crate::llm_transcripts::tool(
+            "w1",
+            "write_file",
+            json!({"file_path": "free.txt", "content": "FREE-CANARY\nchanged\n"}),
+        )]),
+    ));
+    server.push(crate::llm_transcripts::stream(
+        sandcrab::llm::ProviderKind::Anthropic,
+        &crate::llm_transcripts::Answer::Text(vec!["done"]),
+    ));
+    let url = server.base_url();
+    let run = home
+        .sandcrab(&[
+            "run",
+            "--provider",
+            "anthropic",
+            "--model",
+            "m",
+            "--base-url",
+            &url,
+        ])
+        .env("ANTHROPIC_API_KEY", "sk-test")
+        .arg("change free.txt")
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", text(&run.stderr));
+
+    let listed = home
+        .sandcrab(&["sandbox", "kept", "--json"])
+        .output()
+        .unwrap();
+    assert!(listed.status.success(), "{}", text(&listed.stderr));
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let entries = listed["entries"].as_array().unwrap().clone();
+    for item in sandcrab::kept::Item::ALL {
+        let name = serde_json::to_value(item).unwrap();
+        assert!(
+            entries.iter().any(|e| e["item"] == name),
+            "nothing in this configuration is kept as {name}: {entries:#?}"
+        );
+    }
+
+    // Each entry inside the workspace, with a canary where it can hold one.
+    let mut targets: Vec<(PathBuf, bool, String)> = Vec::new();
+    let mut host_owned = Vec::new();
+    for entry in &entries {
+        let path = PathBuf::from(entry["path"].as_str().unwrap());
+        let Ok(relative) = path.strip_prefix(home.home()) else {
+            continue;
+        };
+        let secret = entry["kind"] == "secret";
+        let file = if path.is_dir() {
+            let canary = path.join("canary.txt");
+            std::fs::write(&canary, "KEPT-CANARY\n").unwrap();
+            relative.join("canary.txt")
+        } else if path.is_file() {
+            relative.to_path_buf()
+        } else {
+            continue;
+        };
+        if entry["item"] == "session-database" {
+            // The host itself writes it as it runs: compared by what
+            // `/undo` says, not by its bytes.
+            host_owned.push(file.display().to_string());
+        }
+        targets.push((home.home().join(&file), secret, file.display().to_string()));
+    }
+    assert!(targets.len() >= 12, "{targets:#?}");
+    let before: Vec<Vec<u8>> = targets
+        .iter()
+        .map(|(p, _, _)| std::fs::read(p).unwrap())
+        .collect();
+
+    // 1. A real program: reads what is not secret, writes nothing kept.
+    let mut script = String::from("cat free.txt; ");
+    for (_, _, rel) in &targets {
+        script.push_str(&format!(
+            "echo \"== {rel}\"; cat '{rel}'; echo PWNED >> '{rel}'; "
+        ));
+    }
+    script.push_str("echo PWNED >> free.txt; echo end");
+    let said = home.shell(&script);
+    assert!(
+        said.contains("FREE-CANARY") && said.contains("end"),
+        "{said}"
+    );
+    for (_, secret, rel) in &targets {
+        let shown = said
+            .split(&format!("== {rel}\n"))
+            .nth(1)
+            .unwrap_or("")
+            .split("== ")
+            .next()
+            .unwrap_or("");
+        assert_eq!(
+            shown.contains("KEPT-CANARY"),
+            !secret,
+            "the program {} {rel}: {shown}",
+            if *secret {
+                "read the secret"
+            } else {
+                "could not read the root"
+            }
+        );
+    }
+    assert!(
+        std::fs::read_to_string(home.home().join("free.txt"))
+            .unwrap()
+            .contains("PWNED"),
+        "control: the program writes what is not kept"
+    );
+
+    // 2. The file tools.
+    for (_, secret, rel) in &targets {
+        let out = home.tool("read_file", json!({ "file_path": rel }), &[]);
+        assert_eq!(
+            text(&out.stdout).contains("KEPT-CANARY"),
+            !secret,
+            "read_file {rel}: {}{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+        let out = home.tool(
+            "write_file",
+            json!({ "file_path": rel, "content": "PWNED" }),
+            &[],
+        );
+        assert!(!out.status.success(), "write_file {rel}");
+        assert!(
+            text(&out.stderr).contains("protected"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+
+    // 3. The host's own writer: `/undo` of a checkpoint planted for every
+    // entry (as a store another program wrote would hold).
+    let listed = home.sandcrab(&["sessions", "list"]).output().unwrap();
+    let session = text(&listed.stdout)
+        .split_whitespace()
+        .next()
+        .expect("the run's session")
+        .to_string();
+    let checkpoints = home
+        .home()
+        .join(".local/share/sandcrab/checkpoints")
+        .join(&session);
+    let last = std::fs::read_dir(&checkpoints)
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u64>().ok())
+        .max()
+        .expect("the run kept a checkpoint");
+    let planted = checkpoints.join((last + 1).to_string());
+    std::fs::create_dir_all(&planted).unwrap();
+    let mut manifest = vec![json!({"path": "free.txt", "blob": "1", "mode": 420})];
+    std::fs::write(planted.join("1"), "FREE-RESTORED\n").unwrap();
+    for (n, (_, _, rel)) in targets.iter().enumerate() {
+        let blob = (n + 2).to_string();
+        std::fs::write(planted.join(&blob), "PWNED").unwrap();
+        manifest.push(json!({"path": rel, "blob": blob, "mode": 493}));
+    }
+    std::fs::write(
+        planted.join("manifest.json"),
+        serde_json::to_string(&manifest).unwrap(),
+    )
+    .unwrap();
+    let chat = home
+        .sandcrab(&[
+            "chat",
+            "--json",
+            "--approvals",
+            "never",
+            "--provider",
+            "anthropic",
+            "--model",
+            "m",
+            "--base-url",
+            &url,
+        ])
+        .env("ANTHROPIC_API_KEY", "sk-test")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut chat = chat;
+    {
+        use std::io::Write;
+        let mut stdin = chat.stdin.take().unwrap();
+        writeln!(stdin, "/resume {session}").unwrap();
+        writeln!(stdin, "/undo force").unwrap();
+    }
+    let out = chat.wait_with_output().unwrap();
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(
+        std::fs::read_to_string(home.home().join("free.txt")).unwrap(),
+        "FREE-RESTORED\n",
+        "control: /undo restores what is not kept: {said}"
+    );
+    for ((path, _, rel), was) in targets.iter().zip(&before) {
+        if host_owned.contains(rel) {
+            let refused = said
+                .lines()
+                .any(|l| l.contains(rel.as_str()) && l.contains("protected"));
+            assert!(refused, "/undo did not refuse {rel}: {said}");
+            continue;
+        }
+        assert_eq!(
+            &std::fs::read(path).unwrap(),
+            was,
+            "{rel} was changed (by the program, a tool or /undo): {said}"
+        );
+    }
 }
