@@ -576,3 +576,125 @@ http_ca_files = ["{h}/ca.pem"]
         );
     }
 }
+
+/// `tool call NAME` with `args` in `scene`'s workspace.
+fn tool_in(scene: &Scene, name: &str, args: Value) -> Output {
+    crate::support::sandcrab_cmd(scene)
+        .args([
+            "tool",
+            "call",
+            name,
+            "--args",
+            &args.to_string(),
+            "--workspace",
+        ])
+        .arg(scene.workspace())
+        .output()
+        .unwrap()
+}
+
+/// The user's own `git status` in `dir`, unconfined, as they would run it.
+fn users_git_status(dir: &Path) {
+    let _ = Command::new("git")
+        .args(["status", "--short"])
+        .current_dir(dir)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_CONFIG_COUNT")
+        .output()
+        .expect("git is installed");
+}
+
+/// Reproduction 2: a `.git` file planted by the model sends the user's next
+/// `git status` to a configuration whose file-system monitor is the
+/// model's program. The file tools refuse to make it; a program that makes
+/// it has it taken out when it ends; a `git init` stays; and a git the
+/// model runs itself never runs the workspace's monitor.
+#[test]
+fn a_planted_git_file_never_runs_the_models_program_at_the_users_next_git() {
+    if !crate::support::confinable() {
+        return;
+    }
+    let scene = Scene::new();
+    let ws = scene.workspace();
+    let marker = scene.outside().join("pwned");
+    let config = format!(
+        "[core]\n\trepositoryformatversion = 0\n\tfsmonitor = \"touch {}; false\"\n",
+        marker.display()
+    );
+    // The model's writes: the configuration is only a file; the `.git`
+    // that would point git at it is refused, at the root and deeper.
+    for (path, content) in [
+        (".gitdata/config", config.as_str()),
+        (".gitdata/HEAD", "ref: refs/heads/main\n"),
+        (".gitdata/objects/.keep", ""),
+        (".gitdata/refs/heads/.keep", ""),
+    ] {
+        let out = tool_in(
+            &scene,
+            "write_file",
+            json!({"file_path": path, "content": content}),
+        );
+        assert!(out.status.success(), "{path}: {}", text(&out.stderr));
+    }
+    for path in [".git", "sub/.git", "sub/.git/config", ".gitdata/../.git"] {
+        let out = tool_in(
+            &scene,
+            "write_file",
+            json!({"file_path": path, "content": "gitdir: .gitdata\n"}),
+        );
+        assert!(!out.status.success(), "{path} was written");
+        assert!(
+            text(&out.stderr).contains("protected"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+    assert!(!ws.join(".git").exists() && !ws.join("sub/.git").exists());
+
+    // The model's shell makes it anyway: taken out when the program ends,
+    // and the model is told.
+    let out = tool_in(
+        &scene,
+        "shell",
+        json!({"command": "printf 'gitdir: .gitdata\\n' > .git && git init -q inited && echo made"}),
+    );
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(said.contains("made"), "{said}");
+    assert!(said.contains("taken out of the workspace"), "{said}");
+    assert!(!ws.join(".git").exists(), "{said}");
+    assert!(
+        ws.join("inited/.git/HEAD").exists(),
+        "a git init stays: {said}"
+    );
+
+    users_git_status(&ws);
+    assert!(!marker.exists(), "the user's git ran the model's program");
+
+    // A git the model runs in a repository the workspace configured (here
+    // planted by hand) runs none of its programs either.
+    std::fs::write(ws.join(".git"), "gitdir: .gitdata\n").unwrap();
+    let inside = ws.join("pwned-by-the-models-git");
+    std::fs::write(
+        ws.join(".gitdata/config"),
+        format!(
+            "[core]\n\trepositoryformatversion = 0\n\tfsmonitor = \"touch {}; false\"\n",
+            inside.display()
+        ),
+    )
+    .unwrap();
+    let out = tool_in(
+        &scene,
+        "shell",
+        json!({"command": "git status --short; echo ran"}),
+    );
+    assert!(text(&out.stdout).contains("ran"), "{}", text(&out.stderr));
+    assert!(
+        !inside.exists(),
+        "the model's git ran the workspace's monitor"
+    );
+
+    // Control: the same `.git`, in place, does make the user's git run it
+    // (the attack is real; only sandcrab stood in its way).
+    users_git_status(&ws);
+    assert!(inside.exists(), "control: git runs a configured monitor");
+}

@@ -32,20 +32,14 @@ const GIT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Most output kept from a git command.
 const GIT_OUTPUT_CAP: usize = 256 * 1024;
 
-/// Settings that make git run nothing the repository configured.
+/// What this git needs beyond what every program's git gets
+/// ([`crate::process::GIT_HARDENING`], in its environment): no network,
+/// no signature checks, no cache written, no locks taken.
 const HARDENING: &[&str] = &[
-    "-c",
-    "core.fsmonitor=false",
-    "-c",
-    "core.hooksPath=/dev/null",
     "-c",
     "core.untrackedCache=false",
     "-c",
-    "core.pager=cat",
-    "-c",
     "core.sshCommand=false",
-    "-c",
-    "diff.external=",
     "-c",
     "log.showSignature=false",
     "-c",

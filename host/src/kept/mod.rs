@@ -19,7 +19,9 @@
 //! A path is judged by where it really is (links resolved by the caller),
 //! never by the name it was given.
 
+mod census;
 mod covers;
+mod git_config;
 mod judge;
 mod protected;
 mod stores;
@@ -29,6 +31,7 @@ use std::sync::{Arc, RwLock};
 
 use serde::Serialize;
 
+pub use census::{Census, Swept};
 pub use covers::{Cover, CoverKind};
 pub use judge::{Access, Judge, Refusal};
 pub use protected::{DEFAULT_PROTECTED, Protected, ProtectionKind};

@@ -18,7 +18,7 @@ use std::path::{Component, Path, PathBuf};
 pub const DEFAULT_PROTECTED: &[&str] = &["**/.git", ".sandcrab", "sandcrab.toml"];
 
 /// The name git's metadata lives under.
-const GIT: &str = ".git";
+pub(super) const GIT: &str = ".git";
 /// What, inside a git folder, makes git run a program or read another
 /// configuration.
 const GIT_RUNS: &[&str] = &["config", "config.worktree", "commondir", "gitdir", "hooks"];
@@ -266,7 +266,7 @@ fn git_protection(names: &[&str]) -> Option<ProtectionKind> {
 /// The metadata of the git entry `git` that exists: the entry pinned, and
 /// what makes git run programs read-only (in a `gitdir:` file's case the
 /// file itself is read-only: it says where the configuration is).
-fn git_metadata(git: &Path, found: &mut Vec<(PathBuf, ProtectionKind)>) {
+pub(super) fn git_metadata(git: &Path, found: &mut Vec<(PathBuf, ProtectionKind)>) {
     let Ok(meta) = std::fs::symlink_metadata(git) else {
         return;
     };

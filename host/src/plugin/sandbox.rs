@@ -373,6 +373,7 @@ impl PluginSandbox {
                 tracing::debug!("plugin {}: dropped ungranted env var {name}", self.plugin);
             }
         }
+        env.harden_git();
         env
     }
 }

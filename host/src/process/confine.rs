@@ -182,6 +182,14 @@ impl Confinement {
         self
     }
 
+    /// The workspace whose git metadata a program under this confinement
+    /// could change (it may write it, and git's metadata is protected):
+    /// counted before the program and swept after it.
+    pub fn census_root(&self) -> Option<PathBuf> {
+        let ws = self.protected.as_ref()?;
+        (self.namespaces != 0 && ws.paths.guards_git()).then(|| ws.root.clone())
+    }
+
     /// The mode this confinement enforces.
     pub fn mode(&self) -> SandboxMode {
         self.mode

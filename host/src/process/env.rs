@@ -6,6 +6,23 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// Git settings every program's git gets, as command-line configuration
+/// (it wins over the repository's own files): nothing a workspace's
+/// configuration says makes it run a program — no file-system monitor, no
+/// hooks, no pager, no external diff, no transport helper, no credential
+/// helper — whoever asked for the git.
+pub const GIT_HARDENING: &[(&str, &str)] = &[
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", "/dev/null"),
+    ("core.pager", "cat"),
+    ("core.editor", "true"),
+    ("sequence.editor", "true"),
+    ("core.sshCommand", "ssh"),
+    ("diff.external", ""),
+    ("protocol.ext.allow", "never"),
+    ("credential.helper", ""),
+];
+
 /// PATH given to children when the plugin was not granted the host's.
 pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
@@ -24,7 +41,23 @@ impl ChildEnv {
         let tmp = temp_dir.display().to_string();
         vars.insert("HOME".into(), home.unwrap_or(&tmp).to_string());
         vars.insert("TMPDIR".into(), tmp);
-        ChildEnv { vars }
+        let mut env = ChildEnv { vars };
+        env.harden_git();
+        env
+    }
+
+    /// Set [`GIT_HARDENING`] (again, after a caller set variables of its
+    /// own: a plugin's programs may not take it away).
+    pub fn harden_git(&mut self) {
+        self.vars
+            .insert("GIT_CONFIG_COUNT".into(), GIT_HARDENING.len().to_string());
+        for (i, (key, value)) in GIT_HARDENING.iter().enumerate() {
+            self.vars
+                .insert(format!("GIT_CONFIG_KEY_{i}"), key.to_string());
+            self.vars
+                .insert(format!("GIT_CONFIG_VALUE_{i}"), value.to_string());
+        }
+        self.vars.insert("GIT_TERMINAL_PROMPT".into(), "0".into());
     }
 
     /// Set a variable.

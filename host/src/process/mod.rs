@@ -24,7 +24,7 @@ pub use bounded::{LineLimited, forward_lines};
 pub use confine::{
     ConfineError, Confinement, ConfinementSpec, MAX_FILE_SIZE, MAX_PROCESSES, ProtectedWorkspace,
 };
-pub use env::{ChildEnv, DEFAULT_PATH, find_on_path};
+pub use env::{ChildEnv, DEFAULT_PATH, GIT_HARDENING, find_on_path};
 pub use host::harden_host;
 pub use mode::SandboxMode;
 pub use runner::{

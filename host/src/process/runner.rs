@@ -63,6 +63,10 @@ pub struct ProcessOutput {
     pub timed_out: bool,
     /// Output went over the cap (a note was appended).
     pub truncated: bool,
+    /// Git metadata the program made that would make git run something,
+    /// taken out of the workspace after it ended (see
+    /// [`crate::kept::Census`]); a note for each was appended to stderr.
+    pub swept: Vec<String>,
 }
 
 /// Why a program could not be run.
@@ -110,6 +114,15 @@ pub async fn run(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     confinement.apply(&mut cmd)?;
+    // The git metadata as the program finds it (when it may write a
+    // workspace whose git metadata is protected).
+    let census = match confinement.census_root() {
+        Some(root) => tokio::task::spawn_blocking(move || (crate::kept::Census::take(&root), root))
+            .await
+            .ok(),
+        None => None,
+    };
+    let mut sweeper = Sweeper(census);
 
     let started = Instant::now();
     let mut child = cmd.spawn().map_err(|source| ProcessError::Spawn {
@@ -162,7 +175,11 @@ pub async fn run(
     group.disarm();
 
     let (stdout, stdout_cut) = drain(stdout).await;
-    let (stderr, stderr_cut) = drain(stderr).await;
+    let (mut stderr, stderr_cut) = drain(stderr).await;
+    let swept = sweeper.sweep().await;
+    for note in &swept {
+        stderr.extend_from_slice(format!("\n[sandcrab: {note}]\n").as_bytes());
+    }
     Ok(ProcessOutput {
         stdout,
         stderr,
@@ -171,7 +188,43 @@ pub async fn run(
         duration,
         timed_out,
         truncated: stdout_cut || stderr_cut,
+        swept,
     })
+}
+
+/// Sweeps what the program left once it ended, or (when the caller went
+/// away and the program was killed) when dropped.
+struct Sweeper(Option<(crate::kept::Census, std::path::PathBuf)>);
+
+impl Sweeper {
+    async fn sweep(&mut self) -> Vec<String> {
+        let Some((census, root)) = self.0.take() else {
+            return Vec::new();
+        };
+        tokio::task::spawn_blocking(move || sweep_now(&census, &root))
+            .await
+            .unwrap_or_default()
+    }
+}
+
+fn sweep_now(census: &crate::kept::Census, root: &std::path::Path) -> Vec<String> {
+    let quarantine = crate::user_files::data_dir().map(|d| d.join("quarantine"));
+    census
+        .sweep(root, quarantine.as_deref())
+        .iter()
+        .map(|s| {
+            tracing::warn!("{s}");
+            s.to_string()
+        })
+        .collect()
+}
+
+impl Drop for Sweeper {
+    fn drop(&mut self) {
+        if let Some((census, root)) = self.0.take() {
+            std::thread::spawn(move || sweep_now(&census, &root));
+        }
+    }
 }
 
 async fn drain(task: tokio::task::JoinHandle<(Vec<u8>, bool)>) -> (Vec<u8>, bool) {

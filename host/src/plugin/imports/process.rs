@@ -54,10 +54,15 @@ fn record(state: &HostState, program: String, result: &Result<ProcessOutput, Pro
             refused: Some(denied.to_string()),
         },
     };
-    if let Ok(mut activity) = log.lock()
-        && activity.programs.len() < MAX_RECORDED
-    {
-        activity.programs.push(run);
+    if let Ok(mut activity) = log.lock() {
+        if let Ok(out) = result {
+            for note in &out.swept {
+                activity.refuse_file(note.clone());
+            }
+        }
+        if activity.programs.len() < MAX_RECORDED {
+            activity.programs.push(run);
+        }
     }
 }
 
