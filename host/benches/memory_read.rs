@@ -58,6 +58,7 @@ fn config(addr: SocketAddr, model: &str) -> EmbeddingsConfig {
         api_key_env: None,
         batch_size: Some(64),
         timeout_ms: Some(10_000),
+        proxy: None,
     }
 }
 

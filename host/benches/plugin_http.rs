@@ -51,7 +51,6 @@ async fn plugin(scratch: &Path, origin: &str) -> (PluginHost, Arc<LoadedPlugin>)
         .plugins
         .insert("issue-tracker".into(), toml::from_str(&grant).unwrap());
     config.cache_dir = Some(scratch.join("cache"));
-    config.cache_key_dir = Some(scratch.join("keys"));
     config.host_env = Some(
         [
             (

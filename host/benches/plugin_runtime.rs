@@ -35,7 +35,6 @@ fn hello_dir_as(scratch: &Path, name: &str, extra: &str) -> std::path::PathBuf {
 fn host(workspace: &Path, cache: Option<&Path>, pooling: bool) -> PluginHost {
     let mut config = PluginHostConfig::new(workspace);
     config.cache_dir = cache.map(Path::to_path_buf);
-    config.cache_key_dir = cache.map(|c| c.with_extension("keys"));
     config.engine = EngineOptions {
         pooling,
         ..EngineOptions::default()

@@ -32,7 +32,6 @@ fn example(name: &str) -> PathBuf {
 fn host(workspace: &Path, cache: Option<&Path>) -> PluginHost {
     let mut config = PluginHostConfig::new(workspace);
     config.cache_dir = cache.map(Path::to_path_buf);
-    config.cache_key_dir = cache.map(|c| c.with_extension("keys"));
     PluginHost::new(config).unwrap()
 }
 

@@ -38,8 +38,7 @@ pub fn data_dir() -> Option<PathBuf> {
     Some(xdg("XDG_DATA_HOME", ".local/share")?.join("sandcrab"))
 }
 
-/// The host's own keys (`data_dir()/keys`): the key that binds cached
-/// native code to this user, the key of the session chains.
+/// The host's own keys (`data_dir()/keys`).
 pub fn keys_dir() -> Option<PathBuf> {
     Some(data_dir()?.join("keys"))
 }
@@ -48,6 +47,13 @@ pub fn keys_dir() -> Option<PathBuf> {
 /// `~/.cache/sandcrab` (compiled components).
 pub fn cache_dir() -> Option<PathBuf> {
     Some(xdg("XDG_CACHE_HOME", ".cache")?.join("sandcrab"))
+}
+
+/// The key that binds the compiled code in the cache folder `cache` to
+/// this user: a file beside that folder (`components.key` for
+/// `components`), never inside it.
+pub fn cache_key_file(cache: &std::path::Path) -> PathBuf {
+    cache.with_extension("key")
 }
 
 /// `$XDG_RUNTIME_DIR/sandcrab`, when `$XDG_RUNTIME_DIR` is an absolute

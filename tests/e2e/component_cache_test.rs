@@ -14,7 +14,6 @@ fn host_with_cache(scene: &Scene, cache: &std::path::Path) -> PluginHost {
     let mut config = PluginHostConfig::new(scene.workspace());
     config.policy = Policy::default();
     config.cache_dir = Some(cache.to_path_buf());
-    config.cache_key_dir = Some(crate::support::cache_key_dir());
     PluginHost::new(config).unwrap()
 }
 
@@ -197,11 +196,9 @@ async fn a_cache_directory_others_can_write_is_not_used() {
         std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o777,
         0o700
     );
-    // Its key is kept beside no entry, private.
-    assert!(!fresh.join("key").exists());
-    let key =
-        std::fs::metadata(crate::support::cache_key_dir().join(sandcrab::plugin::CACHE_KEY_FILE))
-            .unwrap();
+    // Its key is kept beside the folder, not in it, private.
+    assert!(std::fs::read_dir(&fresh).unwrap().next().is_none());
+    let key = std::fs::metadata(base.path().join("fresh.key")).unwrap();
     assert_eq!(key.permissions().mode() & 0o777, 0o600);
 }
 

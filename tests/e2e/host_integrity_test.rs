@@ -95,7 +95,7 @@ fn the_models_tools_read_no_host_secret_inside_the_workspace() {
         ".config/sandcrab/tokens/serve.token",
         ".ssh/id_rsa",
         ".aws/credentials",
-        ".local/share/sandcrab/keys/component-cache.key",
+        ".cache/sandcrab/components.key",
     ] {
         assert!(
             home.home().join(secret).exists(),
@@ -125,17 +125,13 @@ fn the_models_tools_read_no_host_secret_inside_the_workspace() {
     assert!(!text(&out.stdout).contains("SSH-CANARY"));
     // The shell reads the control and none of the secrets.
     let said = home.shell(
-        "cat notes.txt; cat .config/sandcrab/tokens/serve.token .ssh/id_rsa .aws/credentials; od -An -tx1 .local/share/sandcrab/keys/component-cache.key | head -c 200",
+        "cat notes.txt; cat .config/sandcrab/tokens/serve.token .ssh/id_rsa .aws/credentials; od -An -tx1 .cache/sandcrab/components.key | head -c 200",
     );
     assert!(said.contains("CONTROL-CANARY-7731"), "{said}");
     for leaked in ["TOKEN-CANARY", "SSH-CANARY", "AWS-CANARY"] {
         assert!(!said.contains(leaked), "the shell read {leaked}: {said}");
     }
-    let key = std::fs::read(
-        home.home()
-            .join(".local/share/sandcrab/keys/component-cache.key"),
-    )
-    .unwrap();
+    let key = std::fs::read(home.home().join(".cache/sandcrab/components.key")).unwrap();
     let hex: String = key[..4].iter().map(|b| format!(" {b:02x}")).collect();
     assert!(!said.contains(&hex), "the shell read the cache key: {said}");
     // Moving the folder that holds the configuration away, to make a new

@@ -126,6 +126,7 @@ fn config(provider: EmbeddingProvider, addr: SocketAddr, model: &str) -> Embeddi
         api_key_env: None,
         batch_size: Some(2),
         timeout_ms: Some(2000),
+        proxy: None,
     }
 }
 
@@ -399,6 +400,7 @@ fn an_embeddings_block_that_would_leak_the_key_or_cannot_work_is_refused() {
         api_key_env: key.map(str::to_string),
         batch_size: None,
         timeout_ms: None,
+        proxy: None,
     };
     let env = |v: &str| (v == "EMBED_KEY").then(|| "sk-embed".to_string());
     let err = Embedder::new(base("http://embed.example.com", Some("EMBED_KEY")), env)

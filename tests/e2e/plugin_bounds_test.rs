@@ -184,7 +184,6 @@ async fn waiting_for_a_busy_plugin_is_bounded() {
 fn loader_host(scene: &Scene, mode: &str) -> PluginHost {
     let mut config = PluginHostConfig::new(scene.workspace());
     config.cache_dir = Some(cache_dir());
-    config.cache_key_dir = Some(crate::support::cache_key_dir());
     config.host_env = Some(BTreeMap::from([(
         "LOADER_MODE".to_string(),
         mode.to_string(),

@@ -182,7 +182,6 @@ async fn try_load(
     let mut config = sandcrab::plugin::PluginHostConfig::new(scene.workspace());
     config.policy = policy;
     config.cache_dir = Some(cache_dir());
-    config.cache_key_dir = Some(crate::support::cache_key_dir());
     config.host_env = Some(
         [
             ("TRACKER_TOKEN".to_string(), SECRET.to_string()),

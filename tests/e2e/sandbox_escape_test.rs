@@ -215,7 +215,6 @@ async fn secrets_never_reach_a_plugin_or_its_programs_unless_granted_by_name() {
         let mut config = sandcrab::plugin::PluginHostConfig::new(scene.workspace());
         config.policy = grant("hostile-tool", grant_);
         config.cache_dir = Some(crate::support::cache_dir());
-        config.cache_key_dir = Some(crate::support::cache_key_dir());
         config.host_env = Some(env_with_secret());
         async move {
             let mut host = sandcrab::plugin::PluginHost::new(config).unwrap();

@@ -25,11 +25,6 @@ pub fn cache_dir() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("component-cache")
 }
 
-/// Where the key of [`cache_dir`] is kept.
-pub fn cache_key_dir() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("component-cache-keys")
-}
-
 /// Copy a built plugin into `parent/<dir_name>` as a user would install
 /// it: its `plugin.toml` (passed through `edit`) beside its `.wasm`.
 pub fn install_plugin(
@@ -98,7 +93,6 @@ impl Scene {
         let mut config = PluginHostConfig::new(self.workspace());
         config.policy = policy;
         config.cache_dir = Some(cache_dir());
-        config.cache_key_dir = Some(cache_key_dir());
         config.max_shards = max_shards;
         config.embedded_code = !COMPILED_CODE.get();
         PluginHost::new(config).unwrap()

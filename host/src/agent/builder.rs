@@ -109,6 +109,7 @@ impl AgentKit {
         if let Some(n) = llm.max_retries {
             provider_config.retry.max_retries = n;
         }
+        provider_config.proxy = llm.proxy.clone();
         provider_config
             .check_key_transport()
             .map_err(BuildError::Config)?;

@@ -15,17 +15,18 @@ use crate::plugin::discovery::PluginSource;
 /// the user's credential stores.
 pub fn install_defaults() {
     let registry = Registry::defaults();
-    for entry in registry.entries() {
-        if matches!(
-            entry.item,
-            Item::BridgeTokens | Item::DataDir | Item::HostKeys
-        ) {
-            use std::os::unix::fs::DirBuilderExt;
-            let _ = std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(&entry.path);
-        }
+    let folders = registry
+        .entries()
+        .iter()
+        .filter(|e| matches!(e.item, Item::BridgeTokens | Item::DataDir))
+        .map(|e| e.path.clone())
+        .chain(crate::user_files::keys_dir());
+    for folder in folders {
+        use std::os::unix::fs::DirBuilderExt;
+        let _ = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(folder);
     }
     crate::kept::install(registry);
 }
@@ -86,6 +87,11 @@ pub fn registry_for(config: &Config, loaded: &LoadedConfig, plugins: &PluginOrig
     }
     if let Some(cache) = &config.cache_dir {
         registry.keep(Item::ComponentCache, cache, &named("cache_dir"));
+        registry.keep(
+            Item::HostKeys,
+            &crate::user_files::cache_key_file(cache),
+            &named("cache_dir"),
+        );
     }
     for path in &config.policy.kept_paths {
         registry.keep(

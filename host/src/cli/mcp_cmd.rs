@@ -181,6 +181,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
 
 async fn serve_stdio(server: ToolServer) -> anyhow::Result<ExitCode> {
     let running = server
+        .for_new_client()
         .serve(rmcp::transport::stdio())
         .await
         .context("MCP client did not initialize")?;
@@ -199,7 +200,7 @@ async fn serve_http(server: ToolServer, port: u16, args: &ServeArgs) -> anyhow::
     let mut config = StreamableHttpServerConfig::default();
     config.cancellation_token = shutdown.child_token();
     let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
+        move || Ok(server.for_new_client()),
         Arc::new(LocalSessionManager::default()),
         config,
     );

@@ -222,6 +222,10 @@ pub struct LlmSettings {
     pub read_timeout_ms: Option<u64>,
     /// Retries of a failed request or stream connection (default 2).
     pub max_retries: Option<u32>,
+    /// The proxy provider requests go through (default: none; the
+    /// environment's `HTTP_PROXY` and kin are not read, so a key is never
+    /// sent to a proxy the operator did not name for sandcrab).
+    pub proxy: Option<String>,
 }
 
 /// `[providers.ID]`: settings for one provider.

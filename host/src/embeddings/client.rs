@@ -84,10 +84,9 @@ impl Embedder {
                 )));
             }
         }
-        let http = reqwest::Client::builder()
+        let http = crate::llm::keyed_http(config.proxy.as_deref())
+            .map_err(EmbedError::Config)?
             .timeout(Duration::from_millis(config.timeout_ms.unwrap_or(10_000)))
-            // A redirect would carry the key (Gemini's header) elsewhere.
-            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| EmbedError::Unreachable {
                 url: config.base_url.clone(),

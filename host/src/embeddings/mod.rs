@@ -42,4 +42,8 @@ pub struct EmbeddingsConfig {
     /// One request's time limit in ms (default 10000).
     #[serde(default)]
     pub timeout_ms: Option<u64>,
+    /// The proxy its requests go through (default: none; the
+    /// environment's proxy variables are not read).
+    #[serde(default)]
+    pub proxy: Option<String>,
 }

@@ -57,7 +57,7 @@ pub enum Item {
     /// `[store] password_file`: the PostgreSQL password of every host.
     StorePassword,
     /// The host's keys: the one that binds cached native code to this
-    /// user, the one that keys the session chains.
+    /// user (beside the cache folder), the host's keys folder.
     HostKeys,
     /// Where the files a conversation changed are kept for `/undo`.
     Checkpoints,
@@ -180,7 +180,13 @@ impl Registry {
             registry.keep(Item::HostKeys, &dir, default);
         }
         if let Some(dir) = places::cache_dir() {
-            registry.keep(Item::ComponentCache, &dir, default);
+            let components = dir.join("components");
+            registry.keep(Item::ComponentCache, &components, default);
+            registry.keep(
+                Item::HostKeys,
+                &places::cache_key_file(&components),
+                default,
+            );
         }
         if let Some(home) = places::home() {
             for store in CREDENTIAL_STORES {

@@ -104,6 +104,29 @@ pub struct ProviderConfig {
     pub first_byte_timeout: Duration,
     /// Longest silence between two chunks of a streamed answer.
     pub read_timeout: Duration,
+    /// The proxy requests go through: only one the operator configured
+    /// for sandcrab (`[llm] proxy`), never `HTTP_PROXY` and its kin from
+    /// the environment (a key meant for a loopback server would reach
+    /// whatever they name, over plain http).
+    pub proxy: Option<String>,
+}
+
+/// An HTTP client for requests that carry an operator's key: through
+/// `proxy` when the operator named one for sandcrab, else straight to the
+/// server (the environment's proxy variables are not read), never
+/// following a redirect (it would carry the key wherever it points).
+pub fn keyed_http(proxy: Option<&str>) -> Result<reqwest::ClientBuilder, String> {
+    let builder = reqwest::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none());
+    match proxy {
+        None => Ok(builder),
+        Some(url) => {
+            let proxy = reqwest::Proxy::all(url)
+                .map_err(|e| format!("[llm] proxy '{url}' is not a proxy URL: {e}"))?;
+            Ok(builder.proxy(proxy))
+        }
+    }
 }
 
 impl std::fmt::Debug for ProviderConfig {
@@ -131,6 +154,7 @@ impl ProviderConfig {
             connect_timeout: Duration::from_secs(10),
             first_byte_timeout: Duration::from_secs(300),
             read_timeout: Duration::from_secs(30),
+            proxy: None,
         }
     }
 

@@ -29,7 +29,10 @@ pub struct LocalServer {
 /// Ask the server at `config`'s base URL about itself and `model` (or the
 /// one model it serves).
 pub async fn describe(config: &ProviderConfig, model: Option<&str>) -> LocalServer {
-    let Ok(http) = reqwest::Client::builder()
+    let Ok(builder) = super::config::keyed_http(config.proxy.as_deref()) else {
+        return LocalServer::default();
+    };
+    let Ok(http) = builder
         .connect_timeout(ASK_TIMEOUT)
         .timeout(ASK_TIMEOUT)
         .build()

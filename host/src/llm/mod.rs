@@ -15,7 +15,7 @@ mod transport;
 mod types;
 
 pub use client::{EventStream, HttpClient, LlmClient, StubClient, client_for};
-pub use config::{ProviderConfig, ProviderKind, is_loopback};
+pub use config::{ProviderConfig, ProviderKind, is_loopback, keyed_http};
 pub use error::{ErrorKind, LlmError};
 pub use retry::RetryPolicy;
 pub use types::{

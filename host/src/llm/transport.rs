@@ -34,10 +34,9 @@ impl Transport {
         config
             .check_key_transport()
             .map_err(|m| LlmError::new(ErrorKind::Configuration, config.kind.id(), m))?;
-        let http = reqwest::Client::builder()
-            // A redirect would carry the key (Gemini's `x-goog-api-key`)
-            // to wherever it points.
-            .redirect(reqwest::redirect::Policy::none())
+        let builder = super::config::keyed_http(config.proxy.as_deref())
+            .map_err(|m| LlmError::new(ErrorKind::Configuration, config.kind.id(), m))?;
+        let http = builder
             .connect_timeout(config.connect_timeout)
             .read_timeout(config.first_byte_timeout.max(config.read_timeout))
             .build()

@@ -36,6 +36,10 @@ pub struct ToolServer {
     /// a client that cannot answer gets a refusal naming what would allow
     /// it.
     approvals: Arc<(crate::approvals::Approvals, std::path::PathBuf)>,
+    /// The session its calls belong to: one per MCP client (per MCP
+    /// session over HTTP, per connection over stdio), so a reused plugin
+    /// instance is never handed from one client to another.
+    session: Arc<str>,
 }
 
 impl ToolServer {
@@ -46,7 +50,22 @@ impl ToolServer {
             catalog,
             truncation: Arc::new(truncation),
             approvals: Arc::default(),
+            session: new_session(),
         }
+    }
+
+    /// This server for a new client: the same tools and rules, a session
+    /// of its own.
+    pub fn for_new_client(&self) -> Self {
+        ToolServer {
+            session: new_session(),
+            ..self.clone()
+        }
+    }
+
+    /// The session its calls belong to.
+    pub fn session(&self) -> &str {
+        &self.session
     }
 
     /// Decide every call by `approvals` (paths relative to `workspace`).
@@ -120,7 +139,7 @@ impl ToolServer {
         let progress = context.meta.get_progress_token();
         let (live_tx, live_rx) = mpsc::channel(LIVE_CHUNKS);
         let ctx = ToolContext {
-            session_id: "mcp".into(),
+            session_id: self.session.to_string(),
             call_id: call.id.clone(),
             live_output: progress.is_some().then_some(live_tx),
             working_dir: None,
@@ -284,4 +303,8 @@ fn request_id(context: &RequestContext<RoleServer>) -> String {
         Ok(other) => other.to_string(),
         Err(_) => "call".into(),
     }
+}
+
+fn new_session() -> Arc<str> {
+    format!("mcp-{}", uuid::Uuid::new_v4()).into()
 }

@@ -8,10 +8,10 @@
 //!   `0700`, and is refused when it is a link, not owned by the user or
 //!   writable by others; no tool and no program writes it (it is an
 //!   integrity root of [`crate::kept`]);
-//! - a per-user secret key (`DATA/sandcrab/keys/component-cache.key`,
-//!   `0600`, created on first use) keys a BLAKE3 MAC over each entry. The
-//!   key lives outside the cache, where no tool and no program reads it
-//!   (a secret of [`crate::kept`]);
+//! - a per-user secret key (`components.key` beside the `components`
+//!   folder, `0600`, created on first use) keys a BLAKE3 MAC over each
+//!   entry. The key lives outside the cache folder, where no tool and no
+//!   program reads it (a secret of [`crate::kept`]);
 //! - the MAC binds the entry to the component it was compiled from (the
 //!   component's BLAKE3 hash, the entry's name and the engine's settings
 //!   are inside it): an entry copied over another component's, edited,
@@ -63,8 +63,6 @@ impl CacheOutcome {
     }
 }
 
-/// The key's file in the keys folder.
-pub const KEY_FILE: &str = "component-cache.key";
 /// Length of an entry's MAC, stored before the compiled bytes.
 const MAC_LEN: usize = 32;
 /// Largest entry read.
@@ -83,31 +81,18 @@ pub struct ComponentCache {
 
 impl ComponentCache {
     /// A cache in `dir` for components of `engine`, its entries keyed by
-    /// the key kept in `key_dir`. When the directory or the key cannot be
-    /// made safe to load native code from, caching is off and the reason
-    /// is returned for the operator.
-    pub fn with_key_dir(
-        dir: Option<PathBuf>,
-        key_dir: Option<PathBuf>,
-        engine: &Engine,
-    ) -> (Self, Option<String>) {
+    /// the key beside it ([`crate::user_files::cache_key_file`]). When
+    /// the directory or the key cannot be made safe to load native code
+    /// from, caching is off and the reason is returned for the operator.
+    pub fn new(dir: Option<PathBuf>, engine: &Engine) -> (Self, Option<String>) {
         let mut hasher = Blake3Hasher(blake3::Hasher::new());
         engine.precompile_compatibility_hash().hash(&mut hasher);
         env!("CARGO_PKG_VERSION").hash(&mut hasher);
         let engine_key = hasher.0.finalize().to_hex()[..16].to_string();
-        let (dir, key, warning) = match (dir, key_dir) {
-            (None, _) => (None, None, None),
-            (Some(dir), None) => (
-                None,
-                None,
-                Some(format!(
-                    "component cache {} is not used (there is no data folder for its key: set HOME or XDG_DATA_HOME); plugins are compiled at every start",
-                    dir.display()
-                )),
-            ),
-            (Some(dir), Some(key_dir)) => match open_dir(&dir)
-                .and_then(|()| open_dir(&key_dir))
-                .and_then(|()| user_key(&key_dir))
+        let (dir, key, warning) = match dir {
+            None => (None, None, None),
+            Some(dir) => match open_dir(&dir)
+                .and_then(|()| user_key(&crate::user_files::cache_key_file(&dir)))
             {
                 Ok(key) => (Some(dir), Some(key), None),
                 Err(why) => (
@@ -334,27 +319,26 @@ fn owned_and_private(meta: &std::fs::Metadata, what: &str, forbidden: u32) -> Re
     Ok(())
 }
 
-/// The cache's secret key in `dir`, created on first use
-/// (`component-cache.key`, 0600).
+/// The cache's secret key at `path`, created on first use (0600).
 ///
 /// Several sandcrab processes may start on a fresh cache at once, so the key
 /// is published atomically: written whole to a private temporary file, then
 /// hard-linked to `key`, which fails when another process published first;
 /// every process then reads the one key that won.
-fn user_key(dir: &Path) -> Result<[u8; 32], String> {
-    let path = dir.join(KEY_FILE);
-    if let Some(key) = read_key(&path)? {
+fn user_key(path: &Path) -> Result<[u8; 32], String> {
+    let dir = path.parent().ok_or("its key has no folder")?;
+    if let Some(key) = read_key(path)? {
         return Ok(key);
     }
     let staged = stage_new_key(dir)?;
-    let published = std::fs::hard_link(&staged, &path);
+    let published = std::fs::hard_link(&staged, path);
     let _ = std::fs::remove_file(&staged);
     match published {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(format!("its key: {e}")),
     }
-    read_key(&path)?.ok_or_else(|| "its key vanished while it was created".to_string())
+    read_key(path)?.ok_or_else(|| "its key vanished while it was created".to_string())
 }
 
 /// The key at `path`, or `None` when there is none yet.
@@ -425,11 +409,11 @@ mod tests {
             let barrier = Arc::new(Barrier::new(racers));
             let handles: Vec<_> = (0..racers)
                 .map(|_| {
-                    let dir = dir.path().to_path_buf();
+                    let key = dir.path().join("components.key");
                     let barrier = Arc::clone(&barrier);
                     std::thread::spawn(move || {
                         barrier.wait();
-                        user_key(&dir)
+                        user_key(&key)
                     })
                 })
                 .collect();

@@ -32,9 +32,6 @@ pub struct PluginHostConfig {
     pub policy: Policy,
     /// Compiled-component cache directory (None: no disk cache).
     pub cache_dir: Option<PathBuf>,
-    /// Where the cache's key is kept: a folder no tool and no program
-    /// reaches (default: the user's keys folder, `DATA/sandcrab/keys`).
-    pub cache_key_dir: Option<PathBuf>,
     pub engine: EngineOptions,
     /// Cap on each program's captured stdout / stderr.
     pub output_cap: usize,
@@ -82,7 +79,6 @@ impl PluginHostConfig {
             workspace: workspace.into(),
             policy: Policy::default(),
             cache_dir: ComponentCache::default_dir(),
-            cache_key_dir: crate::user_files::keys_dir(),
             engine: EngineOptions::default(),
             output_cap: crate::process::DEFAULT_OUTPUT_CAP,
             host_env: None,
@@ -190,11 +186,7 @@ impl PluginHost {
             .path()
             .canonicalize()
             .unwrap_or(temp_dir.path().to_path_buf());
-        let (cache, cache_warning) = ComponentCache::with_key_dir(
-            config.cache_dir.clone(),
-            config.cache_key_dir.clone(),
-            engine.engine(),
-        );
+        let (cache, cache_warning) = ComponentCache::new(config.cache_dir.clone(), engine.engine());
         let host_env = config
             .host_env
             .unwrap_or_else(|| std::env::vars().collect());

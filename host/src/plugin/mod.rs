@@ -29,7 +29,7 @@ pub mod watch;
 pub mod wit;
 
 pub use crate::process::find_on_path;
-pub use cache::{CacheOutcome, ComponentCache, KEY_FILE as CACHE_KEY_FILE};
+pub use cache::{CacheOutcome, ComponentCache};
 pub use discovery::PluginSource;
 pub use engine::{EPOCH_TICK, EngineOptions, PluginEngine};
 pub use error::{CallError, EngineError, LoadError};

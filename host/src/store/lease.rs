@@ -121,7 +121,7 @@ pub fn machine_name() -> String {
 /// `boot-id/pid-namespace/pid/start-time` of `pid` (None: not readable).
 fn process_key(pid: u32) -> Option<String> {
     let (boot, ns) = machine_key()?;
-    Some(format!("{boot}/{ns}/{pid}/{}", start_time(pid)?))
+    Some(format!("{boot}/{ns}/{pid}/{}", state_and_start(pid)?.1))
 }
 
 /// This kernel's boot id and this process's pid namespace (None when
@@ -136,14 +136,17 @@ fn machine_key() -> Option<(String, String)> {
     Some((boot.trim().to_string(), ns.display().to_string()))
 }
 
-/// The start time of `pid` in clock ticks since boot (field 22 of its
-/// `stat`), which tells a reused pid from the holder.
-fn start_time(pid: u32) -> Option<u64> {
+/// The state of `pid` (field 3 of its `stat`: `R`, `S`, `Z` for a zombie
+/// …) and its start time in clock ticks since boot (field 22), which
+/// tells a reused pid from the holder.
+fn state_and_start(pid: u32) -> Option<(char, u64)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name may hold spaces and parentheses: count from the
     // last `)`.
-    let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(19)?.parse().ok()
+    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let start = fields.nth(18)?.parse().ok()?;
+    Some((state, start))
 }
 
 /// Whether the holder described by `process` is known to be dead: it ran
@@ -165,9 +168,12 @@ pub fn holder_is_dead(process: &str) -> bool {
     let (Ok(pid), Ok(start)) = (pid.parse::<u32>(), start.parse::<u64>()) else {
         return false;
     };
-    match start_time(pid) {
+    match state_and_start(pid) {
         // Another process has the pid now.
-        Some(now) => now != start,
+        Some((_, now)) if now != start => true,
+        // The holder, dead and not yet reaped (`Z`) or being torn down
+        // (`X`): it renews nothing any more.
+        Some((state, _)) => matches!(state, 'Z' | 'X'),
         // Unreadable is not dead (a `/proc` that hides other users'
         // processes, no descriptor left): only a pid no process has is.
         None => {
@@ -354,5 +360,26 @@ mod tests {
         // Another machine's holder is never known dead.
         assert!(!holder_is_dead("other-boot/pid:[1]/1/1"));
         assert!(!holder_is_dead(""));
+    }
+
+    #[test]
+    fn a_holder_that_died_and_was_not_reaped_is_dead() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("0.2")
+            .spawn()
+            .unwrap();
+        let key = process_key(child.id()).expect("a running child has a key");
+        assert!(!holder_is_dead(&key), "alive");
+        // Not waited for: it stays a zombie until reaped.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while state_and_start(child.id()).is_some_and(|(s, _)| s != 'Z') {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "never became a zombie"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(holder_is_dead(&key), "a zombie renews nothing");
+        child.wait().unwrap();
     }
 }

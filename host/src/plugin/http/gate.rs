@@ -432,7 +432,13 @@ async fn send(
             )));
         }
     }
-    // What the guest reads never holds a secret, even one a server echoes.
+    // What the guest reads never holds a secret, even one a server echoes:
+    // a credentialed answer keeps only headers whose names are known data,
+    // every value and the body are searched, and then all of it together
+    // (a secret split over two headers, or a header and the body).
+    if credential.is_some() {
+        head.headers = credentialed_headers(std::mem::take(&mut head.headers));
+    }
     egress.redact(&mut body);
     for value in head.headers.values_mut() {
         let mut bytes = value.as_bytes().to_vec();
@@ -440,6 +446,17 @@ async fn send(
             *value = http::HeaderValue::from_bytes(&bytes)
                 .unwrap_or_else(|_| http::HeaderValue::from_static("[withheld]"));
         }
+    }
+    let mut together: Vec<u8> = Vec::new();
+    for (name, value) in &head.headers {
+        together.extend_from_slice(name.as_str().as_bytes());
+        together.extend_from_slice(value.as_bytes());
+    }
+    together.extend_from_slice(&body);
+    if egress.redact(&mut together) {
+        return Err(Refusal::Policy(format!(
+            "{origin} answered with the credential split over its headers and body; the answer is withheld"
+        )));
     }
     // The body is whole now: its length is known, its framing the host's.
     head.headers.remove(http::header::TRANSFER_ENCODING);
@@ -462,6 +479,49 @@ async fn send(
         .map_err(|never| match never {})
         .boxed_unsync();
     Ok(http::Response::from_parts(head, body))
+}
+
+/// Response headers a credentialed answer keeps: names of data a client
+/// needs (type, length, caching, paging, rate limits), none a server could
+/// use to hand the credential back under a name of its choosing.
+const CREDENTIALED_HEADERS: &[&str] = &[
+    "content-type",
+    "content-length",
+    "content-language",
+    "content-disposition",
+    "content-range",
+    "accept-ranges",
+    "cache-control",
+    "date",
+    "etag",
+    "expires",
+    "last-modified",
+    "vary",
+    "age",
+    "retry-after",
+    "link",
+    "location",
+    "x-total-count",
+];
+
+/// `headers` cut to [`CREDENTIALED_HEADERS`] and the rate-limit family.
+fn credentialed_headers(headers: http::HeaderMap) -> http::HeaderMap {
+    let mut kept = http::HeaderMap::new();
+    let mut name = None;
+    for (next, value) in headers {
+        if let Some(next) = next {
+            name = Some(next);
+        }
+        let Some(name) = &name else { continue };
+        let n = name.as_str();
+        if CREDENTIALED_HEADERS.contains(&n)
+            || n.starts_with("x-ratelimit-")
+            || n.starts_with("ratelimit")
+        {
+            kept.append(name.clone(), value);
+        }
+    }
+    kept
 }
 
 /// One request through the gate outside any plugin call (`sandbox
