@@ -194,8 +194,13 @@ fn a_resumed_session_can_undo_what_it_changed_before_and_planted_manifests_are_i
         std::fs::read_to_string(ws.join("a.txt")).unwrap(),
         "before\n"
     );
+    // Only a session id is ever a folder name to remove.
     remove_session(&dir.path().join("cp"), "s1").unwrap();
-    assert!(!dir.path().join("cp/s1").exists());
+    assert!(dir.path().join("cp/s1").exists(), "not a session id");
+    let id = "6f1c2a7e-3b4d-4e5f-8a9b-0c1d2e3f4a5b";
+    std::fs::rename(dir.path().join("cp/s1"), dir.path().join("cp").join(id)).unwrap();
+    remove_session(&dir.path().join("cp"), id).unwrap();
+    assert!(!dir.path().join("cp").join(id).exists());
 }
 
 /// A file the last input changed was changed again after it (by the
