@@ -70,6 +70,7 @@ fn noop_call(c: &mut Criterion) {
             detach: None,
             programs: None,
             background: false,
+            network: false,
         };
         group.bench_function(name, |b| {
             b.to_async(&rt).iter(|| async {

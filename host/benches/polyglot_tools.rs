@@ -122,6 +122,7 @@ fn call(c: &mut Criterion) {
             detach: None,
             programs: None,
             background: false,
+            network: false,
         };
         let out = rt
             .block_on(plugin.call_tool(tool, args, &ctx, None))

@@ -749,6 +749,7 @@ async fn plugins_built_against_abi_0_1_0_still_load_and_work() {
         detach: None,
         programs: None,
         background: false,
+        network: false,
     };
     let out = plugin.call_tool("where", "{}", &ctx, None).await.unwrap();
     assert!(

@@ -79,6 +79,7 @@ fn ctx(thread: &str, call: &str) -> ToolContext {
         detach: None,
         programs: None,
         background: false,
+        network: false,
     }
 }
 

@@ -33,7 +33,10 @@ fn shell(scene: &Scene, extra: &[&str], command: &str) -> Output {
         .args(extra)
         .arg("--workspace")
         .arg(scene.workspace())
-        .args(["--args", &json!({"command": command}).to_string()])
+        .args([
+            "--args",
+            &json!({"command": command, "network": true}).to_string(),
+        ])
         .output()
         .unwrap()
 }
@@ -56,7 +59,8 @@ fn locked_means_no_network_however_it_is_spelled() {
     scene.write_user_config("[policy]\nsandbox = \"locked\"\n");
     let key = shell(&scene, &[], &connect_command(port));
     assert!(!text(&key.stdout).contains("CONNECTED"));
-    // The default mode keeps the first-party shell's network (control).
+    // The default mode gives the first-party shell the network for a call
+    // that asks for it, here the operator's own (control).
     scene.write_user_config("");
     let open = shell(&scene, &[], &connect_command(port));
     assert!(

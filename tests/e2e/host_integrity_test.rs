@@ -694,3 +694,137 @@ fn a_planted_git_file_never_runs_the_models_program_at_the_users_next_git() {
     users_git_status(&ws);
     assert!(inside.exists(), "control: git runs a configured monitor");
 }
+
+/// The model's one shell call in `run` (approvals as in `extra`): what
+/// the tool answered it.
+async fn models_shell(scene: &Scene, home: &Path, args: Value, extra: &[&str]) -> String {
+    use crate::llm_transcripts::{Answer, stream, tool};
+    use sandcrab::llm::ProviderKind;
+    let kind = ProviderKind::Anthropic;
+    let server = crate::mock_llm::MockLlm::strict(kind).await;
+    server.push(stream(
+        kind,
+        &Answer::Tools(vec![tool("p1", "shell", args)]),
+    ));
+    server.push(stream(kind, &Answer::Text(vec!["done"])));
+    let out = crate::cli_support::sandcrab(scene, kind, &server, "run")
+        .env("HOME", home)
+        .args(extra)
+        .arg("probe")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let requests = server.requests();
+    crate::cli_support::tool_result(kind, &requests[1], "p1", "shell")
+}
+
+/// Item 6 of the issue: nine probes through the model's own shell, in the
+/// default mode (workspace-write, `run`'s approvals), the way they are
+/// run against every agent host. All nine are shut; the control at the
+/// end shows the script ran. Then the network, which a rule can give to a
+/// command: refused without it (saying how to allow it), open with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_nine_probes_are_shut_in_the_default_mode() {
+    if !crate::support::confinable() {
+        return;
+    }
+    let scene = Scene::new();
+    let ws = scene.workspace();
+    let home = scene.root.path().join("home");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_rsa"), "SSH-CANARY\n").unwrap();
+    scene.write_user_config("# the operator's\n");
+    std::fs::write(ws.join("sandcrab.toml"), "# the project's\n").unwrap();
+    let git = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&ws)
+        .status()
+        .unwrap();
+    assert!(git.success());
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let marker = format!("{}", 3000 + rand_digits() % 1000);
+    let linger = format!("3{marker}.5");
+    let tmp_probe = format!("/tmp/sandcrab-probe-{marker}");
+    let script = format!(
+        r#"grep -q SSH-CANARY {home}/.ssh/id_rsa 2>/dev/null && echo OPEN-1-ssh
+echo x > {home}/probe 2>/dev/null && echo OPEN-2-home
+echo x > {tmp_probe} 2>/dev/null && echo OPEN-3-tmp
+python3 -c "import socket; socket.create_connection(('127.0.0.1', {port}), 2); print('OPEN-4-network')" 2>/dev/null
+env | grep -q sk-test-secret && echo OPEN-5-key
+grep -q sk-test-secret /proc/$PPID/environ 2>/dev/null && echo OPEN-5-key-proc
+sleep {linger} &
+echo x >> {config} 2>/dev/null && echo OPEN-7-own-config
+echo x >> sandcrab.toml 2>/dev/null && echo OPEN-8-project-config
+echo '#!/bin/sh' > .git/hooks/pre-commit 2>/dev/null && echo OPEN-9-hook
+echo CONTROL > control.txt && echo RAN"#,
+        home = home.display(),
+        config = scene.user_config().display(),
+    );
+    let said = models_shell(&scene, &home, json!({ "command": script }), &[]).await;
+    assert!(said.contains("RAN"), "the probes ran: {said}");
+    assert!(!said.contains("OPEN"), "a probe got through: {said}");
+    assert!(
+        std::fs::read_to_string(ws.join("control.txt"))
+            .unwrap()
+            .contains("CONTROL")
+    );
+    assert!(!home.join("probe").exists() && !Path::new(&tmp_probe).exists());
+    assert_eq!(
+        std::fs::read_to_string(scene.user_config()).unwrap(),
+        "# the operator's\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("sandcrab.toml")).unwrap(),
+        "# the project's\n"
+    );
+    assert!(!ws.join(".git/hooks/pre-commit").exists());
+    assert!(
+        crate::support::gone_soon(&format!("sleep {linger}")),
+        "probe 6: a process outlived its call"
+    );
+
+    // The network asked for, no rule gives it: refused, saying how.
+    // Prints CONNECTED only when it connects (the word is not in the
+    // command, which a refusal quotes).
+    let connect = format!(
+        "python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2); print('CONN' + 'ECTED')\""
+    );
+    let said = models_shell(
+        &scene,
+        &home,
+        json!({ "command": connect, "network": true }),
+        &[],
+    )
+    .await;
+    assert!(!said.contains("CONNECTED"), "{said}");
+    assert!(said.contains("network"), "{said}");
+    assert!(
+        said.contains("--approve 'net:command:python3"),
+        "the refusal says how: {said}"
+    );
+    // Not asked for: the program runs without it, and hears how to ask.
+    let said = models_shell(&scene, &home, json!({ "command": connect }), &[]).await;
+    assert!(!said.contains("CONNECTED"), "{said}");
+    assert!(said.contains("network: true"), "{said}");
+    // A rule of the operator's gives it to that command (control).
+    let said = models_shell(
+        &scene,
+        &home,
+        json!({ "command": connect, "network": true }),
+        &["--approve", "net:shell:python3"],
+    )
+    .await;
+    assert!(
+        said.contains("CONNECTED"),
+        "the rule gave the network: {said}"
+    );
+}
+
+/// A few digits that differ from run to run.
+fn rand_digits() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos()
+}

@@ -41,6 +41,7 @@ async fn leave(
         detach: None,
         programs: None,
         background: false,
+        network: false,
     };
     plugin
         .call_tool(tool, &json!({ "marker": marker }).to_string(), &ctx, None)
@@ -173,6 +174,7 @@ async fn a_reused_instance_keeps_reading_files_over_thousands_of_calls() {
         detach: None,
         programs: None,
         background: false,
+        network: false,
     };
     let mut most = 0;
     for call in 0..2000 {

@@ -23,6 +23,7 @@ async fn context_seen(plugin: &LoadedPlugin, background: bool) -> Value {
         detach: None,
         programs: None,
         background,
+        network: false,
     };
     let out = plugin
         .call_tool("call_context", "{}", &ctx, None)

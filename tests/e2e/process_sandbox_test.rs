@@ -136,13 +136,34 @@ async fn network_is_cut_when_the_policy_says_so() {
     let scene = Scene::new();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let (_h, open) = coding_tools(&scene, policy(SandboxMode::WorkspaceWrite, None)).await;
+    // The default: the shell's programs have no network unless a call is
+    // given it.
+    let (_h, default) = coding_tools(&scene, policy(SandboxMode::WorkspaceWrite, None)).await;
+    let out = shell(&default, &connect_command(port)).await;
+    assert!(!out.contains("CONNECTED"), "{out}");
+    assert!(out.contains("Network is unreachable"), "{out}");
+    assert!(
+        out.contains("network: true"),
+        "it is told how to ask: {out}"
+    );
+    // Granted by name: every call has it (and the probe works).
+    let mut granted = policy(SandboxMode::WorkspaceWrite, None);
+    granted.plugins.insert(
+        "coding-tools".into(),
+        sandcrab::plugin::policy::PluginGrant {
+            network: true,
+            ..Default::default()
+        },
+    );
+    let (_h, open) = coding_tools(&scene, granted.clone()).await;
     let out = shell(&open, &connect_command(port)).await;
     assert!(
         out.contains("CONNECTED"),
-        "the default allows network (and the probe works): {out}"
+        "the grant gives the network: {out}"
     );
-    let (_h, closed) = coding_tools(&scene, policy(SandboxMode::WorkspaceWrite, Some(false))).await;
+    // `[policy] network = false` takes even a grant away.
+    granted.network = Some(false);
+    let (_h, closed) = coding_tools(&scene, granted).await;
     let out = shell(&closed, &connect_command(port)).await;
     assert!(!out.contains("CONNECTED"), "{out}");
     assert!(out.contains("Network is unreachable"), "{out}");

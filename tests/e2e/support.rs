@@ -157,6 +157,7 @@ pub async fn call(plugin: &LoadedPlugin, tool: &str, args: Value) -> Result<Stri
         detach: None,
         programs: None,
         background: false,
+        network: false,
     };
     plugin
         .call_tool(tool, &args.to_string(), &ctx, None)
@@ -219,6 +220,7 @@ pub async fn run_tool(
         detach: None,
         programs: None,
         background: false,
+        network: false,
     };
     sandcrab::tools::dispatch(registry, &call, &ctx).await
 }

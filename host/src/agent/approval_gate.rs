@@ -18,8 +18,9 @@ use crate::tools::{Receipt, ToolOutcome, ToolRegistry, ToolStatus};
 
 /// What the gate lets through.
 pub(super) enum Gate {
-    /// Run it; the line for its receipt.
-    Run(String),
+    /// Run it; the line for its receipt, and whether the call was given
+    /// the network it asked for.
+    Run { line: String, network: bool },
     /// Do not run it: the outcome the model gets.
     Refuse(Box<ToolOutcome>),
 }
@@ -29,13 +30,18 @@ pub(super) enum Gate {
 /// session's queue (nobody to ask: refused).
 pub(super) async fn decide(session: &Session, call: &ToolCall, registry: &ToolRegistry) -> Gate {
     let approvals = &session.config.approvals;
-    let writes = registry.get(&call.name).map(|t| &t.spec.traits.writes);
+    let traits = registry.get(&call.name).map(|t| &t.spec.traits);
+    let writes = traits.map(|t| &t.writes);
     let subject = call_subject(
         &call.name,
         &call.arguments,
-        writes,
+        traits,
         &session.workspace,
         &session.working_dir,
+    );
+    let network = matches!(
+        subject,
+        crate::approvals::Subject::Call { network: true, .. }
     );
     // This conversation's answers count beside the rules (none if their
     // lock was poisoned).
@@ -62,7 +68,7 @@ pub(super) async fn decide(session: &Session, call: &ToolCall, registry: &ToolRe
         Gate::Refuse(Box::new(outcome))
     };
     match (verdict.decision, &session.config.asker) {
-        (Decision::Allow, _) => Gate::Run(line),
+        (Decision::Allow, _) => Gate::Run { line, network },
         (Decision::Ask, Some(queue)) => {
             let offer = suggestion(&subject);
             let remember_in = session.config.remember_in.as_ref();
@@ -116,7 +122,10 @@ pub(super) async fn decide(session: &Session, call: &ToolCall, registry: &ToolRe
                 );
             }
             let scope = remember(session, &answer, offer.as_deref(), &asked_id);
-            Gate::Run(format!("{line}; allowed by {who} ({scope})"))
+            Gate::Run {
+                line: format!("{line}; allowed by {who} ({scope})"),
+                network,
+            }
         }
         (Decision::Ask, None) | (Decision::Deny, _) => {
             let text = refusal(&subject, &verdict);

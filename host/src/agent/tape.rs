@@ -169,9 +169,9 @@ impl Session {
         let gate = super::approval_gate::decide(self, call, &registry).await;
         let outcome = match gate {
             Gate::Refuse(outcome) => *outcome,
-            Gate::Run(line) => {
+            Gate::Run { line, network } => {
                 self.before_writes(call).await;
-                let mut outcome = self.dispatched(registry, call).await;
+                let mut outcome = self.dispatched(registry, call, network).await;
                 if let Some(receipt) = &mut outcome.receipt {
                     receipt.approvals.push(line);
                 }

@@ -99,6 +99,7 @@ impl Session {
         self: &Arc<Self>,
         registry: ToolRegistry,
         call: &ToolCall,
+        network: bool,
     ) -> ToolOutcome {
         let (tx, mut rx) = mpsc::channel::<OutputChunk>(crate::process::LIVE_CHUNKS);
         let ctx = ToolContext {
@@ -109,6 +110,7 @@ impl Session {
             detach: None,
             programs: None,
             background: false,
+            network,
         };
         let request = ToolCallRequest {
             id: call.id.clone(),

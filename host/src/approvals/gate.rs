@@ -28,11 +28,16 @@ impl Approvals {
 
 /// Allow rules from `--approve` flags: `tool:NAME`, `shell:WORDS…` (an
 /// argument list starting so), `command:WORDS…` (exactly this argument
-/// list) or `path:GLOB`.
+/// list) or `path:GLOB`; `net:` before a tool, shell or command flag gives
+/// the calls it allows the network too (`net:shell:npm install`).
 pub fn rules_from_flags(flags: &[String]) -> Result<Rules, RuleError> {
     let mut text = String::new();
     for flag in flags {
-        let (kind, value) = flag.split_once(':').ok_or_else(|| RuleError {
+        let (network, rest) = match flag.strip_prefix("net:") {
+            Some(rest) => (true, rest),
+            None => (false, flag.as_str()),
+        };
+        let (kind, value) = rest.split_once(':').ok_or_else(|| RuleError {
             at: format!("--approve {flag:?}"),
             message: "write KIND:VALUE, with KIND one of tool, shell, command, path (for example --approve 'shell:git status')".into(),
         })?;
@@ -55,7 +60,8 @@ pub fn rules_from_flags(flags: &[String]) -> Result<Rules, RuleError> {
             }
         };
         text.push_str(&format!(
-            "[[approvals.rules]]\n{kind} = {value_toml}\ndecision = \"allow\"\n"
+            "[[approvals.rules]]\n{kind} = {value_toml}\ndecision = \"allow\"\n{}",
+            if network { "network = true\n" } else { "" }
         ));
     }
     Rules::parse(
@@ -97,8 +103,10 @@ pub fn refusal(subject: &Subject, verdict: &Verdict) -> String {
             rule.at
         ),
         (_, rule) => {
+            let online = matches!(subject, Subject::Call { network: true, .. });
             let why = match rule {
                 Some(rule) => format!("the approval rule at {} says to ask first", rule.at),
+                None if online => "it asks for the network, and no approval rule gives the network to it; without `network: true` it runs with no network".to_string(),
                 None => "no approval rule allows it".to_string(),
             };
             let how = match suggestion(subject) {
@@ -120,6 +128,14 @@ pub fn refusal(subject: &Subject, verdict: &Verdict) -> String {
 /// characters, or a tool by name. None when no rule can (several
 /// commands, opaque syntax) — then only a yes for this call will do.
 pub fn suggestion(subject: &Subject) -> Option<String> {
+    let rule = rule_suggestion(subject)?;
+    Some(match subject {
+        Subject::Call { network: true, .. } => format!("net:{rule}"),
+        _ => rule,
+    })
+}
+
+fn rule_suggestion(subject: &Subject) -> Option<String> {
     match subject {
         Subject::Call { tool, command, .. } if tool == SHELL_TOOL => {
             match command.as_deref().map(CommandLine::parse) {
@@ -148,8 +164,17 @@ pub fn operator_denial(note: Option<&str>) -> String {
     )
 }
 
-/// What a call would do, in a line (the command, the paths it writes).
+/// What a call would do, in a line (the command, the paths it writes,
+/// the network it asks for).
 pub fn describe_call(subject: &Subject) -> String {
+    let what = describe_action(subject);
+    match subject {
+        Subject::Call { network: true, .. } => format!("{what} (with the network)"),
+        _ => what,
+    }
+}
+
+fn describe_action(subject: &Subject) -> String {
     match subject {
         Subject::Call {
             command: Some(command),
@@ -181,7 +206,45 @@ mod tests {
             tool: SHELL_TOOL.into(),
             command: Some(line.into()),
             paths: Vec::new(),
+            network: false,
         }
+    }
+
+    #[test]
+    fn a_call_that_asks_for_the_network_is_said_so_and_a_net_flag_gives_it() {
+        let online = Subject::Call {
+            tool: SHELL_TOOL.into(),
+            command: Some("npm install".into()),
+            paths: Vec::new(),
+            network: true,
+        };
+        assert_eq!(describe_call(&online), "npm install (with the network)");
+        assert_eq!(
+            suggestion(&online).as_deref(),
+            Some("net:command:npm install")
+        );
+        let never = Approvals {
+            rules: Rules::default(),
+            mode: Mode::Never,
+        };
+        let verdict = never.decide(&online);
+        assert_eq!(verdict.decision, Decision::Deny);
+        let told = refusal(&online, &verdict);
+        assert!(
+            told.contains("network") && told.contains("--approve 'net:command:npm install'"),
+            "{told}"
+        );
+        let given = Approvals {
+            rules: rules_from_flags(&["net:command:npm install".into()]).unwrap(),
+            mode: Mode::Never,
+        };
+        assert_eq!(given.decide(&online).decision, Decision::Allow);
+        // Without `net:`, the command is allowed and its network is not.
+        let plain = Approvals {
+            rules: rules_from_flags(&["command:npm install".into()]).unwrap(),
+            mode: Mode::Never,
+        };
+        assert_eq!(plain.decide(&online).decision, Decision::Deny);
     }
 
     #[test]

@@ -60,6 +60,9 @@ pub struct Rule {
     pub origin: Origin,
     /// The file it is in.
     pub file: PathBuf,
+    /// The calls it allows may use the network (an allow rule of the
+    /// operator's: `network = true`).
+    pub network: bool,
 }
 
 impl Rule {
@@ -91,11 +94,12 @@ impl Rule {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Subject {
     /// A tool call: its tool, its command line (the shell tool), the
-    /// workspace-relative paths it writes.
+    /// workspace-relative paths it writes, whether it asks for the network.
     Call {
         tool: String,
         command: Option<String>,
         paths: Vec<String>,
+        network: bool,
     },
     /// A grant a plugin asks for while it runs.
     Grant { plugin: String, grant: String },
@@ -149,6 +153,9 @@ struct RuleToml {
     not_examples: Vec<String>,
     /// The one workspace the rule applies in (an absolute path).
     workspace: Option<PathBuf>,
+    /// The calls it allows may use the network.
+    #[serde(default)]
+    network: bool,
 }
 
 impl Rules {
@@ -243,6 +250,7 @@ impl Rules {
                 tool,
                 command,
                 paths,
+                network,
             } => {
                 verdicts.extend(strictest(
                     &|r| matches!(&r.matcher, Matcher::Tool(t) if t == tool),
@@ -268,6 +276,26 @@ impl Rules {
                 }
                 if verdicts.is_empty() {
                     verdicts.push(by_mode(mode, false));
+                }
+                if *network {
+                    // The network needs a yes of its own: an allow rule
+                    // that gives it, for every command of the line.
+                    let gives = |r: &Rule| r.network && r.decision == Decision::Allow;
+                    let given = if tool == SHELL_TOOL {
+                        match command.as_deref().map(CommandLine::parse) {
+                            Some(CommandLine::Simple(commands)) if !commands.is_empty() => commands
+                                .iter()
+                                .map(|words| strictest(&|r| gives(r) && shell_matches(r, words)))
+                                .collect::<Option<Vec<_>>>()
+                                .and_then(|found| found.into_iter().next()),
+                            _ => None,
+                        }
+                    } else {
+                        strictest(&|r| {
+                            gives(r) && matches!(&r.matcher, Matcher::Tool(t) if t == tool)
+                        })
+                    };
+                    verdicts.push(given.unwrap_or(by_mode_network(mode)));
                 }
             }
             Subject::Grant { grant, .. } => {
@@ -299,6 +327,19 @@ fn by_mode(mode: Mode, risky: bool) -> Verdict {
     };
     Verdict {
         decision,
+        rule: None,
+    }
+}
+
+/// What `mode` says about the network for a call no rule gives it: a
+/// grant beyond the plugin's, never given silently — asked where someone
+/// can be asked, refused where nothing asks.
+fn by_mode_network(mode: Mode) -> Verdict {
+    Verdict {
+        decision: match mode {
+            Mode::Never => Decision::Deny,
+            Mode::OnRisk | Mode::Always => Decision::Ask,
+        },
         rule: None,
     }
 }
@@ -352,6 +393,12 @@ fn rule(raw: RuleToml, at: String, origin: Origin) -> Result<Rule, RuleError> {
     if kinds > 1 {
         return Err(fail(
             "a rule matches one thing: give `shell`, `command`, `path` or `grant`, not several (write two rules)".into(),
+        ));
+    }
+    if raw.network && (raw.decision != Decision::Allow || raw.path.is_some() || raw.grant.is_some())
+    {
+        return Err(fail(
+            "`network = true` gives the network to the calls an allow rule lets through: use it on an allow rule for a tool, `shell` or `command`".into(),
         ));
     }
     if let Some(name) = &raw.tool
@@ -416,6 +463,7 @@ fn rule(raw: RuleToml, at: String, origin: Origin) -> Result<Rule, RuleError> {
         workspace: raw.workspace,
         origin,
         file: PathBuf::new(),
+        network: raw.network,
     };
     for example in &raw.examples {
         if !example_matches(&rule, example) {
@@ -476,7 +524,49 @@ mod tests {
             tool: SHELL_TOOL.into(),
             command: Some(line.into()),
             paths: Vec::new(),
+            network: false,
         }
+    }
+
+    fn online(line: &str) -> Subject {
+        Subject::Call {
+            tool: SHELL_TOOL.into(),
+            command: Some(line.into()),
+            paths: Vec::new(),
+            network: true,
+        }
+    }
+
+    #[test]
+    fn the_network_needs_a_rule_that_gives_it_to_every_command() {
+        let set = rules(
+            "[[approvals.rules]]\nshell = [\"npm\", \"install\"]\nnetwork = true\ndecision = \"allow\"\n\n[[approvals.rules]]\nshell = [\"ls\"]\ndecision = \"allow\"\n",
+        );
+        let d = |s: &Subject, mode| set.decide(s, mode).decision;
+        assert_eq!(
+            d(&online("npm install left-pad"), Mode::Never),
+            Decision::Allow
+        );
+        assert_eq!(
+            d(&online("npm install x && ls"), Mode::Never),
+            Decision::Deny
+        );
+        assert_eq!(
+            d(&online("npm install x && ls"), Mode::OnRisk),
+            Decision::Ask
+        );
+        assert_eq!(
+            d(&online("ls"), Mode::Never),
+            Decision::Deny,
+            "ls is allowed, its network is not"
+        );
+        assert_eq!(d(&online("curl x"), Mode::Always), Decision::Ask);
+        assert_eq!(d(&shell("ls"), Mode::Never), Decision::Allow);
+        let why = err(
+            "[[approvals.rules]]\nshell = [\"npm\"]\nnetwork = true\ndecision = \"ask\"\n",
+            Origin::Trusted,
+        );
+        assert!(why.contains("network = true"), "{why}");
     }
 
     const RULES: &str = r#"
@@ -589,6 +679,7 @@ decision = "ask"
             tool: "write_file".into(),
             command: None,
             paths: vec![path.into()],
+            network: false,
         };
         assert_eq!(d(&write("src/main.rs"), Mode::Always), Decision::Allow);
         assert_eq!(d(&write("src/Cargo.lock"), Mode::Never), Decision::Ask);
@@ -619,6 +710,7 @@ decision = "ask"
             tool: "read_file".into(),
             command: None,
             paths: Vec::new(),
+            network: false,
         };
         assert_eq!(
             none.decide(&shell("ls"), Mode::Never).decision,

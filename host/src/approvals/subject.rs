@@ -5,18 +5,20 @@
 use std::path::Path;
 
 use super::rules::{SHELL_TOOL, Subject};
-use crate::plugin::Writes;
+use crate::plugin::{ToolTraits, Writes};
 
 /// A tool call as the rules see it: `tool` called with `arguments` (an
-/// object, or the raw text the model produced), which writes what
-/// `writes` says, for an agent working in `working_dir` of `workspace`.
+/// object, or the raw text the model produced), which writes what its
+/// `traits` say and may ask for the network (`network: true`, when its
+/// traits let it), for an agent working in `working_dir` of `workspace`.
 pub fn call_subject(
     tool: &str,
     arguments: &serde_json::Value,
-    writes: Option<&Writes>,
+    traits: Option<&ToolTraits>,
     workspace: &Path,
     working_dir: &Path,
 ) -> Subject {
+    let writes = traits.map(|t| &t.writes);
     let args = match arguments {
         serde_json::Value::String(raw) => serde_json::from_str(raw).unwrap_or_default(),
         other => other.clone(),
@@ -40,10 +42,12 @@ pub fn call_subject(
             .collect(),
         _ => Vec::new(),
     };
+    let network = traits.is_some_and(|t| t.network) && args["network"] == serde_json::json!(true);
     Subject::Call {
         tool: tool.to_string(),
         command,
         paths,
+        network,
     }
 }
 

@@ -63,6 +63,9 @@ pub async fn run(cmd: ToolCommand) -> anyhow::Result<ExitCode> {
         detach: None,
         programs: None,
         background: false,
+        // The operator calls it: a call that asks for the network gets it.
+        network: registry.get(&name).is_some_and(|t| t.spec.traits.network)
+            && call.arguments["network"] == serde_json::json!(true),
     };
     let outcome = dispatch(&registry, &call, &ctx).await;
     let failed = outcome.is_error();

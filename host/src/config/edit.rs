@@ -26,6 +26,10 @@ pub fn edit(
     // leads to is the one replaced.
     let real = std::fs::canonicalize(file).ok();
     let file = real.as_deref().unwrap_or(file);
+    // The operator's configuration, and nothing else the host keeps.
+    crate::kept::current()
+        .host_write(file, Some(crate::kept::Item::OperatorConfig))
+        .map_err(|refusal| fail(refusal.to_string()))?;
     let text = match std::fs::read_to_string(file) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -85,7 +89,9 @@ pub fn grant_plugin(
         };
         grant["programs"] = strings(&request.programs);
         grant["env"] = strings(&request.env);
-        grant["network"] = toml_edit::value(request.network);
+        // On request is not a grant: each call's network is decided then.
+        grant["network"] =
+            toml_edit::value(request.network == crate::plugin::manifest::NetworkUse::Always);
         let mut paths = toml_edit::Array::new();
         for p in &request.paths {
             let mut entry = toml_edit::InlineTable::new();

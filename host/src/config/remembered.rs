@@ -90,6 +90,9 @@ fn rule_entry(rule: &Rule, workspace: &Path) -> Result<toml_edit::Table, &'stati
         Matcher::Grant(_) => return Err("grant rules cannot be written yet"),
     }
     entry["decision"] = toml_edit::value("allow");
+    if rule.network {
+        entry["network"] = toml_edit::value(true);
+    }
     entry["workspace"] = toml_edit::value(workspace.display().to_string());
     Ok(entry)
 }

@@ -104,9 +104,13 @@ impl ToolServer {
                 .unwrap_or(serde_json::Value::Null),
         };
         let (approvals, workspace) = &*self.approvals;
-        let writes = registry.get(&name).map(|t| &t.spec.traits.writes);
+        let traits = registry.get(&name).map(|t| &t.spec.traits);
         let subject =
-            crate::approvals::call_subject(&name, &call.arguments, writes, workspace, workspace);
+            crate::approvals::call_subject(&name, &call.arguments, traits, workspace, workspace);
+        let network = matches!(
+            subject,
+            crate::approvals::Subject::Call { network: true, .. }
+        );
         let verdict = approvals.decide(&subject);
         let mut approval = crate::approvals::receipt_line(&verdict, approvals.mode);
         match verdict.decision {
@@ -146,6 +150,7 @@ impl ToolServer {
             detach: None,
             programs: None,
             background: false,
+            network,
         };
         let reporter = progress
             .map(|token| tokio::spawn(report_progress(context.peer.clone(), token, live_rx)));

@@ -565,12 +565,23 @@ impl PluginHost {
         } in raw
         {
             match validate_tool(&name, &description, &schema, &traits, &tools) {
-                Ok(parameters) => tools.push(ToolSpec {
-                    name,
-                    description,
-                    parameters,
-                    traits,
-                }),
+                Ok(parameters) => {
+                    // A call may ask for the network when the plugin's
+                    // programs have it on request and the tool's schema
+                    // lets the model say so.
+                    let asks = parameters.pointer("/properties/network/type")
+                        == Some(&serde_json::json!("boolean"));
+                    let traits = super::ToolTraits {
+                        network: asks && plugin.decision.grants.network_on_request,
+                        ..traits
+                    };
+                    tools.push(ToolSpec {
+                        name,
+                        description,
+                        parameters,
+                        traits,
+                    })
+                }
                 Err(why) => {
                     let message = format!(
                         "{}: plugin '{}': tool skipped: {why}",

@@ -100,6 +100,8 @@ pub(super) struct CallSetup {
     working_dir: Option<String>,
     /// Where the call's programs are recorded (tool calls only).
     programs: Option<super::types::ActivityLog>,
+    /// The call was given the network (see [`ToolCallContext::network`]).
+    network: bool,
 }
 
 impl CallSetup {
@@ -202,14 +204,15 @@ impl LoadedPlugin {
         guest_ctx: &GuestContext,
         live: Option<crate::process::LiveOutput>,
         on_own_thread: bool,
-        programs: Option<super::types::ActivityLog>,
+        ctx: &ToolCallContext,
     ) -> CallSetup {
         CallSetup {
             on_own_thread,
             live,
             limit: self.call_limit(),
             working_dir: Some(guest_ctx.working_dir.clone()),
-            programs,
+            programs: ctx.programs.clone(),
+            network: ctx.network,
         }
     }
 
@@ -408,6 +411,7 @@ impl LoadedPlugin {
             limit: self.call_limit(),
             working_dir: None,
             programs: None,
+            network: false,
         };
         let mut call = self.fresh_instance(setup).await?;
         let done = call
@@ -448,13 +452,14 @@ impl LoadedPlugin {
         setup: CallSetup,
     ) -> Result<FreshCall, CallError> {
         let clock = CallClock::new(setup.limit);
-        let store = self.store(
-            setup.live,
-            clock.clone(),
-            setup.working_dir,
-            setup.on_own_thread,
-            setup.programs,
-        )?;
+        let store = self.new_call_store(super::state::CallParts {
+            live_output: setup.live,
+            clock: clock.clone(),
+            working_dir: setup.working_dir,
+            on_own_thread: setup.on_own_thread,
+            programs: setup.programs,
+            network: setup.network,
+        })?;
         Ok(FreshCall {
             permit,
             clock,
@@ -499,6 +504,7 @@ impl LoadedPlugin {
             limit: self.call_limit().min(LOAD_CALL_LIMIT),
             working_dir: None,
             programs: None,
+            network: false,
         }
     }
 
@@ -514,23 +520,6 @@ impl LoadedPlugin {
                 waited_ms: wait.as_millis() as u64,
             }),
         }
-    }
-
-    fn store(
-        &self,
-        live: Option<crate::process::LiveOutput>,
-        clock: Arc<CallClock>,
-        working_dir: Option<String>,
-        on_own_thread: bool,
-        programs: Option<super::types::ActivityLog>,
-    ) -> Result<Store<HostState>, CallError> {
-        self.new_call_store(super::state::CallParts {
-            live_output: live,
-            clock,
-            working_dir,
-            on_own_thread,
-            programs,
-        })
     }
 
     /// A new store for a call made of `parts`, in this plugin's sandbox

@@ -145,15 +145,66 @@ pub struct Capabilities {
     /// Environment variables the plugin (and programs it starts) may see.
     #[serde(default)]
     pub env: Vec<String>,
-    /// Network access for the plugin's programs.
+    /// Network access for the plugin's programs: `true` (always, when
+    /// granted), `false`, or `"on-request"` (a call asks for it, and a
+    /// rule or the operator's approval gives it to that call).
     #[serde(default)]
-    pub network: bool,
+    pub network: NetworkUse,
     /// Origins the plugin makes HTTP requests to through
     /// `wasi:http/outgoing-handler` (`"https://api.github.com"`,
     /// `"https://*.example.com:8443"`); each also needs the operator's
     /// grant.
     #[serde(default)]
     pub http: Vec<super::http::OriginPattern>,
+}
+
+/// How a plugin's programs use the network.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum NetworkUse {
+    /// Never.
+    #[default]
+    No,
+    /// Always (when granted).
+    Always,
+    /// For a call that asks for it (its `network: true` argument), when a
+    /// rule or the operator's approval gives it to that call.
+    OnRequest,
+}
+
+impl NetworkUse {
+    /// Whether the network is wanted at all.
+    pub fn wanted(self) -> bool {
+        self != NetworkUse::No
+    }
+}
+
+impl<'de> Deserialize<'de> for NetworkUse {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Flag(bool),
+            Word(String),
+        }
+        match Written::deserialize(d)? {
+            Written::Flag(false) => Ok(NetworkUse::No),
+            Written::Flag(true) => Ok(NetworkUse::Always),
+            Written::Word(w) if w == "on-request" => Ok(NetworkUse::OnRequest),
+            Written::Word(w) => Err(serde::de::Error::custom(format!(
+                "network = \"{w}\": use true, false or \"on-request\""
+            ))),
+        }
+    }
+}
+
+impl Serialize for NetworkUse {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            NetworkUse::No => s.serialize_bool(false),
+            NetworkUse::Always => s.serialize_bool(true),
+            NetworkUse::OnRequest => s.serialize_str("on-request"),
+        }
+    }
 }
 
 /// Resource limits. Unset fields take the host defaults.

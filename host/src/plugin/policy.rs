@@ -21,7 +21,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::http::{CredentialGrant, CredentialRule, HttpGrant, HttpRule, OriginPattern};
-use super::manifest::{Access, Capabilities, Limits, Manifest, PathAccess};
+use super::manifest::{Access, Capabilities, Limits, Manifest, NetworkUse, PathAccess};
 pub use crate::process::SandboxMode;
 
 /// How strict the policy is.
@@ -227,6 +227,9 @@ pub struct Grants {
     pub programs: Vec<String>,
     pub env: Vec<String>,
     pub network: bool,
+    /// Its programs may have the network for a call a rule or the
+    /// operator gave it to (see [`NetworkUse::OnRequest`]).
+    pub network_on_request: bool,
     /// Origins the plugin may reach over HTTP.
     pub http: Vec<HttpRule>,
     /// Headers the host adds to its requests (names, never values).
@@ -441,13 +444,22 @@ impl Policy {
             }
         }
 
-        let network_granted = base.network || explicit.is_some_and(|g| g.network);
-        let network =
-            request.network && network_granted && !self.locked() && self.network != Some(false);
+        // The network: always, when the manifest asks for it always and
+        // the policy grants it; on request, for a call a rule or the
+        // operator gives it to — unless the operator granted it by name
+        // (then always). Never in locked mode or with `[policy] network =
+        // false`.
+        let reachable = !self.locked() && self.network != Some(false);
+        let by_name = explicit.is_some_and(|g| g.network);
+        let (network, network_on_request) = match request.network {
+            NetworkUse::No => (false, false),
+            NetworkUse::Always => ((base.network.wanted() || by_name) && reachable, false),
+            NetworkUse::OnRequest => (by_name && reachable, !by_name && reachable),
+        };
         // A first-party tool without the network in locked mode is the
         // mode working as documented, not something to warn about.
         let by_design = self.locked() && origin == Origin::Builtin;
-        if request.network && !network && !by_design {
+        if request.network.wanted() && !network && !network_on_request && !by_design {
             denied.push(if self.locked() {
                 "network (locked mode allows no network)".to_string()
             } else if self.network == Some(false) {
@@ -472,6 +484,7 @@ impl Policy {
             programs,
             env,
             network,
+            network_on_request,
             http,
             credentials,
             limits,
@@ -618,6 +631,13 @@ impl Policy {
         for var in &grants.env {
             let operator = explicit.is_some_and(|g| g.env.contains(var));
             line("env", var.clone(), operator);
+        }
+        if grants.network_on_request {
+            line(
+                "network",
+                "on request (per call, by rule or approval)".into(),
+                false,
+            );
         }
         if grants.network {
             line("network", "yes".into(), explicit.is_some_and(|g| g.network));
@@ -803,7 +823,7 @@ mod tests {
             }],
             programs: vec!["sh".into(), "git".into()],
             env: vec!["LANG".into(), "GITHUB_TOKEN".into()],
-            network: true,
+            network: NetworkUse::Always,
             http: vec!["https://api.github.com".parse().unwrap()],
         }
     }

@@ -70,6 +70,9 @@ pub struct PluginSandbox {
     pub programs: Vec<String>,
     /// The plugin (and so its programs) may use the network.
     pub network: bool,
+    /// Its programs get the network for a call given it (see
+    /// [`super::ToolCallContext::network`]).
+    pub network_on_request: bool,
     /// Where its HTTP requests may go, with which credentials.
     pub http: Arc<super::http::HttpEgress>,
     /// The protected paths as the operator wrote them (told to the guest
@@ -82,6 +85,10 @@ pub struct PluginSandbox {
     /// never start a program).
     confinement: OnceLock<Result<Confinement, String>>,
     confinement_spec: ConfinementSpec,
+    /// The same, with the network, for calls given it (plugins whose
+    /// programs have it on request).
+    networked: OnceLock<Result<Confinement, String>>,
+    networked_spec: ConfinementSpec,
     temp_dir: PathBuf,
     output_cap: usize,
     host_path: String,
@@ -161,6 +168,7 @@ impl PluginSandbox {
             sandbox_mode: ctx.policy.sandbox_mode(),
             programs: grants.programs.clone(),
             network: grants.network,
+            network_on_request: grants.network_on_request,
             http: Arc::new(super::http::HttpEgress::new(
                 plugin,
                 requested_http.to_vec(),
@@ -179,6 +187,11 @@ impl PluginSandbox {
             protected,
             judge: ctx.judge.clone(),
             confinement: OnceLock::new(),
+            networked: OnceLock::new(),
+            networked_spec: ConfinementSpec {
+                network: true,
+                ..confinement_spec.clone()
+            },
             confinement_spec,
             temp_dir,
             output_cap: ctx.output_cap,
@@ -197,17 +210,40 @@ impl PluginSandbox {
         &self.confinement_spec
     }
 
+    /// What the programs of a call are confined to: with the network when
+    /// the call was given it and the plugin's programs have it on request.
+    pub fn confinement_spec_for(&self, network: bool) -> &ConfinementSpec {
+        if self.networked_for(network) {
+            &self.networked_spec
+        } else {
+            &self.confinement_spec
+        }
+    }
+
+    fn networked_for(&self, network: bool) -> bool {
+        network && self.network_on_request && !self.network
+    }
+
     /// How programs of this plugin are confined (or why they cannot run).
     pub fn confinement(&self) -> Result<&Confinement, &str> {
-        self.confinement
-            .get_or_init(|| {
-                Confinement::prepare(&self.confinement_spec).map_err(|e| {
-                    tracing::warn!("plugin {}: programs will be refused: {e}", self.plugin);
-                    e.to_string()
-                })
+        self.confinement_for(false)
+    }
+
+    /// How the programs of a call given the network (or not) are confined.
+    pub fn confinement_for(&self, network: bool) -> Result<&Confinement, &str> {
+        let (cell, spec) = if self.networked_for(network) {
+            (&self.networked, &self.networked_spec)
+        } else {
+            (&self.confinement, &self.confinement_spec)
+        };
+        cell.get_or_init(|| {
+            Confinement::prepare(spec).map_err(|e| {
+                tracing::warn!("plugin {}: programs will be refused: {e}", self.plugin);
+                e.to_string()
             })
-            .as_ref()
-            .map_err(|e| e.as_str())
+        })
+        .as_ref()
+        .map_err(|e| e.as_str())
     }
 
     /// The plugin's private temp dir (its programs' TMPDIR), created on
@@ -227,11 +263,14 @@ impl PluginSandbox {
         }
     }
 
-    /// Run a program for the guest, after every check.
+    /// Run a program for the guest, after every check; with the network
+    /// when its call was given it (`network`) and the plugin's programs
+    /// have it on request.
     pub async fn run(
         &self,
         cmd: GuestCommand,
         live: Option<LiveOutput>,
+        network: bool,
     ) -> Result<ProcessOutput, ProcessDenied> {
         let program = self.resolve_program(&cmd.program)?;
         self.private_temp()?;
@@ -240,7 +279,7 @@ impl PluginSandbox {
             None => self.default_cwd(cmd.default_cwd.as_deref())?,
         };
         let confinement = self
-            .confinement()
+            .confinement_for(network)
             .map_err(|e| ProcessDenied::SandboxUnavailable(e.to_string()))?;
         let timeout = cmd
             .timeout_ms

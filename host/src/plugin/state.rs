@@ -38,6 +38,8 @@ pub struct HostState {
     pub(super) open_directories: usize,
     /// Where the call's programs are recorded (for its receipt).
     pub(super) programs: Option<super::types::ActivityLog>,
+    /// The call was given the network for its programs.
+    pub(super) network: bool,
     /// `wasi:http`: its settings and the gate every request goes through.
     http_ctx: WasiHttpCtx,
     http_gate: HttpGate,
@@ -122,7 +124,9 @@ impl HostState {
             working_dir,
             on_own_thread: _,
             programs,
+            network,
         } = parts;
+        self.network = network;
         self.http_gate.begin_call(clock.clone(), programs.clone());
         self.clock = clock;
         self.working_dir = working_dir;
@@ -155,6 +159,8 @@ pub struct CallParts {
     pub on_own_thread: bool,
     /// Where the call's programs are recorded.
     pub programs: Option<super::types::ActivityLog>,
+    /// The call was given the network for its programs.
+    pub network: bool,
 }
 
 /// A new store for one call of a plugin with `sandbox` and `limits`.
@@ -170,6 +176,7 @@ pub fn new_store(
         working_dir,
         on_own_thread,
         programs,
+        network,
     } = parts;
     let mut wasi = WasiCtxBuilder::new();
     // File operations never block a runtime thread: a guest blocked on a
@@ -228,6 +235,7 @@ pub fn new_store(
         live_output,
         open_directories: 0,
         programs,
+        network,
         http_ctx: WasiHttpCtx::new(),
         http_gate,
     };

@@ -64,7 +64,7 @@ impl LoadedPlugin {
                 .call_warm(slot, permit, (name, args_json), &guest_ctx, ctx, live)
                 .await;
         }
-        let setup = self.tool_call_setup(&guest_ctx, live, false, ctx.programs.clone());
+        let setup = self.tool_call_setup(&guest_ctx, live, false, ctx);
         let call = self.fresh_instance_holding(permit, setup)?;
         let (name, args_json) = (name.to_string(), args_json.to_string());
         let result = self
@@ -158,7 +158,7 @@ impl LoadedPlugin {
             .saturating_sub(started.elapsed())
             .max(MERGE_FLOOR);
         let setup = self
-            .tool_call_setup(guest_ctx, None, false, ctx.programs.clone())
+            .tool_call_setup(guest_ctx, None, false, ctx)
             .within(left);
         let call = self.fresh_instance_holding(slot, setup)?;
         let (guest, name, args_json, guest_ctx) = (
@@ -199,10 +199,8 @@ impl LoadedPlugin {
         permit: OwnedSemaphorePermit,
         shard: Shard,
     ) -> Result<(ShardOutput, OwnedSemaphorePermit), ToolCallError> {
-        let call = self.fresh_instance_holding(
-            permit,
-            self.tool_call_setup(guest_ctx, None, true, ctx.programs.clone()),
-        )?;
+        let call =
+            self.fresh_instance_holding(permit, self.tool_call_setup(guest_ctx, None, true, ctx))?;
         let (name, args_json, guest_ctx) =
             (name.to_string(), args_json.to_string(), guest_ctx.clone());
         let (output, slot) = self

@@ -84,6 +84,11 @@ pub struct ToolTraits {
     pub background: bool,
     /// A call may run as several shards at once (`sandcrab:shards`).
     pub shardable: bool,
+    /// A call may ask for the network for its programs (`network: true`;
+    /// the plugin's programs have it on request, and its schema declares
+    /// the boolean).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub network: bool,
     /// How much of a call's output the model sees by default (the
     /// operator's `[truncation]` overrides it).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -124,6 +129,10 @@ pub struct ToolCallContext {
     pub programs: Option<ActivityLog>,
     /// The model started the call as a background job.
     pub background: bool,
+    /// The call was given the network: its programs have it when the
+    /// plugin's are on request (a rule or the operator's approval gave it
+    /// to this call). Without it, they run with no network.
+    pub network: bool,
 }
 
 /// What one call did that its receipt records, as it happened.

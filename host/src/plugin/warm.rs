@@ -33,6 +33,7 @@ impl LoadedPlugin {
             // A reused store is always called on the caller's task.
             on_own_thread: false,
             programs: ctx.programs.clone(),
+            network: ctx.network,
         };
         let mut instance = match slot {
             Checkout::Idle(mut kept) => {

@@ -25,6 +25,9 @@ pub struct ToolContext {
     pub programs: Option<crate::plugin::ActivityLog>,
     /// The model started the call as a background job.
     pub background: bool,
+    /// The call was given the network (see
+    /// [`crate::plugin::ToolCallContext::network`]).
+    pub network: bool,
 }
 
 /// Something that runs a tool. `Err` is a failure with its status and the
@@ -73,6 +76,7 @@ impl ToolExecutor for PluginTool {
             detach: ctx.detach.clone(),
             programs: ctx.programs.clone(),
             background: ctx.background,
+            network: ctx.network,
         };
         self.plugin
             .call_tool(

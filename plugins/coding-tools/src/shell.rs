@@ -19,6 +19,11 @@ pub struct Args {
     #[serde(default)]
     #[allow(dead_code)]
     run_in_background: bool,
+    /// Handled by the host (the command's programs get the network when
+    /// the operator's rules or approval give it to this call).
+    #[serde(default)]
+    #[allow(dead_code)]
+    network: bool,
 }
 
 impl Tool for Shell {
@@ -31,7 +36,7 @@ impl Tool for Shell {
         })
     }
     const BACKGROUND: bool = true;
-    const DESCRIPTION: &'static str = "Run a shell command with `sh -c` in the workspace directory. Returns stdout, stderr, the exit code and the duration. Default timeout 10000 ms, maximum 600000 ms; on timeout the command's process group gets SIGTERM, then SIGKILL 2 s later, and the partial output is returned with an error note. For long-running commands (servers, watchers, long builds) set run_in_background: the call returns a job id at once and the result arrives later. The command runs in a sandbox: it can write only inside the workspace and $TMPDIR.";
+    const DESCRIPTION: &'static str = "Run a shell command with `sh -c` in the workspace directory. Returns stdout, stderr, the exit code and the duration. Default timeout 10000 ms, maximum 600000 ms; on timeout the command's process group gets SIGTERM, then SIGKILL 2 s later, and the partial output is returned with an error note. For long-running commands (servers, watchers, long builds) set run_in_background: the call returns a job id at once and the result arrives later. The command runs in a sandbox: it can write only inside the workspace and $TMPDIR, and it has no network unless you set network: true (for package installs, fetches, downloads), which the user's rules or approval must allow.";
     type Args = Args;
 
     fn parameters() -> Schema {
@@ -53,6 +58,12 @@ impl Tool for Shell {
             .optional(
                 "run_in_background",
                 Schema::boolean("Start as a background job and return its id at once"),
+            )
+            .optional(
+                "network",
+                Schema::boolean(
+                    "The command needs the network (package installs, git fetch, downloads); the user's rules or approval decide. Without it the command runs with no network",
+                ),
             )
             .into()
     }

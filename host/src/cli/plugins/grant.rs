@@ -32,7 +32,15 @@ pub fn grant(args: HostArgs, name: &str) -> anyhow::Result<ExitCode> {
     if !c.env.is_empty() {
         outln!("  env:       {}", c.env.join(", "));
     }
-    outln!("  network:   {}", if c.network { "yes" } else { "no" });
+    outln!(
+        "  network:   {}",
+        match c.network {
+            crate::plugin::manifest::NetworkUse::No => "no",
+            crate::plugin::manifest::NetworkUse::Always => "yes",
+            crate::plugin::manifest::NetworkUse::OnRequest =>
+                "on request (each call, by rule or approval)",
+        }
+    );
     for origin in &c.http {
         outln!("  http:      {origin}");
     }

@@ -23,11 +23,45 @@ pub(crate) async fn run(
         ))
     } else {
         command.timeout_ms = Some(program_timeout(command.timeout_ms, left));
-        state.sandbox.run(command, state.live_output.clone()).await
+        state
+            .sandbox
+            .run(command, state.live_output.clone(), state.network)
+            .await
     };
     record(state, program, &result);
-    result
+    result.map(|mut out| {
+        // Without the network it needed: say how to ask for it.
+        let offline = state.sandbox.network_on_request && !state.network;
+        if offline && out.exit_code != Some(0) && wanted_the_network(&out) {
+            out.stderr.extend_from_slice(NO_NETWORK_NOTE.as_bytes());
+        }
+        out
+    })
 }
+
+/// Whether a failed program's output says it could not reach the network
+/// (what libc, curl, git, pip, npm and cargo print then).
+fn wanted_the_network(out: &ProcessOutput) -> bool {
+    const SIGNS: &[&str] = &[
+        "network is unreachable",
+        "temporary failure in name resolution",
+        "could not resolve",
+        "name or service not known",
+        "getaddrinfo",
+        "enetunreach",
+        "eai_again",
+        "failed to connect",
+        "connection refused",
+    ];
+    [&out.stderr, &out.stdout].iter().any(|bytes| {
+        let text = String::from_utf8_lossy(bytes).to_ascii_lowercase();
+        SIGNS.iter().any(|sign| text.contains(sign))
+    })
+}
+
+/// Added to the error output of a program that failed without the
+/// network, when its call could have asked for it.
+const NO_NETWORK_NOTE: &str = "\n[sandcrab: this command ran without the network; if it needs it, call the tool again with `network: true` (the operator's rules or approval then decide)]\n";
 
 /// Note the program in the call's receipt: how it was confined and how
 /// it ended, or why it was refused.
@@ -37,7 +71,9 @@ fn record(state: &HostState, program: String, result: &Result<ProcessOutput, Pro
     let run = match result {
         Ok(out) => ProgramRun {
             program,
-            confinement: Some(ProgramConfinement::of(state.sandbox.confinement_spec())),
+            confinement: Some(ProgramConfinement::of(
+                state.sandbox.confinement_spec_for(state.network),
+            )),
             exit_code: out.exit_code,
             signal: out.signal,
             timed_out: out.timed_out,

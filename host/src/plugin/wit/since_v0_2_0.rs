@@ -26,6 +26,8 @@ fn raw_tool(s: wit::ToolSpec) -> RawTool {
             },
             background: s.background,
             shardable: false,
+            // Decided by the host when the plugin loads.
+            network: false,
             output_limit: None,
         },
     }

@@ -27,6 +27,8 @@ fn raw_tool(s: wit::ToolSpec) -> RawTool {
             },
             background: s.background,
             shardable: false,
+            // Decided by the host when the plugin loads.
+            network: false,
             output_limit: s.output_limit.map(|l| {
                 TruncationLimits::declared(
                     l.chars,
