@@ -553,3 +553,98 @@ async fn resume_does_not_silently_cancel_running_jobs() {
         stderr.lock().unwrap()
     );
 }
+
+/// Whoever can write the database can rewrite a turn and re-chain the
+/// whole session so that every link follows from the one before; the
+/// host's seal (its chain key over the head it wrote) does not follow, and
+/// `sessions verify` says the chain no longer ends where the host sealed
+/// it. Before the rewrite it says which check it made (keyed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_rewritten_and_rechained_in_the_database_is_found_by_its_seal() {
+    use sandcrab::store::chain;
+    let scene = Scene::new();
+    let id = one_run(&scene, "say seal-marker-k3", "echo seal-marker-k3").await;
+    let (ok, said) = verify(&scene, &id);
+    assert!(
+        ok && said.contains("keyed: the chain ends where this host sealed it"),
+        "{said}"
+    );
+    // The rewrite, as a program holding the database would make it.
+    let db = scene.root.path().join("data/sandcrab/sandcrab.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute(
+        "UPDATE turns SET body = replace(body, 'seal-marker-k3', 'rewritten-k3') WHERE session_id = ?1",
+        [&id],
+    )
+    .unwrap();
+    let turns: Vec<sandcrab::store::StoredTurn> = {
+        let mut stmt = conn
+            .prepare(
+                "SELECT id, timestamp, kind, body FROM turns WHERE session_id = ?1 ORDER BY seq",
+            )
+            .unwrap();
+        stmt.query_map([&id], |r| {
+            Ok(sandcrab::store::StoredTurn {
+                id: r.get(0)?,
+                timestamp: r.get(1)?,
+                kind: r.get(2)?,
+                body: r.get(3)?,
+            })
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+    };
+    let old: Vec<chain::Link> = {
+        let mut stmt = conn
+            .prepare("SELECT seq, kind, subject, digest, detail, hash FROM chain WHERE session_id = ?1 ORDER BY seq")
+            .unwrap();
+        stmt.query_map([&id], |r| {
+            Ok(chain::Link {
+                seq: r.get::<_, i64>(0)? as u64,
+                kind: r.get(1)?,
+                subject: r.get(2)?,
+                digest: r.get(3)?,
+                detail: r.get(4)?,
+                hash: r.get(5)?,
+            })
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+    };
+    // Every link again, each turn's with its new digest.
+    let items: Vec<(String, String, String, String)> = old
+        .iter()
+        .map(|l| {
+            let digest = turns
+                .iter()
+                .find(|t| l.kind == chain::TURN && t.id == l.subject)
+                .map(chain::turn_digest)
+                .unwrap_or_else(|| l.digest.clone());
+            (l.kind.clone(), l.subject.clone(), digest, l.detail.clone())
+        })
+        .collect();
+    let relinked = chain::extend(
+        (0, chain::GENESIS.to_string()),
+        items
+            .iter()
+            .map(|(k, s, d, x)| (k.as_str(), s.as_str(), d.clone(), x.as_str())),
+    );
+    conn.execute("DELETE FROM chain WHERE session_id = ?1", [&id])
+        .unwrap();
+    for l in &relinked {
+        conn.execute(
+            "INSERT INTO chain (session_id, seq, kind, subject, digest, detail, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            rusqlite::params![id, l.seq as i64, l.kind, l.subject, l.digest, l.detail, l.hash],
+        )
+        .unwrap();
+    }
+    drop(conn);
+    let (ok, said) = verify(&scene, &id);
+    assert!(!ok, "the rewrite went unnoticed: {said}");
+    assert!(
+        said.contains("does not end where this host sealed it"),
+        "{said}"
+    );
+}

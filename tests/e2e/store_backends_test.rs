@@ -45,9 +45,17 @@ impl Backend {
     /// A new store on it (another holder each time), leases held as
     /// `host` for `ttl`.
     fn open_as(&self, host: &str, ttl: Duration) -> Arc<dyn Store> {
+        // Each host its own chain key, as on machines of their own.
+        let key = *blake3::hash(host.as_bytes()).as_bytes();
+        self.open_keyed(host, ttl, Some(key))
+    }
+
+    /// A new store as `host`, sealing with `chain_key` (None: no key).
+    fn open_keyed(&self, host: &str, ttl: Duration, chain_key: Option<[u8; 32]>) -> Arc<dyn Store> {
         let options = StoreOptions {
             host: Some(host.into()),
             lease_ttl: ttl,
+            chain_key,
         };
         match self {
             Backend::Sqlite(dir) => {
@@ -165,6 +173,60 @@ fn turns_recordings_and_chains_come_back_in_order_after_reopening() {
             store.append_turns("nope", &[turn("x")]),
             Err(StoreError::UnknownSession(_)) | Err(StoreError::Sql(_))
         ));
+    }
+}
+
+/// A host seals every chain head it writes with its chain key; written on
+/// by a host without that key (someone who holds the database, not the
+/// key), the chain still verifies link by link but no longer ends at the
+/// seal, and the sealing host says so. Another host's seal is named, not
+/// taken for its own.
+#[test]
+fn a_chain_written_on_without_the_key_no_longer_ends_at_its_seal() {
+    use sandcrab::store::chain::SealCheck;
+    for b in Backend::both("seal") {
+        let here = b.open();
+        here.create_session(&session("s1", "/w")).unwrap();
+        here.append_turns("s1", &[turn("a"), turn("b")]).unwrap();
+        let head = |store: &Arc<dyn Store>| {
+            chain::verify(
+                &store.chain("s1").unwrap(),
+                &store.turns("s1").unwrap(),
+                &[],
+                None,
+            )
+            .unwrap()
+            .head
+        };
+        let sealer = here.sealer().expect("a keyed store").clone();
+        let check = |store: &Arc<dyn Store>| {
+            sealer.check("s1", &head(store), store.seal("s1").unwrap().as_ref())
+        };
+        assert_eq!(check(&here), SealCheck::Sealed, "{}", b.name());
+        // Written on with no key: the chain goes on past the seal.
+        let keyless = b.open_keyed("host-a", Duration::from_secs(15), None);
+        keyless.append_turns("s1", &[turn("c")]).unwrap();
+        assert!(
+            matches!(check(&keyless), SealCheck::Moved { .. }),
+            "{}: {:?}",
+            b.name(),
+            check(&keyless)
+        );
+        // The host writes again: sealed at the new head.
+        here.append_turns("s1", &[turn("d")]).unwrap();
+        assert_eq!(check(&here), SealCheck::Sealed);
+        // Another host, another key: its seal is named, not taken for
+        // this host's.
+        let there = b.open_as("host-b", Duration::from_secs(15));
+        there.append_turns("s1", &[turn("e")]).unwrap();
+        assert_eq!(
+            check(&here),
+            SealCheck::OtherHost {
+                host: "host-b".into()
+            },
+            "{}",
+            b.name()
+        );
     }
 }
 
@@ -498,7 +560,11 @@ fn hosts_migrating_one_new_database_at_once_all_succeed() {
         .collect();
     for h in handles {
         let version = h.join().unwrap().unwrap();
-        assert_eq!(version, 6);
+        assert_eq!(
+            version as usize,
+            sandcrab::store::postgres_migrations(),
+            "every host brought it to the latest schema"
+        );
     }
 }
 

@@ -276,9 +276,35 @@ pub async fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
                             String::new()
                         }
                     );
-                    outln!(
-                        "  what this proves: nothing was changed since you noted that head (the chain is not keyed: whoever can write the store can write a new chain)"
-                    );
+                    let seal = store.seal(&id)?;
+                    let check = store
+                        .sealer()
+                        .map(|sealer| sealer.check(&id, &ok.head, seal.as_ref()));
+                    use crate::store::chain::SealCheck;
+                    match check {
+                        Some(SealCheck::Sealed) => outln!(
+                            "  keyed: the chain ends where this host sealed it with its chain key, so it was not rewritten and re-chained since by anyone without that key"
+                        ),
+                        Some(SealCheck::Moved { sealed_head }) => {
+                            errln!(
+                                "session {id}: the chain does not end where this host sealed it (head {sealed_head}): it was rewritten, or written on without this host's key"
+                            );
+                            return Ok(ExitCode::FAILURE);
+                        }
+                        Some(SealCheck::Forged) => {
+                            errln!(
+                                "session {id}: its seal names this host and does not verify under this host's key: it was forged"
+                            );
+                            return Ok(ExitCode::FAILURE);
+                        }
+                        Some(SealCheck::OtherHost { host }) => outln!(
+                            "  unkeyed here: host {} sealed it with a key this host does not hold; what this proves is that nothing was changed since you noted that head",
+                            super::terminal::sanitize(&host)
+                        ),
+                        Some(SealCheck::Unsealed) | None => outln!(
+                            "  unkeyed: no seal of this host's (written before seals, by a host without a chain key, or its seal was removed); what this proves is that nothing was changed since you noted that head"
+                        ),
+                    }
                     for origin in links
                         .iter()
                         .filter(|l| l.kind == crate::store::chain::IMPORT)

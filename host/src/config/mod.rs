@@ -195,9 +195,11 @@ impl StoreSettings {
         }
     }
 
-    /// How leases are held.
+    /// How leases are held, and the key chain heads are sealed with
+    /// (this host's chain key).
     pub fn options(&self) -> crate::store::StoreOptions {
         crate::store::StoreOptions {
+            chain_key: crate::store::chain_key(),
             host: self.host.clone(),
             lease_ttl: self
                 .lease_seconds

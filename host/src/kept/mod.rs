@@ -23,6 +23,7 @@ mod census;
 mod covers;
 mod git_config;
 mod judge;
+mod keys;
 mod protected;
 mod stores;
 
@@ -34,6 +35,7 @@ use serde::Serialize;
 pub use census::{Census, Swept};
 pub use covers::{Cover, CoverKind};
 pub use judge::{Access, Judge, Refusal};
+pub use keys::{existing_key, host_key, owned_and_private};
 pub use protected::{DEFAULT_PROTECTED, Protected, ProtectionKind};
 pub use stores::CREDENTIAL_STORES;
 

@@ -26,8 +26,8 @@
 //! reuses stale code.
 
 use std::hash::{Hash, Hasher};
-use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use wasmtime::Engine;
@@ -92,7 +92,7 @@ impl ComponentCache {
         let (dir, key, warning) = match dir {
             None => (None, None, None),
             Some(dir) => match open_dir(&dir)
-                .and_then(|()| user_key(&crate::user_files::cache_key_file(&dir)))
+                .and_then(|()| crate::kept::host_key(&crate::user_files::cache_key_file(&dir)))
             {
                 Ok(key) => (Some(dir), Some(key), None),
                 Err(why) => (
@@ -295,90 +295,7 @@ fn open_dir(dir: &Path) -> Result<(), String> {
         Err(e) => return Err(e.to_string()),
     }
     let meta = std::fs::symlink_metadata(dir).map_err(|e| e.to_string())?;
-    owned_and_private(&meta, "directory", 0o022)
-}
-
-fn owned_and_private(meta: &std::fs::Metadata, what: &str, forbidden: u32) -> Result<(), String> {
-    // SAFETY: geteuid cannot fail.
-    let me = unsafe { libc::geteuid() };
-    if meta.file_type().is_symlink() {
-        return Err(format!("the {what} is a symbolic link"));
-    }
-    if meta.uid() != me {
-        return Err(format!(
-            "the {what} belongs to uid {}, not to you",
-            meta.uid()
-        ));
-    }
-    if meta.permissions().mode() & forbidden != 0 {
-        return Err(format!(
-            "the {what} is accessible by others (mode {:o})",
-            meta.permissions().mode() & 0o777
-        ));
-    }
-    Ok(())
-}
-
-/// The cache's secret key at `path`, created on first use (0600).
-///
-/// Several sandcrab processes may start on a fresh cache at once, so the key
-/// is published atomically: written whole to a private temporary file, then
-/// hard-linked to `key`, which fails when another process published first;
-/// every process then reads the one key that won.
-fn user_key(path: &Path) -> Result<[u8; 32], String> {
-    let dir = path.parent().ok_or("its key has no folder")?;
-    if let Some(key) = read_key(path)? {
-        return Ok(key);
-    }
-    let staged = stage_new_key(dir)?;
-    let published = std::fs::hard_link(&staged, path);
-    let _ = std::fs::remove_file(&staged);
-    match published {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(format!("its key: {e}")),
-    }
-    read_key(path)?.ok_or_else(|| "its key vanished while it was created".to_string())
-}
-
-/// The key at `path`, or `None` when there is none yet.
-fn read_key(path: &Path) -> Result<Option<[u8; 32]>, String> {
-    let mut file = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-    {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("its key: {e}")),
-    };
-    let meta = file.metadata().map_err(|e| e.to_string())?;
-    owned_and_private(&meta, "key file", 0o077)?;
-    let mut key = [0u8; 32];
-    file.read_exact(&mut key)
-        .map_err(|e| format!("its key ({}): {e}", path.display()))?;
-    Ok(Some(key))
-}
-
-/// A fresh random key written and synced to a uniquely named 0600 file in
-/// `dir`; returns that file's path.
-fn stage_new_key(dir: &Path) -> Result<PathBuf, String> {
-    let key: [u8; 32] = rand::random();
-    let suffix: u64 = rand::random();
-    let staged = dir.join(format!(".key-{}-{suffix:016x}", std::process::id()));
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&staged)
-        .map_err(|e| format!("its key: {e}"))?;
-    let written = file.write_all(&key).and_then(|()| file.sync_all());
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&staged);
-        return Err(format!("its key: {e}"));
-    }
-    Ok(staged)
+    crate::kept::owned_and_private(&meta, "directory", 0o022)
 }
 
 struct Blake3Hasher(blake3::Hasher);
@@ -390,38 +307,5 @@ impl Hasher for Blake3Hasher {
     }
     fn write(&mut self, bytes: &[u8]) {
         self.0.update(bytes);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::user_key;
-    use std::sync::{Arc, Barrier};
-
-    /// Two sandcrab processes starting at once on a fresh cache must agree on
-    /// one key: the second must never read a key file the first has created
-    /// but not yet written.
-    #[test]
-    fn processes_creating_the_key_at_once_all_read_the_same_whole_key() {
-        for _round in 0..40 {
-            let dir = tempfile::tempdir().unwrap();
-            let racers = 8;
-            let barrier = Arc::new(Barrier::new(racers));
-            let handles: Vec<_> = (0..racers)
-                .map(|_| {
-                    let key = dir.path().join("components.key");
-                    let barrier = Arc::clone(&barrier);
-                    std::thread::spawn(move || {
-                        barrier.wait();
-                        user_key(&key)
-                    })
-                })
-                .collect();
-            let keys: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
-            let first = keys[0].clone().expect("the key is readable");
-            for key in keys {
-                assert_eq!(key.expect("every racer reads the key"), first);
-            }
-        }
     }
 }

@@ -11,7 +11,10 @@
 //! The hashes are BLAKE3 over length-prefixed fields. They prove that
 //! nothing was changed *since* the chain head you noted (`sessions show`
 //! prints it); someone who can rewrite the database can also rewrite the
-//! chain, so keep the head somewhere else when it matters.
+//! chain. So a host with a chain key (a secret of [`crate::kept`]) also
+//! seals each head it writes ([`Sealer`]): a chain rewritten and re-chained
+//! by someone without the key no longer ends where the host sealed it,
+//! and `sessions verify` says which of the two it checked.
 
 use std::collections::HashMap;
 
@@ -48,6 +51,95 @@ pub struct Link {
     pub detail: String,
     /// The chain hash up to and including this link.
     pub hash: String,
+}
+
+/// A host's seal on a session's chain head: its chain key over the
+/// session and the head.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seal {
+    pub head: String,
+    /// The host that sealed it.
+    pub host: String,
+    pub mac: String,
+}
+
+/// What seals the chains a host writes: its chain key and its name.
+#[derive(Clone)]
+pub struct Sealer {
+    key: [u8; 32],
+    host: String,
+}
+
+impl std::fmt::Debug for Sealer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the key.
+        f.debug_struct("Sealer").field("host", &self.host).finish()
+    }
+}
+
+/// What a seal says about a chain that verified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SealCheck {
+    /// It ends where this host sealed it, under this host's key.
+    Sealed,
+    /// This host sealed it at `sealed_head`, and it does not end there
+    /// now: it was rewritten, or written on by someone without the key.
+    Moved { sealed_head: String },
+    /// The seal names this host and does not verify under its key: forged.
+    Forged,
+    /// Another host sealed it, with a key this host does not hold.
+    OtherHost { host: String },
+    /// No seal: written before seals, by a host without a key, or the seal
+    /// was removed.
+    Unsealed,
+}
+
+impl Sealer {
+    /// A sealer with `key`, for the host named `host`.
+    pub fn new(key: [u8; 32], host: &str) -> Self {
+        Sealer {
+            key,
+            host: host.to_string(),
+        }
+    }
+
+    fn mac(&self, session: &str, head: &str) -> String {
+        let mut hasher = blake3::Hasher::new_keyed(&self.key);
+        for field in ["sandcrab chain seal v1", session, head] {
+            hasher.update(&(field.len() as u64).to_le_bytes());
+            hasher.update(field.as_bytes());
+        }
+        hasher.finalize().to_hex().to_string()
+    }
+
+    /// This host's seal on `session`'s chain ending at `head`.
+    pub fn seal(&self, session: &str, head: &str) -> Seal {
+        Seal {
+            head: head.to_string(),
+            host: self.host.clone(),
+            mac: self.mac(session, head),
+        }
+    }
+
+    /// What `seal` says about `session`'s chain ending at `head`.
+    pub fn check(&self, session: &str, head: &str, seal: Option<&Seal>) -> SealCheck {
+        let Some(seal) = seal else {
+            return SealCheck::Unsealed;
+        };
+        let ours = blake3::Hash::from_hex(&seal.mac).is_ok_and(|mac| {
+            mac == blake3::Hash::from_hex(self.mac(session, &seal.head)).expect("hex")
+        });
+        match (ours, seal.host == self.host) {
+            (true, _) if seal.head == head => SealCheck::Sealed,
+            (true, _) => SealCheck::Moved {
+                sealed_head: seal.head.clone(),
+            },
+            (false, true) => SealCheck::Forged,
+            (false, false) => SealCheck::OtherHost {
+                host: seal.host.clone(),
+            },
+        }
+    }
 }
 
 /// Where a chain does not match.
@@ -356,6 +448,41 @@ pub fn verify(
             head: prev,
             unchained_before,
         }),
+    }
+}
+
+#[cfg(test)]
+mod seal_tests {
+    use super::*;
+
+    #[test]
+    fn a_seal_holds_for_its_head_and_tells_a_rewrite_a_forgery_and_another_host() {
+        let mine = Sealer::new([7; 32], "here");
+        let seal = mine.seal("s1", "h1");
+        assert_eq!(mine.check("s1", "h1", Some(&seal)), SealCheck::Sealed);
+        assert_eq!(
+            mine.check("s1", "h2", Some(&seal)),
+            SealCheck::Moved {
+                sealed_head: "h1".into()
+            }
+        );
+        // Moved to another session: not this one's.
+        assert_eq!(mine.check("s2", "h1", Some(&seal)), SealCheck::Forged);
+        let forged = Seal {
+            mac: Sealer::new([8; 32], "here").seal("s1", "h2").mac,
+            head: "h2".into(),
+            host: "here".into(),
+        };
+        assert_eq!(mine.check("s1", "h2", Some(&forged)), SealCheck::Forged);
+        let theirs = Sealer::new([9; 32], "there").seal("s1", "h1");
+        assert_eq!(
+            mine.check("s1", "h1", Some(&theirs)),
+            SealCheck::OtherHost {
+                host: "there".into()
+            }
+        );
+        assert_eq!(mine.check("s1", "h1", None), SealCheck::Unsealed);
+        assert!(!format!("{mine:?}").contains('7'));
     }
 }
 

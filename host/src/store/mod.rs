@@ -31,6 +31,11 @@ pub use location::{StoreLocation, open};
 pub use postgres::{PgSettings, PgStore};
 pub use sqlite::SqliteStore;
 
+/// How many migrations the PostgreSQL schema has (its latest version).
+pub fn postgres_migrations() -> usize {
+    postgres::MIGRATIONS_COUNT
+}
+
 /// How much is recorded (`[store] recording`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -290,6 +295,10 @@ pub trait Store: Send + Sync {
     fn last_event_id(&self, stream: &str) -> Result<u64, StoreError>;
     /// A session's hash chain, in order (see [`chain`]).
     fn chain(&self, session: &str) -> Result<Vec<chain::Link>, StoreError>;
+    /// The seal on `session`'s chain head (None: unsealed).
+    fn seal(&self, session: &str) -> Result<Option<chain::Seal>, StoreError>;
+    /// The sealer this store seals with (None: no chain key).
+    fn sealer(&self) -> Option<&chain::Sealer>;
     /// Load an exported session as it was (its turns, chain and summary
     /// batches, not re-chained), in one transaction.
     fn import_session(&self, session: &export::SessionExport) -> Result<(), StoreError>;
@@ -319,13 +328,16 @@ pub trait Store: Send + Sync {
     fn describe(&self) -> (String, u32);
 }
 
-/// How a store is opened: the host name its leases carry and how long
-/// they last unrenewed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How a store is opened: the host name its leases carry, how long they
+/// last unrenewed, and the key its chain heads are sealed with.
+#[derive(Clone, PartialEq, Eq)]
 pub struct StoreOptions {
     /// `[store] host` (None: the machine's host name).
     pub host: Option<String>,
     pub lease_ttl: std::time::Duration,
+    /// This host's chain key: every chain head it writes is sealed with
+    /// it (None: chains are not sealed).
+    pub chain_key: Option<[u8; 32]>,
 }
 
 impl Default for StoreOptions {
@@ -333,6 +345,33 @@ impl Default for StoreOptions {
         StoreOptions {
             host: None,
             lease_ttl: lease::DEFAULT_TTL,
+            chain_key: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for StoreOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreOptions")
+            .field("host", &self.host)
+            .field("lease_ttl", &self.lease_ttl)
+            .field("chain_key", &self.chain_key.map(|_| "<set>"))
+            .finish()
+    }
+}
+
+/// The chain key of this host: `DATA/sandcrab/keys/chain.key`, created on
+/// first use (None when there is no data folder or it cannot be made).
+pub fn chain_key() -> Option<[u8; 32]> {
+    let path = crate::user_files::keys_dir()?.join("chain.key");
+    match crate::kept::host_key(&path) {
+        Ok(key) => Some(key),
+        Err(why) => {
+            tracing::warn!(
+                "sessions are not sealed: the chain key {}: {why}",
+                path.display()
+            );
+            None
         }
     }
 }

@@ -102,4 +102,14 @@ pub const MIGRATIONS: &[&str] = &[
         expires_ms  INTEGER NOT NULL
     ) WITHOUT ROWID;
     "#,
+    // 7: each session's seal: the host's chain key over its chain head
+    // (a chain rewritten without the key no longer ends at the seal).
+    r#"
+    CREATE TABLE seals (
+        session_id  TEXT PRIMARY KEY REFERENCES sessions (id) ON DELETE CASCADE,
+        head        TEXT NOT NULL,
+        host        TEXT NOT NULL,
+        mac         TEXT NOT NULL
+    ) WITHOUT ROWID;
+    "#,
 ];

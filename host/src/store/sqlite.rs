@@ -27,6 +27,7 @@ pub struct SqliteStore {
     holder: Holder,
     ttl: Duration,
     keeper: Keeper,
+    sealer: Option<chain::Sealer>,
 }
 
 impl SqliteStore {
@@ -83,10 +84,14 @@ impl SqliteStore {
         conn.pragma_update(None, "foreign_keys", "ON")?;
         let mut conn = conn;
         migrate(&mut conn)?;
+        let holder = Holder::this_process(options.host.as_deref());
         Ok(SqliteStore {
             conn: Mutex::new(conn),
             path: None,
-            holder: Holder::this_process(options.host.as_deref()),
+            sealer: options
+                .chain_key
+                .map(|key| chain::Sealer::new(key, &holder.host)),
+            holder,
             ttl: options.lease_ttl,
             keeper: Keeper::new(),
         })
@@ -165,15 +170,33 @@ fn chain_tail(
 }
 
 /// Append to `session`'s chain (inside the caller's transaction) a link
-/// for each `(kind, subject, digest, detail)`, in order.
+/// for each `(kind, subject, digest, detail)`, in order, and seal its new
+/// head with `sealer`.
 fn add_links<'a>(
     tx: &rusqlite::Transaction<'_>,
     session: &str,
     items: impl IntoIterator<Item = (&'a str, &'a str, String, &'a str)>,
+    sealer: Option<&chain::Sealer>,
 ) -> Result<(), rusqlite::Error> {
-    for link in chain::extend(chain_tail(tx, session)?, items) {
-        insert_link(tx, session, &link)?;
+    let links = chain::extend(chain_tail(tx, session)?, items);
+    for link in &links {
+        insert_link(tx, session, link)?;
     }
+    if let (Some(sealer), Some(last)) = (sealer, links.last()) {
+        put_seal(tx, session, &sealer.seal(session, &last.hash))?;
+    }
+    Ok(())
+}
+
+fn put_seal(
+    tx: &rusqlite::Transaction<'_>,
+    session: &str,
+    seal: &chain::Seal,
+) -> Result<(), rusqlite::Error> {
+    tx.prepare_cached(
+        "INSERT OR REPLACE INTO seals (session_id, head, host, mac) VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![session, seal.head, seal.host, seal.mac])?;
     Ok(())
 }
 
@@ -339,7 +362,12 @@ impl Store for SqliteStore {
         )?;
         if let (true, Some(title)) = (untitled, title) {
             let digest = chain::title_digest(title);
-            add_links(&tx, id, [(chain::TITLE, "title", digest, "")])?;
+            add_links(
+                &tx,
+                id,
+                [(chain::TITLE, "title", digest, "")],
+                self.sealer.as_ref(),
+            )?;
         }
         tx.commit()?;
         Ok(())
@@ -378,6 +406,7 @@ impl Store for SqliteStore {
             &tx,
             session,
             chain::append_items(turns, &records, &subjects),
+            self.sealer.as_ref(),
         )?;
         let changed = tx.execute(
             "UPDATE sessions SET updated_at = ?2 WHERE id = ?1",
@@ -560,7 +589,7 @@ impl Store for SqliteStore {
                 removed
             };
             let sign_off = chain::SignOff::compaction(&removed, &write.add_blocks);
-            add_links(&tx, conversation, [sign_off.item()])?;
+            add_links(&tx, conversation, [sign_off.item()], self.sealer.as_ref())?;
         }
         for block in &write.add_blocks {
             insert_block(&tx, conversation, block)?;
@@ -599,6 +628,27 @@ impl Store for SqliteStore {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    fn seal(&self, session: &str) -> Result<Option<chain::Seal>, StoreError> {
+        let conn = self.conn();
+        Ok(conn
+            .query_row(
+                "SELECT head, host, mac FROM seals WHERE session_id = ?1",
+                [session],
+                |r| {
+                    Ok(chain::Seal {
+                        head: r.get(0)?,
+                        host: r.get(1)?,
+                        mac: r.get(2)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    fn sealer(&self) -> Option<&chain::Sealer> {
+        self.sealer.as_ref()
+    }
+
     fn import_session(&self, export: &super::export::SessionExport) -> Result<(), StoreError> {
         let s = &export.session;
         let mut conn = self.conn();
@@ -628,6 +678,10 @@ impl Store for SqliteStore {
         insert_records(&tx, &s.id, &export.records)?;
         for link in &export.links {
             insert_link(&tx, &s.id, link)?;
+        }
+        // Verified on the way in: this host vouches for it from here.
+        if let Some(sealer) = &self.sealer {
+            put_seal(&tx, &s.id, &sealer.seal(&s.id, &export.head()))?;
         }
         for block in &export.summaries {
             insert_block(&tx, &s.id, block)?;

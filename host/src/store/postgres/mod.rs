@@ -41,6 +41,7 @@ pub struct PgStore {
     holder: Holder,
     ttl: Duration,
     keeper: Keeper,
+    sealer: Option<chain::Sealer>,
     shown: String,
     version: u32,
     notices: OnceLock<tokio::sync::broadcast::Sender<String>>,
@@ -50,7 +51,15 @@ pub struct PgStore {
 /// may disagree; leases are timed by one clock).
 const NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
 
+/// How many migrations the schema has.
+pub const MIGRATIONS_COUNT: usize = schema::MIGRATIONS.len();
+
 impl PgStore {
+    /// The sealer of the chains this store writes.
+    pub(super) fn sealer_ref(&self) -> Option<&super::chain::Sealer> {
+        self.sealer.as_ref()
+    }
+
     /// Connect, check the schema and bring it up to date; `env` gives
     /// `password_env`'s value.
     pub fn open(
@@ -84,12 +93,16 @@ impl PgStore {
             .create_timeout(Some(Duration::from_secs(15)))
             .build()
             .map_err(|e| open_err(e.to_string()))?;
+        let holder = Holder::this_process(options.host.as_deref());
         let mut store = PgStore {
             runtime: Some(runtime),
             pool,
             config,
             tls,
-            holder: Holder::this_process(options.host.as_deref()),
+            sealer: options
+                .chain_key
+                .map(|key| super::chain::Sealer::new(key, &holder.host)),
+            holder,
             ttl: options.lease_ttl,
             keeper: Keeper::new(),
             shown: shown.clone(),
@@ -318,6 +331,14 @@ impl Store for PgStore {
 
     fn chain(&self, session: &str) -> Result<Vec<chain::Link>, StoreError> {
         self.run(sessions::chain(self, session))
+    }
+
+    fn seal(&self, session: &str) -> Result<Option<super::chain::Seal>, StoreError> {
+        self.run(sessions::seal(self, session))
+    }
+
+    fn sealer(&self) -> Option<&super::chain::Sealer> {
+        self.sealer.as_ref()
     }
 
     fn import_session(&self, session: &export::SessionExport) -> Result<(), StoreError> {

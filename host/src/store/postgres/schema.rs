@@ -96,6 +96,15 @@ pub const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX leases_by_holder ON leases (holder);
     "#,
+    // 7: each session's seal (see the SQLite schema's 7).
+    r#"
+    CREATE TABLE seals (
+        session_id  TEXT PRIMARY KEY REFERENCES sessions (id) ON DELETE CASCADE,
+        head        TEXT NOT NULL,
+        host        TEXT NOT NULL,
+        mac         TEXT NOT NULL
+    );
+    "#,
 ];
 
 /// Create the version table if needed and apply the migrations not yet

@@ -156,7 +156,13 @@ pub async fn update(
     .await?;
     if let (true, Some(title)) = (untitled, title) {
         let digest = chain::title_digest(title);
-        add_links(&tx, id, [(chain::TITLE, "title", digest, "")]).await?;
+        add_links(
+            &tx,
+            id,
+            [(chain::TITLE, "title", digest, "")],
+            store.sealer_ref(),
+        )
+        .await?;
     }
     tx.commit().await?;
     Ok(())
@@ -190,17 +196,51 @@ async fn chain_tail(tx: &Transaction<'_>, session: &str) -> Result<(u64, String)
     }))
 }
 
-/// Append links to `session`'s chain (inside the caller's transaction).
+/// Append links to `session`'s chain (inside the caller's transaction),
+/// and seal its new head with `sealer`.
 async fn add_links<'a>(
     tx: &Transaction<'_>,
     session: &str,
     items: impl IntoIterator<Item = (&'a str, &'a str, String, &'a str)>,
+    sealer: Option<&chain::Sealer>,
 ) -> Result<(), StoreError> {
     let links = chain::extend(chain_tail(tx, session).await?, items);
     for link in &links {
         insert_link(tx, session, link).await?;
     }
+    if let (Some(sealer), Some(last)) = (sealer, links.last()) {
+        put_seal(tx, session, &sealer.seal(session, &last.hash)).await?;
+    }
     Ok(())
+}
+
+async fn put_seal(
+    tx: &Transaction<'_>,
+    session: &str,
+    seal: &chain::Seal,
+) -> Result<(), StoreError> {
+    tx.execute(
+        "INSERT INTO seals (session_id, head, host, mac) VALUES ($1, $2, $3, $4) ON CONFLICT (session_id) DO UPDATE SET head = $2, host = $3, mac = $4",
+        &[&session, &seal.head, &seal.host, &seal.mac],
+    )
+    .await?;
+    Ok(())
+}
+
+/// The seal on `session`'s chain head.
+pub async fn seal(store: &PgStore, session: &str) -> Result<Option<chain::Seal>, StoreError> {
+    let client = store.client().await?;
+    let row = client
+        .query_opt(
+            "SELECT head, host, mac FROM seals WHERE session_id = $1",
+            &[&session],
+        )
+        .await?;
+    Ok(row.map(|r| chain::Seal {
+        head: r.get(0),
+        host: r.get(1),
+        mac: r.get(2),
+    }))
 }
 
 async fn insert_link(
@@ -295,6 +335,7 @@ pub async fn append(
         &tx,
         session,
         chain::append_items(turns, &records, &subjects),
+        store.sealer_ref(),
     )
     .await?;
     let stmt = tx
@@ -395,6 +436,9 @@ pub async fn import(store: &PgStore, export: &export::SessionExport) -> Result<(
     insert_records(&tx, &s.id, &export.records).await?;
     for link in &export.links {
         insert_link(&tx, &s.id, link).await?;
+    }
+    if let Some(sealer) = store.sealer_ref() {
+        put_seal(&tx, &s.id, &sealer.seal(&s.id, &export.head())).await?;
     }
     for block in &export.summaries {
         super::archive::insert_block(&tx, &s.id, block).await?;
@@ -508,7 +552,7 @@ pub async fn compact(
             })
             .collect();
         let sign_off = chain::SignOff::compaction(&removed, &write.add_blocks);
-        add_links(&tx, conversation, [sign_off.item()]).await?;
+        add_links(&tx, conversation, [sign_off.item()], store.sealer_ref()).await?;
     }
     for block in &write.add_blocks {
         super::archive::insert_block(&tx, conversation, block).await?;
