@@ -666,6 +666,32 @@ fn a_planted_git_file_never_runs_the_models_program_at_the_users_next_git() {
     users_git_status(&ws);
     assert!(!marker.exists(), "the user's git ran the model's program");
 
+    // A repository deeper down, away from where the program starts: its
+    // hooks and configuration are as read-only as the root's.
+    let nested = ws.join("vendor/lib");
+    std::fs::create_dir_all(&nested).unwrap();
+    assert!(
+        Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(&nested)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = tool_in(
+        &scene,
+        "shell",
+        json!({"command": "echo '#!/bin/sh' > vendor/lib/.git/hooks/pre-commit; printf '[core]\\n\\tfsmonitor = x\\n' >> vendor/lib/.git/config; mv vendor/lib/.git vendor/lib/.git-moved; echo tried"}),
+    );
+    assert!(text(&out.stdout).contains("tried"), "{}", text(&out.stderr));
+    assert!(!nested.join(".git/hooks/pre-commit").exists());
+    assert!(nested.join(".git").is_dir() && !nested.join(".git-moved").exists());
+    assert!(
+        !std::fs::read_to_string(nested.join(".git/config"))
+            .unwrap()
+            .contains("fsmonitor")
+    );
+
     // A git the model runs in a repository the workspace configured (here
     // planted by hand) runs none of its programs either.
     std::fs::write(ws.join(".git"), "gitdir: .gitdata\n").unwrap();

@@ -8,12 +8,20 @@
 //! stand only when git reads it as data (a `git init`, a `git clone`, a
 //! linked worktree) and is otherwise taken out of the workspace — into
 //! sandcrab's quarantine folder — and named.
+//!
+//! A count after the first reads again only the folders whose modification
+//! stamp changed (a name added or removed changes it): the others are
+//! taken as the last count left them, so counting a workspace costs a
+//! `stat` per folder, not a listing.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsString;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use super::git_config::runs_something;
-use super::protected::{GIT, git_metadata};
+use super::protected::{GIT, ProtectionKind, git_metadata};
 
 /// Most folders one count walks (a larger workspace is counted up to
 /// here, and the count says it is incomplete).
@@ -25,11 +33,33 @@ const MAX_READ: u64 = 256 << 10;
 #[derive(Debug, Clone, Default)]
 pub struct Census {
     /// Every `.git` entry and every existing name inside one that makes
-    /// git run something (absolute paths).
-    found: BTreeSet<PathBuf>,
+    /// git run something (absolute paths), with how a program finds it.
+    found: BTreeMap<PathBuf, ProtectionKind>,
+    /// Each folder walked, as it was read.
+    folders: HashMap<PathBuf, Folder>,
     /// Whether every folder was walked.
     pub complete: bool,
 }
+
+/// What one folder held when it was last read.
+#[derive(Debug, Clone)]
+struct Folder {
+    stamp: Stamp,
+    subfolders: Vec<OsString>,
+    git: bool,
+}
+
+/// What changes when a name is added to, removed from or renamed in a
+/// folder (or the folder is replaced).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    inode: u64,
+    mtime: i64,
+    mtime_nsec: i64,
+}
+
+/// The last count of each workspace, by its root.
+static LAST: Mutex<Option<HashMap<PathBuf, Census>>> = Mutex::new(None);
 
 /// One thing a program left that was taken out, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,48 +86,97 @@ impl std::fmt::Display for Swept {
 }
 
 impl Census {
-    /// Count the git metadata beneath `workspace`.
+    /// Count the git metadata beneath `workspace`, reading every folder.
     pub fn take(workspace: &Path) -> Census {
+        Census::default().recount(workspace)
+    }
+
+    /// Count the git metadata beneath `workspace` before a program starts:
+    /// from the last count of it, reading again only what changed since.
+    pub fn before_program(workspace: &Path) -> Census {
+        let last = LAST
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+            .and_then(|all| all.remove(workspace))
+            .unwrap_or_default();
+        last.recount(workspace)
+    }
+
+    /// The git metadata found, each with how a program finds it (a `.git`
+    /// folder pinned, what makes git run something read-only): every
+    /// repository of the workspace, at any depth.
+    pub fn protected(&self) -> Vec<(PathBuf, ProtectionKind)> {
+        self.found.iter().map(|(p, k)| (p.clone(), *k)).collect()
+    }
+
+    /// Count again from this count: a folder whose stamp did not change is
+    /// taken as it was; the others are read.
+    pub fn recount(&self, workspace: &Path) -> Census {
         let mut census = Census {
-            found: BTreeSet::new(),
             complete: true,
+            ..Census::default()
         };
         let mut pending = vec![workspace.to_path_buf()];
-        let mut walked = 0;
         while let Some(dir) = pending.pop() {
-            walked += 1;
-            if walked > MAX_FOLDERS {
+            if census.folders.len() >= MAX_FOLDERS {
                 census.complete = false;
                 break;
             }
-            let Ok(entries) = std::fs::read_dir(&dir) else {
+            let Ok(meta) = std::fs::symlink_metadata(&dir) else {
                 continue;
             };
-            for entry in entries.flatten() {
-                let Ok(kind) = entry.file_type() else {
-                    continue;
-                };
-                if entry.file_name() == GIT {
-                    let mut metadata = Vec::new();
-                    git_metadata(&entry.path(), &mut metadata);
-                    census.found.extend(metadata.into_iter().map(|(p, _)| p));
-                    census.found.insert(entry.path());
-                } else if kind.is_dir() {
-                    pending.push(entry.path());
-                }
+            if !meta.is_dir() {
+                continue;
             }
+            let stamp = Stamp {
+                inode: meta.ino(),
+                mtime: meta.mtime(),
+                mtime_nsec: meta.mtime_nsec(),
+            };
+            let folder = match self.folders.get(&dir) {
+                Some(known) if known.stamp == stamp => known.clone(),
+                _ => match read_folder(&dir, stamp) {
+                    Some(folder) => folder,
+                    None => continue,
+                },
+            };
+            if folder.git {
+                let mut metadata = Vec::new();
+                git_metadata(&dir.join(GIT), &mut metadata);
+                census.found.extend(metadata);
+            }
+            pending.extend(folder.subfolders.iter().map(|name| dir.join(name)));
+            census.folders.insert(dir, folder);
         }
         census
     }
 
     /// Count again after a program ended, and take out of the workspace
     /// what it made that git would not read as data; into `quarantine`
-    /// (removed when it cannot be moved there).
+    /// (removed when it cannot be moved there). The count is kept for the
+    /// workspace's next program.
     pub fn sweep(&self, workspace: &Path, quarantine: Option<&Path>) -> Vec<Swept> {
-        let after = Census::take(workspace);
+        let after = self.recount(workspace);
+        let swept = self.take_out_new(&after, workspace, quarantine);
+        LAST.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert_with(HashMap::new)
+            .insert(workspace.to_path_buf(), after);
+        swept
+    }
+
+    /// What `after` holds beyond this count that would make git run
+    /// something, taken out.
+    fn take_out_new(
+        &self,
+        after: &Census,
+        workspace: &Path,
+        quarantine: Option<&Path>,
+    ) -> Vec<Swept> {
         let mut swept = Vec::new();
         let mut taken: Vec<PathBuf> = Vec::new();
-        for path in after.found.difference(&self.found) {
+        for path in after.found.keys().filter(|p| !self.found.contains_key(*p)) {
             // Inside what was taken out already: gone with it.
             if taken.iter().any(|t| path.starts_with(t)) {
                 continue;
@@ -161,14 +240,34 @@ impl Census {
         let base = path.parent()?;
         let resolved = std::fs::canonicalize(base.join(target)).ok();
         let inside_old = resolved.as_ref().is_some_and(|t| {
-            self.found.iter().any(|old| {
-                old.file_name().is_some_and(|n| n == GIT) && old.is_dir() && t.starts_with(old)
-            })
+            self.found
+                .iter()
+                .any(|(old, kind)| *kind == ProtectionKind::Pinned && t.starts_with(old))
         });
         (!inside_old).then(|| {
             format!("it sends git to {target}, which is not a repository that was there before")
         })
     }
+}
+
+/// The names in `dir` (stamped `stamp`): its subfolders, and whether it
+/// holds a `.git` entry.
+fn read_folder(dir: &Path, stamp: Stamp) -> Option<Folder> {
+    let entries = std::fs::read_dir(dir).ok()?;
+    let mut folder = Folder {
+        stamp,
+        subfolders: Vec::new(),
+        git: false,
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if name == GIT {
+            folder.git = true;
+        } else if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            folder.subfolders.push(name);
+        }
+    }
+    Some(folder)
 }
 
 /// A new git folder: what `git init` or `git clone` makes is data; a
@@ -270,6 +369,31 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().canonicalize().unwrap();
         (dir, path)
+    }
+
+    #[test]
+    fn a_recount_reads_again_what_changed_deep_down() {
+        let (_d, ws) = scratch();
+        std::fs::create_dir_all(ws.join("a/b/c")).unwrap();
+        std::fs::create_dir_all(ws.join("x/y")).unwrap();
+        let first = Census::take(&ws);
+        assert!(first.protected().is_empty());
+        std::fs::write(ws.join("a/b/c/.git"), "gitdir: /elsewhere\n").unwrap();
+        std::fs::create_dir_all(ws.join("x/y/new/.git/hooks")).unwrap();
+        let again = first.recount(&ws);
+        let found: Vec<PathBuf> = again.protected().into_iter().map(|(p, _)| p).collect();
+        assert!(found.contains(&ws.join("a/b/c/.git")), "{found:?}");
+        assert!(found.contains(&ws.join("x/y/new/.git")), "{found:?}");
+        assert!(found.contains(&ws.join("x/y/new/.git/hooks")), "{found:?}");
+        // Removed: gone from the next count.
+        std::fs::remove_file(ws.join("a/b/c/.git")).unwrap();
+        let third = again.recount(&ws);
+        assert!(
+            !third
+                .protected()
+                .iter()
+                .any(|(p, _)| p == &ws.join("a/b/c/.git"))
+        );
     }
 
     #[test]

@@ -172,7 +172,8 @@ impl Protected {
     /// The protected paths that exist beneath `workspace` where a program
     /// starting in `cwd` (inside it) will find them: every fixed-name
     /// pattern, and git's metadata in the workspace, in `cwd` and in every
-    /// folder between them. Each with how it is protected.
+    /// folder between them (a [`super::Census`] finds it at every depth).
+    /// Each with how it is protected.
     pub fn existing(&self, workspace: &Path, cwd: &Path) -> Vec<(PathBuf, ProtectionKind)> {
         let mut found = Vec::new();
         for pattern in &self.patterns {

@@ -212,8 +212,13 @@ impl Confinement {
 
     /// Install the confinement on `cmd` (it runs in the child before
     /// exec). What the host keeps and the protected paths that exist now
-    /// (where the program starts) are covered, as [`crate::kept`] says.
-    pub fn apply(&self, cmd: &mut tokio::process::Command) -> Result<(), ConfineError> {
+    /// (where the program starts, and the git metadata `census` found at
+    /// every depth) are covered, as [`crate::kept`] says.
+    pub fn apply(
+        &self,
+        cmd: &mut tokio::process::Command,
+        census: Option<&crate::kept::Census>,
+    ) -> Result<(), ConfineError> {
         let binds = if self.namespaces & libc::CLONE_NEWNS != 0 {
             let protected = match &self.protected {
                 Some(ws) => {
@@ -223,7 +228,9 @@ impl Confinement {
                         .and_then(|d| d.canonicalize().ok())
                         .filter(|d| d.starts_with(&ws.root))
                         .unwrap_or_else(|| ws.root.clone());
-                    ws.paths.existing(&ws.root, &cwd)
+                    let mut found = ws.paths.existing(&ws.root, &cwd);
+                    found.extend(census.map(|c| c.protected()).unwrap_or_default());
+                    found
                 }
                 None => Vec::new(),
             };

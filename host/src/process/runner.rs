@@ -113,15 +113,18 @@ pub async fn run(
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    confinement.apply(&mut cmd)?;
     // The git metadata as the program finds it (when it may write a
-    // workspace whose git metadata is protected).
+    // workspace whose git metadata is protected): covered at every depth,
+    // and what the program adds swept when it ends.
     let census = match confinement.census_root() {
-        Some(root) => tokio::task::spawn_blocking(move || (crate::kept::Census::take(&root), root))
-            .await
-            .ok(),
+        Some(root) => {
+            tokio::task::spawn_blocking(move || (crate::kept::Census::before_program(&root), root))
+                .await
+                .ok()
+        }
         None => None,
     };
+    confinement.apply(&mut cmd, census.as_ref().map(|(c, _)| c))?;
     let mut sweeper = Sweeper(census);
 
     let started = Instant::now();
