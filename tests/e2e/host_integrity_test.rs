@@ -19,12 +19,19 @@ fn text(bytes: &[u8]) -> String {
 /// reach.
 pub(crate) struct HomeWorkspace {
     pub scene: Scene,
+    /// An agent's socket in the home (as ssh-agent's), which
+    /// `$SSH_AUTH_SOCK` names for every command.
+    _agent: std::os::unix::net::UnixListener,
 }
 
 impl HomeWorkspace {
     pub fn new() -> Self {
+        let scene = Scene::new();
+        let agent =
+            std::os::unix::net::UnixListener::bind(scene.workspace().join(".agent.sock")).unwrap();
         HomeWorkspace {
-            scene: Scene::new(),
+            scene,
+            _agent: agent,
         }
     }
 
@@ -38,6 +45,7 @@ impl HomeWorkspace {
         let home = self.home();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_sandcrab"));
         cmd.env("HOME", &home)
+            .env("SSH_AUTH_SOCK", home.join(".agent.sock"))
             .env_remove("XDG_CONFIG_HOME")
             .env_remove("XDG_DATA_HOME")
             .env_remove("XDG_CACHE_HOME")
@@ -617,13 +625,14 @@ fn a_planted_git_file_never_runs_the_models_program_at_the_users_next_git() {
         "[core]\n\trepositoryformatversion = 0\n\tfsmonitor = \"touch {}; false\"\n",
         marker.display()
     );
-    // The model's writes: the configuration is only a file; the `.git`
-    // that would point git at it is refused, at the root and deeper.
+    // The model's writes: a git folder under another name (git finds one
+    // as a bare repository) is refused at the piece that would complete
+    // its layout; the `.git` that would point git at it is refused, at the
+    // root and deeper.
     for (path, content) in [
         (".gitdata/config", config.as_str()),
         (".gitdata/HEAD", "ref: refs/heads/main\n"),
         (".gitdata/objects/.keep", ""),
-        (".gitdata/refs/heads/.keep", ""),
     ] {
         let out = tool_in(
             &scene,
@@ -632,6 +641,14 @@ fn a_planted_git_file_never_runs_the_models_program_at_the_users_next_git() {
         );
         assert!(out.status.success(), "{path}: {}", text(&out.stderr));
     }
+    let out = tool_in(
+        &scene,
+        "write_file",
+        json!({"file_path": ".gitdata/refs/heads/.keep", "content": ""}),
+    );
+    assert!(!out.status.success(), "the layout was completed");
+    // Made by hand (as the repository might ship it), for what follows.
+    std::fs::create_dir_all(ws.join(".gitdata/refs/heads")).unwrap();
     for path in [".git", "sub/.git", "sub/.git/config", ".gitdata/../.git"] {
         let out = tool_in(
             &scene,
@@ -853,4 +870,73 @@ fn rand_digits() -> u32 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .subsec_nanos()
+}
+
+/// A loopback listener that counts the connections a proxy would get
+/// (accepts, reads a little, answers nothing useful).
+fn counting_proxy() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::Read;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = count.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut conn = conn;
+            let mut buf = [0u8; 1024];
+            let _ = conn.set_read_timeout(Some(std::time::Duration::from_millis(200)));
+            let _ = conn.read(&mut buf);
+        }
+    });
+    (url, count)
+}
+
+/// The key meant for a plain-http loopback server never goes to a proxy
+/// the environment names (it would travel in clear text to wherever that
+/// is): only to one the operator names for sandcrab (`[llm] proxy`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_never_travels_through_a_proxy_the_operator_did_not_name() {
+    use crate::llm_transcripts::{Answer, stream};
+    use sandcrab::llm::ProviderKind;
+    let kind = ProviderKind::OpenAiCompatible;
+    let scene = Scene::new();
+    let (proxy, count) = counting_proxy();
+    let server = crate::mock_llm::MockLlm::strict(kind).await;
+    server.push(stream(kind, &Answer::Text(vec!["direct"])));
+    let mut cmd = crate::cli_support::sandcrab(&scene, kind, &server, "run");
+    for var in [
+        "HTTP_PROXY",
+        "http_proxy",
+        "HTTPS_PROXY",
+        "https_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ] {
+        cmd.env(var, &proxy);
+    }
+    cmd.env_remove("NO_PROXY").env_remove("no_proxy");
+    let out = cmd.arg("hello").output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("direct"));
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "the request went straight to the server"
+    );
+    assert_eq!(
+        count.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the proxy the environment named saw a connection"
+    );
+    // Named by the operator for sandcrab: used (control).
+    scene.write_user_config(&format!("[llm]\nproxy = \"{proxy}\"\nmax_retries = 0\n"));
+    let _ = crate::cli_support::sandcrab(&scene, kind, &server, "run")
+        .arg("hello")
+        .output()
+        .unwrap();
+    assert!(
+        count.load(std::sync::atomic::Ordering::SeqCst) > 0,
+        "the operator's proxy was used"
+    );
 }

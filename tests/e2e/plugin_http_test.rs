@@ -79,6 +79,39 @@ async fn serve(ip: [u8; 4]) -> (SocketAddr, Seen) {
             }),
         )
         .route(
+            "/echo-in-name",
+            get(|headers: HeaderMap| async move {
+                // The credential handed back as a header's name.
+                let auth = headers
+                    .get("authorization")
+                    .map(|v| v.to_str().unwrap().to_string())
+                    .unwrap_or_default();
+                let token = auth.trim_start_matches("Bearer ").to_ascii_lowercase();
+                let mut out = HeaderMap::new();
+                out.append(
+                    axum::http::HeaderName::from_bytes(format!("x-{token}").as_bytes()).unwrap(),
+                    "1".parse().unwrap(),
+                );
+                (out, "see the headers")
+            }),
+        )
+        .route(
+            "/echo-split",
+            get(|headers: HeaderMap| async move {
+                // The credential in two halves, each harmless alone.
+                let auth = headers
+                    .get("authorization")
+                    .map(|v| v.to_str().unwrap().to_string())
+                    .unwrap_or_default();
+                let token = auth.trim_start_matches("Bearer ").to_string();
+                let (a, b) = token.split_at(token.len() / 2);
+                let mut out = HeaderMap::new();
+                out.append("x-part-one", a.parse().unwrap());
+                out.append("etag", b.parse().unwrap());
+                (out, "see the headers")
+            }),
+        )
+        .route(
             "/redirect",
             get(
                 |State(seen): State<Seen>,
@@ -305,6 +338,24 @@ async fn a_granted_origin_gets_the_credential_the_plugin_never_sees() {
     assert!(!text.contains(SECRET), "{text}");
     assert!(text.contains("withheld by sandcrab"), "{text}");
     assert_eq!(out["secret_in_memory"], false);
+
+    // Nor handed back under a header's name, or in halves over two
+    // headers (which the guest would put together).
+    let (half_a, half_b) = SECRET.split_at(SECRET.len() / 2);
+    for path in ["/echo-in-name", "/echo-split"] {
+        let (out, _) = fetch(
+            &plugin,
+            json!({"url": format!("{o}{path}"), "scan_for": xor_hex(SECRET)}),
+        )
+        .await;
+        let text = out.to_string().to_ascii_lowercase();
+        assert!(!text.contains(SECRET), "{path}: {text}");
+        assert!(
+            !(text.contains(half_a) && text.contains(half_b)),
+            "{path}: both halves reached the guest: {text}"
+        );
+        assert_eq!(out["secret_in_memory"], false, "{path}");
+    }
 
     // Nor its environment.
     let env = plugin

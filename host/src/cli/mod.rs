@@ -163,6 +163,9 @@ pub fn main() -> ExitCode {
     // FIFO nobody writes) leaves a blocking-pool thread behind: do not wait
     // for it to exit.
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    // Programs cut off as sandcrab stops (a cancelled background job) are
+    // swept like any other before it exits.
+    crate::process::wait_for_sweeps(std::time::Duration::from_secs(30));
     match result {
         Ok(code) => code,
         Err(err) => {

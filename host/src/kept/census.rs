@@ -21,11 +21,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::git_config::runs_something;
-use super::protected::{GIT, ProtectionKind, git_metadata};
+use super::protected::{GIT, ProtectionKind, git_layout, git_metadata};
 
 /// Most folders one count walks (a larger workspace is counted up to
 /// here, and the count says it is incomplete).
-const MAX_FOLDERS: usize = 200_000;
+pub const MAX_FOLDERS: usize = 500_000;
 /// Largest git metadata file read to judge it.
 const MAX_READ: u64 = 256 << 10;
 
@@ -47,6 +47,8 @@ struct Folder {
     stamp: Stamp,
     subfolders: Vec<OsString>,
     git: bool,
+    /// Laid out as a git folder itself (a bare repository).
+    bare: bool,
 }
 
 /// What changes when a name is added to, removed from or renamed in a
@@ -61,6 +63,13 @@ struct Stamp {
 /// The last count of each workspace, by its root.
 static LAST: Mutex<Option<HashMap<PathBuf, Census>>> = Mutex::new(None);
 
+/// What a sweep took out, and whether it saw the whole workspace.
+#[derive(Debug, Clone)]
+pub struct Sweep {
+    pub swept: Vec<Swept>,
+    pub complete: bool,
+}
+
 /// One thing a program left that was taken out, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Swept {
@@ -74,7 +83,7 @@ impl std::fmt::Display for Swept {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} was taken out of the workspace: a program made it, and {}; git metadata made by the model's programs may not make git run anything",
+            "{} was taken out of the workspace: a program made it, and {}",
             self.path.display(),
             self.why
         )?;
@@ -117,8 +126,15 @@ impl Census {
             complete: true,
             ..Census::default()
         };
+        // What the host keeps is covered for every program (hidden or
+        // read-only): no program makes git metadata there, and the host's
+        // own folders (its quarantine) are not the workspace's.
+        let kept = super::current();
         let mut pending = vec![workspace.to_path_buf()];
         while let Some(dir) = pending.pop() {
+            if dir != workspace && kept.holding(&dir).is_some() {
+                continue;
+            }
             if census.folders.len() >= MAX_FOLDERS {
                 census.complete = false;
                 break;
@@ -146,6 +162,11 @@ impl Census {
                 git_metadata(&dir.join(GIT), &mut metadata);
                 census.found.extend(metadata);
             }
+            if folder.bare {
+                let mut metadata = Vec::new();
+                git_metadata(&dir, &mut metadata);
+                census.found.extend(metadata);
+            }
             pending.extend(folder.subfolders.iter().map(|name| dir.join(name)));
             census.folders.insert(dir, folder);
         }
@@ -156,14 +177,15 @@ impl Census {
     /// what it made that git would not read as data; into `quarantine`
     /// (removed when it cannot be moved there). The count is kept for the
     /// workspace's next program.
-    pub fn sweep(&self, workspace: &Path, quarantine: Option<&Path>) -> Vec<Swept> {
+    pub fn sweep(&self, workspace: &Path, quarantine: Option<&Path>) -> Sweep {
         let after = self.recount(workspace);
         let swept = self.take_out_new(&after, workspace, quarantine);
+        let complete = after.complete;
         LAST.lock()
             .unwrap_or_else(|e| e.into_inner())
             .get_or_insert_with(HashMap::new)
             .insert(workspace.to_path_buf(), after);
-        swept
+        Sweep { swept, complete }
     }
 
     /// What `after` holds beyond this count that would make git run
@@ -176,14 +198,27 @@ impl Census {
     ) -> Vec<Swept> {
         let mut swept = Vec::new();
         let mut taken: Vec<PathBuf> = Vec::new();
-        for path in after.found.keys().filter(|p| !self.found.contains_key(*p)) {
+        for (path, kind) in after
+            .found
+            .iter()
+            .filter(|(p, _)| !self.found.contains_key(*p))
+        {
             // Inside what was taken out already: gone with it.
             if taken.iter().any(|t| path.starts_with(t)) {
+                continue;
+            }
+            // A folder that became a bare repository stays (it is the
+            // workspace's); what in it would make git run something is
+            // judged on its own.
+            if *kind == ProtectionKind::Pinned && path.file_name().is_some_and(|n| n != GIT) {
                 continue;
             }
             let Some(why) = self.judge_new(path) else {
                 continue;
             };
+            let why = format!(
+                "{why}; git metadata the model's programs make may not make git run anything"
+            );
             let kept_in = take_out(path, workspace, quarantine);
             taken.push(path.clone());
             swept.push(Swept {
@@ -213,51 +248,68 @@ impl Census {
         match name {
             "hooks" => judge_hooks(path),
             "config" | "config.worktree" => judge_config(path),
-            // Where a linked worktree's repository and common folder are:
-            // data, as long as they stay within a repository that was there.
-            "commondir" | "gitdir" => self.judge_pointer(path),
+            // Where a linked worktree's common folder is: only the git
+            // folder it is in.
+            "commondir" => judge_commondir(path),
+            // Where a linked worktree is: data.
             _ => None,
         }
     }
 
     /// A `gitdir:` file: it may only point into a repository that was
-    /// there before (a linked worktree, a submodule).
+    /// there before (a linked worktree, a submodule), and what it points at
+    /// is judged like a new git folder.
     fn judge_git_file(&self, path: &Path) -> Option<String> {
         let text = read_small(path)?;
         let Some(target) = text.trim().strip_prefix("gitdir:") else {
             return Some("it is a `.git` file git cannot read".into());
         };
-        self.within_old_repository(path, target.trim())
-    }
-
-    /// `commondir` or `gitdir` inside a git folder.
-    fn judge_pointer(&self, path: &Path) -> Option<String> {
-        let text = read_small(path)?;
-        self.within_old_repository(path, text.trim())
-    }
-
-    fn within_old_repository(&self, path: &Path, target: &str) -> Option<String> {
+        let target = target.trim();
         let base = path.parent()?;
-        let resolved = std::fs::canonicalize(base.join(target)).ok();
-        let inside_old = resolved.as_ref().is_some_and(|t| {
-            self.found
-                .iter()
-                .any(|(old, kind)| *kind == ProtectionKind::Pinned && t.starts_with(old))
-        });
-        (!inside_old).then(|| {
-            format!("it sends git to {target}, which is not a repository that was there before")
-        })
+        let Ok(resolved) = std::fs::canonicalize(base.join(target)) else {
+            return Some(format!("it sends git to {target}, which does not exist"));
+        };
+        let old = self
+            .found
+            .iter()
+            .find(|(old, kind)| **kind == ProtectionKind::Pinned && resolved.starts_with(old));
+        match old {
+            None => Some(format!(
+                "it sends git to {target}, which is not in a repository that was there before"
+            )),
+            // Whatever was there: what git would read there is judged
+            // (a linked worktree's or a submodule's folder passes).
+            Some(_) => judge_git_dir(&resolved),
+        }
     }
 }
 
-/// The names in `dir` (stamped `stamp`): its subfolders, and whether it
-/// holds a `.git` entry.
+/// A `commondir` file: it may only name the git folder it is in (what
+/// `git worktree add` writes, `../..`).
+fn judge_commondir(path: &Path) -> Option<String> {
+    let text = read_small(path)?;
+    let own = path
+        .ancestors()
+        .find(|a| a.file_name().is_some_and(|n| n == GIT));
+    let resolved = std::fs::canonicalize(path.parent()?.join(text.trim())).ok();
+    match (own, resolved) {
+        (Some(own), Some(resolved)) if own == resolved => None,
+        _ => Some(format!(
+            "it sends git to {} for its configuration, not to the git folder it is in",
+            text.trim()
+        )),
+    }
+}
+
+/// The names in `dir` (stamped `stamp`): its subfolders, whether it holds
+/// a `.git` entry, and whether it is itself laid out as a git folder.
 fn read_folder(dir: &Path, stamp: Stamp) -> Option<Folder> {
     let entries = std::fs::read_dir(dir).ok()?;
     let mut folder = Folder {
         stamp,
         subfolders: Vec::new(),
         git: false,
+        bare: false,
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
@@ -267,6 +319,7 @@ fn read_folder(dir: &Path, stamp: Stamp) -> Option<Folder> {
             folder.subfolders.push(name);
         }
     }
+    folder.bare = git_layout(dir, None);
     Some(folder)
 }
 
@@ -284,6 +337,8 @@ fn judge_git_dir(git: &Path) -> Option<String> {
         let found = match name {
             "hooks" => judge_hooks(&path),
             "config" | "config.worktree" => judge_config(&path),
+            "commondir" => judge_commondir(&path),
+            "gitdir" => None,
             _ => Some(format!("it holds {name}, which sends git elsewhere")),
         };
         if let Some(why) = found {
@@ -324,33 +379,111 @@ fn read_small(path: &Path) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
-/// Move `path` out of the workspace into `quarantine` (keeping its place
-/// beneath the workspace); remove it when that fails.
-fn take_out(path: &Path, workspace: &Path, quarantine: Option<&Path>) -> Option<PathBuf> {
+/// Move `path` out of the workspace into `quarantine` (named after its
+/// place beneath the workspace); remove it when that fails. Every step is
+/// taken beneath the workspace without following a link (another program
+/// of the model's may swap a folder on the way for a link to a repository
+/// elsewhere): nothing outside the workspace is ever moved or removed.
+pub(super) fn take_out(
+    path: &Path,
+    workspace: &Path,
+    quarantine: Option<&Path>,
+) -> Option<PathBuf> {
+    let relative = path.strip_prefix(workspace).ok()?;
+    let (parent, name) = match beneath::parent_of(workspace, relative) {
+        Ok(found) => found,
+        Err(err) => {
+            tracing::warn!("could not take {} out: {err}", path.display());
+            return None;
+        }
+    };
     if let Some(quarantine) = quarantine {
-        let relative = path.strip_prefix(workspace).unwrap_or(path);
-        let stamp = format!(
-            "{}-{:08x}",
+        let flat: String = relative
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join("__");
+        let to = quarantine.join(format!(
+            "{}-{:08x}-{flat}",
             crate::time::now_rfc3339().replace(':', ""),
             rand::random::<u32>()
-        );
-        let to = quarantine.join(stamp).join(relative);
-        let moved = to
-            .parent()
-            .is_some_and(|parent| create_private(parent).is_ok())
-            && std::fs::rename(path, &to).is_ok();
-        if moved {
+        ));
+        if create_private(quarantine).is_ok() && beneath::move_to(&parent, &name, &to).is_ok() {
             return Some(to);
         }
     }
-    let removed = match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(path),
-        _ => std::fs::remove_file(path),
-    };
-    if let Err(err) = removed {
+    if let Err(err) = beneath::remove(&parent, &name) {
         tracing::warn!("could not take {} out: {err}", path.display());
     }
     None
+}
+
+/// Moving and removing beneath a folder, following no link.
+mod beneath {
+    use std::ffi::OsString;
+    use std::os::fd::OwnedFd;
+    use std::path::Path;
+
+    use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
+    use rustix::io::Errno;
+
+    const DIR: OFlags = OFlags::DIRECTORY
+        .union(OFlags::RDONLY)
+        .union(OFlags::NOFOLLOW)
+        .union(OFlags::CLOEXEC);
+
+    /// The folder holding `relative` beneath `root`, reached one name at
+    /// a time without following a link, and the last name.
+    pub fn parent_of(root: &Path, relative: &Path) -> Result<(OwnedFd, OsString), Errno> {
+        let mut names: Vec<OsString> = Vec::new();
+        for c in relative.components() {
+            match c {
+                std::path::Component::Normal(n) => names.push(n.to_os_string()),
+                _ => return Err(Errno::INVAL),
+            }
+        }
+        let last = names.pop().ok_or(Errno::INVAL)?;
+        let mut dir = rustix::fs::open(root, DIR, Mode::empty())?;
+        for name in &names {
+            dir = rustix::fs::openat(&dir, name.as_os_str(), DIR, Mode::empty())?;
+        }
+        Ok((dir, last))
+    }
+
+    /// Rename `name` in `dir` to `to` (a new name in a folder of the
+    /// host's own).
+    pub fn move_to(dir: &OwnedFd, name: &OsString, to: &Path) -> Result<(), Errno> {
+        let target_dir = rustix::fs::open(to.parent().ok_or(Errno::INVAL)?, DIR, Mode::empty())?;
+        let target = to.file_name().ok_or(Errno::INVAL)?;
+        rustix::fs::renameat_with(
+            dir,
+            name.as_os_str(),
+            &target_dir,
+            target,
+            RenameFlags::NOREPLACE,
+        )
+    }
+
+    /// Remove `name` in `dir` and, for a folder, everything beneath it,
+    /// never following a link.
+    pub fn remove(dir: &OwnedFd, name: &OsString) -> Result<(), Errno> {
+        let st = rustix::fs::statat(dir, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW)?;
+        if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::Directory {
+            return rustix::fs::unlinkat(dir, name.as_os_str(), AtFlags::empty());
+        }
+        let inner = rustix::fs::openat(dir, name.as_os_str(), DIR, Mode::empty())?;
+        let names: Vec<OsString> = rustix::fs::Dir::read_from(&inner)?
+            .filter_map(Result::ok)
+            .map(|e| std::ffi::OsStr::from_bytes(e.file_name().to_bytes()).to_os_string())
+            .filter(|n| n != "." && n != "..")
+            .collect();
+        for child in &names {
+            remove(&inner, child)?;
+        }
+        rustix::fs::unlinkat(dir, name.as_os_str(), AtFlags::REMOVEDIR)
+    }
+
+    use std::os::unix::ffi::OsStrExt;
 }
 
 fn create_private(dir: &Path) -> std::io::Result<()> {
@@ -421,7 +554,7 @@ mod tests {
         std::fs::write(ws.join("wt/.git"), "gitdir: ../old/.git/worktrees/wt\n").unwrap();
         std::fs::create_dir_all(ws.join("old/.git/worktrees/wt")).unwrap();
 
-        let swept = before.sweep(&ws, Some(&quarantine));
+        let swept = before.sweep(&ws, Some(&quarantine)).swept;
         let paths: Vec<&Path> = swept.iter().map(|s| s.path.as_path()).collect();
         assert!(paths.contains(&ws.join(".git").as_path()), "{swept:#?}");
         assert!(

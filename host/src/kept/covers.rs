@@ -59,8 +59,14 @@ impl Registry {
             let Ok(meta) = std::fs::metadata(&path) else {
                 continue;
             };
-            if !(meta.is_dir() || meta.is_file()) {
-                continue;
+            // A folder, a file, or a socket (an agent's): each can be
+            // covered.
+            {
+                use std::os::unix::fs::FileTypeExt;
+                let kind = meta.file_type();
+                if !(kind.is_dir() || kind.is_file() || kind.is_socket()) {
+                    continue;
+                }
             }
             // A folder that holds what the program works in cannot be
             // covered whole.
@@ -130,8 +136,9 @@ fn add_pins(covers: &mut Vec<Cover>, writable: &[PathBuf]) {
 }
 
 /// Parents before children; one cover per path (the strictest); nothing
-/// inside a hidden folder (its mount point is gone) or a read-only one
-/// (nothing there can move or change).
+/// inside a hidden folder (its mount point is gone). Inside a read-only
+/// folder a secret is still hidden (a mount needs no write), while pins
+/// and read-only binds there add nothing and are dropped.
 fn ordered(mut covers: Vec<Cover>) -> Vec<Cover> {
     let rank = |k: CoverKind| match k {
         CoverKind::Hide => 0,
@@ -143,7 +150,13 @@ fn ordered(mut covers: Vec<Cover>) -> Vec<Cover> {
     let mut kept: Vec<Cover> = Vec::new();
     for cover in covers {
         let shadowed = kept.iter().any(|k| {
-            k.kind != CoverKind::Pin && k.path != cover.path && cover.path.starts_with(&k.path)
+            let inside = k.path != cover.path && cover.path.starts_with(&k.path);
+            inside
+                && match k.kind {
+                    CoverKind::Hide => true,
+                    CoverKind::ReadOnly => cover.kind != CoverKind::Hide,
+                    CoverKind::Pin => false,
+                }
         });
         if !shadowed {
             kept.push(cover);
@@ -200,6 +213,18 @@ mod tests {
                 ("ws/.git".into(), Pin),
                 ("ws/.git/config".into(), ReadOnly),
             ]
+        );
+        // A secret inside a read-only root stays hidden.
+        let mut inner = Registry::new();
+        inner.keep(Item::TrustedPlugins, &home.join(".cache"), "d");
+        std::fs::write(home.join(".cache/token"), "").unwrap();
+        inner.keep(Item::OperatorNamed, &home.join(".cache/token"), "d");
+        let covers = inner.covers(&[], &[home.clone()], &[]).unwrap();
+        assert!(
+            covers
+                .iter()
+                .any(|c| c.path == home.join(".cache/token") && c.kind == Hide),
+            "{covers:?}"
         );
         // Not writable: integrity roots need no cover, nothing is pinned.
         let covers = registry.covers(&[], &[], &[]).unwrap();

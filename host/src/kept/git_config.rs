@@ -60,87 +60,212 @@ const DATA_KEYS: &[&str] = &[
 
 /// The first thing in `text` (a git configuration file) that makes git
 /// run something or read another file, or that cannot be read plainly;
-/// None when every key is data.
+/// None when every key is data. The file is read the way git reads it
+/// (comments to the end of the line, a `\\` at the end of a value's line
+/// continuing it, quotes and escapes inside values), so what git sees is
+/// what is judged.
 pub fn runs_something(text: &str) -> Option<String> {
-    let mut section = String::new();
-    let mut lines = text.lines();
-    while let Some(raw) = lines.next() {
-        let mut line = raw.to_string();
-        // A value continued on the next line.
-        while line.ends_with('\\') {
-            line.pop();
-            match lines.next() {
-                Some(next) => line.push_str(next),
-                None => break,
-            }
-        }
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
-            continue;
-        }
-        if let Some(header) = line.strip_prefix('[') {
-            let Some((inside, rest)) = header.split_once(']') else {
-                return Some(format!("a section header it cannot read: {line}"));
-            };
-            if !rest.trim().is_empty() && !rest.trim().starts_with(['#', ';']) {
-                return Some(format!("a key on a section's line: {line}"));
-            }
-            section = match section_name(inside) {
-                Some(name) => name,
-                None => return Some(format!("a section header it cannot read: {line}")),
-            };
-            continue;
-        }
-        if section.is_empty() {
-            return Some(format!("a key outside any section: {line}"));
-        }
-        let (name, value) = match line.split_once('=') {
-            Some((name, value)) => (name.trim(), value.trim()),
-            None => (line, "true"),
+    let text = text.replace("\r\n", "\n");
+    let mut chars = Chars::new(&text);
+    let mut section: Option<String> = None;
+    loop {
+        chars.skip_blanks();
+        let Some(c) = chars.next() else {
+            return None;
         };
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
-            return Some(format!("a key it cannot read: {line}"));
-        }
-        let key = format!("{section}.{}", name.to_ascii_lowercase());
-        if !allowed(&key) {
-            return Some(format!(
-                "{} (git would run a program or read another file)",
-                key.replace('\u{0}', ".")
-            ));
-        }
-        if let Some(why) = bad_value(&key, value) {
-            return Some(why);
+        match c {
+            '\n' => {}
+            '#' | ';' => chars.skip_line(),
+            '[' => {
+                section = Some(match read_section(&mut chars) {
+                    Some(name) => name,
+                    None => return Some("a section header git reads differently".into()),
+                });
+                chars.skip_blanks();
+                match chars.next() {
+                    None | Some('\n') => {}
+                    Some('#' | ';') => chars.skip_line(),
+                    Some(_) => return Some("a key on a section's line".into()),
+                }
+            }
+            c if c.is_ascii_alphabetic() => {
+                let mut name = String::from(c.to_ascii_lowercase());
+                while let Some(&c) = chars.peek() {
+                    if c.is_ascii_alphanumeric() || c == '-' {
+                        name.push(c.to_ascii_lowercase());
+                        chars.next();
+                    } else {
+                        break;
+                    }
+                }
+                chars.skip_blanks();
+                let value = match chars.next() {
+                    None | Some('\n') => "true".to_string(),
+                    Some('=') => match read_value(&mut chars) {
+                        Some(value) => value,
+                        None => return Some(format!("a value of {name} git reads differently")),
+                    },
+                    Some(_) => return Some(format!("a key it cannot read: {name}")),
+                };
+                let Some(section) = &section else {
+                    return Some(format!("a key outside any section: {name}"));
+                };
+                let key = format!("{section}.{name}");
+                if !allowed(&key) {
+                    return Some(format!(
+                        "{} (git would run a program or read another file)",
+                        key.replace('\u{0}', ".")
+                    ));
+                }
+                if let Some(why) = bad_value(&key, &value) {
+                    return Some(why);
+                }
+            }
+            other => return Some(format!("something git reads differently: {other:?}")),
         }
     }
-    None
 }
 
-/// `core`, `remote "origin"`, `remote.origin` as `core`, `remote.*origin`
-/// (the subsection kept apart by a marker no key has).
-fn section_name(inside: &str) -> Option<String> {
-    let inside = inside.trim();
-    let (name, sub) = match inside.split_once(char::is_whitespace) {
-        Some((name, quoted)) => {
-            let sub = quoted.trim().strip_prefix('"')?.strip_suffix('"')?;
-            (name, Some(sub.to_string()))
+/// The file's characters as git reads them (a leading byte-order mark
+/// dropped; `\r\n` was made `\n` before).
+struct Chars<'a> {
+    inner: std::iter::Peekable<std::str::Chars<'a>>,
+}
+
+impl<'a> Chars<'a> {
+    fn new(text: &'a str) -> Self {
+        Chars {
+            inner: text
+                .strip_prefix('\u{feff}')
+                .unwrap_or(text)
+                .chars()
+                .peekable(),
         }
-        None => match inside.split_once('.') {
-            Some((name, sub)) => (name, Some(sub.to_ascii_lowercase())),
-            None => (inside, None),
-        },
-    };
-    if name.is_empty()
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
-    {
+    }
+
+    fn peek(&mut self) -> Option<&char> {
+        self.inner.peek()
+    }
+
+    fn skip_blanks(&mut self) {
+        while matches!(self.peek(), Some(' ' | '\t')) {
+            self.next();
+        }
+    }
+
+    fn skip_line(&mut self) {
+        for c in self.by_ref() {
+            if c == '\n' {
+                break;
+            }
+        }
+    }
+}
+
+impl Iterator for Chars<'_> {
+    type Item = char;
+    fn next(&mut self) -> Option<char> {
+        self.inner.next()
+    }
+}
+
+/// A value after `=`, to the end of its line (as git's `parse_value`):
+/// blanks outside quotes squeezed, `#` and `;` outside quotes start a
+/// comment, `\\` escapes (`\\` at the end of a line continues the value
+/// on the next). None where git would refuse it.
+fn read_value(chars: &mut Chars) -> Option<String> {
+    let (mut value, mut quoted, mut comment, mut blanks) = (String::new(), false, false, 0);
+    while let Some(c) = chars.next() {
+        if c == '\n' {
+            return (!quoted).then_some(value);
+        }
+        if comment {
+            continue;
+        }
+        if (c == ' ' || c == '\t') && !quoted {
+            if !value.is_empty() {
+                blanks += 1;
+            }
+            continue;
+        }
+        if !quoted && (c == '#' || c == ';') {
+            comment = true;
+            continue;
+        }
+        for _ in 0..blanks {
+            value.push(' ');
+        }
+        blanks = 0;
+        match c {
+            '\\' => match chars.next()? {
+                '\n' => {}
+                't' => value.push('\t'),
+                'b' => value.push('\u{8}'),
+                'n' => value.push('\n'),
+                '\\' => value.push('\\'),
+                '"' => value.push('"'),
+                _ => return None,
+            },
+            '"' => quoted = !quoted,
+            c => value.push(c),
+        }
+    }
+    (!quoted).then_some(value)
+}
+
+/// A section header after `[`: `core`, `remote "origin"`, `remote.origin`
+/// as `core`, `remote\0origin` (the subsection kept apart by a marker no
+/// key has). None where git would refuse it.
+fn read_section(chars: &mut Chars) -> Option<String> {
+    let mut name = String::new();
+    loop {
+        let c = chars.next()?;
+        match c {
+            ']' => break,
+            ' ' | '\t' => {
+                // `[name "subsection"]`
+                chars.skip_blanks();
+                if chars.next()? != '"' {
+                    return None;
+                }
+                let mut sub = String::new();
+                loop {
+                    match chars.next()? {
+                        '"' => break,
+                        '\n' => return None,
+                        '\\' => sub.push(chars.next().filter(|c| *c != '\n')?),
+                        c => sub.push(c),
+                    }
+                }
+                if chars.next()? != ']' {
+                    return None;
+                }
+                return valid_section(&name)
+                    .then(|| format!("{}\u{0}{sub}", name.to_ascii_lowercase()));
+            }
+            c if c.is_ascii_alphanumeric() || c == '-' || c == '.' => name.push(c),
+            _ => return None,
+        }
+    }
+    if !valid_section(&name) {
         return None;
     }
-    let name = name.to_ascii_lowercase();
-    Some(match sub {
-        Some(sub) => format!("{name}\u{0}{sub}"),
-        None => name,
+    // `[name.sub]`: the old way, the subsection lowercased.
+    Some(match name.split_once('.') {
+        Some((name, sub)) => format!(
+            "{}\u{0}{}",
+            name.to_ascii_lowercase(),
+            sub.to_ascii_lowercase()
+        ),
+        None => name.to_ascii_lowercase(),
     })
+}
+
+fn valid_section(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
 }
 
 fn allowed(key: &str) -> bool {
@@ -201,8 +326,23 @@ mod tests {
             ("[submodule \"s\"]\n\tupdate = !evil\n", "command"),
             ("[Core]\n\tFSMonitor = x\n", "core.fsmonitor"),
             ("[core]\n\tpager = less \\\n -R\n", "core.pager"),
-            ("no section = 1\n", "outside"),
-            ("[core\n", "cannot read"),
+            ("nosection = 1\n", "outside"),
+            ("[core\n", "differently"),
+            // A comment ending in a backslash does not go on (git reads
+            // the next line as a key), nor does an escaped backslash.
+            ("[core]\n# note \\\n\tfsmonitor = \"x\"\n", "core.fsmonitor"),
+            (
+                "[core]\n\teol = lf\\\\\n\tfsmonitor = \"x\"\n",
+                "core.fsmonitor",
+            ),
+            (
+                "[core]\n\teol = lf ; note \\\n\tfsmonitor = x\n",
+                "core.fsmonitor",
+            ),
+            // Quotes git drops: the value it sees.
+            ("[submodule \"s\"]\n\tupdate = \"\" !touch x\n", "command"),
+            ("[remote \"o\"]\n\turl = \"ext:\"\":sh x\"\n", "transport"),
+            ("\u{feff}[core]\r\n\tfsmonitor = x\r\n", "core.fsmonitor"),
         ] {
             let why = runs_something(text).unwrap_or_else(|| panic!("allowed: {text}"));
             assert!(why.contains(named), "{text}: {why}");

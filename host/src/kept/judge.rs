@@ -119,9 +119,17 @@ impl Judge {
             // still git's.
             Err(_) => (real, self.protected.git_protection_of(real)),
         };
-        match protection {
-            Some(_) => Err(Refusal::Protected(shown.to_path_buf())),
-            None => Ok(()),
+        // A folder laid out as a git folder under another name (a bare
+        // repository, which git finds where it runs): its configuration
+        // is git's too, and so is the layout itself.
+        let bare = self.protected.guards_git()
+            && real
+                .parent()
+                .zip(real.file_name().and_then(|n| n.to_str()))
+                .is_some_and(|(dir, name)| super::protected::makes_bare_git(dir, name));
+        match (protection, bare) {
+            (Some(_), _) | (None, true) => Err(Refusal::Protected(shown.to_path_buf())),
+            (None, false) => Ok(()),
         }
     }
 }

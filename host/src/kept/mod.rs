@@ -19,6 +19,7 @@
 //! A path is judged by where it really is (links resolved by the caller),
 //! never by the name it was given.
 
+mod appeared;
 mod census;
 mod covers;
 mod git_config;
@@ -32,7 +33,8 @@ use std::sync::{Arc, RwLock};
 
 use serde::Serialize;
 
-pub use census::{Census, Swept};
+pub use appeared::Absent;
+pub use census::{Census, MAX_FOLDERS as MAX_CENSUS_FOLDERS, Sweep, Swept};
 pub use covers::{Cover, CoverKind};
 pub use judge::{Access, Judge, Refusal};
 pub use keys::{existing_key, host_key, owned_and_private};
@@ -74,13 +76,17 @@ pub enum Item {
     TrustedPlugins,
     /// One of the user's credential stores (`~/.ssh`, `~/.aws`, …).
     CredentialStore,
+    /// A credential agent's socket (`$SSH_AUTH_SOCK`, gpg-agent, the
+    /// desktop keyring, the session bus its secret service answers on):
+    /// whoever reaches it signs or reads with the keys it holds.
+    CredentialAgent,
     /// A path the operator names in `[policy] kept_paths`.
     OperatorNamed,
 }
 
 impl Item {
     /// Every item, for listings and for the test that proves each one.
-    pub const ALL: [Item; 13] = [
+    pub const ALL: [Item; 14] = [
         Item::BridgeTokens,
         Item::OperatorConfig,
         Item::RulesFile,
@@ -93,6 +99,7 @@ impl Item {
         Item::ComponentCache,
         Item::TrustedPlugins,
         Item::CredentialStore,
+        Item::CredentialAgent,
         Item::OperatorNamed,
     ];
 
@@ -119,6 +126,7 @@ impl Item {
             Item::ComponentCache => "the compiled-component cache",
             Item::TrustedPlugins => "a trusted plugin folder",
             Item::CredentialStore => "a credential store",
+            Item::CredentialAgent => "a credential agent",
             Item::OperatorNamed => "a path the operator keeps",
         }
     }
@@ -194,6 +202,9 @@ impl Registry {
             for store in CREDENTIAL_STORES {
                 registry.keep(Item::CredentialStore, &home.join(store), default);
             }
+        }
+        for agent in stores::credential_agents() {
+            registry.keep(Item::CredentialAgent, &agent, "the environment");
         }
         registry
     }

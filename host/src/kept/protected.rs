@@ -7,10 +7,11 @@
 //! pattern protects the path and everything beneath it, except the
 //! pattern `**/.git`, which stands for git's metadata at any depth: the
 //! `.git` entry itself (a folder or a `gitdir:` file) may not be created,
-//! replaced, moved or removed, and inside it what makes git run programs
-//! (`config`, `config.worktree`, `commondir`, `hooks/`, and the same in
-//! `worktrees/*/` and `modules/**/`) is read-only, while objects, refs and
-//! the index stay writable so commits work.
+//! replaced, moved or removed, and inside it whatever is named like what
+//! makes git run programs or read another repository (`config`,
+//! `config.worktree`, `commondir`, `gitdir`, `hooks/`), at any depth, is
+//! read-only, while objects, refs and the index stay writable so commits
+//! work.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -22,10 +23,12 @@ pub(super) const GIT: &str = ".git";
 /// What, inside a git folder, makes git run a program or read another
 /// configuration.
 const GIT_RUNS: &[&str] = &["config", "config.worktree", "commondir", "gitdir", "hooks"];
-/// Folders inside a git folder that hold further git folders.
-const GIT_NESTED: &[&str] = &["worktrees", "modules"];
-/// Folders inside a git folder whose content is data, never configuration.
+/// Folders inside a git folder that git reads as data only: they are not
+/// searched for configuration (what points git into one of them is judged
+/// where it points).
 const GIT_DATA: &[&str] = &["objects", "refs", "logs", "lfs"];
+/// Most entries of one git folder searched for its configuration.
+const MAX_GIT_ENTRIES: usize = 4096;
 
 /// How a path is protected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,6 +172,17 @@ impl Protected {
         })
     }
 
+    /// The paths of the patterns without wildcards, in `workspace`.
+    pub fn fixed_paths(&self, workspace: &Path) -> Vec<PathBuf> {
+        self.patterns
+            .iter()
+            .filter_map(|p| match p {
+                Pattern::Path(parts) => fixed(parts).map(|f| workspace.join(f)),
+                Pattern::Git => None,
+            })
+            .collect()
+    }
+
     /// The protected paths that exist beneath `workspace` where a program
     /// starting in `cwd` (inside it) will find them: every fixed-name
     /// pattern, and git's metadata in the workspace, in `cwd` and in every
@@ -241,27 +255,41 @@ fn fixed(parts: &[Part]) -> Option<PathBuf> {
         .map(|names| names.iter().collect())
 }
 
-/// The rule of `**/.git` for a path's names.
+/// What makes a folder a git folder to git's discovery, whatever its
+/// name: a `HEAD` file, an `objects` and a `refs` folder (a bare
+/// repository; git finds one in the folder it runs in).
+const GIT_LAYOUT: [&str; 3] = ["HEAD", "objects", "refs"];
+
+/// Whether `dir` is laid out as a git folder (or would be once `adding`,
+/// one of its names, exists).
+pub(super) fn git_layout(dir: &Path, adding: Option<&str>) -> bool {
+    GIT_LAYOUT
+        .iter()
+        .all(|name| Some(*name) == adding || std::fs::symlink_metadata(dir.join(name)).is_ok())
+}
+
+/// Whether writing the name `name` in `dir` would write a git folder's
+/// configuration, or make `dir` a git folder: `dir` is (or would then be)
+/// laid out as one, and `name` is part of that layout or what makes git
+/// run something.
+pub(super) fn makes_bare_git(dir: &Path, name: &str) -> bool {
+    let adding = GIT_LAYOUT.contains(&name).then_some(name);
+    (adding.is_some() || GIT_RUNS.contains(&name)) && git_layout(dir, adding)
+}
+
+/// The rule of `**/.git` for a path's names: the `.git` entry pinned, and
+/// beneath it anything named like configuration read-only, at any depth
+/// (a branch named `config` included: the file tools do not make refs).
 fn git_protection(names: &[&str]) -> Option<ProtectionKind> {
     let at = names.iter().position(|n| *n == GIT)?;
     let inside = &names[at + 1..];
-    let Some(first) = inside.first() else {
+    if inside.is_empty() {
         return Some(ProtectionKind::Pinned);
-    };
-    if GIT_RUNS.contains(first) {
-        return Some(ProtectionKind::ReadOnly);
     }
-    if GIT_NESTED.contains(first) {
-        for name in &inside[1..] {
-            if GIT_DATA.contains(name) {
-                return None;
-            }
-            if GIT_RUNS.contains(name) {
-                return Some(ProtectionKind::ReadOnly);
-            }
-        }
-    }
-    None
+    inside
+        .iter()
+        .any(|name| GIT_RUNS.contains(name))
+        .then_some(ProtectionKind::ReadOnly)
 }
 
 /// The metadata of the git entry `git` that exists: the entry pinned, and
@@ -276,26 +304,27 @@ pub(super) fn git_metadata(git: &Path, found: &mut Vec<(PathBuf, ProtectionKind)
         return;
     }
     found.push((git.to_path_buf(), ProtectionKind::Pinned));
-    let mut runs = |dir: &Path| {
-        for name in GIT_RUNS {
-            let path = dir.join(name);
-            if std::fs::symlink_metadata(&path).is_ok() {
-                found.push((path, ProtectionKind::ReadOnly));
+    // Everything named like configuration, at any depth (linked worktrees,
+    // submodules within submodules), outside the data folders.
+    let mut pending = vec![git.to_path_buf()];
+    let mut seen = 0;
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > MAX_GIT_ENTRIES {
+                return;
             }
-        }
-    };
-    runs(git);
-    // Linked worktrees and submodules: one level of worktrees, and the
-    // submodules' git folders (bounded: a repository has few).
-    let mut nested: Vec<PathBuf> = Vec::new();
-    for holder in GIT_NESTED {
-        if let Ok(entries) = std::fs::read_dir(git.join(holder)) {
-            nested.extend(entries.flatten().take(256).map(|e| e.path()));
-        }
-    }
-    for dir in nested {
-        if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
-            runs(&dir);
+            let name = entry.file_name();
+            let name = name.to_str().unwrap_or("");
+            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            if GIT_RUNS.contains(&name) {
+                found.push((entry.path(), ProtectionKind::ReadOnly));
+            } else if is_dir && !GIT_DATA.contains(&name) {
+                pending.push(entry.path());
+            }
         }
     }
 }
@@ -318,10 +347,13 @@ mod tests {
         assert_eq!(kind(&p, "sub/.git/hooks/pre-commit"), Some(ReadOnly));
         assert_eq!(kind(&p, ".git/worktrees/w/commondir"), Some(ReadOnly));
         assert_eq!(kind(&p, ".git/modules/a/b/config"), Some(ReadOnly));
-        assert_eq!(kind(&p, ".git/modules/a/objects/config"), None);
+        // A data-like name on the way protects nothing less.
+        assert_eq!(kind(&p, ".git/modules/logs/config"), Some(ReadOnly));
+        assert_eq!(kind(&p, ".git/worktrees/refs/config"), Some(ReadOnly));
+        assert_eq!(kind(&p, ".git/evil/config"), Some(ReadOnly));
         assert_eq!(kind(&p, ".git/objects/ab/cdef"), None);
         assert_eq!(kind(&p, ".git/index"), None);
-        assert_eq!(kind(&p, ".git/refs/heads/config"), None);
+        assert_eq!(kind(&p, ".git/refs/heads/main"), None);
         assert_eq!(kind(&p, ".gitdata/config"), None);
         assert_eq!(kind(&p, "sandcrab.toml"), Some(ReadOnly));
         assert_eq!(kind(&p, ".sandcrab/plugins/x/plugin.toml"), Some(ReadOnly));

@@ -43,3 +43,40 @@ pub const CREDENTIAL_STORES: &[&str] = &[
     ".claude/.credentials.json",
     ".codex/auth.json",
 ];
+
+/// The sockets of the credential agents this session reaches: the one
+/// `$SSH_AUTH_SOCK` names, gpg-agent's, the desktop keyring's, and the
+/// session bus (whose secret service hands out stored passwords), in
+/// `$XDG_RUNTIME_DIR` or where the environment says.
+pub fn credential_agents() -> Vec<std::path::PathBuf> {
+    use std::path::PathBuf;
+    let mut agents: Vec<PathBuf> = Vec::new();
+    if let Some(sock) = std::env::var_os("SSH_AUTH_SOCK").map(PathBuf::from) {
+        agents.push(sock);
+    }
+    if let Some(bus) = std::env::var("DBUS_SESSION_BUS_ADDRESS")
+        .ok()
+        .and_then(|a| {
+            a.split(';')
+                .filter_map(|part| part.strip_prefix("unix:"))
+                .flat_map(|opts| opts.split(','))
+                .find_map(|kv| kv.strip_prefix("path=").map(PathBuf::from))
+        })
+    {
+        agents.push(bus);
+    }
+    if let Some(run) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
+        for name in [
+            "gnupg",
+            "keyring",
+            "bus",
+            "ssh-agent.socket",
+            "gcr",
+            "openssh_agent",
+        ] {
+            agents.push(run.join(name));
+        }
+    }
+    agents.retain(|p| p.is_absolute());
+    agents
+}

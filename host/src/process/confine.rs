@@ -190,6 +190,25 @@ impl Confinement {
         (self.namespaces != 0 && ws.paths.guards_git()).then(|| ws.root.clone())
     }
 
+    /// Whether what a program makes is looked at after it (it is confined
+    /// and may write somewhere).
+    pub fn watches(&self) -> bool {
+        self.namespaces != 0 && !self.writable.is_empty()
+    }
+
+    /// The kept paths (what the host keeps, the workspace's fixed
+    /// protected paths) absent now beneath what a program may write.
+    pub fn absent_kept(&self) -> crate::kept::Absent {
+        let registry = self.kept.clone().unwrap_or_else(crate::kept::current);
+        crate::kept::Absent::before(
+            &registry,
+            self.protected
+                .as_ref()
+                .map(|ws| (ws.root.as_path(), &ws.paths)),
+            &self.writable,
+        )
+    }
+
     /// The mode this confinement enforces.
     pub fn mode(&self) -> SandboxMode {
         self.mode

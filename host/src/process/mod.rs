@@ -8,6 +8,7 @@
 //! This folder knows nothing about plugins: callers describe what a
 //! program may touch in a [`ConfinementSpec`].
 
+mod aftercare;
 mod bounded;
 mod child;
 mod confine;
@@ -20,6 +21,7 @@ mod runner;
 mod service;
 mod support;
 
+pub use aftercare::wait_for_sweeps;
 pub use bounded::{LineLimited, forward_lines};
 pub use confine::{
     ConfineError, Confinement, ConfinementSpec, MAX_FILE_SIZE, MAX_PROCESSES, ProtectedWorkspace,

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-use super::confine::Confinement;
+use super::confine::{ConfineError, Confinement};
 use super::env::ChildEnv;
 
 /// A program to run.
@@ -113,19 +113,21 @@ pub async fn run(
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    // The git metadata as the program finds it (when it may write a
-    // workspace whose git metadata is protected): covered at every depth,
-    // and what the program adds swept when it ends.
-    let census = match confinement.census_root() {
-        Some(root) => {
-            tokio::task::spawn_blocking(move || (crate::kept::Census::before_program(&root), root))
-                .await
-                .ok()
+    // What the program could make that the host keeps an eye on, counted
+    // before it runs (covered for it) and swept when it ends.
+    let aftercare = if confinement.watches() {
+        let confined = confinement.clone();
+        match tokio::task::spawn_blocking(move || super::aftercare::Aftercare::before(&confined))
+            .await
+        {
+            Ok(Ok(aftercare)) => Some(aftercare),
+            Ok(Err(why)) => return Err(ProcessError::Confine(ConfineError::Protected(why))),
+            Err(_) => None,
         }
-        None => None,
+    } else {
+        None
     };
-    confinement.apply(&mut cmd, census.as_ref().map(|(c, _)| c))?;
-    let mut sweeper = Sweeper(census);
+    confinement.apply(&mut cmd, aftercare.as_ref().and_then(|a| a.census()))?;
 
     let started = Instant::now();
     let mut child = cmd.spawn().map_err(|source| ProcessError::Spawn {
@@ -179,7 +181,12 @@ pub async fn run(
 
     let (stdout, stdout_cut) = drain(stdout).await;
     let (mut stderr, stderr_cut) = drain(stderr).await;
-    let swept = sweeper.sweep().await;
+    let swept = match aftercare {
+        Some(aftercare) => tokio::task::spawn_blocking(move || aftercare.after())
+            .await
+            .unwrap_or_default(),
+        None => Vec::new(),
+    };
     for note in &swept {
         stderr.extend_from_slice(format!("\n[sandcrab: {note}]\n").as_bytes());
     }
@@ -193,41 +200,6 @@ pub async fn run(
         truncated: stdout_cut || stderr_cut,
         swept,
     })
-}
-
-/// Sweeps what the program left once it ended, or (when the caller went
-/// away and the program was killed) when dropped.
-struct Sweeper(Option<(crate::kept::Census, std::path::PathBuf)>);
-
-impl Sweeper {
-    async fn sweep(&mut self) -> Vec<String> {
-        let Some((census, root)) = self.0.take() else {
-            return Vec::new();
-        };
-        tokio::task::spawn_blocking(move || sweep_now(&census, &root))
-            .await
-            .unwrap_or_default()
-    }
-}
-
-fn sweep_now(census: &crate::kept::Census, root: &std::path::Path) -> Vec<String> {
-    let quarantine = crate::user_files::data_dir().map(|d| d.join("quarantine"));
-    census
-        .sweep(root, quarantine.as_deref())
-        .iter()
-        .map(|s| {
-            tracing::warn!("{s}");
-            s.to_string()
-        })
-        .collect()
-}
-
-impl Drop for Sweeper {
-    fn drop(&mut self) {
-        if let Some((census, root)) = self.0.take() {
-            std::thread::spawn(move || sweep_now(&census, &root));
-        }
-    }
 }
 
 async fn drain(task: tokio::task::JoinHandle<(Vec<u8>, bool)>) -> (Vec<u8>, bool) {

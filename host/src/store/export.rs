@@ -392,5 +392,63 @@ mod tests {
             SessionExport::from_jsonl(&cut).unwrap_err(),
             ImportError::Truncated
         );
+        // Turns no link vouches for (the chain dropped, the head reset):
+        // refused, not taken in unverified.
+        let unchained: String = file
+            .lines()
+            .filter(|l| !l.starts_with("{\"record\":\"link\""))
+            .map(|l| {
+                if l.starts_with("{\"record\":\"end\"") {
+                    format!("{{\"record\":\"end\",\"head\":\"{}\"}}\n", chain::GENESIS)
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect();
+        assert_eq!(
+            SessionExport::from_jsonl(&unchained).unwrap_err(),
+            ImportError::Unchained(3)
+        );
+    }
+
+    #[test]
+    fn an_import_is_foreign_until_proven_a_new_id_its_workspace_and_no_future() {
+        let store = crate::store::SqliteStore::in_memory().unwrap();
+        let record = SessionRecord {
+            id: "/home/victim/ws/.cp".into(),
+            workspace: "/claimed".into(),
+            provider: "anthropic".into(),
+            profile: "anthropic".into(),
+            model: "m".into(),
+            title: None,
+            created_at: "2999-01-01T00:00:00.000Z".into(),
+            updated_at: "not a time".into(),
+            state: "active".into(),
+            turns: 0,
+            host: "elsewhere".into(),
+        };
+        store.create_session(&record).unwrap();
+        let turn = StoredTurn {
+            id: "t1".into(),
+            timestamp: "2026-11-24T00:00:00.000Z".into(),
+            kind: "user".into(),
+            body: "{}".into(),
+        };
+        store.append_turns(&record.id, &[turn]).unwrap();
+        let file = SessionExport::of(&store, &record.id).unwrap().to_jsonl();
+        let now = "2026-11-26T10:00:00.000Z";
+        let local = SessionExport::from_jsonl(&file)
+            .unwrap()
+            .into_local(std::path::Path::new("/mine"), now);
+        let s = &local.session;
+        assert!(crate::store::is_session_id(&s.id), "{}", s.id);
+        assert_eq!(s.workspace, "/mine");
+        assert_eq!((s.created_at.as_str(), s.updated_at.as_str()), (now, now));
+        assert_eq!((s.state.as_str(), s.host.as_str()), ("closed", ""));
+        // The claims are signed into the chain, which still verifies.
+        let last = local.links.last().unwrap();
+        assert_eq!(last.kind, chain::IMPORT);
+        assert!(last.detail.contains("/home/victim/ws/.cp") && last.detail.contains("/claimed"));
+        chain::verify(&local.links, &local.turns, &local.records, None).unwrap();
     }
 }

@@ -51,7 +51,6 @@ fn wanted_the_network(out: &ProcessOutput) -> bool {
         "enetunreach",
         "eai_again",
         "failed to connect",
-        "connection refused",
     ];
     [&out.stderr, &out.stdout].iter().any(|bytes| {
         let text = String::from_utf8_lossy(bytes).to_ascii_lowercase();
