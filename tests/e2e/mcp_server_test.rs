@@ -275,10 +275,16 @@ impl Drop for HttpServer {
 }
 
 fn serve_http(scene: &Scene) -> HttpServer {
+    serve_http_with(scene, &[])
+}
+
+/// [`serve_http`] with `extra` arguments.
+fn serve_http_with(scene: &Scene, extra: &[&std::ffi::OsStr]) -> HttpServer {
     let token_file = scene.root.path().join("mcp-token");
     let mut child = sandcrab_cmd(scene)
         .args(["mcp", "serve", "--http", "0", "--workspace"])
         .arg(scene.workspace())
+        .args(extra)
         .arg("--token-file")
         .arg(&token_file)
         .stderr(Stdio::piped())
@@ -298,6 +304,47 @@ fn serve_http(scene: &Scene) -> HttpServer {
         .trim()
         .to_string();
     HttpServer { child, url, token }
+}
+
+/// Each MCP client is a session of its own: a plugin instance kept warm
+/// for one client's calls (`reuse = true`) is never handed to another, so
+/// what one client left in it the next cannot read.
+#[test]
+fn one_mcp_client_never_reads_what_another_left_in_a_plugin() {
+    let scene = Scene::new();
+    let dir = crate::support::install_plugin(
+        &scene.plugins(),
+        "test-fixtures/stateful-tool",
+        "stateful",
+        |m| m,
+    );
+    let server = serve_http_with(&scene, &["--plugins".as_ref(), dir.as_os_str()]);
+    let remember = |marker: &str| {
+        let out = Command::new(mcp_python())
+            .arg(client_script())
+            .args(["http", &server.url, &server.token])
+            .arg(
+                json!([
+                    {"call": "remember", "args": {"marker": marker}},
+                    {"call": "remember", "args": {"marker": format!("{marker}-again")}}
+                ])
+                .to_string(),
+            )
+            .output()
+            .unwrap();
+        report(out)
+    };
+    let first = remember("left-by-one");
+    // Within one client, the instance is reused (control).
+    assert_eq!(
+        first["steps"][1]["text"], "previous: left-by-one",
+        "{first}"
+    );
+    let second = remember("two");
+    assert_eq!(
+        second["steps"][0]["text"], "previous: ",
+        "the second client read the first's: {second}"
+    );
 }
 
 #[test]
