@@ -126,7 +126,7 @@ mod tests {
         let absent = Absent::before(
             &registry,
             Some((&ws, &Protected::default())),
-            &[home.clone()],
+            std::slice::from_ref(&home),
         );
         // What a program did.
         std::fs::write(home.join("notes"), "x").unwrap();

@@ -194,7 +194,7 @@ mod tests {
             (home.join("ws/.git/config"), ProtectionKind::ReadOnly),
         ];
         let covers = registry
-            .covers(&protected, &[home.clone()], &[home.join("ws")])
+            .covers(&protected, std::slice::from_ref(&home), &[home.join("ws")])
             .unwrap();
         let seen: Vec<(PathBuf, CoverKind)> = covers
             .iter()
@@ -219,7 +219,7 @@ mod tests {
         inner.keep(Item::TrustedPlugins, &home.join(".cache"), "d");
         std::fs::write(home.join(".cache/token"), "").unwrap();
         inner.keep(Item::OperatorNamed, &home.join(".cache/token"), "d");
-        let covers = inner.covers(&[], &[home.clone()], &[]).unwrap();
+        let covers = inner.covers(&[], std::slice::from_ref(&home), &[]).unwrap();
         assert!(
             covers
                 .iter()
@@ -239,8 +239,8 @@ mod tests {
         let err = Registry::new()
             .covers(
                 &[(ws.join("sandcrab.toml"), ProtectionKind::ReadOnly)],
-                &[ws.clone()],
-                &[ws.clone()],
+                std::slice::from_ref(&ws),
+                std::slice::from_ref(&ws),
             )
             .unwrap_err();
         assert_eq!(err.0, ws.join("sandcrab.toml"));

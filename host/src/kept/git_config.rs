@@ -70,9 +70,7 @@ pub fn runs_something(text: &str) -> Option<String> {
     let mut section: Option<String> = None;
     loop {
         chars.skip_blanks();
-        let Some(c) = chars.next() else {
-            return None;
-        };
+        let c = chars.next()?;
         match c {
             '\n' => {}
             '#' | ';' => chars.skip_line(),
