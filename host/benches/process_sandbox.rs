@@ -33,6 +33,7 @@ fn start_true(c: &mut Criterion) {
         read: Vec::new(),
         write: vec![workspace.path().to_path_buf(), temp.path().to_path_buf()],
         network,
+        unix_sockets: false,
         protected: Some(process::ProtectedWorkspace {
             root: workspace.path().to_path_buf(),
             paths: sandcrab::kept::Protected::default(),

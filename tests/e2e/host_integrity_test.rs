@@ -940,3 +940,94 @@ async fn a_key_never_travels_through_a_proxy_the_operator_did_not_name() {
         "the operator's proxy was used"
     );
 }
+
+/// Programs make no Unix-domain socket in the default mode: a socket
+/// reaches whatever listens on it outside every sandbox (a terminal
+/// multiplexer's session, docker, the session bus), so a program could
+/// have it run anything. The operator allows them (`[policy] unix_sockets
+/// = true`): the same program connects (control).
+#[test]
+fn programs_reach_no_unix_socket_unless_the_operator_allows_them() {
+    if !crate::support::confinable() {
+        return;
+    }
+    let scene = Scene::new();
+    let path = scene.outside().join("multiplexer.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            use std::io::Write;
+            let mut conn = conn;
+            let _ = conn.write_all(b"ran-outside\n");
+        }
+    });
+    let command = format!(
+        "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{}'); print(s.recv(64).decode())\"",
+        path.display()
+    );
+    let out = tool_in(&scene, "shell", json!({ "command": command }));
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(!said.contains("ran-outside"), "{said}");
+    assert!(said.contains("Operation not permitted"), "{said}");
+    scene.write_user_config("[policy]\nunix_sockets = true\n");
+    let out = tool_in(&scene, "shell", json!({ "command": command }));
+    assert!(
+        text(&out.stdout).contains("ran-outside"),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}
+
+/// Stopped by a signal while a background program of the model's still
+/// runs (it planted a `.git` whose monitor is the model's program, and
+/// waits), `sandcrab run` kills it and takes the plant out before it exits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_does_not_leave_what_a_running_program_planted() {
+    use crate::llm_transcripts::{Answer, stream, tool};
+    use sandcrab::llm::ProviderKind;
+    if !crate::support::confinable() {
+        return;
+    }
+    let kind = ProviderKind::Anthropic;
+    let scene = Scene::new();
+    let ws = scene.workspace();
+    let server = crate::mock_llm::MockLlm::strict(kind).await;
+    let plant = "git init -q bgx && printf '[core]\\n\\tfsmonitor = \"touch pwned; false\"\\n' >> bgx/.git/config && touch planted && sleep 600";
+    server.push(stream(
+        kind,
+        &Answer::Tools(vec![tool(
+            "b1",
+            "shell",
+            json!({"command": plant, "run_in_background": true}),
+        )]),
+    ));
+    server.push(stream(kind, &Answer::Text(vec!["started"])));
+    let child = crate::cli_support::sandcrab(&scene, kind, &server, "run")
+        .args(["--wait-jobs", "600", "plant it"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !ws.join("planted").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the job never planted"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(
+        ws.join("bgx/.git/config").exists(),
+        "control: it was planted"
+    );
+    // SAFETY: a signal to the child this test started.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(128 + libc::SIGTERM));
+    assert!(!ws.join("bgx/.git").exists(), "the plant outlived sandcrab");
+    users_git_status(&ws.join("bgx"));
+    assert!(!ws.join("pwned").exists() && !ws.join("bgx/pwned").exists());
+}

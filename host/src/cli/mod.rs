@@ -140,13 +140,13 @@ pub fn main() -> ExitCode {
                 agent,
                 wait_jobs,
                 prompt,
-            } => agent_cmd::run(agent, prompt, wait_jobs).await,
+            } => until_stopped(agent_cmd::run(agent, prompt, wait_jobs)).await,
             Command::Chat {
                 agent,
                 watch_plugins,
             } => chat_cmd::chat(agent, watch_plugins).await,
             Command::Plugins(cmd) => plugins::run(cmd).await,
-            Command::Tool(cmd) => tool_cmd::run(cmd).await,
+            Command::Tool(cmd) => until_stopped(tool_cmd::run(cmd)).await,
             Command::Trust(args) => trust_cmd::run(args),
             Command::Sandbox(cmd) => sandbox_cmd::run(cmd).await,
             Command::Sessions(cmd) => sessions_cmd::run(cmd).await,
@@ -171,6 +171,37 @@ pub fn main() -> ExitCode {
         Err(err) => {
             errln!("sandcrab: {}", terminal::sanitize(&format!("{err:#}")));
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// Run `work` until it ends or a signal stops sandcrab (SIGINT, SIGTERM,
+/// SIGHUP): then every program still running is killed and what it made
+/// swept (see [`crate::process::stop_and_sweep_all`]), and sandcrab exits
+/// as the signal would have ended it.
+async fn until_stopped(
+    work: impl std::future::Future<Output = anyhow::Result<ExitCode>>,
+) -> anyhow::Result<ExitCode> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) else {
+        return work.await;
+    };
+    let stopped = async {
+        tokio::select! {
+            _ = int.recv() => libc::SIGINT,
+            _ = term.recv() => libc::SIGTERM,
+            _ = hup.recv() => libc::SIGHUP,
+        }
+    };
+    tokio::select! {
+        ended = work => ended,
+        signal = stopped => {
+            crate::process::stop_and_sweep_all();
+            std::process::exit(128 + signal);
         }
     }
 }

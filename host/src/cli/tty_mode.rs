@@ -69,6 +69,8 @@ pub async fn restore_on_signals() {
         _ = quit.recv() => 128 + libc::SIGQUIT,
     };
     restore();
+    // What running programs made is swept before sandcrab goes.
+    crate::process::stop_and_sweep_all();
     std::process::exit(code);
 }
 

@@ -52,12 +52,16 @@ struct Folder {
 }
 
 /// What changes when a name is added to, removed from or renamed in a
-/// folder (or the folder is replaced).
+/// folder (or the folder is replaced). The change time is in it because a
+/// program can put a folder's modification time back (`touch -r`), never
+/// its change time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Stamp {
     inode: u64,
     mtime: i64,
     mtime_nsec: i64,
+    ctime: i64,
+    ctime_nsec: i64,
 }
 
 /// The last count of each workspace, by its root.
@@ -149,6 +153,8 @@ impl Census {
                 inode: meta.ino(),
                 mtime: meta.mtime(),
                 mtime_nsec: meta.mtime_nsec(),
+                ctime: meta.ctime(),
+                ctime_nsec: meta.ctime_nsec(),
             };
             let folder = match self.folders.get(&dir) {
                 Some(known) if known.stamp == stamp => known.clone(),
@@ -157,14 +163,16 @@ impl Census {
                     None => continue,
                 },
             };
+            // A git folder too large to search whole leaves the count
+            // incomplete: what is in it cannot all be covered or judged.
             if folder.git {
                 let mut metadata = Vec::new();
-                git_metadata(&dir.join(GIT), &mut metadata);
+                census.complete &= git_metadata(&dir.join(GIT), &mut metadata);
                 census.found.extend(metadata);
             }
             if folder.bare {
                 let mut metadata = Vec::new();
-                git_metadata(&dir, &mut metadata);
+                census.complete &= git_metadata(&dir, &mut metadata);
                 census.found.extend(metadata);
             }
             pending.extend(folder.subfolders.iter().map(|name| dir.join(name)));
@@ -261,10 +269,11 @@ impl Census {
     /// is judged like a new git folder.
     fn judge_git_file(&self, path: &Path) -> Option<String> {
         let text = read_small(path)?;
-        let Some(target) = text.trim().strip_prefix("gitdir:") else {
+        // As git reads it: `gitdir: ` exactly, then the path to the end of
+        // the line (spaces are part of it).
+        let Some(target) = text.strip_prefix("gitdir: ").map(pointer) else {
             return Some("it is a `.git` file git cannot read".into());
         };
-        let target = target.trim();
         let base = path.parent()?;
         let Ok(resolved) = std::fs::canonicalize(base.join(target)) else {
             return Some(format!("it sends git to {target}, which does not exist"));
@@ -288,17 +297,24 @@ impl Census {
 /// `git worktree add` writes, `../..`).
 fn judge_commondir(path: &Path) -> Option<String> {
     let text = read_small(path)?;
+    let target = pointer(&text);
     let own = path
         .ancestors()
         .find(|a| a.file_name().is_some_and(|n| n == GIT));
-    let resolved = std::fs::canonicalize(path.parent()?.join(text.trim())).ok();
+    let resolved = std::fs::canonicalize(path.parent()?.join(target)).ok();
     match (own, resolved) {
         (Some(own), Some(resolved)) if own == resolved => None,
         _ => Some(format!(
-            "it sends git to {} for its configuration, not to the git folder it is in",
-            text.trim()
+            "it sends git to {target:?} for its configuration, not to the git folder it is in"
         )),
     }
+}
+
+/// A path git reads from a pointer file (`gitdir:`, `commondir`): what is
+/// there up to the end of the line, only `\n` and `\r` dropped from its
+/// end — a trailing space is part of the name.
+fn pointer(text: &str) -> &str {
+    text.trim_end_matches(['\n', '\r'])
 }
 
 /// The names in `dir` (stamped `stamp`): its subfolders, whether it holds
@@ -328,7 +344,9 @@ fn read_folder(dir: &Path, stamp: Stamp) -> Option<Folder> {
 /// not.
 fn judge_git_dir(git: &Path) -> Option<String> {
     let mut inside = Vec::new();
-    git_metadata(git, &mut inside);
+    if !git_metadata(git, &mut inside) {
+        return Some("it holds too many names to be searched whole".into());
+    }
     for (path, _) in inside {
         if path == git {
             continue;
@@ -502,6 +520,89 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().canonicalize().unwrap();
         (dir, path)
+    }
+
+    /// Set `dir`'s access and modification times back to `from`'s, as
+    /// `touch -r` does.
+    fn put_times_back(dir: &Path, from: &std::fs::Metadata) {
+        use std::os::unix::ffi::OsStrExt;
+        let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
+        let times = [
+            libc::timespec {
+                tv_sec: from.atime(),
+                tv_nsec: from.atime_nsec(),
+            },
+            libc::timespec {
+                tv_sec: from.mtime(),
+                tv_nsec: from.mtime_nsec(),
+            },
+        ];
+        // SAFETY: a NUL-terminated path and two timespecs.
+        let rc = unsafe { libc::utimensat(libc::AT_FDCWD, path.as_ptr(), times.as_ptr(), 0) };
+        assert_eq!(rc, 0);
+    }
+
+    #[test]
+    fn a_folder_whose_modification_time_was_put_back_is_read_again() {
+        let (_d, ws) = scratch();
+        std::fs::create_dir_all(ws.join("src/lib")).unwrap();
+        let first = Census::take(&ws);
+        let before = std::fs::metadata(ws.join("src/lib")).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::create_dir_all(ws.join("src/lib/.git/objects")).unwrap();
+        put_times_back(&ws.join("src/lib"), &before);
+        assert_eq!(
+            std::fs::metadata(ws.join("src/lib")).unwrap().mtime_nsec(),
+            before.mtime_nsec()
+        );
+        let again = first.recount(&ws);
+        assert!(
+            again
+                .protected()
+                .iter()
+                .any(|(p, _)| p == &ws.join("src/lib/.git")),
+            "{:?}",
+            again.protected()
+        );
+    }
+
+    #[test]
+    fn pointers_are_read_as_git_reads_them_and_a_padded_git_folder_is_incomplete() {
+        let (_d, ws) = scratch();
+        std::fs::create_dir_all(ws.join("proj/.git/objects")).unwrap();
+        std::fs::create_dir_all(ws.join("src")).unwrap();
+        let before = Census::take(&ws);
+        // `gitdir: ` with a trailing space: git opens `proj/.git `.
+        std::fs::create_dir_all(ws.join("proj/.git ")).unwrap();
+        std::fs::write(ws.join("src/.git"), "gitdir: ../proj/.git \n").unwrap();
+        let swept = before.sweep(&ws, None).swept;
+        assert!(
+            swept.iter().any(|s| s.path == ws.join("src/.git")),
+            "{swept:?}"
+        );
+        // A commondir naming its own folder with a trailing space.
+        let wt = ws.join("proj/.git/worktrees/w");
+        std::fs::create_dir_all(&wt).unwrap();
+        std::fs::write(wt.join("commondir"), "../.. \n").unwrap();
+        assert!(judge_commondir(&wt.join("commondir")).is_some());
+        std::fs::write(wt.join("commondir"), "../..\n").unwrap();
+        assert!(judge_commondir(&wt.join("commondir")).is_none());
+        // Padded past what is searched: its config is still found by name,
+        // and the count says it is incomplete.
+        let git = ws.join("pad/.git");
+        std::fs::create_dir_all(&git).unwrap();
+        std::fs::write(git.join("config"), "[core]\n").unwrap();
+        for i in 0..5000 {
+            std::fs::write(git.join(format!("pad{i}")), "").unwrap();
+        }
+        let padded = Census::take(&ws);
+        assert!(!padded.complete);
+        assert!(
+            padded
+                .protected()
+                .iter()
+                .any(|(p, _)| p == &git.join("config"))
+        );
     }
 
     #[test]

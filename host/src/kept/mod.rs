@@ -39,7 +39,7 @@ pub use covers::{Cover, CoverKind};
 pub use judge::{Access, Judge, Refusal};
 pub use keys::{existing_key, host_key, owned_and_private};
 pub use protected::{DEFAULT_PROTECTED, Protected, ProtectionKind};
-pub use stores::CREDENTIAL_STORES;
+pub use stores::{CREDENTIAL_STORES, STARTUP_FILES};
 
 /// What an entry of the registry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
@@ -76,6 +76,11 @@ pub enum Item {
     TrustedPlugins,
     /// One of the user's credential stores (`~/.ssh`, `~/.aws`, …).
     CredentialStore,
+    /// A file the user's own programs run or obey at their next start (a
+    /// shell's start files, git's own configuration, an editor's, a
+    /// desktop's autostart): read, never written, so a workspace that is
+    /// the home folder cannot plant code for the user's next shell.
+    StartupFile,
     /// A credential agent's socket (`$SSH_AUTH_SOCK`, gpg-agent, the
     /// desktop keyring, the session bus its secret service answers on):
     /// whoever reaches it signs or reads with the keys it holds.
@@ -86,7 +91,7 @@ pub enum Item {
 
 impl Item {
     /// Every item, for listings and for the test that proves each one.
-    pub const ALL: [Item; 14] = [
+    pub const ALL: [Item; 15] = [
         Item::BridgeTokens,
         Item::OperatorConfig,
         Item::RulesFile,
@@ -99,6 +104,7 @@ impl Item {
         Item::ComponentCache,
         Item::TrustedPlugins,
         Item::CredentialStore,
+        Item::StartupFile,
         Item::CredentialAgent,
         Item::OperatorNamed,
     ];
@@ -106,7 +112,9 @@ impl Item {
     /// How it is kept.
     pub fn kind(self) -> Kind {
         match self {
-            Item::CaFile | Item::ComponentCache | Item::TrustedPlugins => Kind::Integrity,
+            Item::CaFile | Item::ComponentCache | Item::TrustedPlugins | Item::StartupFile => {
+                Kind::Integrity
+            }
             _ => Kind::Secret,
         }
     }
@@ -127,6 +135,7 @@ impl Item {
             Item::TrustedPlugins => "a trusted plugin folder",
             Item::CredentialStore => "a credential store",
             Item::CredentialAgent => "a credential agent",
+            Item::StartupFile => "a file your programs run at their start",
             Item::OperatorNamed => "a path the operator keeps",
         }
     }
@@ -201,6 +210,9 @@ impl Registry {
         if let Some(home) = places::home() {
             for store in CREDENTIAL_STORES {
                 registry.keep(Item::CredentialStore, &home.join(store), default);
+            }
+            for file in STARTUP_FILES {
+                registry.keep(Item::StartupFile, &home.join(file), default);
             }
         }
         for agent in stores::credential_agents() {

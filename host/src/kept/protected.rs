@@ -203,7 +203,7 @@ impl Protected {
                 Pattern::Git => {
                     let mut dir = cwd;
                     loop {
-                        git_metadata(&dir.join(GIT), &mut found);
+                        let _ = git_metadata(&dir.join(GIT), &mut found);
                         if dir == workspace || !dir.starts_with(workspace) {
                             break;
                         }
@@ -294,18 +294,27 @@ fn git_protection(names: &[&str]) -> Option<ProtectionKind> {
 
 /// The metadata of the git entry `git` that exists: the entry pinned, and
 /// what makes git run programs read-only (in a `gitdir:` file's case the
-/// file itself is read-only: it says where the configuration is).
-pub(super) fn git_metadata(git: &Path, found: &mut Vec<(PathBuf, ProtectionKind)>) {
+/// file itself is read-only: it says where the configuration is). False
+/// when the folder holds too much to be searched whole.
+pub(super) fn git_metadata(git: &Path, found: &mut Vec<(PathBuf, ProtectionKind)>) -> bool {
     let Ok(meta) = std::fs::symlink_metadata(git) else {
-        return;
+        return true;
     };
     if !meta.is_dir() {
         found.push((git.to_path_buf(), ProtectionKind::ReadOnly));
-        return;
+        return true;
     }
     found.push((git.to_path_buf(), ProtectionKind::Pinned));
-    // Everything named like configuration, at any depth (linked worktrees,
-    // submodules within submodules), outside the data folders.
+    // Its own configuration by name (however many other names it holds).
+    for name in GIT_RUNS {
+        let path = git.join(name);
+        if std::fs::symlink_metadata(&path).is_ok() {
+            found.push((path, ProtectionKind::ReadOnly));
+        }
+    }
+    // And everything named like configuration deeper down (linked
+    // worktrees, submodules within submodules), outside the data folders;
+    // a folder too large to search says so (false).
     let mut pending = vec![git.to_path_buf()];
     let mut seen = 0;
     while let Some(dir) = pending.pop() {
@@ -315,18 +324,21 @@ pub(super) fn git_metadata(git: &Path, found: &mut Vec<(PathBuf, ProtectionKind)
         for entry in entries.flatten() {
             seen += 1;
             if seen > MAX_GIT_ENTRIES {
-                return;
+                return false;
             }
             let name = entry.file_name();
             let name = name.to_str().unwrap_or("");
             let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
             if GIT_RUNS.contains(&name) {
-                found.push((entry.path(), ProtectionKind::ReadOnly));
+                if dir != git {
+                    found.push((entry.path(), ProtectionKind::ReadOnly));
+                }
             } else if is_dir && !GIT_DATA.contains(&name) {
                 pending.push(entry.path());
             }
         }
     }
+    true
 }
 
 #[cfg(test)]

@@ -44,6 +44,47 @@ pub const CREDENTIAL_STORES: &[&str] = &[
     ".codex/auth.json",
 ];
 
+/// Files beneath `$HOME` that the user's own programs run or obey when
+/// they next start: kept read-only, so a model working in the home folder
+/// cannot plant code for the user's next shell, git, editor or login.
+pub const STARTUP_FILES: &[&str] = &[
+    // Shells.
+    ".profile",
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".zlogin",
+    ".config/fish",
+    ".inputrc",
+    // Git's own configuration (hooks, fsmonitor, aliases for every
+    // repository).
+    ".gitconfig",
+    ".config/git",
+    // Editors and terminals that run their start files.
+    ".vimrc",
+    ".vim",
+    ".config/nvim",
+    ".emacs",
+    ".emacs.d",
+    ".config/emacs",
+    ".tmux.conf",
+    ".config/tmux",
+    // Logins and desktops.
+    ".pam_environment",
+    ".xprofile",
+    ".xinitrc",
+    ".config/autostart",
+    ".config/systemd",
+    ".config/environment.d",
+    // Where the user's own programs are found first.
+    ".local/bin",
+    "bin",
+];
+
 /// The sockets of the credential agents this session reaches: the one
 /// `$SSH_AUTH_SOCK` names, gpg-agent's, the desktop keyring's, and the
 /// session bus (whose secret service hands out stored passwords), in

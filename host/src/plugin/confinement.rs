@@ -122,6 +122,7 @@ pub fn spec(
         read,
         write,
         network: reach.network,
+        unix_sockets: ctx.policy.unix_sockets == Some(true),
         protected: (reach.workspace == Access::ReadWrite).then(|| ProtectedWorkspace {
             root: ctx.workspace.clone(),
             paths: ctx.judge.protected().clone(),
@@ -140,6 +141,7 @@ pub fn repository_reader(workspace: &Path, scratch: &Path) -> ConfinementSpec {
         read: vec![workspace.to_path_buf()],
         write: vec![scratch.to_path_buf()],
         network: false,
+        unix_sockets: false,
         protected: None,
     }
 }

@@ -104,6 +104,12 @@ pub struct Policy {
     /// Unset: [`DEFAULT_PROTECTED`]; `[]` lifts the protection.
     #[serde(default)]
     pub protected_paths: Option<Vec<String>>,
+    /// `true` lets programs make Unix-domain sockets in `workspace-write`
+    /// (test suites that serve on one). Unset or `false`: refused, since a
+    /// socket reaches whatever listens on it outside every sandbox (a
+    /// terminal multiplexer, docker, the session bus). Never in `locked`.
+    #[serde(default)]
+    pub unix_sockets: Option<bool>,
     /// More paths no tool and no program may read or write, besides the
     /// host's own secrets and the user's credential stores (`~` for the
     /// home directory).

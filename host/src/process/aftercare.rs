@@ -3,41 +3,58 @@
 //! (see [`crate::kept::Census`], [`crate::kept::Absent`]), counted before
 //! it runs and swept once it has ended (its PID namespace gone, nothing of
 //! it still runs). A program whose call is dropped (an interrupted call, a
-//! cancelled background job) is swept too, on a thread of its own, and
-//! sandcrab waits for those sweeps before it exits
-//! ([`wait_for_sweeps`]).
+//! cancelled background job) is swept too, on a thread of its own; when
+//! sandcrab is stopped by a signal, every program still running is killed
+//! and swept first ([`stop_and_sweep_all`]); and sandcrab waits for the
+//! sweeps begun before it exits ([`wait_for_sweeps`]).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Condvar, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use super::confine::Confinement;
-use crate::kept::{Absent, Census};
+use crate::kept::{Absent, Census, ProtectionKind};
 
-/// The counts taken before one program.
+/// What is swept after one program.
 #[derive(Debug, Default)]
-pub struct Aftercare {
+struct Counts {
     census: Option<(Census, PathBuf)>,
     absent: Absent,
-    /// Counted among the sweeps not done yet.
-    pending: bool,
+    /// The program's process group, once it runs.
+    group: Option<i32>,
 }
 
+type Shared = Arc<Mutex<Option<Counts>>>;
+
+/// The counts of every program not swept yet, by a number of its own.
+static RUNNING: Mutex<BTreeMap<u64, Shared>> = Mutex::new(BTreeMap::new());
+static NEXT: AtomicU64 = AtomicU64::new(0);
 /// Sweeps not done yet, and what wakes whoever waits for them.
 static PENDING: (Mutex<usize>, Condvar) = (Mutex::new(0), Condvar::new());
+
+/// The counts taken before one program.
+#[derive(Debug)]
+pub struct Aftercare {
+    id: u64,
+    counts: Shared,
+    /// The git metadata found, to cover for the program.
+    protected: Vec<(PathBuf, ProtectionKind)>,
+}
 
 impl Aftercare {
     /// Count before a program under `confinement` (blocking file system
     /// work: call it off the runtime's threads). Refused when the
-    /// workspace is too large to count whole: what a program made in it
-    /// could not all be seen.
+    /// workspace cannot be counted whole: what a program made in it could
+    /// not all be seen.
     pub fn before(confinement: &Confinement) -> Result<Aftercare, String> {
         let census = match confinement.census_root() {
             Some(root) => {
                 let census = Census::before_program(&root);
                 if !census.complete {
                     return Err(format!(
-                        "{} holds more folders than sandcrab can count ({}), so the git metadata a program would make there cannot all be checked: programs are refused. Work in a smaller folder, or lift the protection of git metadata with [policy] protected_paths (without \"**/.git\")",
+                        "{} cannot be counted whole (more than {} folders, or a git folder of more than 4,096 names), so the git metadata a program would make there cannot all be checked: programs are refused. Work in a smaller folder, or lift the protection of git metadata with [policy] protected_paths (without \"**/.git\")",
                         root.display(),
                         crate::kept::MAX_CENSUS_FOLDERS
                     ));
@@ -46,61 +63,52 @@ impl Aftercare {
             }
             None => None,
         };
-        let absent = confinement.absent_kept();
-        *PENDING.0.lock().unwrap_or_else(|e| e.into_inner()) += 1;
-        Ok(Aftercare {
+        let protected = census
+            .as_ref()
+            .map(|(c, _)| c.protected())
+            .unwrap_or_default();
+        let counts = Arc::new(Mutex::new(Some(Counts {
             census,
-            absent,
-            pending: true,
+            absent: confinement.absent_kept(),
+            group: None,
+        })));
+        let id = NEXT.fetch_add(1, Ordering::Relaxed);
+        lock(&RUNNING).insert(id, counts.clone());
+        *lock(&PENDING.0) += 1;
+        Ok(Aftercare {
+            id,
+            counts,
+            protected,
         })
     }
 
-    /// The git metadata counted (to cover it for the program).
-    pub fn census(&self) -> Option<&Census> {
-        self.census.as_ref().map(|(c, _)| c)
+    /// The git metadata counted, each with how the program finds it.
+    pub fn protected(&self) -> &[(PathBuf, ProtectionKind)] {
+        &self.protected
+    }
+
+    /// The program runs as process group `group` (killed first if
+    /// sandcrab is stopped).
+    pub fn running_as(&self, group: Option<i32>) {
+        if let Some(counts) = lock(&self.counts).as_mut() {
+            counts.group = group;
+        }
     }
 
     /// Sweep after the program ended: a note for each thing taken out.
-    pub fn after(mut self) -> Vec<String> {
-        let notes = self.sweep();
-        self.done();
-        notes
+    pub fn after(self) -> Vec<String> {
+        let counts = self.take();
+        counts.map(sweep).unwrap_or_default()
     }
 
-    fn sweep(&mut self) -> Vec<String> {
-        let quarantine = crate::user_files::data_dir().map(|d| d.join("quarantine"));
-        let mut swept = self.absent.sweep(quarantine.as_deref());
-        if let Some((census, root)) = self.census.take() {
-            let after = census.sweep(&root, quarantine.as_deref());
-            swept.extend(after.swept);
-            if !after.complete {
-                let note = format!(
-                    "{} now holds more folders than sandcrab can count: the git metadata programs make there cannot all be checked, so no further program runs in it until it is smaller",
-                    root.display()
-                );
-                tracing::warn!("{note}");
-                return swept
-                    .iter()
-                    .map(ToString::to_string)
-                    .chain([note])
-                    .collect();
-            }
+    /// The counts, once (None: swept already, by a signal's sweep).
+    fn take(&self) -> Option<Counts> {
+        lock(&RUNNING).remove(&self.id);
+        let counts = lock(&self.counts).take();
+        if counts.is_some() {
+            done();
         }
-        swept
-            .iter()
-            .map(|s| {
-                tracing::warn!("{s}");
-                s.to_string()
-            })
-            .collect()
-    }
-
-    fn done(&mut self) {
-        if std::mem::take(&mut self.pending) {
-            let mut pending = PENDING.0.lock().unwrap_or_else(|e| e.into_inner());
-            *pending = pending.saturating_sub(1);
-            PENDING.1.notify_all();
-        }
+        counts
     }
 }
 
@@ -108,20 +116,74 @@ impl Drop for Aftercare {
     /// A program whose call went away: swept on a thread of its own (it
     /// was killed with its call), still counted as pending until done.
     fn drop(&mut self) {
-        if !self.pending {
+        lock(&RUNNING).remove(&self.id);
+        let Some(counts) = lock(&self.counts).take() else {
             return;
-        }
-        let mut rest = Aftercare {
-            census: self.census.take(),
-            absent: std::mem::take(&mut self.absent),
-            pending: std::mem::take(&mut self.pending),
         };
         std::thread::spawn(move || {
             // Give the killed program's namespace a moment to go.
             std::thread::sleep(Duration::from_millis(50));
-            rest.sweep();
-            rest.done();
+            sweep(counts);
+            done();
         });
+    }
+}
+
+/// Take out what the counted program made: a note for each thing.
+fn sweep(mut counts: Counts) -> Vec<String> {
+    let quarantine = crate::user_files::data_dir().map(|d| d.join("quarantine"));
+    let mut notes: Vec<String> = counts
+        .absent
+        .sweep(quarantine.as_deref())
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    if let Some((census, root)) = counts.census.take() {
+        let after = census.sweep(&root, quarantine.as_deref());
+        notes.extend(after.swept.iter().map(ToString::to_string));
+        if !after.complete {
+            notes.push(format!(
+                "{} can no longer be counted whole: the git metadata programs make there cannot all be checked, so no further program runs in it until it is smaller",
+                root.display()
+            ));
+        }
+    }
+    for note in &notes {
+        tracing::warn!("{note}");
+    }
+    notes
+}
+
+fn done() {
+    let mut pending = lock(&PENDING.0);
+    *pending = pending.saturating_sub(1);
+    PENDING.1.notify_all();
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Sandcrab is being stopped (a signal): kill every program still running
+/// and sweep what each made, before it exits.
+pub fn stop_and_sweep_all() {
+    let running: Vec<Shared> = std::mem::take(&mut *lock(&RUNNING)).into_values().collect();
+    let mut all: Vec<Counts> = running.iter().filter_map(|c| lock(c).take()).collect();
+    for counts in &all {
+        if let Some(group) = counts.group {
+            // SAFETY: kill(2) on a process group sandcrab started.
+            unsafe {
+                libc::kill(-group, libc::SIGKILL);
+            }
+        }
+    }
+    if !all.is_empty() {
+        // The namespaces end with their init.
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for counts in all.drain(..) {
+        sweep(counts);
+        done();
     }
 }
 
@@ -129,7 +191,7 @@ impl Drop for Aftercare {
 /// sandcrab exits, so a program cut off at the end is swept too.
 pub fn wait_for_sweeps(limit: Duration) {
     let deadline = Instant::now() + limit;
-    let mut pending = PENDING.0.lock().unwrap_or_else(|e| e.into_inner());
+    let mut pending = lock(&PENDING.0);
     while *pending > 0 {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {

@@ -71,6 +71,11 @@ pub struct ConfinementSpec {
     pub write: Vec<PathBuf>,
     /// Whether the program may use the network.
     pub network: bool,
+    /// Whether the program may make Unix-domain sockets (never in
+    /// `locked`; in `workspace-write` only when the operator says so: a
+    /// socket reaches whatever listens on it, outside every sandbox — a
+    /// terminal multiplexer, docker, the session bus).
+    pub unix_sockets: bool,
     /// The workspace whose protected paths (`.git/config`, `.git/hooks`,
     /// …) stay read-only even though the program may write it, when they
     /// exist as the program starts. None: it may not write the workspace
@@ -157,7 +162,7 @@ impl Confinement {
             namespaces |= libc::CLONE_NEWNET;
         }
         let bpf = filter::build(FilterSpec {
-            unix_sockets: spec.mode != SandboxMode::Locked,
+            unix_sockets: spec.unix_sockets && spec.mode != SandboxMode::Locked,
             guard_truncate: support.landlock_abi < LANDLOCK_ABI_TRUNCATE,
         })
         .map_err(ConfineError::Build)?;
@@ -231,12 +236,12 @@ impl Confinement {
 
     /// Install the confinement on `cmd` (it runs in the child before
     /// exec). What the host keeps and the protected paths that exist now
-    /// (where the program starts, and the git metadata `census` found at
-    /// every depth) are covered, as [`crate::kept`] says.
+    /// (where the program starts, and `git`: the git metadata a census
+    /// found at every depth) are covered, as [`crate::kept`] says.
     pub fn apply(
         &self,
         cmd: &mut tokio::process::Command,
-        census: Option<&crate::kept::Census>,
+        git: &[(PathBuf, crate::kept::ProtectionKind)],
     ) -> Result<(), ConfineError> {
         let binds = if self.namespaces & libc::CLONE_NEWNS != 0 {
             let protected = match &self.protected {
@@ -248,7 +253,7 @@ impl Confinement {
                         .filter(|d| d.starts_with(&ws.root))
                         .unwrap_or_else(|| ws.root.clone());
                     let mut found = ws.paths.existing(&ws.root, &cwd);
-                    found.extend(census.map(|c| c.protected()).unwrap_or_default());
+                    found.extend(git.iter().cloned());
                     found
                 }
                 None => Vec::new(),
@@ -314,10 +319,9 @@ fn build_ruleset(spec: &ConfinementSpec, private_proc: bool) -> Result<OwnedFd, 
     let mut write_paths = spec.write.clone();
     write_paths.extend(DEVICE_PATHS.iter().map(PathBuf::from));
 
-    let mut scopes = landlock::BitFlags::from(Scope::Signal);
-    if spec.mode == SandboxMode::Locked {
-        scopes |= Scope::AbstractUnixSocket;
-    }
+    // Abstract sockets made outside the sandbox are out of reach in every
+    // mode (where the kernel can say so).
+    let scopes = Scope::Signal | Scope::AbstractUnixSocket;
     let created = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(all)

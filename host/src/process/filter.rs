@@ -4,8 +4,9 @@
 //! - always: the kernel keyring (`keyctl`, `add_key`, `request_key`: the
 //!   user's keys are per uid, not per sandbox) and io_uring (whose
 //!   operations are not seen by seccomp);
-//! - without Unix sockets (`locked`): `socket(AF_UNIX, …)`, so no pathname
-//!   socket outside the workspace (docker.sock, the user's D-Bus) and no
+//! - without Unix sockets (`locked`, and `workspace-write` unless the
+//!   operator allows them): `socket(AF_UNIX, …)`, so no pathname socket
+//!   (a terminal multiplexer's, docker.sock, the user's D-Bus) and no
 //!   abstract socket can be reached (`socketpair` still works);
 //! - on Landlock ABIs that do not handle truncation: `truncate`, `openat2`
 //!   and opening read-only with `O_TRUNC`.

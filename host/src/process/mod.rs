@@ -21,7 +21,7 @@ mod runner;
 mod service;
 mod support;
 
-pub use aftercare::wait_for_sweeps;
+pub use aftercare::{stop_and_sweep_all, wait_for_sweeps};
 pub use bounded::{LineLimited, forward_lines};
 pub use confine::{
     ConfineError, Confinement, ConfinementSpec, MAX_FILE_SIZE, MAX_PROCESSES, ProtectedWorkspace,

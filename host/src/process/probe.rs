@@ -63,7 +63,6 @@ impl Attempt {
     /// grant).
     pub fn promised(self, mode: SandboxMode) -> bool {
         match self {
-            Attempt::UnixSocket => mode == SandboxMode::Locked,
             _ => mode != SandboxMode::Off,
         }
     }
@@ -171,6 +170,7 @@ impl Scene {
             read: Vec::new(),
             write: vec![self.workspace.clone(), self.temp.clone()],
             network,
+            unix_sockets: false,
             protected: None,
         }
     }

@@ -127,7 +127,13 @@ pub async fn run(
     } else {
         None
     };
-    confinement.apply(&mut cmd, aftercare.as_ref().and_then(|a| a.census()))?;
+    confinement.apply(
+        &mut cmd,
+        aftercare
+            .as_ref()
+            .map(|a| a.protected())
+            .unwrap_or_default(),
+    )?;
 
     let started = Instant::now();
     let mut child = cmd.spawn().map_err(|source| ProcessError::Spawn {
@@ -135,6 +141,9 @@ pub async fn run(
         source,
     })?;
     let mut group = GroupGuard(child.id().map(|pid| pid as i32));
+    if let Some(aftercare) = &aftercare {
+        aftercare.running_as(group.0);
+    }
 
     if let (Some(bytes), Some(mut pipe)) = (request.stdin.clone(), child.stdin.take()) {
         tokio::spawn(async move {

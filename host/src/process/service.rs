@@ -75,7 +75,7 @@ pub fn spawn_service(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    confinement.apply(&mut cmd, None)?;
+    confinement.apply(&mut cmd, &[])?;
     let mut child = cmd
         .spawn()
         .map_err(|source| ProcessError::Spawn { program, source })?;
