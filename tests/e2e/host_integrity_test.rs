@@ -350,6 +350,8 @@ http_ca_files = ["{h}/ca.pem"]
     );
     home.write("rules.toml", "# KEPT-CANARY\n");
     for file in [
+        ".bashrc",
+        ".gitconfig",
         "pg.pass",
         "secret-notes/plan.txt",
         "myplugins/README",
