@@ -276,10 +276,10 @@ fn status(json: bool) -> anyhow::Result<ExitCode> {
 fn promise(mode: SandboxMode) -> &'static str {
     match mode {
         SandboxMode::WorkspaceWrite => {
-            "programs write only what their plugin may write and a private temp dir; programs of third-party plugins read only their grants and system paths; network only with the plugin's grant; protected paths read-only; the host's tokens, configuration and database hidden; every descendant dies with the call"
+            "programs write only what their plugin may write and a private temp dir; programs of third-party plugins read only their grants and system paths; network only with the plugin's grant or, for a call that asks, a rule's or your approval; no Unix sockets unless allowed; protected paths read-only, and git metadata a program makes swept when it ends; what the host keeps (`sandcrab sandbox kept`) hidden or read-only; every descendant dies with the call"
         }
         SandboxMode::Locked => {
-            "programs read only the workspace, their temp dir and system paths; no network; no Unix sockets; protected paths read-only; the host's tokens, configuration and database hidden; every descendant dies with the call"
+            "programs read only the workspace, their temp dir and system paths; no network; no Unix sockets; protected paths read-only, and git metadata a program makes swept when it ends; what the host keeps (`sandcrab sandbox kept`) hidden or read-only; every descendant dies with the call"
         }
         SandboxMode::Off => "",
     }
