@@ -14,14 +14,14 @@
 //! taken as the last count left them, so counting a workspace costs a
 //! `stat` per folder, not a listing.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsString;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::git_config::runs_something;
-use super::protected::{GIT, ProtectionKind, git_layout, git_metadata};
+use super::protected::{GIT, GIT_DATA, ProtectionKind, git_layout, git_metadata};
 
 /// Most folders one count walks (a larger workspace is counted up to
 /// here, and the count says it is incomplete).
@@ -39,6 +39,20 @@ pub struct Census {
     folders: HashMap<PathBuf, Folder>,
     /// Whether every folder was walked.
     pub complete: bool,
+    /// What was counted but is not known to be the workspace's own (see
+    /// [`Alone`]): judged by the sweep as if it were new.
+    unsettled: BTreeSet<PathBuf>,
+}
+
+/// Whether a program is the only one that may write its workspace when it
+/// is counted or swept. What a count finds while another program runs
+/// there may be that program's, not judged yet: a program counted then
+/// does not take it as there before (or it could put it back, unjudged,
+/// once the other program's sweep took it out).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Alone {
+    Yes,
+    No,
 }
 
 /// What one folder held when it was last read.
@@ -66,6 +80,9 @@ struct Stamp {
 
 /// The last count of each workspace, by its root.
 static LAST: Mutex<Option<HashMap<PathBuf, Census>>> = Mutex::new(None);
+/// The git metadata of each workspace known to be its own: counted while
+/// no program ran there, or let stand by a sweep then.
+static SETTLED: Mutex<Option<HashMap<PathBuf, BTreeSet<PathBuf>>>> = Mutex::new(None);
 
 /// What a sweep took out, and whether it saw the whole workspace.
 #[derive(Debug, Clone)]
@@ -106,14 +123,34 @@ impl Census {
 
     /// Count the git metadata beneath `workspace` before a program starts:
     /// from the last count of it, reading again only what changed since.
-    pub fn before_program(workspace: &Path) -> Census {
-        let last = LAST
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+    /// Counted while other programs run there (`alone` is No), what is not
+    /// known to be the workspace's own is judged by this program's sweep.
+    pub fn before_program(workspace: &Path, alone: Alone) -> Census {
+        let last = lock(&LAST)
             .as_mut()
             .and_then(|all| all.remove(workspace))
             .unwrap_or_default();
-        last.recount(workspace)
+        let mut census = last.recount(workspace);
+        let mut settled = lock(&SETTLED);
+        let settled = settled.get_or_insert_with(HashMap::new);
+        match alone {
+            Alone::Yes => {
+                settled.insert(
+                    workspace.to_path_buf(),
+                    census.found.keys().cloned().collect(),
+                );
+            }
+            Alone::No => {
+                let known = settled.get(workspace);
+                census.unsettled = census
+                    .found
+                    .keys()
+                    .filter(|p| !known.is_some_and(|k| k.contains(*p)))
+                    .cloned()
+                    .collect();
+            }
+        }
+        census
     }
 
     /// The git metadata found, each with how a program finds it (a `.git`
@@ -166,14 +203,10 @@ impl Census {
             // A git folder too large to search whole leaves the count
             // incomplete: what is in it cannot all be covered or judged.
             if folder.git {
-                let mut metadata = Vec::new();
-                census.complete &= git_metadata(&dir.join(GIT), &mut metadata);
-                census.found.extend(metadata);
+                census.complete &= census.add_metadata(&dir.join(GIT));
             }
             if folder.bare {
-                let mut metadata = Vec::new();
-                census.complete &= git_metadata(&dir, &mut metadata);
-                census.found.extend(metadata);
+                census.complete &= census.add_metadata(&dir);
             }
             pending.extend(folder.subfolders.iter().map(|name| dir.join(name)));
             census.folders.insert(dir, folder);
@@ -181,16 +214,37 @@ impl Census {
         census
     }
 
+    /// Add the metadata of the git folder (or file) `git`; false when it
+    /// is too large to be searched whole.
+    fn add_metadata(&mut self, git: &Path) -> bool {
+        let mut metadata = Vec::new();
+        let whole = git_metadata(git, &mut metadata);
+        self.found.extend(metadata);
+        whole
+    }
+
     /// Count again after a program ended, and take out of the workspace
     /// what it made that git would not read as data; into `quarantine`
     /// (removed when it cannot be moved there). The count is kept for the
     /// workspace's next program.
-    pub fn sweep(&self, workspace: &Path, quarantine: Option<&Path>) -> Sweep {
+    /// Swept while no other program runs there (`alone`), what is let
+    /// stand is known to be the workspace's own.
+    pub fn sweep(&self, workspace: &Path, quarantine: Option<&Path>, alone: Alone) -> Sweep {
         let after = self.recount(workspace);
         let swept = self.take_out_new(&after, workspace, quarantine);
         let complete = after.complete;
-        LAST.lock()
-            .unwrap_or_else(|e| e.into_inner())
+        if alone == Alone::Yes {
+            let stands = after
+                .found
+                .keys()
+                .filter(|p| !swept.iter().any(|s| p.starts_with(&s.path)))
+                .cloned()
+                .collect();
+            lock(&SETTLED)
+                .get_or_insert_with(HashMap::new)
+                .insert(workspace.to_path_buf(), stands);
+        }
+        lock(&LAST)
             .get_or_insert_with(HashMap::new)
             .insert(workspace.to_path_buf(), after);
         Sweep { swept, complete }
@@ -209,7 +263,7 @@ impl Census {
         for (path, kind) in after
             .found
             .iter()
-            .filter(|(p, _)| !self.found.contains_key(*p))
+            .filter(|(p, _)| !self.found.contains_key(*p) || self.unsettled.contains(*p))
         {
             // Inside what was taken out already: gone with it.
             if taken.iter().any(|t| path.starts_with(t)) {
@@ -246,6 +300,9 @@ impl Census {
         if meta.file_type().is_symlink() {
             return Some("it is a link (git follows it wherever it leads)".into());
         }
+        if let Some(why) = hard_linked(path, &meta) {
+            return Some(why);
+        }
         if name == GIT {
             return if meta.is_dir() {
                 judge_git_dir(path)
@@ -278,17 +335,42 @@ impl Census {
         let Ok(resolved) = std::fs::canonicalize(base.join(target)) else {
             return Some(format!("it sends git to {target}, which does not exist"));
         };
-        let old = self
-            .found
-            .iter()
-            .find(|(old, kind)| **kind == ProtectionKind::Pinned && resolved.starts_with(old));
+        let old = self.found.iter().find(|(old, kind)| {
+            **kind == ProtectionKind::Pinned
+                && !self.unsettled.contains(*old)
+                && resolved.starts_with(old)
+        });
         match old {
             None => Some(format!(
                 "it sends git to {target}, which is not in a repository that was there before"
             )),
-            // Whatever was there: what git would read there is judged
-            // (a linked worktree's or a submodule's folder passes).
-            Some(_) => judge_git_dir(&resolved),
+            // The repository itself, or a linked worktree's or a
+            // submodule's folder in it — never its data folders, which
+            // are not searched for configuration — and what git would
+            // read there is judged.
+            Some((old, _)) if git_folder_within(old, &resolved) => judge_git_dir(&resolved),
+            Some(_) => Some(format!(
+                "it sends git to {target}, which is not a repository, a linked worktree's or a submodule's folder"
+            )),
+        }
+    }
+}
+
+/// Whether `target` is the git folder `git` itself or a linked worktree's
+/// or submodule's folder in it (`worktrees/…`, `modules/…`), outside the
+/// data folders.
+fn git_folder_within(git: &Path, target: &Path) -> bool {
+    let Ok(inside) = target.strip_prefix(git) else {
+        return false;
+    };
+    let names: Vec<&std::ffi::OsStr> = inside.iter().collect();
+    match names.first() {
+        None => true,
+        Some(first) => {
+            (*first == "worktrees" || *first == "modules")
+                && !names
+                    .iter()
+                    .any(|n| n.to_str().is_some_and(|n| GIT_DATA.contains(&n)))
         }
     }
 }
@@ -352,6 +434,12 @@ fn judge_git_dir(git: &Path) -> Option<String> {
             continue;
         }
         let name = path.file_name()?.to_str().unwrap_or("");
+        if let Some(why) = std::fs::symlink_metadata(&path)
+            .ok()
+            .and_then(|m| hard_linked(&path, &m))
+        {
+            return Some(why);
+        }
         let found = match name {
             "hooks" => judge_hooks(&path),
             "config" | "config.worktree" => judge_config(&path),
@@ -364,6 +452,18 @@ fn judge_git_dir(git: &Path) -> Option<String> {
         }
     }
     None
+}
+
+/// A file with another name elsewhere (a hard link): covering this name
+/// read-only would not stop a program writing it through the other.
+fn hard_linked(path: &Path, meta: &std::fs::Metadata) -> Option<String> {
+    (!meta.is_dir() && meta.nlink() > 1).then(|| {
+        format!(
+            "{} has {} other name(s) (hard links) a program could rewrite it through",
+            path.file_name().unwrap_or_default().to_string_lossy(),
+            meta.nlink() - 1
+        )
+    })
 }
 
 /// A hooks folder: only git's own samples (`*.sample`, never run).
@@ -395,6 +495,10 @@ fn judge_config(config: &Path) -> Option<String> {
 fn read_small(path: &Path) -> Option<String> {
     let bytes = crate::safe_fs::read_regular(path, MAX_READ, crate::safe_fs::Links::Refuse).ok()?;
     String::from_utf8(bytes).ok()
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Move `path` out of the workspace into `quarantine` (named after its
@@ -542,6 +646,102 @@ mod tests {
         assert_eq!(rc, 0);
     }
 
+    fn plant(ws: &Path, repo: &str, config: &str) {
+        std::fs::create_dir_all(ws.join(repo).join(".git/objects")).unwrap();
+        std::fs::write(ws.join(repo).join(".git/config"), config).unwrap();
+    }
+
+    const EVIL: &str = "[core]\n\tfsmonitor = \"touch pwned\"\n";
+    const CLEAN: &str = "[core]\n\tbare = false\n";
+
+    #[test]
+    fn a_folder_whose_commondir_names_a_git_store_is_a_git_folder() {
+        let (_d, ws) = scratch();
+        let before = Census::take(&ws);
+        // HEAD and a commondir: a git folder to git, no `.git` in sight.
+        std::fs::create_dir_all(ws.join(".cache/c/objects")).unwrap();
+        std::fs::create_dir_all(ws.join(".cache/c/refs")).unwrap();
+        std::fs::write(ws.join(".cache/c/config"), EVIL).unwrap();
+        std::fs::create_dir_all(ws.join("src")).unwrap();
+        std::fs::write(ws.join("src/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(ws.join("src/commondir"), "../.cache/c\n").unwrap();
+        assert!(git_layout(&ws.join("src"), None));
+        let swept = before.sweep(&ws, None, Alone::Yes).swept;
+        assert_eq!(swept.len(), 1, "{swept:#?}");
+        assert_eq!(swept[0].path, ws.join("src/commondir"));
+        assert!(!git_layout(&ws.join("src"), None));
+    }
+
+    #[test]
+    fn a_git_file_may_point_at_a_worktree_folder_never_into_data() {
+        let (_d, ws) = scratch();
+        plant(&ws, "old", CLEAN);
+        std::fs::create_dir_all(ws.join("old/.git/objects/wt")).unwrap();
+        std::fs::write(ws.join("old/.git/objects/wt/HEAD"), "ref: refs/heads/x\n").unwrap();
+        let before = Census::take(&ws);
+        std::fs::create_dir_all(ws.join("into-data")).unwrap();
+        std::fs::write(
+            ws.join("into-data/.git"),
+            "gitdir: ../old/.git/objects/wt\n",
+        )
+        .unwrap();
+        // Control: a linked worktree's pointer stays.
+        std::fs::create_dir_all(ws.join("old/.git/worktrees/wt")).unwrap();
+        std::fs::create_dir_all(ws.join("wt")).unwrap();
+        std::fs::write(ws.join("wt/.git"), "gitdir: ../old/.git/worktrees/wt\n").unwrap();
+        let swept = before.sweep(&ws, None, Alone::Yes).swept;
+        let paths: Vec<&Path> = swept.iter().map(|s| s.path.as_path()).collect();
+        assert_eq!(paths, [ws.join("into-data/.git").as_path()], "{swept:#?}");
+        assert!(ws.join("wt/.git").exists());
+    }
+
+    #[test]
+    fn a_new_configuration_with_a_second_name_is_taken_out() {
+        let (_d, ws) = scratch();
+        let before = Census::take(&ws);
+        plant(&ws, "linked", CLEAN);
+        std::fs::hard_link(ws.join("linked/.git/config"), ws.join("notes.txt")).unwrap();
+        plant(&ws, "plain", CLEAN);
+        let swept = before.sweep(&ws, None, Alone::Yes).swept;
+        assert_eq!(swept.len(), 1, "{swept:#?}");
+        assert_eq!(swept[0].path, ws.join("linked/.git"));
+        assert!(swept[0].why.contains("hard link"), "{}", swept[0].why);
+        assert!(
+            ws.join("plain/.git/config").exists(),
+            "control: one name stays"
+        );
+    }
+
+    #[test]
+    fn what_another_program_planted_is_judged_by_a_program_counted_while_it_ran() {
+        let (_d, ws) = scratch();
+        // A background program starts alone and plants a repository.
+        let job = Census::before_program(&ws, Alone::Yes);
+        plant(&ws, "e", EVIL);
+        plant(&ws, "inited", CLEAN);
+        // A second program is counted while it runs.
+        let call = Census::before_program(&ws, Alone::No);
+        assert!(
+            call.protected()
+                .iter()
+                .any(|(p, _)| p == &ws.join("e/.git"))
+        );
+        // The background program ends first: its plant is taken out.
+        let job_swept = job.sweep(&ws, None, Alone::No).swept;
+        assert_eq!(job_swept.len(), 1, "{job_swept:#?}");
+        assert!(!ws.join("e/.git").exists());
+        // The second program puts it back; its own sweep takes it out,
+        // and lets the clean one stand.
+        plant(&ws, "e", EVIL);
+        let call_swept = call.sweep(&ws, None, Alone::Yes).swept;
+        assert_eq!(call_swept.len(), 1, "{call_swept:#?}");
+        assert_eq!(call_swept[0].path, ws.join("e/.git"));
+        assert!(ws.join("inited/.git/config").exists());
+        // Swept alone: what stands is the workspace's own from now on.
+        let next = Census::before_program(&ws, Alone::No);
+        assert!(next.unsettled.is_empty(), "{:?}", next.unsettled);
+    }
+
     #[test]
     fn a_folder_whose_modification_time_was_put_back_is_read_again() {
         let (_d, ws) = scratch();
@@ -575,7 +775,7 @@ mod tests {
         // `gitdir: ` with a trailing space: git opens `proj/.git `.
         std::fs::create_dir_all(ws.join("proj/.git ")).unwrap();
         std::fs::write(ws.join("src/.git"), "gitdir: ../proj/.git \n").unwrap();
-        let swept = before.sweep(&ws, None).swept;
+        let swept = before.sweep(&ws, None, Alone::Yes).swept;
         assert!(
             swept.iter().any(|s| s.path == ws.join("src/.git")),
             "{swept:?}"
@@ -655,7 +855,7 @@ mod tests {
         std::fs::write(ws.join("wt/.git"), "gitdir: ../old/.git/worktrees/wt\n").unwrap();
         std::fs::create_dir_all(ws.join("old/.git/worktrees/wt")).unwrap();
 
-        let swept = before.sweep(&ws, Some(&quarantine)).swept;
+        let swept = before.sweep(&ws, Some(&quarantine), Alone::Yes).swept;
         let paths: Vec<&Path> = swept.iter().map(|s| s.path.as_path()).collect();
         assert!(paths.contains(&ws.join(".git").as_path()), "{swept:#?}");
         assert!(

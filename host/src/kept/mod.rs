@@ -34,7 +34,7 @@ use std::sync::{Arc, RwLock};
 use serde::Serialize;
 
 pub use appeared::Absent;
-pub use census::{Census, MAX_FOLDERS as MAX_CENSUS_FOLDERS, Sweep, Swept};
+pub use census::{Alone, Census, MAX_FOLDERS as MAX_CENSUS_FOLDERS, Sweep, Swept};
 pub use covers::{Cover, CoverKind};
 pub use judge::{Access, Judge, Refusal};
 pub use keys::{existing_key, host_key, owned_and_private};

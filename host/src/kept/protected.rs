@@ -26,7 +26,7 @@ const GIT_RUNS: &[&str] = &["config", "config.worktree", "commondir", "gitdir", 
 /// Folders inside a git folder that git reads as data only: they are not
 /// searched for configuration (what points git into one of them is judged
 /// where it points).
-const GIT_DATA: &[&str] = &["objects", "refs", "logs", "lfs"];
+pub(super) const GIT_DATA: &[&str] = &["objects", "refs", "logs", "lfs"];
 /// Most entries of one git folder searched for its configuration.
 const MAX_GIT_ENTRIES: usize = 4096;
 
@@ -255,17 +255,18 @@ fn fixed(parts: &[Part]) -> Option<PathBuf> {
         .map(|names| names.iter().collect())
 }
 
-/// What makes a folder a git folder to git's discovery, whatever its
-/// name: a `HEAD` file, an `objects` and a `refs` folder (a bare
-/// repository; git finds one in the folder it runs in).
-const GIT_LAYOUT: [&str; 3] = ["HEAD", "objects", "refs"];
+/// The names that make a folder a git folder to git's discovery, whatever
+/// its name (git finds a bare repository in the folder it runs in): a
+/// `HEAD` file, and an `objects` and a `refs` folder — its own, or those of
+/// the folder its `commondir` names.
+const GIT_LAYOUT: [&str; 4] = ["HEAD", "objects", "refs", "commondir"];
 
 /// Whether `dir` is laid out as a git folder (or would be once `adding`,
 /// one of its names, exists).
 pub(super) fn git_layout(dir: &Path, adding: Option<&str>) -> bool {
-    GIT_LAYOUT
-        .iter()
-        .all(|name| Some(*name) == adding || std::fs::symlink_metadata(dir.join(name)).is_ok())
+    let has =
+        |name: &str| Some(name) == adding || std::fs::symlink_metadata(dir.join(name)).is_ok();
+    has("HEAD") && ((has("objects") && has("refs")) || has("commondir"))
 }
 
 /// Whether writing the name `name` in `dir` would write a git folder's

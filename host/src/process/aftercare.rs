@@ -15,11 +15,12 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use super::confine::Confinement;
-use crate::kept::{Absent, Census, ProtectionKind};
+use crate::kept::{Absent, Alone, Census, ProtectionKind};
 
 /// What is swept after one program.
 #[derive(Debug, Default)]
 struct Counts {
+    id: u64,
     census: Option<(Census, PathBuf)>,
     absent: Absent,
     /// The program's process group, once it runs.
@@ -31,6 +32,11 @@ type Shared = Arc<Mutex<Option<Counts>>>;
 /// The counts of every program not swept yet, by a number of its own.
 static RUNNING: Mutex<BTreeMap<u64, Shared>> = Mutex::new(BTreeMap::new());
 static NEXT: AtomicU64 = AtomicU64::new(0);
+/// The workspace of every program counted and not swept yet, by its
+/// number: while one is there, what another program's count finds beneath
+/// it may be its, not judged yet. Held while counting and sweeping, so
+/// that each sees the others.
+static COUNTED: Mutex<BTreeMap<u64, PathBuf>> = Mutex::new(BTreeMap::new());
 /// Sweeps not done yet, and what wakes whoever waits for them.
 static PENDING: (Mutex<usize>, Condvar) = (Mutex::new(0), Condvar::new());
 
@@ -49,9 +55,11 @@ impl Aftercare {
     /// workspace cannot be counted whole: what a program made in it could
     /// not all be seen.
     pub fn before(confinement: &Confinement) -> Result<Aftercare, String> {
+        let id = NEXT.fetch_add(1, Ordering::Relaxed);
         let census = match confinement.census_root() {
             Some(root) => {
-                let census = Census::before_program(&root);
+                let mut counted = lock(&COUNTED);
+                let census = Census::before_program(&root, alone(&counted, id, &root));
                 if !census.complete {
                     return Err(format!(
                         "{} cannot be counted whole (more than {} folders, or a git folder of more than 4,096 names), so the git metadata a program would make there cannot all be checked: programs are refused. Work in a smaller folder, or lift the protection of git metadata with [policy] protected_paths (without \"**/.git\")",
@@ -59,6 +67,7 @@ impl Aftercare {
                         crate::kept::MAX_CENSUS_FOLDERS
                     ));
                 }
+                counted.insert(id, root.clone());
                 Some((census, root))
             }
             None => None,
@@ -68,11 +77,11 @@ impl Aftercare {
             .map(|(c, _)| c.protected())
             .unwrap_or_default();
         let counts = Arc::new(Mutex::new(Some(Counts {
+            id,
             census,
             absent: confinement.absent_kept(),
             group: None,
         })));
-        let id = NEXT.fetch_add(1, Ordering::Relaxed);
         lock(&RUNNING).insert(id, counts.clone());
         *lock(&PENDING.0) += 1;
         Ok(Aftercare {
@@ -139,7 +148,14 @@ fn sweep(mut counts: Counts) -> Vec<String> {
         .map(ToString::to_string)
         .collect();
     if let Some((census, root)) = counts.census.take() {
-        let after = census.sweep(&root, quarantine.as_deref());
+        let mut counted = lock(&COUNTED);
+        let after = census.sweep(
+            &root,
+            quarantine.as_deref(),
+            alone(&counted, counts.id, &root),
+        );
+        counted.remove(&counts.id);
+        drop(counted);
         notes.extend(after.swept.iter().map(ToString::to_string));
         if !after.complete {
             notes.push(format!(
@@ -152,6 +168,15 @@ fn sweep(mut counts: Counts) -> Vec<String> {
         tracing::warn!("{note}");
     }
     notes
+}
+
+/// Whether program `id` is alone in `root`: no other program counted and
+/// not swept yet works in it, beneath it or above it.
+fn alone(counted: &BTreeMap<u64, PathBuf>, id: u64, root: &std::path::Path) -> Alone {
+    let overlaps = counted
+        .iter()
+        .any(|(other, at)| *other != id && (at.starts_with(root) || root.starts_with(at)));
+    if overlaps { Alone::No } else { Alone::Yes }
 }
 
 fn done() {
