@@ -1033,3 +1033,145 @@ async fn a_signal_does_not_leave_what_a_running_program_planted() {
     users_git_status(&ws.join("bgx"));
     assert!(!ws.join("pwned").exists() && !ws.join("bgx/pwned").exists());
 }
+
+/// Git finds a git folder in shapes other than a `.git`: a folder with a
+/// `HEAD` and a `commondir` naming a store elsewhere, a `.git` file that
+/// points into an old repository's data folders (where the configuration
+/// is not looked for), a new repository whose configuration has a second
+/// name (a hard link) a later program writes through. Each, made by the
+/// model's programs, is taken out; the user's git runs nothing of the
+/// model's; the same shapes made by hand do run it (control).
+#[test]
+fn git_folders_of_every_shape_a_program_makes_are_taken_out() {
+    if !crate::support::confinable() {
+        return;
+    }
+    let scene = Scene::new();
+    let ws = scene.workspace();
+    assert!(
+        Command::new("git")
+            .args(["init", "-q", "old"])
+            .current_dir(&ws)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let marker = scene.outside().join("pwned");
+    let monitor = format!(
+        "[core]\\n\\tfsmonitor = \"touch {}; false\"\\n",
+        marker.display()
+    );
+    let shapes = [
+        // HEAD + commondir: a git folder with no `.git` in sight.
+        format!(
+            "mkdir -p .cache/c/objects .cache/c/refs src/deep && printf '{monitor}' > .cache/c/config && echo 'ref: refs/heads/main' > src/HEAD && echo ../.cache/c > src/commondir"
+        ),
+        // A `.git` file into the data folders, configured afterwards.
+        "mkdir -p old/.git/objects/wt/objects old/.git/objects/wt/refs data && echo 'ref: refs/heads/main' > old/.git/objects/wt/HEAD && echo 'gitdir: ../old/.git/objects/wt' > data/.git".to_string(),
+        format!("printf '{monitor}' > old/.git/objects/wt/config"),
+        // A clean `git init` with a second name for its configuration,
+        // written through in a later program.
+        "git init -q linked && ln linked/.git/config notes.txt".to_string(),
+        format!("printf '{monitor}' >> notes.txt"),
+    ];
+    for command in &shapes {
+        let out = tool_in(&scene, "shell", json!({ "command": command }));
+        assert!(out.status.success(), "{command}: {}", text(&out.stderr));
+    }
+    for dir in ["src/deep", "data", "linked"] {
+        users_git_status(&ws.join(dir));
+    }
+    assert!(!marker.exists(), "the user's git ran the model's program");
+    assert!(!ws.join("src/commondir").exists());
+    assert!(!ws.join("data/.git").exists());
+    assert!(!ws.join("linked/.git/config").exists());
+
+    // Control: the commondir shape, made by hand, is a git folder whose
+    // configuration (the store's) the user's git takes as its own.
+    std::fs::write(ws.join("src/commondir"), "../.cache/c\n").unwrap();
+    let read = Command::new("git")
+        .args(["config", "--get", "core.fsmonitor"])
+        .current_dir(ws.join("src/deep"))
+        .env_remove("GIT_CONFIG_COUNT")
+        .output()
+        .unwrap();
+    assert!(
+        text(&read.stdout).contains("pwned"),
+        "control: git reads the store's configuration: {}",
+        text(&read.stderr)
+    );
+}
+
+/// A background program plants a repository; a second program counted
+/// while it runs waits until the plant was taken out, then puts it back.
+/// Its own sweep takes it out again: what was there while another program
+/// ran is not taken as the workspace's own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plant_handed_from_one_program_to_another_is_taken_out() {
+    use crate::llm_transcripts::{Answer, stream, tool};
+    use sandcrab::llm::ProviderKind;
+    if !crate::support::confinable() {
+        return;
+    }
+    let kind = ProviderKind::Anthropic;
+    let scene = Scene::new();
+    let ws = scene.workspace();
+    let server = crate::mock_llm::MockLlm::strict(kind).await;
+    let plant = "mkdir -p e/.git/objects e/.git/refs && echo 'ref: refs/heads/main' > e/.git/HEAD && printf '[core]\\n\\tfsmonitor = \"touch ../pwned; false\"\\n' > e/.git/config";
+    server.push(stream(
+        kind,
+        &Answer::Tools(vec![tool(
+            "b1",
+            "shell",
+            json!({"command": format!("{plant} && sleep 3"), "run_in_background": true}),
+        )]),
+    ));
+    let relay = format!(
+        "[ -e e/.git/config ] && echo counted-with-the-plant; while [ -e e/.git/config ]; do sleep 0.05; done; {plant} && echo replanted"
+    );
+    // Answered a moment later: the plant is there when this one starts.
+    server.push(
+        stream(
+            kind,
+            &Answer::Tools(vec![tool(
+                "f1",
+                "shell",
+                json!({"command": relay, "timeout_ms": 30000}),
+            )]),
+        )
+        .delayed(std::time::Duration::from_millis(400)),
+    );
+    server.push(stream(kind, &Answer::Text(vec!["done"])));
+    let out = crate::cli_support::sandcrab(&scene, kind, &server, "run")
+        .args(["--wait-jobs", "60", "relay it"])
+        .output()
+        .unwrap();
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(
+        said.contains("counted-with-the-plant") && said.contains("replanted"),
+        "control: the relay ran: {said}"
+    );
+    assert!(!ws.join("e/.git/config").exists(), "{said}");
+    users_git_status(&ws.join("e"));
+    assert!(!ws.join("pwned").exists());
+}
+
+/// The kernel's out-of-memory killer picks the model's program before
+/// sandcrab, which must live to sweep after it.
+#[test]
+fn programs_are_the_out_of_memory_killers_first_pick() {
+    let scene = Scene::new();
+    let out = tool_in(
+        &scene,
+        "shell",
+        json!({"command": "cat /proc/self/oom_score_adj"}),
+    );
+    assert_eq!(
+        text(&out.stdout).lines().next(),
+        Some("1000"),
+        "{}",
+        text(&out.stderr)
+    );
+    let own = std::fs::read_to_string("/proc/self/oom_score_adj").unwrap();
+    assert_ne!(own.trim(), "1000", "control: the test itself is not");
+}

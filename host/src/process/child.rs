@@ -251,6 +251,9 @@ pub unsafe fn enter(plan: &ChildPlan) -> io::Result<()> {
     // prepared in the parent.
     unsafe {
         check(libc::setsid())?;
+        // The kernel's out-of-memory killer picks the program and what it
+        // starts before sandcrab: sandcrab must live to sweep after it.
+        write_proc(c"/proc/self/oom_score_adj", b"1000");
         if plan.namespaces != 0 {
             check(libc::unshare(plan.namespaces))?;
             if let Some(maps) = &plan.maps {
