@@ -1175,3 +1175,141 @@ fn programs_are_the_out_of_memory_killers_first_pick() {
     let own = std::fs::read_to_string("/proc/self/oom_score_adj").unwrap();
     assert_ne!(own.trim(), "1000", "control: the test itself is not");
 }
+
+/// A git command stopped by the metadata kept read-only (`git config`
+/// rewrites `.git/config`) fails with a note that says why and who can
+/// run it; a git command that reads it succeeds without one (control).
+#[test]
+fn a_git_command_stopped_by_kept_metadata_says_why() {
+    if !crate::support::confinable() {
+        return;
+    }
+    let scene = Scene::new();
+    let ws = scene.workspace();
+    assert!(
+        Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(&ws)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = tool_in(
+        &scene,
+        "shell",
+        json!({"command": "git config user.name Me"}),
+    );
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(said.contains("read-only to programs"), "{said}");
+    assert!(said.contains("ask the user"), "{said}");
+    let out = tool_in(
+        &scene,
+        "shell",
+        json!({"command": "git config --get core.bare"}),
+    );
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(
+        said.contains("false") && !said.contains("read-only to programs"),
+        "{said}"
+    );
+}
+
+/// Working in the home folder, the user's stores and start files are kept
+/// wherever the user keeps them: dotfiles that are links into a dotfiles
+/// folder (replaced by a program: put back), a configuration folder
+/// `$XDG_CONFIG_HOME` moves, a store a tool's own variable names, and the
+/// start files Debian's shell, Python and cargo read. What a program of
+/// the model's plants there is taken out; the user's own shell, git and
+/// Python run none of it; the same plants made by hand do run (control).
+#[test]
+fn the_users_start_files_and_stores_are_kept_wherever_they_are() {
+    if !crate::support::confinable() {
+        return;
+    }
+    let home = HomeWorkspace::new();
+    let h = home.home();
+    let marker = |name: &str| h.join(format!("pwned-{name}"));
+    let bashrc = "# mine\n[ -f ~/.bash_aliases ] && . ~/.bash_aliases\n";
+    home.write("dotfiles/bashrc", bashrc);
+    home.write("dotfiles/gitconfig", "[user]\n\tname = me\n");
+    std::os::unix::fs::symlink("dotfiles/bashrc", h.join(".bashrc")).unwrap();
+    std::os::unix::fs::symlink("dotfiles/gitconfig", h.join(".gitconfig")).unwrap();
+    home.write(".xdg/gh/hosts.yml", "XDG-CANARY\n");
+    home.write("vault/kube", "KUBE-CANARY\n");
+    // Where the user's Python looks for its user site.
+    let site = Command::new("python3")
+        .args(["-c", "import site; print(site.getusersitepackages())"])
+        .env("HOME", &h)
+        .output()
+        .unwrap();
+    let site = PathBuf::from(text(&site.stdout).trim());
+    assert!(site.starts_with(h.join(".local/lib")), "{}", site.display());
+    let pth = format!(
+        "import os; os.system('touch {}')\n",
+        marker("pth").display()
+    );
+    let plant = format!(
+        "rm .bashrc && echo 'touch {bashrc}' > .bashrc; \
+         printf '[core]\\n\\tpager = \"touch {pager}; cat\"\\n' > .xdg-git-config; mkdir -p .xdg/git && cp .xdg-git-config .xdg/git/config; \
+         echo 'touch {aliases}' > .bash_aliases; \
+         mkdir -p '{site}' && printf \"{pth}\" > '{site}/zz.pth'; \
+         cat .xdg/gh/hosts.yml vault/kube; echo planted",
+        bashrc = marker("bashrc").display(),
+        pager = marker("pager").display(),
+        aliases = marker("aliases").display(),
+        site = site.display(),
+        pth = pth.trim_end(),
+    );
+    let out = home
+        .sandcrab(&[
+            "tool",
+            "call",
+            "shell",
+            "--args",
+            &json!({ "command": plant }).to_string(),
+        ])
+        .env("XDG_CONFIG_HOME", h.join(".xdg"))
+        .env("KUBECONFIG", h.join("vault/kube"))
+        .output()
+        .unwrap();
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(said.contains("planted"), "control: the program ran: {said}");
+    assert!(
+        !said.contains("XDG-CANARY") && !said.contains("KUBE-CANARY"),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read_link(h.join(".bashrc")).unwrap(),
+        PathBuf::from("dotfiles/bashrc"),
+        "{said}"
+    );
+    assert_eq!(std::fs::read_to_string(h.join(".bashrc")).unwrap(), bashrc);
+    for gone in [".xdg/git", ".bash_aliases", ".local/lib"] {
+        assert!(!h.join(gone).exists(), "{gone} stayed: {said}");
+    }
+    // The user, afterwards, unconfined.
+    let users = |program: &str, args: &[&str]| {
+        let _ = Command::new(program)
+            .args(args)
+            .current_dir(&h)
+            .env("HOME", &h)
+            .env("XDG_CONFIG_HOME", h.join(".xdg"))
+            .output();
+    };
+    users("bash", &["-ic", "true"]);
+    users("python3", &["-c", "pass"]);
+    for name in ["bashrc", "pager", "aliases", "pth"] {
+        assert!(
+            !marker(name).exists(),
+            "the user's {name} ran the model's program"
+        );
+    }
+    // Control: the same Python plant, made by hand, runs.
+    std::fs::create_dir_all(&site).unwrap();
+    std::fs::write(site.join("zz.pth"), &pth).unwrap();
+    users("python3", &["-c", "pass"]);
+    assert!(
+        marker("pth").exists(),
+        "control: Python runs a user site .pth"
+    );
+}

@@ -18,6 +18,19 @@ use super::{Protected, Registry, Swept};
 #[derive(Debug, Clone, Default)]
 pub struct Absent {
     paths: Vec<Missing>,
+    links: Vec<Linked>,
+}
+
+/// A link on the way to a kept path (`~/.bashrc` leading into a dotfiles
+/// folder), beneath a folder the program may write: the mount covers
+/// where it leads, not the link, so a program could replace the link with
+/// a file of its own. Put back after the program.
+#[derive(Debug, Clone)]
+struct Linked {
+    root: PathBuf,
+    path: PathBuf,
+    target: PathBuf,
+    what: String,
 }
 
 /// One kept path absent as a program starts.
@@ -52,6 +65,7 @@ impl Absent {
                     .map(|p| (p, "a protected path".to_string())),
             );
         }
+        let links = links_on_the_way(registry, writable);
         let mut paths: Vec<Missing> = Vec::new();
         for (path, what) in candidates {
             let Some(root) = writable.iter().find(|w| path.starts_with(w) && path != **w) else {
@@ -68,7 +82,7 @@ impl Absent {
                 });
             }
         }
-        Absent { paths }
+        Absent { paths, links }
     }
 
     /// Take out what of it exists now, into `quarantine`.
@@ -88,8 +102,61 @@ impl Absent {
                 kept_in,
             });
         }
+        for link in &self.links {
+            if std::fs::read_link(&link.path).is_ok_and(|t| t == link.target) {
+                continue;
+            }
+            let kept_in = match std::fs::symlink_metadata(&link.path) {
+                Ok(_) => take_out(&link.path, &link.root, quarantine),
+                Err(_) => None,
+            };
+            let put_back = std::fs::symlink_metadata(&link.path).is_err()
+                && std::os::unix::fs::symlink(&link.target, &link.path).is_ok();
+            swept.push(Swept {
+                path: link.path.clone(),
+                why: format!(
+                    "it took the place of a link to {} (where sandcrab keeps {}), which no program may replace; {}",
+                    link.target.display(),
+                    link.what,
+                    if put_back { "the link was put back" } else { "the link could not be put back" }
+                ),
+                kept_in,
+            });
+        }
         swept
     }
+}
+
+/// Every link beneath one of `writable` on the way to a kept path by a
+/// name it was kept under.
+fn links_on_the_way(registry: &Registry, writable: &[PathBuf]) -> Vec<Linked> {
+    let mut links: Vec<Linked> = Vec::new();
+    for entry in registry.entries() {
+        for name in &entry.names {
+            let Some(root) = writable.iter().find(|w| name.starts_with(w) && name != *w) else {
+                continue;
+            };
+            let Ok(relative) = name.strip_prefix(root) else {
+                continue;
+            };
+            let mut at = root.clone();
+            for part in relative.components() {
+                at.push(part);
+                let Ok(target) = std::fs::read_link(&at) else {
+                    continue;
+                };
+                if !links.iter().any(|l| l.path == at) {
+                    links.push(Linked {
+                        root: root.clone(),
+                        path: at.clone(),
+                        target,
+                        what: entry.item.describe().to_string(),
+                    });
+                }
+            }
+        }
+    }
+    links
 }
 
 /// The first name between `root` and `path` (itself included) that does
@@ -149,5 +216,52 @@ mod tests {
         assert!(home.join(".config").exists(), "what was there stays");
         assert!(!home.join(".netrc").exists() && !ws.join("sandcrab.toml").exists());
         assert!(home.join("notes").exists());
+    }
+}
+
+#[cfg(test)]
+mod link_tests {
+    use super::*;
+    use crate::kept::Item;
+
+    #[test]
+    fn a_link_to_a_kept_file_replaced_by_a_program_is_put_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().canonicalize().unwrap();
+        let quarantine = home.join("q");
+        std::fs::create_dir_all(home.join("dotfiles")).unwrap();
+        std::fs::write(home.join("dotfiles/bashrc"), "# mine\n").unwrap();
+        std::fs::write(home.join("dotfiles/gitconfig"), "[user]\n").unwrap();
+        std::os::unix::fs::symlink("dotfiles/bashrc", home.join(".bashrc")).unwrap();
+        std::os::unix::fs::symlink("dotfiles/gitconfig", home.join(".gitconfig")).unwrap();
+        let mut registry = Registry::new();
+        registry.keep(Item::StartupFile, &home.join(".bashrc"), "d");
+        registry.keep(Item::StartupFile, &home.join(".gitconfig"), "d");
+        assert_eq!(registry.entries()[0].path, home.join("dotfiles/bashrc"));
+        // The link's own name is kept too.
+        assert!(registry.holding(&home.join(".bashrc")).is_some());
+        let absent = Absent::before(&registry, None, std::slice::from_ref(&home));
+        // What a program did: one link replaced, the other left alone.
+        std::fs::remove_file(home.join(".bashrc")).unwrap();
+        std::fs::write(home.join(".bashrc"), "touch pwned\n").unwrap();
+        let swept = absent.sweep(Some(&quarantine));
+        assert_eq!(swept.len(), 1, "{swept:#?}");
+        assert_eq!(swept[0].path, home.join(".bashrc"));
+        assert!(swept[0].why.contains("put back"), "{}", swept[0].why);
+        assert_eq!(
+            std::fs::read_link(home.join(".bashrc")).unwrap(),
+            PathBuf::from("dotfiles/bashrc")
+        );
+        assert_eq!(
+            std::fs::read_to_string(home.join(".bashrc")).unwrap(),
+            "# mine\n"
+        );
+        let planted = swept[0].kept_in.as_ref().unwrap();
+        assert_eq!(std::fs::read_to_string(planted).unwrap(), "touch pwned\n");
+        // Control: the link left alone stays as it was.
+        assert_eq!(
+            std::fs::read_link(home.join(".gitconfig")).unwrap(),
+            PathBuf::from("dotfiles/gitconfig")
+        );
     }
 }

@@ -39,7 +39,7 @@ pub use covers::{Cover, CoverKind};
 pub use judge::{Access, Judge, Refusal};
 pub use keys::{existing_key, host_key, owned_and_private};
 pub use protected::{DEFAULT_PROTECTED, Protected, ProtectionKind};
-pub use stores::{CREDENTIAL_STORES, STARTUP_FILES};
+pub use stores::{CREDENTIAL_STORES, STARTUP_FILES, UserPlace, user_places};
 
 /// What an entry of the registry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
@@ -161,6 +161,11 @@ pub struct Entry {
     pub path: PathBuf,
     /// Where it was named: `default`, or `FILE: [section] key`.
     pub source: String,
+    /// The names that led here through a link (`~/.bashrc` when it is a
+    /// link into a dotfiles folder), absolute as named: kept too, and
+    /// each link on the way put back if a program replaces it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub names: Vec<PathBuf>,
 }
 
 /// Every secret and integrity root of this host, as resolved at start.
@@ -208,11 +213,8 @@ impl Registry {
             );
         }
         if let Some(home) = places::home() {
-            for store in CREDENTIAL_STORES {
-                registry.keep(Item::CredentialStore, &home.join(store), default);
-            }
-            for file in STARTUP_FILES {
-                registry.keep(Item::StartupFile, &home.join(file), default);
+            for place in user_places(&home, &|var| std::env::var_os(var)) {
+                registry.keep(place.item, &place.path, &place.source);
             }
         }
         for agent in stores::credential_agents() {
@@ -224,21 +226,33 @@ impl Registry {
     /// Keep `path` as `item` (named by `source`). A path is kept once; the
     /// stricter kind wins.
     pub fn keep(&mut self, item: Item, path: &Path, source: &str) {
+        let named = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let path = real(path);
-        if let Some(existing) = self.entries.iter_mut().find(|e| e.path == path) {
-            if item.kind() == Kind::Secret && existing.kind == Kind::Integrity {
-                existing.item = item;
-                existing.kind = Kind::Secret;
-                existing.source = source.to_string();
-            }
-            return;
-        }
-        self.entries.push(Entry {
+        let names: Vec<PathBuf> = (named != path).then_some(named).into_iter().collect();
+        self.keep_entry(Entry {
             item,
             kind: item.kind(),
             path,
             source: source.to_string(),
+            names,
         });
+    }
+
+    fn keep_entry(&mut self, entry: Entry) {
+        if let Some(existing) = self.entries.iter_mut().find(|e| e.path == entry.path) {
+            if entry.kind == Kind::Secret && existing.kind == Kind::Integrity {
+                existing.item = entry.item;
+                existing.kind = Kind::Secret;
+                existing.source = entry.source;
+            }
+            for name in entry.names {
+                if !existing.names.contains(&name) {
+                    existing.names.push(name);
+                }
+            }
+            return;
+        }
+        self.entries.push(entry);
     }
 
     /// Every entry, in the order they were kept.
@@ -251,8 +265,15 @@ impl Registry {
     pub fn holding(&self, path: &Path) -> Option<&Entry> {
         self.entries
             .iter()
-            .filter(|e| path.starts_with(&e.path))
-            .max_by_key(|e| e.path.components().count())
+            .filter_map(|e| {
+                std::iter::once(&e.path)
+                    .chain(&e.names)
+                    .filter(|at| path.starts_with(at))
+                    .map(|at| (e, at.components().count()))
+                    .max_by_key(|(_, depth)| *depth)
+            })
+            .max_by_key(|(_, depth)| *depth)
+            .map(|(e, _)| e)
     }
 
     /// The entries that lie beneath `path` (a real path), `path` excluded.
@@ -321,7 +342,7 @@ pub fn install(registry: Registry) -> Arc<Registry> {
         Some(current) => {
             let mut merged = (**current).clone();
             for entry in registry.entries {
-                merged.keep(entry.item, &entry.path, &entry.source);
+                merged.keep_entry(entry);
             }
             merged
         }

@@ -30,33 +30,54 @@ pub(crate) async fn run(
     };
     record(state, program, &result);
     result.map(|mut out| {
-        // Without the network it needed: say how to ask for it.
-        let offline = state.sandbox.network_on_request && !state.network;
-        if offline && out.exit_code != Some(0) && wanted_the_network(&out) {
-            out.stderr.extend_from_slice(NO_NETWORK_NOTE.as_bytes());
+        if out.exit_code != Some(0) {
+            // Without the network it needed: say how to ask for it.
+            let offline = state.sandbox.network_on_request && !state.network;
+            if offline && says_any(&out, NETWORK_SIGNS) {
+                out.stderr.extend_from_slice(NO_NETWORK_NOTE.as_bytes());
+            }
+            // Stopped by git metadata kept read-only: say why, and who can.
+            if wrote_git_metadata(&out) {
+                out.stderr.extend_from_slice(GIT_METADATA_NOTE.as_bytes());
+            }
         }
         out
     })
 }
 
-/// Whether a failed program's output says it could not reach the network
-/// (what libc, curl, git, pip, npm and cargo print then).
-fn wanted_the_network(out: &ProcessOutput) -> bool {
-    const SIGNS: &[&str] = &[
-        "network is unreachable",
-        "temporary failure in name resolution",
-        "could not resolve",
-        "name or service not known",
-        "getaddrinfo",
-        "enetunreach",
-        "eai_again",
-        "failed to connect",
-    ];
+/// What libc, curl, git, pip, npm and cargo print when they could not
+/// reach the network.
+const NETWORK_SIGNS: &[&str] = &[
+    "network is unreachable",
+    "temporary failure in name resolution",
+    "could not resolve",
+    "name or service not known",
+    "getaddrinfo",
+    "enetunreach",
+    "eai_again",
+    "failed to connect",
+];
+
+/// Whether a program's output says any of `signs` (lower case).
+fn says_any(out: &ProcessOutput, signs: &[&str]) -> bool {
     [&out.stderr, &out.stdout].iter().any(|bytes| {
         let text = String::from_utf8_lossy(bytes).to_ascii_lowercase();
-        SIGNS.iter().any(|sign| text.contains(sign))
+        signs.iter().any(|sign| text.contains(sign))
     })
 }
+
+/// Whether a failed program was stopped writing git's configuration or
+/// hooks (bound read-only, or a mount point git's lock file cannot
+/// replace): what `git config` and `git submodule add` print then.
+fn wrote_git_metadata(out: &ProcessOutput) -> bool {
+    let text = String::from_utf8_lossy(&out.stderr).to_ascii_lowercase();
+    (text.contains("device or resource busy") || text.contains("read-only file system"))
+        && (text.contains(".git/") || text.contains("config") || text.contains("hooks"))
+}
+
+/// Added to the error output of a program stopped by read-only git
+/// metadata.
+const GIT_METADATA_NOTE: &str = "\n[sandcrab: git's configuration and hooks (`.git/config`, `.git/hooks`, what `git config` and `git submodule add` write) are read-only to programs, because git runs what they name at the user's next command; ask the user to run this git command themselves]\n";
 
 /// Added to the error output of a program that failed without the
 /// network, when its call could have asked for it.
