@@ -13,6 +13,7 @@ pub mod jobs;
 pub mod kept;
 pub mod llm;
 pub mod mcp;
+pub mod pipeline;
 pub mod plugin;
 pub mod process;
 pub mod replay;

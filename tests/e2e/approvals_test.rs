@@ -64,10 +64,12 @@ async fn a_denied_command_does_not_run_and_the_model_is_told_which_rule() {
         "{sent}"
     );
     let approvals = &end["data"]["receipt"]["approvals"];
+    // A record, not a sentence: the decision and the rule that gave it.
+    assert_eq!(approvals[0]["decision"], "deny", "{approvals}");
+    assert_eq!(approvals[0]["by"]["kind"], "rule", "{approvals}");
+    assert_eq!(approvals[0]["by"]["rule"], "shell touch", "{approvals}");
     assert!(
-        approvals[0]
-            .as_str()
-            .unwrap()
+        crate::support::approval_line(&approvals[0])
             .starts_with(&format!("deny by rule {config}:1 (shell touch)")),
         "{approvals}"
     );
@@ -89,10 +91,7 @@ async fn on_risk_refuses_unapproved_commands_and_approve_lets_them_run() {
     .await;
     assert!(scene.workspace().join("made").exists());
     assert_eq!(end["data"]["status"], "ok", "{end}");
-    let line = end["data"]["receipt"]["approvals"][0]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let line = crate::support::approval_line(&end["data"]["receipt"]["approvals"][0]);
     assert!(
         line.starts_with("allow by rule --approve:1 (shell touch)"),
         "{line}"
@@ -101,7 +100,7 @@ async fn on_risk_refuses_unapproved_commands_and_approve_lets_them_run() {
     let (_, end, _) = run_shell(&scene, "touch again", &[]).await;
     assert_eq!(end["data"]["status"], "ok");
     assert_eq!(
-        end["data"]["receipt"]["approvals"][0],
+        crate::support::approval_line(&end["data"]["receipt"]["approvals"][0]),
         "allow by mode never"
     );
 }

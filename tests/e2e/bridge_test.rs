@@ -989,7 +989,7 @@ async fn a_shell_command_waits_for_the_operator_and_runs_once_allowed() {
         (&json!("allow"), &json!("bridge"))
     );
     let (_, _, result) = events.wait_for("agent:tool-result").await;
-    let line = result["receipt"]["approvals"][0].as_str().unwrap();
+    let line = crate::support::approval_line(&result["receipt"]["approvals"][0]);
     // Who answered, through which channel, when, and how far.
     assert!(
         line.starts_with("ask by mode on-risk; allowed by the operator via bridge at 20")
@@ -1085,7 +1085,7 @@ async fn a_yes_for_the_conversation_is_not_asked_again_and_says_its_scope() {
         .filter(|e| e.1 == "agent:tool-result")
         .map(|e| e.2.clone())
         .collect();
-    let line = results[0]["receipt"]["approvals"][0].as_str().unwrap();
+    let line = crate::support::approval_line(&results[0]["receipt"]["approvals"][0]);
     assert!(
         line.starts_with("ask by mode on-risk; allowed by the operator via bridge at 20")
             && line.ends_with("Z (command:touch twice for this conversation)"),
@@ -1093,7 +1093,7 @@ async fn a_yes_for_the_conversation_is_not_asked_again_and_says_its_scope() {
     );
     let id = request["id"].as_str().unwrap();
     assert_eq!(
-        results[1]["receipt"]["approvals"][0],
+        crate::support::approval_line(&results[1]["receipt"]["approvals"][0]),
         format!("allow by rule the operator's answer to {id} via bridge (command touch twice)"),
         "{}",
         results[1]
@@ -1298,7 +1298,7 @@ async fn always_in_this_workspace_writes_the_rule_and_the_receipt_names_it() {
         "{config}"
     );
     let (_, _, result) = events.wait_for("agent:tool-result").await;
-    let line = result["receipt"]["approvals"][0].as_str().unwrap();
+    let line = crate::support::approval_line(&result["receipt"]["approvals"][0]);
     assert!(
         line.contains(&format!(
             "(command:touch kept always in this workspace: rule written at {}:",

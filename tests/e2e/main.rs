@@ -14,6 +14,7 @@ mod agent_loop_test;
 mod approvals_test;
 mod background_jobs_test;
 mod bridge_test;
+mod call_path_test;
 mod chat_approvals_test;
 mod chat_screen_test;
 mod chat_start_test;

@@ -490,7 +490,26 @@ fn the_operators_deny_rules_hold_for_mcp_clients_too() {
         steps[0]
     );
     assert!(!scene.workspace().join("via-mcp").exists());
+    // The refusal has a receipt, as an agent's refusal does: who would
+    // have run it, and the rule that refused it.
+    let receipt = &steps[0]["meta"]["sandcrab/receipt"];
+    assert_eq!(receipt["status"], "denied", "{}", steps[0]);
+    assert_eq!(receipt["principal"]["name"], "coding-tools", "{receipt}");
+    assert!(
+        receipt["programs"].as_array().unwrap().is_empty(),
+        "{receipt}"
+    );
+    let approval = crate::support::approval_line(&receipt["approvals"][0]);
+    assert!(
+        approval.starts_with("deny by rule ") && approval.ends_with("(shell touch)"),
+        "{receipt}"
+    );
     assert_eq!(steps[1]["is_error"], false, "{}", steps[1]);
+    assert_eq!(
+        steps[1]["meta"]["sandcrab/receipt"]["status"], "ok",
+        "{}",
+        steps[1]
+    );
 }
 
 /// With `--approvals on-risk`, the MCP client is asked (elicitation): a
@@ -514,7 +533,7 @@ fn the_mcp_client_is_asked_when_a_rule_says_ask() {
     assert_eq!(steps[0]["is_error"], false, "{}", steps[0]);
     assert!(scene.workspace().join("asked-yes").exists());
     let receipt = &steps[0]["meta"]["sandcrab/receipt"];
-    let line = receipt["approvals"][0].as_str().unwrap_or_default();
+    let line = crate::support::approval_line(&receipt["approvals"][0]);
     assert!(
         line.starts_with("ask by mode on-risk; allowed by the operator via mcp client at "),
         "{receipt}"
@@ -529,6 +548,14 @@ fn the_mcp_client_is_asked_when_a_rule_says_ask() {
         steps[1]
     );
     assert!(!scene.workspace().join("asked-no").exists());
+    // Both answers are in the receipts, as the agent's would be.
+    let denied =
+        crate::support::approval_line(&steps[1]["meta"]["sandcrab/receipt"]["approvals"][0]);
+    assert!(
+        denied.starts_with("ask by mode on-risk; denied by the operator via mcp client at "),
+        "{}",
+        steps[1]
+    );
     let asked = steps[2]["asked"].as_array().unwrap();
     assert_eq!(asked.len(), 2);
     let message = asked[0]["message"].as_str().unwrap();
@@ -544,6 +571,11 @@ fn the_mcp_client_is_asked_when_a_rule_says_ask() {
     );
     let step = &out["steps"][0];
     assert_eq!(step["is_error"], true, "{step}");
+    assert_eq!(
+        crate::support::approval_line(&step["meta"]["sandcrab/receipt"]["approvals"][0]),
+        "ask by mode on-risk; nobody to ask, refused",
+        "{step}"
+    );
     assert!(
         step["text"]
             .as_str()

@@ -353,3 +353,11 @@ pub fn latest_session_id(scene: &Scene) -> String {
         .expect("a saved session")
         .to_string()
 }
+
+/// A receipt's approval entry in words, as `sandcrab` renders it (the
+/// entry itself is a record: decision, what decided, the answer).
+pub fn approval_line(entry: &serde_json::Value) -> String {
+    serde_json::from_value::<sandcrab::approvals::Approval>(entry.clone())
+        .unwrap_or_else(|e| panic!("not an approval entry ({e}): {entry}"))
+        .line()
+}

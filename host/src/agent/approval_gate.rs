@@ -1,142 +1,78 @@
-//! Approvals at the moment a call is about to run: the verdict of the
-//! rules (and of this conversation's answers); when they say to ask, the
-//! operator's answer through the session's queue, or — with nobody to
-//! ask — the refusal the model reads. Every verdict goes into the call's
-//! receipt.
+//! Asking the operator about a call the rules say to ask about: through
+//! the session's queue (the terminal, the bridge), with the events that
+//! tell whoever watches, and keeping how far a yes reaches (this
+//! conversation, or a rule written for this workspace).
 
 use std::path::Path;
 
 use super::event_data::{self as ed, EventData};
 use super::session::Session;
 use crate::approvals::{
-    Answer, Decision, PermissionRequest, Scope, ScopeOffer, call_subject, describe_call, edit_diff,
-    operator_denial, receipt_line, refusal, rules_from_flags, suggestion,
+    Answer, ApprovalRecord, Decision, PermissionRequest, Reach, Scope, ScopeOffer, Subject,
+    describe_call, edit_diff, rules_from_flags, suggestion,
 };
-use crate::llm::ToolCall;
-use crate::plugin::Writes;
-use crate::tools::{Receipt, ToolOutcome, ToolRegistry, ToolStatus};
+use crate::pipeline::Asked;
+use crate::tools::PreparedCall;
 
-/// What the gate lets through.
-pub(super) enum Gate {
-    /// Run it; the line for its receipt, and whether the call was given
-    /// the network it asked for.
-    Run { line: String, network: bool },
-    /// Do not run it: the outcome the model gets.
-    Refuse(Box<ToolOutcome>),
-}
-
-/// Decide `call` before it runs: by the rules (and this conversation's
-/// answers), and when they say to ask, by the operator through the
-/// session's queue (nobody to ask: refused).
-pub(super) async fn decide(session: &Session, call: &ToolCall, registry: &ToolRegistry) -> Gate {
-    let approvals = &session.config.approvals;
-    let traits = registry.get(&call.name).map(|t| &t.spec.traits);
-    let writes = traits.map(|t| &t.writes);
-    let subject = call_subject(
-        &call.name,
-        &call.arguments,
-        traits,
-        &session.workspace,
-        &session.working_dir,
-    );
-    let network = matches!(
-        subject,
-        crate::approvals::Subject::Call { network: true, .. }
-    );
-    // This conversation's answers count beside the rules (none if their
-    // lock was poisoned).
-    let verdict = match session.granted.lock() {
-        Ok(granted) => approvals.decide_with(&subject, &granted),
-        Err(_) => approvals.decide(&subject),
+/// Put `call` to the operator through the session's queue (None: nobody
+/// to ask), and keep how far a yes reaches.
+pub(super) async fn ask(
+    session: &Session,
+    call: &PreparedCall,
+    subject: &Subject,
+    judged: &ApprovalRecord,
+) -> Option<Asked> {
+    let queue = session.config.asker.as_ref()?;
+    let offer = suggestion(subject);
+    let remember_in = session.config.remember_in.as_ref();
+    let request = PermissionRequest {
+        id: String::new(),
+        session_id: session.id.clone(),
+        call_id: call.id.clone(),
+        tool: call.name.clone(),
+        arguments: call.raw.clone(),
+        from: if session.depth == 0 {
+            "agent".into()
+        } else {
+            format!("subagent {}", session.id)
+        },
+        preview: describe_call(subject),
+        diff: edit_diff(call, &session.workspace),
+        sandbox: call.standing.mode.clone(),
+        reason: judged.verdict_line(),
+        scopes: scope_offers(offer.as_deref(), remember_in.map(|f| f.as_path())),
     };
-    let line = receipt_line(&verdict, approvals.mode);
-    let refuse = |text: String, line: String| {
-        let standing = registry.standing(&call.name);
-        let mut outcome = ToolOutcome::with_status(ToolStatus::Denied, text);
-        outcome.receipt = Some(Receipt {
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
-            standing,
-            programs: Vec::new(),
-            http: Vec::new(),
-            http_unlisted: 0,
-            files_refused: Vec::new(),
-            approvals: vec![line],
-            outcome: ToolStatus::Denied.outcome().into(),
-            status: Some(ToolStatus::Denied),
+    let ticket = queue.submit(request);
+    session.emit(EventData::PermissionRequired(ticket.request().clone()));
+    let asked_id = ticket.request().id.clone();
+    // Withdrawn (the call interrupted) before an answer: say so too.
+    let mut pending = Resolution {
+        session,
+        id: asked_id.clone(),
+        call_id: call.id.clone(),
+        answered: false,
+    };
+    let answer = ticket.answer().await;
+    pending.answered = true;
+    let decision = if answer.allow {
+        Decision::Allow
+    } else {
+        Decision::Deny
+    };
+    pending.emit(decision, answer.scope, &answer.by);
+    if !answer.allow {
+        return Some(Asked::Denied {
+            via: answer.by.clone(),
+            at: answer.at.clone(),
+            note: answer.note.clone(),
         });
-        Gate::Refuse(Box::new(outcome))
-    };
-    match (verdict.decision, &session.config.asker) {
-        (Decision::Allow, _) => Gate::Run { line, network },
-        (Decision::Ask, Some(queue)) => {
-            let offer = suggestion(&subject);
-            let remember_in = session.config.remember_in.as_ref();
-            let request = PermissionRequest {
-                id: String::new(),
-                session_id: session.id.clone(),
-                call_id: call.id.clone(),
-                tool: call.name.clone(),
-                arguments: call.arguments.clone(),
-                from: if session.depth == 0 {
-                    "agent".into()
-                } else {
-                    format!("subagent {}", session.id)
-                },
-                preview: describe_call(&subject),
-                diff: writes
-                    .filter(|w| !matches!(w, Writes::Nothing))
-                    .and_then(|_| {
-                        edit_diff(&call.arguments, &session.workspace, &session.working_dir)
-                    }),
-                sandbox: registry.standing(&call.name).mode,
-                reason: line.clone(),
-                scopes: scope_offers(offer.as_deref(), remember_in.map(|f| f.as_path())),
-            };
-            let ticket = queue.submit(request);
-            session.emit(EventData::PermissionRequired(ticket.request().clone()));
-            let asked_id = ticket.request().id.clone();
-            // Withdrawn (the call interrupted) before an answer: say so too.
-            let mut pending = Resolution {
-                session,
-                id: asked_id.clone(),
-                call_id: call.id.clone(),
-                answered: false,
-            };
-            let answer = ticket.answer().await;
-            pending.answered = true;
-            pending.emit(
-                if answer.allow {
-                    Decision::Allow
-                } else {
-                    Decision::Deny
-                },
-                answer.scope,
-                &answer.by,
-            );
-            let who = format!("the operator via {} at {}", answer.by, answer.at);
-            if !answer.allow {
-                return refuse(
-                    operator_denial(answer.note.as_deref()),
-                    format!("{line}; denied by {who}"),
-                );
-            }
-            let scope = remember(session, &answer, offer.as_deref(), &asked_id);
-            Gate::Run {
-                line: format!("{line}; allowed by {who} ({scope})"),
-                network,
-            }
-        }
-        (Decision::Ask, None) | (Decision::Deny, _) => {
-            let text = refusal(&subject, &verdict);
-            let note = if verdict.decision == Decision::Ask {
-                format!("{line}; nobody to ask, refused")
-            } else {
-                line
-            };
-            refuse(text, note)
-        }
     }
+    let reach = remember(session, &answer, offer.as_deref(), &asked_id);
+    Some(Asked::Allowed {
+        via: answer.by.clone(),
+        at: answer.at.clone(),
+        reach,
+    })
 }
 
 /// The session's PERMISSION_RESOLVED of one request (for whoever reads
@@ -203,10 +139,10 @@ fn scope_offers(offer: Option<&str>, remember_in: Option<&Path>) -> Vec<ScopeOff
 /// Keep what a yes reaches beyond this call: a conversation's answer in
 /// the session's rules, a workspace's in the operator's file (and in the
 /// session's rules, since this session read the file before). A scope
-/// that was not offered is a yes for this call. The scope, in words.
-fn remember(session: &Session, answer: &Answer, offer: Option<&str>, asked_id: &str) -> String {
+/// that was not offered is a yes for this call.
+fn remember(session: &Session, answer: &Answer, offer: Option<&str>, asked_id: &str) -> Reach {
     let Some(offer) = offer else {
-        return "once".into();
+        return Reach::Once;
     };
     let label = format!("the operator's answer to {asked_id} via {}", answer.by);
     let keep = |rules: crate::approvals::Rules| {
@@ -214,12 +150,13 @@ fn remember(session: &Session, answer: &Answer, offer: Option<&str>, asked_id: &
             granted.extend(rules);
         }
     };
+    let rule = offer.to_string();
     match (answer.scope, &session.config.remember_in) {
         (Scope::Session, _) => {
-            if let Ok(rules) = rules_from_flags(&[offer.to_string()]) {
+            if let Ok(rules) = rules_from_flags(std::slice::from_ref(&rule)) {
                 keep(rules.relabel(&label));
             }
-            format!("{offer} for this conversation")
+            Reach::Conversation { rule }
         }
         (Scope::Workspace, Some(file)) => {
             let why = format!(
@@ -227,17 +164,20 @@ fn remember(session: &Session, answer: &Answer, offer: Option<&str>, asked_id: &
                 answer.at
             );
             match crate::config::remembered::remember_rule(file, offer, &session.workspace, &why) {
-                Ok(rule) => {
-                    let at = rule.at.clone();
-                    keep(crate::approvals::Rules::from_rules(vec![rule]));
-                    format!("{offer} always in this workspace: rule written at {at}")
+                Ok(written) => {
+                    let written_at = written.at.clone();
+                    keep(crate::approvals::Rules::from_rules(vec![written]));
+                    Reach::Workspace { rule, written_at }
                 }
                 Err(err) => {
                     session.warn(&format!("the rule for {offer} could not be written: {err}"));
-                    format!("once; the rule for {offer} could not be written: {err}")
+                    Reach::Unwritten {
+                        rule,
+                        error: err.to_string(),
+                    }
                 }
             }
         }
-        _ => "once".into(),
+        _ => Reach::Once,
     }
 }

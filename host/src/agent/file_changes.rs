@@ -8,12 +8,11 @@ use std::sync::Arc;
 
 use super::session::Session;
 use crate::checkpoint::{
-    CheckpointError, Checkpoints, ConversationDiff, FileChange, Kept, Snapshot, Undone, patch_paths,
+    CheckpointError, Checkpoints, ConversationDiff, FileChange, Kept, Snapshot, Undone,
 };
-use crate::llm::ToolCall;
-use crate::plugin::{Writes, host_path_of};
+use crate::tools::PreparedCall;
 
-/// Most files one call's arguments may name for checkpoints (a patch can
+/// Most files one call may name for checkpoints (a patch can
 /// name any number).
 const MAX_PATHS_PER_CALL: usize = 200;
 
@@ -69,19 +68,21 @@ impl Session {
         }
     }
 
-    /// `call` was allowed and is about to run: keep the files it names
-    /// for writing (a call that is refused keeps nothing); a file that
-    /// cannot be kept is said. The reading (up to 8 MiB a file) runs on a
+    /// `call` was allowed and is about to run: keep the files it says it
+    /// writes (a call that is refused keeps nothing); a file that cannot
+    /// be kept is said. The reading (up to 8 MiB a file) runs on a
     /// blocking thread, not on the one driving the session; a call that
     /// writes nothing costs nothing.
-    pub(super) async fn before_writes(self: &Arc<Self>, call: &ToolCall) {
+    pub(super) async fn before_writes(self: &Arc<Self>, call: &PreparedCall) {
         if self.checkpoints.get().is_none() || self.playback.is_some() {
             return;
         }
-        let paths: Vec<PathBuf> = self
-            .written_paths(call)
-            .into_iter()
+        let paths: Vec<PathBuf> = call
+            .writes
+            .paths
+            .iter()
             .take(MAX_PATHS_PER_CALL)
+            .map(|p| p.host.clone())
             .collect();
         if paths.is_empty() {
             return;
@@ -95,17 +96,17 @@ impl Session {
         }
     }
 
-    /// After `call` ran: what it changed, for its TOOL_CALL_END (the
-    /// reading and hashing on a blocking thread).
-    pub(super) async fn after_writes(self: &Arc<Self>, call: &ToolCall) -> Vec<FileChange> {
+    /// After the call `call_id` ran: what it changed, for its
+    /// TOOL_CALL_END (the reading and hashing on a blocking thread).
+    pub(super) async fn after_writes(self: &Arc<Self>, call_id: &str) -> Vec<FileChange> {
         let Some(checkpoints) = self.checkpoints.get() else {
             return Vec::new();
         };
-        let snapshots = checkpoints.ended(&call.id);
+        let snapshots = checkpoints.ended(call_id);
         if snapshots.is_empty() {
             return Vec::new();
         }
-        let id = call.id.clone();
+        let id = call_id.to_string();
         self.off_thread(move |session| session.changes_of(&id, &snapshots))
             .await
             .unwrap_or_else(|err| {
@@ -165,30 +166,6 @@ impl Session {
                 change.call_id = call_id.to_string();
                 change
             })
-            .collect()
-    }
-
-    /// The host paths `call` says it writes: the path arguments its tool
-    /// declares, or the files its `patch` names.
-    fn written_paths(&self, call: &ToolCall) -> Vec<PathBuf> {
-        let tools = self.tools();
-        let Some(tool) = tools.get(&call.name) else {
-            return Vec::new();
-        };
-        let names: Vec<String> = match &tool.spec.traits.writes {
-            Writes::Nothing => Vec::new(),
-            Writes::Paths(args) => args
-                .iter()
-                .filter_map(|arg| Some(call.arguments.get(arg)?.as_str()?.to_string()))
-                .collect(),
-            Writes::Workspace => call.arguments["patch"]
-                .as_str()
-                .map(patch_paths)
-                .unwrap_or_default(),
-        };
-        names
-            .iter()
-            .map(|name| host_path_of(name, &self.workspace, &self.working_dir))
             .collect()
     }
 }

@@ -4,6 +4,7 @@
 mod approval_gate;
 mod build_error;
 mod builder;
+mod call_front;
 mod config;
 pub mod event_data;
 mod events;

@@ -9,13 +9,9 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use super::approval_gate::Gate;
-use super::playback::Played;
 use super::recorder::Recorder;
-use super::recording::{Entry, InterruptPoint, ProfileFacts, Settings, Start, ToolAnswer};
+use super::recording::{Entry, InterruptPoint, ProfileFacts, Settings, Start};
 use super::session::Session;
-use crate::llm::ToolCall;
-use crate::tools::{ToolOutcome, ToolRegistry};
 
 impl Session {
     /// The session's recorder, when it is recorded.
@@ -145,47 +141,4 @@ impl Session {
         }
         tools
     }
-
-    /// What `call` answers: played back from the recording (the session's
-    /// own tools, which act on it, run again), or run past the approval
-    /// gate and recorded.
-    pub(super) async fn tool_outcome(
-        self: &Arc<Self>,
-        call: &ToolCall,
-        registry: ToolRegistry,
-    ) -> ToolOutcome {
-        if let Some(playback) = &self.playback
-            && (!self.is_own_tool(&call.name)
-                || PLAYED_BACK_OWN_TOOLS.contains(&call.name.as_str()))
-        {
-            return match playback.tool_outcome(call) {
-                Played::Outcome(outcome) => *outcome,
-                Played::Interrupt => {
-                    self.interrupt();
-                    std::future::pending().await
-                }
-            };
-        }
-        let gate = super::approval_gate::decide(self, call, &registry).await;
-        let outcome = match gate {
-            Gate::Refuse(outcome) => *outcome,
-            Gate::Run { line, network } => {
-                self.before_writes(call).await;
-                let mut outcome = self.dispatched(registry, call, network).await;
-                if let Some(receipt) = &mut outcome.receipt {
-                    receipt.approvals.push(line);
-                }
-                outcome
-            }
-        };
-        self.record(Entry::Tool(Box::new(ToolAnswer::of(
-            &call.id, &call.name, &outcome,
-        ))));
-        outcome
-    }
 }
-
-/// The session's own tools whose answers are played back rather than run
-/// again: they change nothing of the session, and their answer depends on
-/// a service a replay must not call (`memory_read` by meaning).
-const PLAYED_BACK_OWN_TOOLS: &[&str] = &["memory_read"];

@@ -1,20 +1,23 @@
-//! Running the tool calls of one answer: events around each call, live
-//! output, truncation for the model (the event keeps the full output), in
-//! parallel when the profile allows.
+//! Running the tool calls of one answer: each read once and taken through
+//! the call path, events around each call, live output, truncation for
+//! the model (the event keeps the full output), in parallel when the
+//! profile allows.
 
 use std::sync::{Arc, Mutex};
 
 use futures::FutureExt;
 use tokio::sync::mpsc;
 
+use super::call_front::SessionFront;
 use super::event_data::{self as ed, EventData};
 use super::session::Session;
 use super::turns::ToolResult;
 use crate::jobs::{CallMode, run_call};
 use crate::llm::ToolCall;
 use crate::process::{OutputChunk, OutputStream};
-use crate::tools::ToolStatus;
-use crate::tools::{ToolCallRequest, ToolContext, ToolOutcome, ToolRegistry, dispatch};
+use crate::tools::{
+    CallPlace, PreparedCall, Receipt, ToolContext, ToolOutcome, ToolRegistry, ToolStatus, dispatch,
+};
 
 impl Session {
     /// Run `calls`, each result into its slot (call order) as soon as the
@@ -24,12 +27,28 @@ impl Session {
         calls: &[ToolCall],
         slots: &Mutex<Vec<Option<ToolResult>>>,
     ) {
+        let registry = self.tools();
+        let place = CallPlace {
+            workspace: &self.workspace,
+            working_dir: &self.working_dir,
+        };
+        let prepared: Vec<PreparedCall> = calls
+            .iter()
+            .map(|c| PreparedCall::new(&c.id, &c.name, &c.arguments, &registry, place))
+            .collect();
         let parallel = self.config.parallel_tool_calls
             && self.profile.info.parallel_tool_calls
             && calls.len() > 1;
+        let run = |i: usize| {
+            let (registry, prepared) = (&registry, &prepared);
+            async move {
+                let result = self.run_tool(&calls[i], &prepared[i], registry).await;
+                slots.lock().expect("tool slots")[i] = Some(result);
+            }
+        };
         if parallel {
             // Writers of the same path wait for each other, in order.
-            let deps = super::write_order::dependencies(calls, &self.tools(), &self.working_dir);
+            let deps = super::write_order::dependencies(&prepared);
             let (done_tx, done_rx): (Vec<_>, Vec<_>) = (0..calls.len())
                 .map(|_| {
                     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -38,13 +57,12 @@ impl Session {
                 .unzip();
             let done_tx = Mutex::new(done_tx);
             let ordered = |i: usize| {
-                let (deps, done_rx, done_tx) = (&deps, &done_rx, &done_tx);
+                let (deps, done_rx, done_tx, run) = (&deps, &done_rx, &done_tx, &run);
                 async move {
                     for &j in &deps[i] {
                         let _ = done_rx[j].clone().await;
                     }
-                    let result = self.run_tool(&calls[i]).await;
-                    slots.lock().expect("tool slots")[i] = Some(result);
+                    run(i).await;
                     if let Some(tx) = done_tx.lock().expect("tool order")[i].take() {
                         let _ = tx.send(());
                     }
@@ -52,24 +70,30 @@ impl Session {
             };
             futures::future::join_all((0..calls.len()).map(ordered)).await;
         } else {
-            let run = |i: usize| async move {
-                let result = self.run_tool(&calls[i]).await;
-                slots.lock().expect("tool slots")[i] = Some(result);
-            };
             for i in 0..calls.len() {
                 run(i).await;
             }
         }
     }
 
-    async fn run_tool(self: &Arc<Self>, call: &ToolCall) -> ToolResult {
+    async fn run_tool(
+        self: &Arc<Self>,
+        call: &ToolCall,
+        prepared: &PreparedCall,
+        registry: &ToolRegistry,
+    ) -> ToolResult {
         self.emit(EventData::ToolCallStart(ed::ToolCallStarted {
             call_id: call.id.clone(),
             name: call.name.clone(),
             arguments: call.arguments.clone(),
         }));
-        let outcome = self.tool_outcome(call, self.tools()).await;
-        let changes = self.after_writes(call).await;
+        let front = SessionFront {
+            session: self,
+            registry: registry.clone(),
+            call,
+        };
+        let finished = crate::pipeline::run_call(&front, prepared).await;
+        let outcome = finished.outcome;
         let truncated =
             self.config
                 .truncation
@@ -82,7 +106,7 @@ impl Session {
             truncated: truncated.len() != outcome.content.len(),
             status: outcome.status,
             receipt: outcome.receipt.clone().map(Box::new),
-            changes,
+            changes: finished.changes,
         }));
         ToolResult {
             call_id: call.id.clone(),
@@ -98,7 +122,7 @@ impl Session {
     pub(super) async fn dispatched(
         self: &Arc<Self>,
         registry: ToolRegistry,
-        call: &ToolCall,
+        call: &PreparedCall,
         network: bool,
     ) -> ToolOutcome {
         let (tx, mut rx) = mpsc::channel::<OutputChunk>(crate::process::LIVE_CHUNKS);
@@ -112,12 +136,7 @@ impl Session {
             background: false,
             network,
         };
-        let request = ToolCallRequest {
-            id: call.id.clone(),
-            name: call.name.clone(),
-            arguments: call.arguments.clone(),
-        };
-        let run = self.dispatch_call(registry, request, ctx);
+        let run = self.dispatch_call(registry, call.request(), ctx);
         tokio::pin!(run);
         let outcome = loop {
             tokio::select! {
@@ -135,7 +154,7 @@ impl Session {
     async fn dispatch_call(
         &self,
         registry: ToolRegistry,
-        request: ToolCallRequest,
+        request: crate::tools::ToolCallRequest,
         ctx: ToolContext,
     ) -> ToolOutcome {
         let Some(jobs) = &self.jobs else {
@@ -153,21 +172,19 @@ impl Session {
                     tool: record.tool_name.clone(),
                     call_id: call_id.clone(),
                 }));
+                let standing = executor.map_or_else(
+                    || crate::tools::Standing::host(&record.tool_name),
+                    |e| e.standing(&record.tool_name),
+                );
                 ToolOutcome {
-                    receipt: Some(crate::tools::Receipt {
-                        call_id: call_id.clone(),
-                        tool: record.tool_name.clone(),
-                        standing: executor.map_or_else(
-                            || crate::tools::Standing::host(&record.tool_name),
-                            |e| e.standing(&record.tool_name),
-                        ),
-                        programs: Vec::new(),
-                        http: Vec::new(),
-                        http_unlisted: 0,
-                        files_refused: Vec::new(),
-                        approvals: Vec::new(),
+                    receipt: Some(Receipt {
                         outcome: format!("background job {}", record.job_id),
-                        status: Some(ToolStatus::Background),
+                        ..Receipt::of(
+                            &call_id,
+                            &record.tool_name,
+                            standing,
+                            ToolStatus::Background,
+                        )
                     }),
                     ..ToolOutcome::with_status(
                         ToolStatus::Background,

@@ -3,8 +3,8 @@
 //! when nobody can be asked.
 
 use super::command::CommandLine;
-use super::decision::{Decision, Mode};
 use super::rules::{RuleError, Rules, SHELL_TOOL, Subject, Verdict};
+use sandcrab_core::approval::{ApprovalRecord, DecidedBy, Decision, Mode};
 
 /// The approvals of a session.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -188,13 +188,17 @@ fn describe_action(subject: &Subject) -> String {
     }
 }
 
-/// One line for a receipt: how approvals decided the call.
-pub fn receipt_line(verdict: &Verdict, mode: Mode) -> String {
+/// The record a receipt keeps of `verdict` (reached in `mode`): the
+/// decision and the rule, or the mode, that gave it.
+pub fn verdict_record(verdict: &Verdict, mode: Mode) -> ApprovalRecord {
     let by = match &verdict.rule {
-        Some(rule) => format!("rule {} ({})", rule.at, rule.describe()),
-        None => format!("mode {}", mode.as_str()),
+        Some(rule) => DecidedBy::Rule {
+            at: rule.at.clone(),
+            rule: rule.describe(),
+        },
+        None => DecidedBy::Mode { mode },
     };
-    format!("{} by {by}", verdict.decision.as_str())
+    ApprovalRecord::verdict(verdict.decision, by)
 }
 
 #[cfg(test)]
@@ -303,6 +307,9 @@ mod tests {
         // Several commands: no one rule allows the line.
         let two = shell("ls && git push");
         assert!(refusal(&two, &gate.decide(&two)).contains("No single rule can allow it"));
-        assert_eq!(receipt_line(&verdict, gate.mode), "ask by mode on-risk");
+        assert_eq!(
+            verdict_record(&verdict, gate.mode).line(),
+            "ask by mode on-risk"
+        );
     }
 }

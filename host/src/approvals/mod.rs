@@ -25,7 +25,6 @@
 //! a rule scoped to that workspace. Not built yet: grant rules.
 
 mod command;
-mod decision;
 mod gate;
 mod glob;
 mod preview;
@@ -34,16 +33,18 @@ mod rules;
 mod subject;
 
 pub use command::CommandLine;
-pub use decision::{Decision, Mode};
 pub use gate::{
-    Approvals, describe_call, operator_denial, receipt_line, refusal, rules_from_flags, suggestion,
-    unknown_tools,
+    Approvals, describe_call, operator_denial, refusal, rules_from_flags, suggestion,
+    unknown_tools, verdict_record,
 };
 pub use glob::Glob;
 pub use preview::edit_diff;
 pub use queue::{
-    Answer, MAX_NOTE_CHARS, PermissionQueue, PermissionRequest, QueueEvent, Scope, ScopeOffer,
-    Ticket, UnknownRequest,
+    Answer, MAX_NOTE_CHARS, PermissionQueue, PermissionRequest, QueueEvent, ScopeOffer, Ticket,
+    UnknownRequest,
 };
 pub use rules::{Matcher, Origin, Rule, RuleError, Rules, SHELL_TOOL, Subject, Verdict};
+pub use sandcrab_core::approval::{
+    Answered, Approval, ApprovalRecord, DecidedBy, Decision, Mode, Reach, Scope,
+};
 pub use subject::call_subject;

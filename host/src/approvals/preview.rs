@@ -8,29 +8,26 @@ use std::path::Path;
 
 use similar::TextDiff;
 
+use crate::tools::PreparedCall;
+
 /// Largest file read for a diff.
 const MAX_READ: u64 = 1 << 20;
 /// Longest diff shown.
 const MAX_DIFF_CHARS: usize = 20_000;
 
-/// The diff `arguments` would make to the file they name (relative to
-/// `working_dir` of `workspace`), if the call is a file edit sandcrab can
-/// foresee. Only files inside the workspace are read.
-pub fn edit_diff(
-    arguments: &serde_json::Value,
-    workspace: &Path,
-    working_dir: &Path,
-) -> Option<String> {
-    let args = match arguments {
-        serde_json::Value::String(raw) => serde_json::from_str(raw).ok()?,
-        other => other.clone(),
-    };
+/// The diff `call` would make to the file it writes, if it is a file edit
+/// sandcrab can foresee. Only files inside `workspace` are read.
+pub fn edit_diff(call: &PreparedCall, workspace: &Path) -> Option<String> {
+    if !call.writes.writes() {
+        return None;
+    }
+    let args = call.arguments.as_ref().ok()?;
     if let Some(patch) = args["patch"].as_str() {
         return Some(clip(patch.to_string()));
     }
-    let name = args["file_path"].as_str().or(args["path"].as_str())?;
-    let path = crate::plugin::host_path_of(name, workspace, working_dir);
-    let before = read_small(&path, workspace);
+    let written = call.writes.paths.first()?;
+    let (name, path) = (written.named.as_str(), &written.host);
+    let before = read_small(path, workspace);
     let after = if let Some(content) = args["content"].as_str() {
         content.to_string()
     } else {
@@ -95,44 +92,61 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn diff(args: serde_json::Value, dir: &Path) -> Option<String> {
+        let place = crate::tools::CallPlace {
+            workspace: dir,
+            working_dir: dir,
+        };
+        let tools = crate::tools::testing::file_tools();
+        let name = if args.get("patch").is_some() {
+            "apply_patch"
+        } else if args.get("command").is_some() {
+            "shell"
+        } else if args.get("content").is_some() {
+            "write_file"
+        } else {
+            "edit_file"
+        };
+        edit_diff(&PreparedCall::new("c", name, &args, &tools, place), dir)
+    }
+
     #[test]
     fn edits_show_the_change_they_would_make() {
         let dir = tempfile::tempdir().unwrap();
+        let dir_path = dir.path();
         std::fs::write(dir.path().join("a.txt"), "one\ntwo\nthree\n").unwrap();
         let edit = json!({"file_path": "a.txt", "old_string": "two", "new_string": "2"});
-        let diff = edit_diff(&edit, dir.path(), dir.path()).unwrap();
-        assert!(diff.contains("--- a/a.txt\n+++ b/a.txt\n"), "{diff}");
-        assert!(diff.contains("-two\n+2\n"), "{diff}");
+        let shown = diff(edit, dir_path).unwrap();
+        assert!(shown.contains("--- a/a.txt\n+++ b/a.txt\n"), "{shown}");
+        assert!(shown.contains("-two\n+2\n"), "{shown}");
         let write = json!({"file_path": "/workspace/new.txt", "content": "hello\n"});
-        assert!(
-            edit_diff(&write, dir.path(), dir.path())
-                .unwrap()
-                .contains("+hello\n")
-        );
+        assert!(diff(write, dir_path).unwrap().contains("+hello\n"));
         let patch = json!({"patch": "*** Begin Patch\n*** End Patch"});
         assert!(
-            edit_diff(&patch, dir.path(), dir.path())
+            diff(patch, dir_path)
                 .unwrap()
                 .starts_with("*** Begin Patch")
         );
-        assert_eq!(
-            edit_diff(&json!({"command": "ls"}), dir.path(), dir.path()),
-            None
-        );
+        assert_eq!(diff(json!({"command": "ls"}), dir_path), None);
         // Text the tool would match loosely: said, both texts shown.
         let loose =
             json!({"file_path": "a.txt", "old_string": "one\n  two", "new_string": "curl x | sh"});
-        let diff = edit_diff(&loose, dir.path(), dir.path()).unwrap();
+        let shown = diff(loose, dir_path).unwrap();
         assert!(
-            diff.starts_with("(the text to replace is not in a.txt as written"),
-            "{diff}"
+            shown.starts_with("(the text to replace is not in a.txt as written"),
+            "{shown}"
         );
-        assert!(diff.contains("+curl x | sh"), "{diff}");
+        assert!(shown.contains("+curl x | sh"), "{shown}");
+        // An encoded call is shown as the same call.
+        let encoded = serde_json::Value::String(
+            json!({"file_path": "a.txt", "content": "new\n"}).to_string(),
+        );
+        assert!(diff(encoded, dir_path).unwrap().contains("+new\n"));
         // Nothing outside the workspace is read, even for a diff.
         let outside = tempfile::tempdir().unwrap();
         std::fs::write(outside.path().join("secret"), "s3cret\n").unwrap();
         let edit = json!({"file_path": outside.path().join("secret"), "content": "x\n"});
-        let diff = edit_diff(&edit, dir.path(), dir.path()).unwrap();
-        assert!(!diff.contains("s3cret"), "{diff}");
+        let shown = diff(edit, dir_path).unwrap();
+        assert!(!shown.contains("s3cret"), "{shown}");
     }
 }

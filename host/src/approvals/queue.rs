@@ -8,21 +8,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use sandcrab_core::approval::Scope;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{broadcast, oneshot, watch};
-
-/// How far a yes reaches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Scope {
-    /// This call only.
-    Once,
-    /// Calls matching the offered rule, for the rest of this conversation.
-    Session,
-    /// Calls matching the offered rule, from now on in this workspace: the
-    /// rule is written to the operator's configuration file.
-    Workspace,
-}
 
 /// A yes, and exactly what it allows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::command::{CommandLine, without_assignments};
-use super::decision::{Decision, Mode};
 use super::glob::Glob;
+use sandcrab_core::approval::{Decision, Mode};
 
 /// The tool whose `command` argument is a shell command line.
 pub const SHELL_TOOL: &str = "shell";

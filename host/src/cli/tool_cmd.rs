@@ -7,7 +7,9 @@ use anyhow::Context;
 use clap::Subcommand;
 
 use super::setup::HostArgs;
-use crate::tools::{ToolCallRequest, ToolContext, dispatch};
+use crate::approvals::{ApprovalRecord, Subject};
+use crate::pipeline::{Asked, CallFront, Judgement};
+use crate::tools::{CallPlace, PreparedCall, ToolContext, ToolOutcome, dispatch};
 
 #[derive(Debug, Subcommand)]
 pub enum ToolCommand {
@@ -50,24 +52,16 @@ pub async fn run(cmd: ToolCommand) -> anyhow::Result<ExitCode> {
             errln!("warning: {}", super::terminal::sanitize(&warning));
         }
     }
-    let call = ToolCallRequest {
-        id: "cli".into(),
-        name: name.clone(),
-        arguments,
+    let place = CallPlace {
+        workspace: &setup.workspace,
+        working_dir: &setup.workspace,
     };
-    let ctx = ToolContext {
-        session_id: "cli".into(),
-        call_id: "cli".into(),
-        live_output: None,
-        working_dir: None,
-        detach: None,
-        programs: None,
-        background: false,
-        // The operator calls it: a call that asks for the network gets it.
-        network: registry.get(&name).is_some_and(|t| t.spec.traits.network)
-            && call.arguments["network"] == serde_json::json!(true),
+    let call = PreparedCall::new("cli", &name, &arguments, &registry, place);
+    let front = OperatorFront {
+        registry: &registry,
+        workspace: &setup.workspace,
     };
-    let outcome = dispatch(&registry, &call, &ctx).await;
+    let outcome = crate::pipeline::run_call(&front, &call).await.outcome;
     let failed = outcome.is_error();
     let text = if truncated {
         setup
@@ -86,4 +80,36 @@ pub async fn run(cmd: ToolCommand) -> anyhow::Result<ExitCode> {
         outln!();
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The operator's own call: they asked for it by running the command, so
+/// nobody else is asked, and a call that asks for the network gets it.
+struct OperatorFront<'a> {
+    registry: &'a crate::tools::ToolRegistry,
+    workspace: &'a std::path::Path,
+}
+
+#[async_trait::async_trait]
+impl CallFront for OperatorFront<'_> {
+    fn workspace(&self) -> &std::path::Path {
+        self.workspace
+    }
+
+    fn judge(&self, _subject: &Subject) -> Judgement {
+        Judgement::operator()
+    }
+
+    async fn ask(&self, _: &PreparedCall, _: &Subject, _: &ApprovalRecord) -> Option<Asked> {
+        None
+    }
+
+    async fn run(&self, call: &PreparedCall, network: bool) -> ToolOutcome {
+        let ctx = ToolContext {
+            session_id: "cli".into(),
+            call_id: call.id.clone(),
+            network,
+            ..ToolContext::default()
+        };
+        dispatch(self.registry, &call.request(), &ctx).await
+    }
 }

@@ -10,36 +10,31 @@ use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
 use rmcp::service::ElicitationMode;
 use rmcp::{Peer, RoleServer};
 
+use crate::approvals::Reach;
+use crate::pipeline::Asked;
+
 /// How long the client has to answer.
 pub const ASK_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// The client's answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Asked {
-    /// Allowed, at this time (RFC 3339).
-    Allowed { at: String },
-    /// Denied (declined, cancelled, timed out or answered "no"), with the
-    /// note the model is shown, if any.
-    Denied { note: Option<String>, at: String },
-    /// The client cannot be asked (no form elicitation).
-    CannotAsk,
-}
+/// Who answers through this channel, as receipts name it.
+pub const VIA: &str = "mcp client";
 
 /// Ask the client behind `peer` whether `tool` may run; `what` is the
 /// call in a line, `why` the rule or mode that asks, `sandbox` where it
-/// would run.
+/// would run. None: the client cannot be asked (no form elicitation). A
+/// yes reaches this call only.
 pub async fn ask_client(
     peer: &Peer<RoleServer>,
     tool: &str,
     what: &str,
     why: &str,
     sandbox: &str,
-) -> Asked {
+) -> Option<Asked> {
     if !peer
         .supported_elicitation_modes()
         .contains(&ElicitationMode::Form)
     {
-        return Asked::CannotAsk;
+        return None;
     }
     let Ok(schema) = serde_json::from_value::<ElicitationSchema>(serde_json::json!({
         "type": "object",
@@ -49,7 +44,7 @@ pub async fn ask_client(
         },
         "required": ["allow"]
     })) else {
-        return Asked::CannotAsk;
+        return None;
     };
     let message = format!(
         "sandcrab asks before running {tool}: {what}\nwhy: {why}\nit would run under the {sandbox} sandbox"
@@ -65,7 +60,12 @@ pub async fn ask_client(
         )
         .await;
     let at = crate::time::now_rfc3339();
-    match answer {
+    let denied = |note: Option<String>, at: String| Asked::Denied {
+        via: VIA.into(),
+        at,
+        note,
+    };
+    Some(match answer {
         Ok(result) if result.action == ElicitationAction::Accept => {
             let content = result.content.unwrap_or_default();
             let note = content["note"]
@@ -73,15 +73,16 @@ pub async fn ask_client(
                 .filter(|n| !n.trim().is_empty())
                 .map(|n| n.chars().take(crate::approvals::MAX_NOTE_CHARS).collect());
             if content["allow"].as_bool() == Some(true) {
-                Asked::Allowed { at }
+                Asked::Allowed {
+                    via: VIA.into(),
+                    at,
+                    reach: Reach::Once,
+                }
             } else {
-                Asked::Denied { note, at }
+                denied(note, at)
             }
         }
-        Ok(_) => Asked::Denied { note: None, at },
-        Err(err) => Asked::Denied {
-            note: Some(format!("the client did not answer: {err}")),
-            at,
-        },
-    }
+        Ok(_) => denied(None, at),
+        Err(err) => denied(Some(format!("the client did not answer: {err}")), at),
+    })
 }

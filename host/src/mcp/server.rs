@@ -16,10 +16,13 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use tokio::sync::mpsc;
 
+use crate::approvals::{ApprovalRecord, Subject};
+use crate::pipeline::{Asked, CallFront, Judgement};
 use crate::plugin::ToolSpec;
 use crate::process::{LIVE_CHUNKS, OutputChunk};
 use crate::tools::{
-    ToolCallRequest, ToolCatalog, ToolContext, ToolOutcome, TruncationPolicy, dispatch,
+    CallPlace, PreparedCall, ToolCatalog, ToolContext, ToolOutcome, ToolStatus, TruncationPolicy,
+    dispatch,
 };
 
 /// How often a long call tells the client it is still running when it
@@ -78,7 +81,8 @@ impl ToolServer {
         self
     }
 
-    /// Run one call to completion, cancellation or the client's departure.
+    /// Run one call to completion, cancellation or the client's departure,
+    /// through the call path every front end shares.
     async fn call(
         &self,
         request: CallToolRequestParams,
@@ -95,85 +99,24 @@ impl ToolServer {
                 None,
             ));
         }
-        let call = ToolCallRequest {
-            id: format!("mcp-{}", request_id(&context)),
-            name: name.clone(),
-            arguments: request
-                .arguments
-                .map(serde_json::Value::Object)
-                .unwrap_or(serde_json::Value::Null),
+        let raw = request
+            .arguments
+            .map(serde_json::Value::Object)
+            .unwrap_or(serde_json::Value::Null);
+        let (_, workspace) = &*self.approvals;
+        let place = CallPlace {
+            workspace,
+            working_dir: workspace,
         };
-        let (approvals, workspace) = &*self.approvals;
-        let traits = registry.get(&name).map(|t| &t.spec.traits);
-        let subject =
-            crate::approvals::call_subject(&name, &call.arguments, traits, workspace, workspace);
-        let network = matches!(
-            subject,
-            crate::approvals::Subject::Call { network: true, .. }
-        );
-        let verdict = approvals.decide(&subject);
-        let mut approval = crate::approvals::receipt_line(&verdict, approvals.mode);
-        match verdict.decision {
-            crate::approvals::Decision::Allow => {}
-            crate::approvals::Decision::Deny => {
-                let text = crate::approvals::refusal(&subject, &verdict);
-                return Ok(CallToolResult::error(vec![ContentBlock::text(text)]));
-            }
-            crate::approvals::Decision::Ask => {
-                let sandbox = registry.standing(&name).mode;
-                let what = crate::approvals::describe_call(&subject);
-                match super::ask::ask_client(&context.peer, &name, &what, &approval, &sandbox).await
-                {
-                    super::ask::Asked::Allowed { at } => {
-                        approval = format!(
-                            "{approval}; allowed by the operator via mcp client at {at} (once)"
-                        );
-                    }
-                    super::ask::Asked::Denied { note, .. } => {
-                        let text = crate::approvals::operator_denial(note.as_deref());
-                        return Ok(CallToolResult::error(vec![ContentBlock::text(text)]));
-                    }
-                    super::ask::Asked::CannotAsk => {
-                        let text = crate::approvals::refusal(&subject, &verdict);
-                        return Ok(CallToolResult::error(vec![ContentBlock::text(text)]));
-                    }
-                }
-            }
-        }
-        let progress = context.meta.get_progress_token();
-        let (live_tx, live_rx) = mpsc::channel(LIVE_CHUNKS);
-        let ctx = ToolContext {
-            session_id: self.session.to_string(),
-            call_id: call.id.clone(),
-            live_output: progress.is_some().then_some(live_tx),
-            working_dir: None,
-            detach: None,
-            programs: None,
-            background: false,
-            network,
+        let id = format!("mcp-{}", request_id(&context));
+        let call = PreparedCall::new(&id, &name, &raw, &registry, place);
+        let front = ClientFront {
+            server: self,
+            registry,
+            context: &context,
         };
-        let reporter = progress
-            .map(|token| tokio::spawn(report_progress(context.peer.clone(), token, live_rx)));
-        let outcome = tokio::select! {
-            outcome = dispatch(&registry, &call, &ctx) => Some(outcome),
-            () = context.ct.cancelled() => None,
-        };
-        // Dropping the call's future above stopped its guest and programs.
-        drop(ctx);
-        if let Some(reporter) = reporter {
-            reporter.abort();
-        }
-        match outcome {
-            Some(mut outcome) => {
-                if let Some(receipt) = &mut outcome.receipt {
-                    receipt.approvals.insert(0, approval);
-                }
-                Ok(self.result(&name, outcome))
-            }
-            None => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-                "{name} was cancelled by the client"
-            ))])),
-        }
+        let finished = crate::pipeline::run_call(&front, &call).await;
+        Ok(self.result(&name, finished.outcome))
     }
 
     /// The MCP result of `outcome`: the text the model would see, and the
@@ -203,6 +146,74 @@ impl ToolServer {
             result.meta = Some(rmcp::model::MetaObject(meta));
         }
         result
+    }
+}
+
+/// One client's call on its way through the call path: judged by the
+/// operator's rules, the client asked (elicitation), run with its live
+/// output as progress, stopped when the client cancels.
+struct ClientFront<'a> {
+    server: &'a ToolServer,
+    registry: crate::tools::ToolRegistry,
+    context: &'a RequestContext<RoleServer>,
+}
+
+#[async_trait::async_trait]
+impl CallFront for ClientFront<'_> {
+    fn workspace(&self) -> &std::path::Path {
+        &self.server.approvals.1
+    }
+
+    fn judge(&self, subject: &Subject) -> Judgement {
+        Judgement::by_rules(&self.server.approvals.0, subject, None)
+    }
+
+    async fn ask(
+        &self,
+        call: &PreparedCall,
+        subject: &Subject,
+        judged: &ApprovalRecord,
+    ) -> Option<Asked> {
+        let what = crate::approvals::describe_call(subject);
+        super::ask::ask_client(
+            &self.context.peer,
+            &call.name,
+            &what,
+            &judged.verdict_line(),
+            &call.standing.mode,
+        )
+        .await
+    }
+
+    async fn run(&self, call: &PreparedCall, network: bool) -> ToolOutcome {
+        let progress = self.context.meta.get_progress_token();
+        let (live_tx, live_rx) = mpsc::channel(LIVE_CHUNKS);
+        let ctx = ToolContext {
+            session_id: self.server.session.to_string(),
+            call_id: call.id.clone(),
+            live_output: progress.is_some().then_some(live_tx),
+            working_dir: None,
+            detach: None,
+            programs: None,
+            background: false,
+            network,
+        };
+        let reporter = progress
+            .map(|token| tokio::spawn(report_progress(self.context.peer.clone(), token, live_rx)));
+        let request = call.request();
+        let outcome = tokio::select! {
+            outcome = dispatch(&self.registry, &request, &ctx) => outcome,
+            () = self.context.ct.cancelled() => ToolOutcome::with_status(
+                ToolStatus::Interrupted,
+                format!("{} was cancelled by the client", call.name),
+            ),
+        };
+        // Dropping the call's future above stopped its guest and programs.
+        drop(ctx);
+        if let Some(reporter) = reporter {
+            reporter.abort();
+        }
+        outcome
     }
 }
 

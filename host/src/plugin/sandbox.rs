@@ -431,10 +431,33 @@ pub fn scratch_warning(plugin: &str) -> String {
 /// `working_dir`, anything else stays as named (checkpoints and previews
 /// then find it outside the workspace).
 pub fn host_path_of(name: &str, workspace: &Path, working_dir: &Path) -> PathBuf {
-    match guest_relative(GUEST_WORKSPACE, name) {
+    // A guest resolves `..` by name inside its mounts: so does the host,
+    // or `/workspace/x/../y` would be judged as a path outside.
+    let named = if name.starts_with('/') {
+        lexical(Path::new(name)).to_string_lossy().into_owned()
+    } else {
+        name.to_string()
+    };
+    let path = match guest_relative(GUEST_WORKSPACE, &named) {
         Some(rest) => workspace.join(rest),
-        None => working_dir.join(name),
+        None => working_dir.join(&named),
+    };
+    lexical(&path)
+}
+
+/// `path` with `.` and `..` resolved by name.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
     }
+    out
 }
 
 /// `guest` relative to `mount` if it lies inside it.
@@ -470,8 +493,11 @@ mod tests {
         assert_eq!(host_path_of("a.txt", ws, wd), wd.join("a.txt"));
         assert_eq!(
             host_path_of("/workspace/../etc/x", ws, wd),
-            Path::new("/workspace/../etc/x")
+            Path::new("/etc/x")
         );
+        // `..` inside the mount is resolved as the guest resolves it.
+        assert_eq!(host_path_of("/workspace/x/../y", ws, wd), ws.join("y"));
+        assert_eq!(host_path_of("../a.txt", ws, wd), ws.join("a.txt"));
     }
 
     #[test]

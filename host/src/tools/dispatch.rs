@@ -14,7 +14,8 @@ use crate::plugin::CallActivity;
 pub struct ToolCallRequest {
     pub id: String,
     pub name: String,
-    /// The arguments: a JSON object (or the raw text the model produced).
+    /// The arguments: a JSON object (or what the model produced, read by
+    /// [`super::read_arguments`]).
     pub arguments: serde_json::Value,
 }
 
@@ -63,16 +64,11 @@ impl ToolOutcome {
         activity: CallActivity,
     ) -> Self {
         self.receipt = Some(Receipt {
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
-            standing,
             programs: activity.programs,
             http: activity.http,
             http_unlisted: activity.http_unlisted,
             files_refused: activity.files_refused,
-            approvals: Vec::new(),
-            outcome: self.status.outcome().into(),
-            status: Some(self.status),
+            ..Receipt::of(&call.id, &call.name, standing, self.status)
         });
         self
     }
@@ -114,18 +110,14 @@ async fn run(registry: &ToolRegistry, call: &ToolCallRequest, ctx: &ToolContext)
             format!("Unknown tool: {} (available tools: {known})", call.name),
         );
     };
-    let args = match &call.arguments {
-        serde_json::Value::String(raw) => match serde_json::from_str::<serde_json::Value>(raw) {
-            Ok(parsed) => parsed,
-            Err(e) => {
-                return ToolOutcome::with_status(
-                    ToolStatus::InvalidArguments,
-                    format!("Invalid arguments for {}: not valid JSON ({e})", call.name),
-                );
-            }
-        },
-        serde_json::Value::Null => serde_json::json!({}),
-        other => other.clone(),
+    let args = match super::prepared::read_arguments(&call.arguments) {
+        Ok(args) => args,
+        Err(why) => {
+            return ToolOutcome::with_status(
+                ToolStatus::InvalidArguments,
+                format!("Invalid arguments for {}: {why}", call.name),
+            );
+        }
     };
     match &tool.validator {
         Ok(validator) => {

@@ -4,14 +4,20 @@
 
 mod catalog;
 mod dispatch;
+mod prepared;
 pub mod receipt;
 mod registry;
 mod selection;
 mod status;
+#[cfg(test)]
+pub mod testing;
 mod truncate;
 
 pub use catalog::{PendingLoad, ToolCatalog};
 pub use dispatch::{ToolCallRequest, ToolOutcome, dispatch};
+pub use prepared::{
+    ArgumentsError, CallPlace, PreparedCall, WritePlan, WrittenPath, read_arguments,
+};
 pub use receipt::{Receipt, Standing};
 pub use registry::{FnTool, PluginTool, RegisteredTool, ToolContext, ToolExecutor, ToolRegistry};
 pub use selection::ToolSelection;

@@ -99,9 +99,10 @@ pub struct Receipt {
     /// each with why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files_refused: Vec<String>,
-    /// Operator approvals given for this call.
+    /// How the approval rules decided the call, and what became of
+    /// asking (receipts written before records hold the line said then).
     #[serde(default)]
-    pub approvals: Vec<String>,
+    pub approvals: Vec<sandcrab_core::approval::Approval>,
     /// How the call ended: `ok`, `error` or `timed-out` (or, for a call
     /// that became a job, `background job ID`).
     pub outcome: String,
@@ -112,6 +113,24 @@ pub struct Receipt {
 }
 
 impl Receipt {
+    /// The receipt of call `call_id` of `tool`, run (or refused) by who
+    /// `standing` names, which ended with `status`: nothing started,
+    /// nothing asked yet.
+    pub fn of(call_id: &str, tool: &str, standing: Standing, status: super::ToolStatus) -> Self {
+        Receipt {
+            call_id: call_id.to_string(),
+            tool: tool.to_string(),
+            standing,
+            programs: Vec::new(),
+            http: Vec::new(),
+            http_unlisted: 0,
+            files_refused: Vec::new(),
+            approvals: Vec::new(),
+            outcome: status.outcome().into(),
+            status: Some(status),
+        }
+    }
+
     /// One line for `sandcrab audit`: tool, allowed by, ran under.
     pub fn summary(&self) -> String {
         let who = match (
@@ -203,5 +222,62 @@ fn program_line(p: &ProgramRun) -> String {
             }
         ),
         (None, None) => p.program.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::approvals::{Approval, ApprovalRecord, DecidedBy, Decision, Mode};
+    use serde_json::json;
+
+    /// The JSON of a receipt is what `sandcrab audit`, the bridge, MCP
+    /// clients and recordings read: pinned field by field. A receipt
+    /// written before approvals were records reads back, and writes back,
+    /// unchanged.
+    #[test]
+    fn a_receipts_json_is_pinned_and_old_receipts_read_back_unchanged() {
+        let mut receipt = Receipt::of(
+            "c1",
+            "shell",
+            Standing::host("shell"),
+            super::super::ToolStatus::Denied,
+        );
+        receipt
+            .approvals
+            .push(Approval::Record(ApprovalRecord::verdict(
+                Decision::Deny,
+                DecidedBy::Mode { mode: Mode::Never },
+            )));
+        assert_eq!(
+            serde_json::to_value(&receipt).unwrap(),
+            json!({
+                "call_id": "c1",
+                "tool": "shell",
+                "principal": {"kind": "host", "name": "shell"},
+                "mode": "host",
+                "grants": [],
+                "denials": [],
+                "programs": [],
+                "approvals": [{"decision": "deny", "by": {"kind": "mode", "mode": "never"}}],
+                "outcome": "error",
+                "status": "denied"
+            })
+        );
+        let old = json!({
+            "call_id": "c1",
+            "tool": "echo",
+            "principal": {"kind": "host", "name": "echo"},
+            "mode": "host",
+            "grants": [],
+            "denials": [],
+            "programs": [],
+            "approvals": ["allow by mode never"],
+            "outcome": "ok",
+            "status": "ok"
+        });
+        let read: Receipt = serde_json::from_value(old.clone()).unwrap();
+        assert_eq!(read.approvals[0].line(), "allow by mode never");
+        assert_eq!(serde_json::to_value(&read).unwrap(), old);
     }
 }

@@ -1,0 +1,6 @@
+//! sandcrab's vocabulary: plain data that more than one floor of the host
+//! speaks, with no behaviour beyond reading, writing and rendering it. It
+//! depends on serde alone, so anything may use it without building the
+//! plugin runtime.
+
+pub mod approval;

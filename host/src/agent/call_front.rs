@@ -1,0 +1,93 @@
+//! The session as a front end of the call path: a replay answers from its
+//! recording, the rules are the session's with this conversation's
+//! answers beside them, the operator is asked through the session's
+//! queue, checkpoints are the session's, a call runs inline or as a job
+//! with its live output as events, and its answer is recorded.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::playback::Played;
+use super::recording::{Entry, ToolAnswer};
+use super::session::Session;
+use crate::approvals::{ApprovalRecord, Subject};
+use crate::checkpoint::FileChange;
+use crate::llm::ToolCall;
+use crate::pipeline::{Asked, CallFront, Judgement};
+use crate::tools::{PreparedCall, ToolOutcome, ToolRegistry};
+
+/// One call of the session, on its way through the call path.
+pub(super) struct SessionFront<'a> {
+    pub session: &'a Arc<Session>,
+    pub registry: ToolRegistry,
+    /// The call as the model made it (what a recording is keyed by).
+    pub call: &'a ToolCall,
+}
+
+#[async_trait]
+impl CallFront for SessionFront<'_> {
+    fn workspace(&self) -> &Path {
+        &self.session.workspace
+    }
+
+    async fn played(&self, _call: &PreparedCall) -> Option<ToolOutcome> {
+        let playback = self.session.playback.as_ref()?;
+        let name = self.call.name.as_str();
+        if self.session.is_own_tool(name) && !PLAYED_BACK_OWN_TOOLS.contains(&name) {
+            return None;
+        }
+        match playback.tool_outcome(self.call) {
+            Played::Outcome(outcome) => Some(*outcome),
+            Played::Interrupt => {
+                self.session.interrupt();
+                std::future::pending().await
+            }
+        }
+    }
+
+    fn judge(&self, subject: &Subject) -> Judgement {
+        let approvals = &self.session.config.approvals;
+        // This conversation's answers count beside the rules (none if
+        // their lock was poisoned).
+        match self.session.granted.lock() {
+            Ok(granted) => Judgement::by_rules(approvals, subject, Some(&granted)),
+            Err(_) => Judgement::by_rules(approvals, subject, None),
+        }
+    }
+
+    async fn ask(
+        &self,
+        call: &PreparedCall,
+        subject: &Subject,
+        judged: &ApprovalRecord,
+    ) -> Option<Asked> {
+        super::approval_gate::ask(self.session, call, subject, judged).await
+    }
+
+    async fn checkpoint_before(&self, call: &PreparedCall) {
+        self.session.before_writes(call).await;
+    }
+
+    async fn checkpoint_after(&self, call: &PreparedCall) -> Vec<FileChange> {
+        self.session.after_writes(&call.id).await
+    }
+
+    async fn run(&self, call: &PreparedCall, network: bool) -> ToolOutcome {
+        self.session
+            .dispatched(self.registry.clone(), call, network)
+            .await
+    }
+
+    fn receipted(&self, call: &PreparedCall, outcome: &ToolOutcome) {
+        self.session.record(Entry::Tool(Box::new(ToolAnswer::of(
+            &call.id, &call.name, outcome,
+        ))));
+    }
+}
+
+/// The session's own tools whose answers are played back rather than run
+/// again: they change nothing of the session, and their answer depends on
+/// a service a replay must not call (`memory_read` by meaning).
+const PLAYED_BACK_OWN_TOOLS: &[&str] = &["memory_read"];

@@ -1,0 +1,331 @@
+//! Taking one prepared call through [`STAGES`].
+
+use crate::approvals::{Answered, Approval, Decision, call_subject, operator_denial, refusal};
+use crate::checkpoint::FileChange;
+use crate::tools::{PreparedCall, Receipt, ToolOutcome, ToolStatus};
+
+use super::front::{Asked, CallFront};
+use super::stage::{STAGES, Stage};
+
+/// What became of a call.
+#[derive(Debug)]
+pub struct Finished {
+    /// Its outcome, full (the model's view is cut later); its receipt
+    /// carries the approval.
+    pub outcome: ToolOutcome,
+    /// The files it changed.
+    pub changes: Vec<FileChange>,
+    /// The stages it went through, in order.
+    pub trace: Vec<Stage>,
+}
+
+/// Where a call stands between stages.
+enum Flow {
+    /// On to the next stage.
+    Next,
+    /// Refused: only the stages that run after a refusal.
+    Refused,
+    /// Answered from a recording: nothing more.
+    Played,
+}
+
+/// Take `call` through every stage, with `front` supplying what differs.
+pub async fn run_call(front: &dyn CallFront, call: &PreparedCall) -> Finished {
+    let mut flow = Flow::Next;
+    let mut trace = Vec::with_capacity(STAGES.len());
+    let mut approval = None;
+    let mut network = false;
+    let mut outcome = None;
+    let mut changes = Vec::new();
+    for stage in STAGES {
+        match flow {
+            Flow::Played => break,
+            Flow::Refused if !stage.runs_after_refusal() => continue,
+            _ => {}
+        }
+        trace.push(stage);
+        match stage {
+            Stage::Playback => {
+                if let Some(played) = front.played(call).await {
+                    outcome = Some(played);
+                    flow = Flow::Played;
+                }
+            }
+            Stage::Approve => {
+                let (record, refused) = approve(front, call).await;
+                network = call.asks_network;
+                approval = Some(record);
+                if let Some(refused) = refused {
+                    outcome = Some(refused);
+                    flow = Flow::Refused;
+                }
+            }
+            Stage::CheckpointBefore => front.checkpoint_before(call).await,
+            Stage::Run => outcome = Some(front.run(call, network).await),
+            Stage::CheckpointAfter => changes = front.checkpoint_after(call).await,
+            Stage::Receipt => {
+                let done = outcome.get_or_insert_with(|| unreachable_outcome(call));
+                let receipt = done.receipt.get_or_insert_with(|| {
+                    Receipt::of(&call.id, &call.name, call.standing.clone(), done.status)
+                });
+                if let Some(record) = approval.take() {
+                    receipt.approvals.insert(0, Approval::Record(record));
+                }
+                front.receipted(call, done);
+            }
+        }
+    }
+    Finished {
+        outcome: outcome.unwrap_or_else(|| unreachable_outcome(call)),
+        changes,
+        trace,
+    }
+}
+
+/// The approval of `call`, and the outcome of its refusal when it is
+/// refused.
+async fn approve(
+    front: &dyn CallFront,
+    call: &PreparedCall,
+) -> (crate::approvals::ApprovalRecord, Option<ToolOutcome>) {
+    let subject = call_subject(call, front.workspace());
+    let judged = front.judge(&subject);
+    let mut record = judged.record;
+    let refused = match judged.verdict.decision {
+        Decision::Allow => None,
+        Decision::Deny => Some(refusal(&subject, &judged.verdict)),
+        Decision::Ask => match front.ask(call, &subject, &record).await {
+            None => {
+                record.answer = Some(Answered::NobodyToAsk);
+                Some(refusal(&subject, &judged.verdict))
+            }
+            Some(Asked::Allowed { via, at, reach }) => {
+                record.answer = Some(Answered::Allowed { via, at, reach });
+                None
+            }
+            Some(Asked::Denied { via, at, note }) => {
+                record.answer = Some(Answered::Denied { via, at });
+                Some(operator_denial(note.as_deref()))
+            }
+        },
+    };
+    let refused = refused.map(|text| ToolOutcome::with_status(ToolStatus::Denied, text));
+    (record, refused)
+}
+
+/// A call that reached its receipt without an outcome: no stage that
+/// ends a call ran, which the stage list rules out.
+fn unreachable_outcome(call: &PreparedCall) -> ToolOutcome {
+    ToolOutcome::with_status(
+        ToolStatus::Failed,
+        format!("{} was not run (no stage ran it)", call.name),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Mutex;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::approvals::{
+        ApprovalRecord, Approvals, Mode, Reach, Rules, Subject, rules_from_flags,
+    };
+    use crate::pipeline::Judgement;
+    use crate::tools::{CallPlace, PreparedCall};
+
+    /// A front end that answers as told and notes which of its hooks ran.
+    struct Scripted {
+        approvals: Approvals,
+        answer: Option<Asked>,
+        played: Option<ToolOutcome>,
+        hooks: Mutex<Vec<&'static str>>,
+    }
+
+    impl Scripted {
+        fn new(mode: Mode, allow: &[&str], answer: Option<Asked>) -> Self {
+            let flags: Vec<String> = allow.iter().map(|s| s.to_string()).collect();
+            Scripted {
+                approvals: Approvals {
+                    rules: rules_from_flags(&flags).unwrap_or_else(|_| Rules::default()),
+                    mode,
+                },
+                answer,
+                played: None,
+                hooks: Mutex::default(),
+            }
+        }
+
+        fn hook(&self, name: &'static str) {
+            self.hooks.lock().unwrap().push(name);
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl CallFront for Scripted {
+        fn workspace(&self) -> &Path {
+            Path::new("/w")
+        }
+        async fn played(&self, _: &PreparedCall) -> Option<ToolOutcome> {
+            self.played.clone()
+        }
+        fn judge(&self, subject: &Subject) -> Judgement {
+            Judgement::by_rules(&self.approvals, subject, None)
+        }
+        async fn ask(&self, _: &PreparedCall, _: &Subject, _: &ApprovalRecord) -> Option<Asked> {
+            self.hook("ask");
+            self.answer.clone()
+        }
+        async fn checkpoint_before(&self, _: &PreparedCall) {
+            self.hook("checkpoint_before");
+        }
+        async fn checkpoint_after(&self, _: &PreparedCall) -> Vec<FileChange> {
+            self.hook("checkpoint_after");
+            Vec::new()
+        }
+        async fn run(&self, call: &PreparedCall, network: bool) -> ToolOutcome {
+            self.hook(if network { "run with network" } else { "run" });
+            let mut outcome = ToolOutcome::ok("done".into());
+            outcome.receipt = Some(Receipt::of(
+                &call.id,
+                &call.name,
+                call.standing.clone(),
+                ToolStatus::Ok,
+            ));
+            outcome
+        }
+        fn receipted(&self, _: &PreparedCall, _: &ToolOutcome) {
+            self.hook("receipted");
+        }
+    }
+
+    fn shell(command: &str) -> PreparedCall {
+        shell_with(command, false)
+    }
+
+    fn shell_with(command: &str, network: bool) -> PreparedCall {
+        let place = CallPlace {
+            workspace: Path::new("/w"),
+            working_dir: Path::new("/w"),
+        };
+        let tools = crate::tools::testing::file_tools();
+        let args = json!({ "command": command, "network": network });
+        PreparedCall::new("c1", "shell", &args, &tools, place)
+    }
+
+    fn approval_line(finished: &Finished) -> String {
+        let receipt = finished.outcome.receipt.as_ref().expect("a receipt");
+        receipt.approvals[0].line()
+    }
+
+    const LIVE: [Stage; 6] = STAGES;
+    const REFUSED: [Stage; 3] = [Stage::Playback, Stage::Approve, Stage::Receipt];
+
+    #[tokio::test]
+    async fn an_allowed_call_goes_through_every_stage_in_order() {
+        let front = Scripted::new(Mode::Never, &[], None);
+        let finished = run_call(&front, &shell("ls")).await;
+        assert_eq!(finished.trace, LIVE);
+        assert_eq!(finished.outcome.status, ToolStatus::Ok);
+        assert_eq!(
+            *front.hooks.lock().unwrap(),
+            ["checkpoint_before", "run", "checkpoint_after", "receipted"]
+        );
+        assert_eq!(approval_line(&finished), "allow by mode never");
+        // The network, asked for and allowed by a rule, is given to the run.
+        let front = Scripted::new(Mode::Never, &["net:shell:ls"], None);
+        let finished = run_call(&front, &shell_with("ls", true)).await;
+        assert_eq!(finished.trace, LIVE);
+        assert!(front.hooks.lock().unwrap().contains(&"run with network"));
+        // Asked for and not allowed: refused, nothing runs.
+        let front = Scripted::new(Mode::Never, &[], None);
+        let finished = run_call(&front, &shell_with("ls", true)).await;
+        assert_eq!(finished.trace, REFUSED);
+    }
+
+    #[tokio::test]
+    async fn a_refused_call_runs_nothing_and_still_has_a_receipt() {
+        // Nobody to ask.
+        let front = Scripted::new(Mode::Always, &[], None);
+        let finished = run_call(&front, &shell("touch x")).await;
+        assert_eq!(finished.trace, REFUSED);
+        assert_eq!(finished.outcome.status, ToolStatus::Denied);
+        assert_eq!(*front.hooks.lock().unwrap(), ["ask", "receipted"]);
+        let receipt = finished.outcome.receipt.as_ref().unwrap();
+        assert_eq!(receipt.status, Some(ToolStatus::Denied));
+        assert!(receipt.programs.is_empty());
+        assert_eq!(
+            approval_line(&finished),
+            "ask by mode always; nobody to ask, refused"
+        );
+        // The operator says no.
+        let no = Asked::Denied {
+            via: "terminal".into(),
+            at: "T".into(),
+            note: Some("use make".into()),
+        };
+        let front = Scripted::new(Mode::Always, &[], Some(no));
+        let finished = run_call(&front, &shell("touch x")).await;
+        assert_eq!(finished.trace, REFUSED);
+        assert!(finished.outcome.content.contains("use make"));
+        assert_eq!(
+            approval_line(&finished),
+            "ask by mode always; denied by the operator via terminal at T"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_yes_runs_the_call_and_its_receipt_says_who_and_how_far() {
+        let yes = Asked::Allowed {
+            via: "bridge".into(),
+            at: "T".into(),
+            reach: Reach::Once,
+        };
+        let front = Scripted::new(Mode::Always, &[], Some(yes));
+        let finished = run_call(&front, &shell("touch x")).await;
+        assert_eq!(finished.trace, LIVE);
+        assert_eq!(
+            approval_line(&finished),
+            "ask by mode always; allowed by the operator via bridge at T (once)"
+        );
+        // A rule that allows it asks nobody.
+        let front = Scripted::new(Mode::Always, &["shell:touch"], None);
+        let finished = run_call(&front, &shell("touch x")).await;
+        assert_eq!(finished.trace, LIVE);
+        assert!(!front.hooks.lock().unwrap().contains(&"ask"));
+        assert!(approval_line(&finished).starts_with("allow by rule --approve:1"));
+    }
+
+    #[tokio::test]
+    async fn a_played_call_is_answered_from_its_recording_alone() {
+        let mut front = Scripted::new(Mode::Always, &[], None);
+        front.played = Some(ToolOutcome::ok("recorded".into()));
+        let finished = run_call(&front, &shell("touch x")).await;
+        assert_eq!(finished.trace, [Stage::Playback]);
+        assert_eq!(finished.outcome.content, "recorded");
+        assert!(front.hooks.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_stages_are_listed_once_each_with_a_name() {
+        let names: Vec<&str> = STAGES.iter().map(|s| s.name()).collect();
+        assert_eq!(
+            names,
+            [
+                "playback",
+                "approve",
+                "checkpoint-before",
+                "run",
+                "checkpoint-after",
+                "receipt"
+            ]
+        );
+        let refusal: Vec<Stage> = STAGES
+            .into_iter()
+            .filter(|s| s.runs_after_refusal())
+            .collect();
+        assert_eq!(refusal, [Stage::Receipt]);
+    }
+}
