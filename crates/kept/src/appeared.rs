@@ -176,7 +176,7 @@ fn first_absent(root: &Path, path: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kept::Item;
+    use crate::Item;
 
     #[test]
     fn what_a_program_makes_where_a_kept_path_was_absent_is_taken_out() {
@@ -222,7 +222,7 @@ mod tests {
 #[cfg(test)]
 mod link_tests {
     use super::*;
-    use crate::kept::Item;
+    use crate::Item;
 
     #[test]
     fn a_link_to_a_kept_file_replaced_by_a_program_is_put_back() {

@@ -6,8 +6,8 @@ use deadpool_postgres::{Pool, Transaction};
 use tokio_postgres::Row;
 
 use super::{NOW_MS, PgStore};
-use crate::store::lease::LeaseInfo;
-use crate::store::{
+use crate::lease::LeaseInfo;
+use crate::{
     CompactionWrite, NewRecord, SessionRecord, StoreError, StoredRecord, StoredTurn, chain, export,
     packing,
 };
@@ -45,7 +45,7 @@ fn lease_row(r: &Row) -> LeaseInfo {
 }
 
 /// Lock `session`'s row for the rest of the transaction (its writes take
-/// turns) and refuse what [`crate::store::lease::fence`] refuses.
+/// turns) and refuse what [`crate::lease::fence`] refuses.
 async fn lock_and_fence(
     store: &PgStore,
     tx: &Transaction<'_>,
@@ -72,7 +72,7 @@ async fn lock_and_check(
         return Err(StoreError::UnknownSession(session.to_string()));
     }
     let lease = lease_of(tx, session).await?;
-    crate::store::lease::fence(session, lease.as_ref(), &store.holder, taken, store.ttl)
+    crate::lease::fence(session, lease.as_ref(), &store.holder, taken, store.ttl)
 }
 
 async fn lease_of(tx: &Transaction<'_>, session: &str) -> Result<Option<LeaseInfo>, StoreError> {
@@ -501,7 +501,7 @@ pub fn renewal(
     handle: tokio::runtime::Handle,
     holder: String,
     ttl: Duration,
-) -> crate::store::lease::Renew {
+) -> crate::lease::Renew {
     Box::new(move |sessions: &[String]| {
         let _context = handle.enter();
         futures::executor::block_on(async {

@@ -42,7 +42,7 @@ pub fn read_regular(path: &Path, limit: u64, links: Links) -> io::Result<Vec<u8>
 /// following no symbolic link at any level, and read it as a regular file
 /// of at most `limit` bytes.
 pub fn read_beneath(root: &Path, relative: &Path, limit: u64) -> io::Result<Vec<u8>> {
-    judged(root, relative, crate::kept::Access::Read)?;
+    judged(root, relative, crate::Access::Read)?;
     let (dir, last) = parent_beneath(root, relative, false)?;
     let fd = openat(&dir, &last, libc::O_NOFOLLOW | libc::O_NONBLOCK)?;
     read_file_capped(File::from(fd), limit)
@@ -69,7 +69,7 @@ pub fn write_beneath(
     mode: Option<u32>,
 ) -> io::Result<()> {
     use std::io::Write;
-    judged(root, relative, crate::kept::Access::Write)?;
+    judged(root, relative, crate::Access::Write)?;
     let (dir, last) = parent_beneath(root, relative, true)?;
     let temp = std::ffi::CString::new(format!(".sandcrab-{:016x}", rand::random::<u64>()))
         .expect("no NUL in a hex name");
@@ -127,7 +127,7 @@ pub fn write_beneath(
 /// symbolic link on the way; a name that is already gone is not an error,
 /// a directory is.
 pub fn remove_beneath(root: &Path, relative: &Path) -> io::Result<()> {
-    judged(root, relative, crate::kept::Access::Move)?;
+    judged(root, relative, crate::Access::Move)?;
     let (dir, last) = match parent_beneath(root, relative, false) {
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(()),
         found => found?,
@@ -145,11 +145,10 @@ pub fn remove_beneath(root: &Path, relative: &Path) -> io::Result<()> {
 /// Whether `access` to `relative` beneath `root` may happen on a
 /// session's behalf: judged where it is (no link is followed beneath the
 /// root, so the names are the place) by the registry in force.
-fn judged(root: &Path, relative: &Path, access: crate::kept::Access) -> io::Result<()> {
+fn judged(root: &Path, relative: &Path, access: crate::Access) -> io::Result<()> {
     let root = root.canonicalize()?;
     let path = root.join(plain_path(relative)?);
-    let judge =
-        crate::kept::Judge::new(crate::kept::current(), crate::kept::Protected::none(), root);
+    let judge = crate::Judge::new(crate::current(), crate::Protected::none(), root);
     judge
         .check(&path, access)
         .map_err(|refusal| io::Error::new(io::ErrorKind::PermissionDenied, refusal.to_string()))

@@ -8,6 +8,9 @@
 //! This folder knows nothing about plugins: callers describe what a
 //! program may touch in a [`ConfinementSpec`].
 
+use sandcrab_core::{time, user_files};
+use sandcrab_kept::{self as kept, safe_fs};
+
 mod aftercare;
 mod bounded;
 mod child;

@@ -19,6 +19,10 @@
 //! A path is judged by where it really is (links resolved by the caller),
 //! never by the name it was given.
 
+use sandcrab_core::{time, user_files};
+
+pub mod safe_fs;
+
 mod appeared;
 mod census;
 mod covers;

@@ -10,7 +10,7 @@ use futures::StreamExt;
 use tokio::sync::broadcast;
 
 use super::PgStore;
-use crate::store::{StoreError, StoredEvent};
+use crate::{StoreError, StoredEvent};
 
 /// The channel every sandcrab host listens on.
 const CHANNEL: &str = "sandcrab_events";

@@ -13,9 +13,9 @@ use super::{
     Adapter, StreamDecoder, Summary, arguments_text, merge_options, parse_data, str_at,
     stream_error, u64_at,
 };
-use crate::llm::error::{ErrorKind, LlmError};
-use crate::llm::sse::SseEvent;
-use crate::llm::types::{
+use crate::error::{ErrorKind, LlmError};
+use crate::sse::SseEvent;
+use crate::types::{
     FinishReason, Message, Reasoning, ReasoningPart, Request, Response, StreamEvent, ToolCall,
     ToolChoice, Usage, parse_arguments,
 };

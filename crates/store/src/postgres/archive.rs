@@ -5,8 +5,8 @@ use deadpool_postgres::Transaction;
 use tokio_postgres::Row;
 
 use super::PgStore;
-use crate::store::bm25;
-use crate::store::{ArchivalBlock, NewBlock, StoreError};
+use crate::bm25;
+use crate::{ArchivalBlock, NewBlock, StoreError};
 
 const BLOCK_COLUMNS: &str = "id, conversation_id, label, content, created_at";
 

@@ -334,7 +334,7 @@ mod tests {
 
     #[test]
     fn a_session_goes_out_and_comes_back_the_same_and_edits_are_refused() {
-        let store = crate::store::SqliteStore::in_memory().unwrap();
+        let store = crate::SqliteStore::in_memory().unwrap();
         let record = SessionRecord {
             id: "s1".into(),
             workspace: "/w".into(),
@@ -363,7 +363,7 @@ mod tests {
         assert!(!file.contains('\u{202e}'), "printable as it is");
         let back = SessionExport::from_jsonl(&file).unwrap();
         assert_eq!(back.turns, turns);
-        let other = crate::store::SqliteStore::in_memory().unwrap();
+        let other = crate::SqliteStore::in_memory().unwrap();
         other.import_session(&back).unwrap();
         let again = SessionExport::of(&other, "s1").unwrap();
         assert_eq!(again.head(), back.head());
@@ -413,7 +413,7 @@ mod tests {
 
     #[test]
     fn an_import_is_foreign_until_proven_a_new_id_its_workspace_and_no_future() {
-        let store = crate::store::SqliteStore::in_memory().unwrap();
+        let store = crate::SqliteStore::in_memory().unwrap();
         let record = SessionRecord {
             id: "/home/victim/ws/.cp".into(),
             workspace: "/claimed".into(),
@@ -441,7 +441,7 @@ mod tests {
             .unwrap()
             .into_local(std::path::Path::new("/mine"), now);
         let s = &local.session;
-        assert!(crate::store::is_session_id(&s.id), "{}", s.id);
+        assert!(crate::is_session_id(&s.id), "{}", s.id);
         assert_eq!(s.workspace, "/mine");
         assert_eq!((s.created_at.as_str(), s.updated_at.as_str()), (now, now));
         assert_eq!((s.state.as_str(), s.host.as_str()), ("closed", ""));

@@ -9,9 +9,9 @@ use super::{
     Adapter, StreamDecoder, Summary, arguments_text, merge_options, parse_data, str_at,
     stream_error, u64_at,
 };
-use crate::llm::error::LlmError;
-use crate::llm::sse::SseEvent;
-use crate::llm::types::{
+use crate::error::LlmError;
+use crate::sse::SseEvent;
+use crate::types::{
     FinishReason, Message, Reasoning, Request, Response, StreamEvent, ToolCall, ToolChoice, Usage,
     parse_arguments,
 };

@@ -4,3 +4,6 @@
 //! plugin runtime.
 
 pub mod approval;
+pub mod terminal_safe;
+pub mod time;
+pub mod user_files;

@@ -146,7 +146,7 @@ fn httpdate_to_unix(s: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::error::ErrorKind;
+    use crate::error::ErrorKind;
 
     fn err(kind: ErrorKind, retry_after: Option<Duration>) -> LlmError {
         let mut e = LlmError::new(kind, "p", "m");

@@ -10,12 +10,16 @@
 //! Durability: every write is one transaction, committed before the call
 //! returns (survives the process being killed at any moment).
 
+use sandcrab_core::{terminal_safe, time, user_files};
+use sandcrab_kept as kept;
+pub mod tls;
+
 mod bm25;
 pub mod chain;
 pub mod copy;
 pub mod export;
 pub mod lease;
-pub(crate) mod location;
+pub mod location;
 mod packing;
 mod postgres;
 mod private;
