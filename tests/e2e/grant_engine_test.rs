@@ -217,7 +217,7 @@ async fn confined_sh(
 /// protected path, read outside and reach the network.
 #[tokio::test]
 async fn every_row_of_the_confinement_table_holds_with_real_programs() {
-    use sandcrab::plugin::confinement::{Reach, TABLE, spec};
+    use sandcrab::plugin::confinement::{Footprint, TABLE, spec};
     use sandcrab::plugin::manifest::Access;
     use sandcrab::plugin::policy::{Policy, PolicyMode, SandboxMode};
     if !crate::support::confinable() {
@@ -242,7 +242,7 @@ async fn every_row_of_the_confinement_table_holds_with_real_programs() {
         let host = scene.host(policy);
         let ctx = host.sandbox_context();
         let temp = tempfile::tempdir().unwrap();
-        let reach = Reach {
+        let reach = Footprint {
             workspace: Access::ReadWrite,
             paths: &[],
             network: false,

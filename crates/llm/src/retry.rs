@@ -52,7 +52,7 @@ impl Default for RetryPolicy {
 
 /// What to do after a failed attempt.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Decision {
+pub enum RetryStep {
     RetryAfter(Duration),
     GiveUp,
 }
@@ -68,9 +68,9 @@ impl RetryPolicy {
 
     /// Decide after attempt number `attempt` (0-based) failed with `err`.
     /// A Retry-After beyond the cap turns `err` into the final error.
-    pub fn decide(&self, attempt: u32, err: &mut LlmError) -> Decision {
+    pub fn decide(&self, attempt: u32, err: &mut LlmError) -> RetryStep {
         if !err.retryable() || attempt >= self.max_retries {
-            return Decision::GiveUp;
+            return RetryStep::GiveUp;
         }
         if let Some(wait) = err.retry_after {
             if wait > self.max_delay {
@@ -80,9 +80,9 @@ impl RetryPolicy {
                     wait.as_secs(),
                     self.max_delay.as_secs()
                 );
-                return Decision::GiveUp;
+                return RetryStep::GiveUp;
             }
-            return Decision::RetryAfter(wait);
+            return RetryStep::RetryAfter(wait);
         }
         let exp = self.base_delay.saturating_mul(2u32.saturating_pow(attempt));
         let factor = if self.jitter {
@@ -90,7 +90,7 @@ impl RetryPolicy {
         } else {
             1.0
         };
-        Decision::RetryAfter(exp.mul_f64(factor).min(self.max_delay))
+        RetryStep::RetryAfter(exp.mul_f64(factor).min(self.max_delay))
     }
 }
 
@@ -158,7 +158,7 @@ mod tests {
     fn backoff_doubles_with_jitter_and_stops_after_two_retries() {
         let policy = RetryPolicy::default();
         for _ in 0..50 {
-            let Decision::RetryAfter(d0) = policy.decide(0, &mut err(ErrorKind::Server, None))
+            let RetryStep::RetryAfter(d0) = policy.decide(0, &mut err(ErrorKind::Server, None))
             else {
                 panic!()
             };
@@ -166,7 +166,7 @@ mod tests {
                 d0 >= Duration::from_millis(500) && d0 <= Duration::from_millis(1500),
                 "{d0:?}"
             );
-            let Decision::RetryAfter(d1) = policy.decide(1, &mut err(ErrorKind::Server, None))
+            let RetryStep::RetryAfter(d1) = policy.decide(1, &mut err(ErrorKind::Server, None))
             else {
                 panic!()
             };
@@ -177,11 +177,11 @@ mod tests {
         }
         assert_eq!(
             policy.decide(2, &mut err(ErrorKind::Server, None)),
-            Decision::GiveUp
+            RetryStep::GiveUp
         );
         assert_eq!(
             policy.decide(0, &mut err(ErrorKind::Authentication, None)),
-            Decision::GiveUp
+            RetryStep::GiveUp
         );
     }
 
@@ -194,7 +194,7 @@ mod tests {
         };
         assert_eq!(
             policy.decide(9, &mut err(ErrorKind::Network, None)),
-            Decision::RetryAfter(Duration::from_secs(60))
+            RetryStep::RetryAfter(Duration::from_secs(60))
         );
     }
 
@@ -204,10 +204,10 @@ mod tests {
         let wait = Duration::from_secs(7);
         assert_eq!(
             policy.decide(0, &mut err(ErrorKind::RateLimit, Some(wait))),
-            Decision::RetryAfter(wait)
+            RetryStep::RetryAfter(wait)
         );
         let mut long = err(ErrorKind::RateLimit, Some(Duration::from_secs(120)));
-        assert_eq!(policy.decide(0, &mut long), Decision::GiveUp);
+        assert_eq!(policy.decide(0, &mut long), RetryStep::GiveUp);
         assert!(
             long.message.contains("retry after 120 s"),
             "{}",

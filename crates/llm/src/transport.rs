@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::adapters::{Adapter, StreamDecoder, Summary};
 use super::config::ProviderConfig;
 use super::error::{ErrorKind, LlmError};
-use super::retry::{Decision, parse_retry_after};
+use super::retry::{RetryStep, parse_retry_after};
 use super::types::EventStream;
 
 /// Largest error body read (its text becomes the error's message).
@@ -73,13 +73,13 @@ impl Transport {
             match result {
                 Ok(response) => return Ok(response),
                 Err(mut err) => match self.config.retry.decide(attempt, &mut err) {
-                    Decision::RetryAfter(wait) => {
+                    RetryStep::RetryAfter(wait) => {
                         tracing::info!("{err}; retrying in {:.1} s", wait.as_secs_f64());
                         super::retry::notice(&err);
                         tokio::time::sleep(wait).await;
                         attempt += 1;
                     }
-                    Decision::GiveUp => return Err(err),
+                    RetryStep::GiveUp => return Err(err),
                 },
             }
         }

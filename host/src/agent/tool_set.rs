@@ -11,7 +11,7 @@
 use serde::Serialize;
 
 use super::profile::Profile;
-use crate::plugin::{Origin, PluginHost};
+use crate::plugin::{PluginHost, PluginOrigin};
 use crate::tools::ToolRegistry;
 
 pub use crate::tools::ToolSelection;
@@ -86,7 +86,7 @@ pub fn offer(
         Some(true) => Offer::Offered,
         None => {
             let core = profile.is_none_or(|p| p.info.tool_names.iter().any(|n| n == tool));
-            if owner.origin == Origin::Builtin && !core {
+            if owner.origin == PluginOrigin::Builtin && !core {
                 Offer::NotInProfile
             } else {
                 Offer::Offered

@@ -67,7 +67,7 @@ pub fn rules_from_flags(flags: &[String]) -> Result<Rules, RuleError> {
     Rules::parse(
         &text,
         std::path::Path::new("--approve"),
-        super::rules::Origin::Trusted,
+        super::rules::RuleSource::Trusted,
     )
 }
 
@@ -278,7 +278,7 @@ mod tests {
         let rules = Rules::parse(
             "[[approvals.rules]]\ntool = \"write_fiel\"\ndecision = \"deny\"\n\n[[approvals.rules]]\ntool = \"shell\"\ndecision = \"ask\"\n",
             std::path::Path::new("/c/config.toml"),
-            super::super::rules::Origin::Trusted,
+            super::super::rules::RuleSource::Trusted,
         )
         .unwrap();
         let known = ["shell".to_string(), "write_file".to_string()];

@@ -43,7 +43,7 @@ pub use queue::{
     Answer, MAX_NOTE_CHARS, PermissionQueue, PermissionRequest, QueueEvent, ScopeOffer, Ticket,
     UnknownRequest,
 };
-pub use rules::{Matcher, Origin, Rule, RuleError, Rules, SHELL_TOOL, Subject, Verdict};
+pub use rules::{Matcher, Rule, RuleError, RuleSource, Rules, SHELL_TOOL, Subject, Verdict};
 pub use sandcrab_core::approval::{
     Answered, Approval, ApprovalRecord, DecidedBy, Decision, Mode, Reach, Scope,
 };

@@ -17,7 +17,7 @@ pub const SHELL_TOOL: &str = "shell";
 
 /// Who wrote a set of rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Origin {
+pub enum RuleSource {
     /// The operator's own configuration: any decision.
     Trusted,
     /// The project's `sandcrab.toml`: `ask` and `deny` only (a repository
@@ -57,7 +57,7 @@ pub struct Rule {
     /// "always in this workspace" answer writes one.
     pub workspace: Option<PathBuf>,
     /// Who wrote it.
-    pub origin: Origin,
+    pub origin: RuleSource,
     /// The file it is in.
     pub file: PathBuf,
     /// The calls it allows may use the network (an allow rule of the
@@ -161,7 +161,7 @@ struct RuleToml {
 impl Rules {
     /// The `[[approvals.rules]]` of a configuration file's `text` (other
     /// keys are the configuration's business), written by `origin`.
-    pub fn parse(text: &str, file: &Path, origin: Origin) -> Result<Rules, RuleError> {
+    pub fn parse(text: &str, file: &Path, origin: RuleSource) -> Result<Rules, RuleError> {
         let parsed: FileToml = toml::from_str(text).map_err(|e| RuleError {
             at: file.display().to_string(),
             message: e.message().to_string(),
@@ -357,18 +357,18 @@ fn shell_matches(rule: &Rule, words: &[String]) -> bool {
     fits(words) || (rule.decision != Decision::Allow && fits(without_assignments(words)))
 }
 
-fn rule(raw: RuleToml, at: String, origin: Origin) -> Result<Rule, RuleError> {
+fn rule(raw: RuleToml, at: String, origin: RuleSource) -> Result<Rule, RuleError> {
     let fail = |message: String| RuleError {
         at: at.clone(),
         message,
     };
-    if origin == Origin::Project && raw.decision == Decision::Allow {
+    if origin == RuleSource::Project && raw.decision == Decision::Allow {
         return Err(fail(
             "a project's sandcrab.toml may add `ask` and `deny` rules, never `allow`: put allow rules in your own configuration".into(),
         ));
     }
     match &raw.workspace {
-        Some(_) if origin == Origin::Project => {
+        Some(_) if origin == RuleSource::Project => {
             return Err(fail(
                 "`workspace` belongs in your own configuration: a project's rules apply in that project already; remove it".into(),
             ));
@@ -510,10 +510,10 @@ mod tests {
     use super::*;
 
     fn rules(text: &str) -> Rules {
-        Rules::parse(text, Path::new("/c/config.toml"), Origin::Trusted).unwrap()
+        Rules::parse(text, Path::new("/c/config.toml"), RuleSource::Trusted).unwrap()
     }
 
-    fn err(text: &str, origin: Origin) -> String {
+    fn err(text: &str, origin: RuleSource) -> String {
         Rules::parse(text, Path::new("/c/config.toml"), origin)
             .unwrap_err()
             .to_string()
@@ -564,7 +564,7 @@ mod tests {
         assert_eq!(d(&shell("ls"), Mode::Never), Decision::Allow);
         let why = err(
             "[[approvals.rules]]\nshell = [\"npm\"]\nnetwork = true\ndecision = \"ask\"\n",
-            Origin::Trusted,
+            RuleSource::Trusted,
         );
         assert!(why.contains("network = true"), "{why}");
     }
@@ -628,9 +628,9 @@ decision = "ask"
         assert_eq!(d(&base, "make"), Decision::Ask, "a link moved the rule");
         let relative =
             "[[approvals.rules]]\ntool = \"x\"\ndecision = \"allow\"\nworkspace = \"ws\"\n";
-        assert!(err(relative, Origin::Trusted).contains("must be an absolute path"));
+        assert!(err(relative, RuleSource::Trusted).contains("must be an absolute path"));
         let project = "[[approvals.rules]]\ntool = \"x\"\ndecision = \"ask\"\nworkspace = \"/w\"\n";
-        assert!(err(project, Origin::Project).contains("belongs in your own configuration"));
+        assert!(err(project, RuleSource::Project).contains("belongs in your own configuration"));
     }
 
     #[test]
@@ -728,34 +728,34 @@ decision = "ask"
     #[test]
     fn a_bad_rule_fails_at_load_naming_the_file_and_line() {
         let bad_example = "\n[[approvals.rules]]\nshell = [\"git\", \"status\"]\ndecision = \"allow\"\nexamples = [\"git stat\"]\n";
-        let e = err(bad_example, Origin::Trusted);
+        let e = err(bad_example, RuleSource::Trusted);
         assert!(
             e.starts_with("/c/config.toml:2: ") && e.contains("git stat"),
             "{e}"
         );
         let too_wide = "[[approvals.rules]]\nshell = [\"git\"]\ndecision = \"allow\"\nnot_examples = [\"git push\"]\n";
-        assert!(err(too_wide, Origin::Trusted).contains("narrower"));
+        assert!(err(too_wide, RuleSource::Trusted).contains("narrower"));
         let outside = "[[approvals.rules]]\npath = \"/etc/**\"\ndecision = \"deny\"\n";
-        assert!(err(outside, Origin::Trusted).contains("outside the workspace"));
+        assert!(err(outside, RuleSource::Trusted).contains("outside the workspace"));
         let bad_tool = "[[approvals.rules]]\ntool = \"Write File\"\ndecision = \"ask\"\n";
-        assert!(err(bad_tool, Origin::Trusted).contains("not a tool name"));
+        assert!(err(bad_tool, RuleSource::Trusted).contains("not a tool name"));
         let grant = "[[approvals.rules]]\ngrant = \"network\"\ndecision = \"deny\"\n";
-        assert!(err(grant, Origin::Trusted).contains("not in force yet"));
+        assert!(err(grant, RuleSource::Trusted).contains("not in force yet"));
         let mcp = "[[approvals.rules]]\ntool = \"my-server__delete_repo\"\ndecision = \"ask\"\n";
-        assert!(Rules::parse(mcp, Path::new("c"), Origin::Trusted).is_ok());
+        assert!(Rules::parse(mcp, Path::new("c"), RuleSource::Trusted).is_ok());
         let unknown = "[[approvals.rules]]\ntool = \"x\"\ndecison = \"ask\"\n";
-        assert!(err(unknown, Origin::Trusted).contains("decison"));
+        assert!(err(unknown, RuleSource::Trusted).contains("decison"));
     }
 
     #[test]
     fn a_project_may_ask_and_deny_but_never_allow() {
         let allow = "[[approvals.rules]]\nshell = [\"curl\"]\ndecision = \"allow\"\n";
-        let e = err(allow, Origin::Project);
+        let e = err(allow, RuleSource::Project);
         assert!(
             e.contains("never `allow`") && e.starts_with("/c/config.toml:1"),
             "{e}"
         );
         let deny = "[[approvals.rules]]\nshell = [\"curl\"]\ndecision = \"deny\"\n";
-        assert!(Rules::parse(deny, Path::new("p"), Origin::Project).is_ok());
+        assert!(Rules::parse(deny, Path::new("p"), RuleSource::Project).is_ok());
     }
 }

@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use super::terminal::one_line;
-use crate::approvals::{Origin, Rule, Rules};
+use crate::approvals::{Rule, RuleSource, Rules};
 use crate::config::Config;
 
 #[derive(Debug, Subcommand)]
@@ -104,8 +104,8 @@ fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
     for rule in &rules {
         let number = match (number(rule), rule.origin) {
             (Some(n), _) => format!("#{n}"),
-            (None, Origin::Project) => "project".into(),
-            (None, Origin::Trusted) => "file".into(),
+            (None, RuleSource::Project) => "project".into(),
+            (None, RuleSource::Trusted) => "file".into(),
         };
         outln!(
             "{number:<8} {:<5}  {}  {}  ({})",
@@ -152,5 +152,5 @@ fn operator_rules(explicit: Option<PathBuf>) -> anyhow::Result<Rules> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => anyhow::bail!("{}: {e}", file.display()),
     };
-    Ok(Rules::parse(&text, &file, Origin::Trusted)?)
+    Ok(Rules::parse(&text, &file, RuleSource::Trusted)?)
 }

@@ -209,12 +209,12 @@ fn rules_file(config_path: &Path, file: &Path) -> Result<crate::approvals::Rules
         _ => file.to_path_buf(),
     };
     let text = trusted_file(&path)?;
-    crate::approvals::Rules::parse(&text, &path, crate::approvals::Origin::Trusted).map_err(|e| {
-        ConfigError::Parse {
+    crate::approvals::Rules::parse(&text, &path, crate::approvals::RuleSource::Trusted).map_err(
+        |e| ConfigError::Parse {
             path: path.clone(),
             message: e.to_string(),
-        }
-    })
+        },
+    )
 }
 
 /// The approval rules of a file (`config`, parsed from `text`): read
@@ -227,14 +227,14 @@ pub fn approval_rules(
     path: &Path,
     trusted: bool,
 ) -> Result<crate::approvals::Rules, ConfigError> {
-    use crate::approvals::{Origin, Rules};
+    use crate::approvals::{RuleSource, Rules};
     if config.approvals.rules.is_empty() {
         return Ok(Rules::default());
     }
     let origin = if trusted {
-        Origin::Trusted
+        RuleSource::Trusted
     } else {
-        Origin::Project
+        RuleSource::Project
     };
     Rules::parse(text, path, origin).map_err(|e| ConfigError::Parse {
         path: path.to_path_buf(),

@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use super::edit::{EditError, edit};
-use crate::approvals::{Matcher, Origin, Rule, Rules, rules_from_flags};
+use crate::approvals::{Matcher, Rule, RuleSource, Rules, rules_from_flags};
 
 /// Write an allow rule for `flag` (an `--approve` value such as
 /// `command:git push`) that applies in `workspace` only, with `why` as its
@@ -41,7 +41,7 @@ pub fn remember_rule(
         Ok(())
     })?;
     let text = std::fs::read_to_string(file).map_err(|e| fail(e.to_string()))?;
-    let rules = Rules::parse(&text, file, Origin::Trusted).map_err(|e| fail(e.to_string()))?;
+    let rules = Rules::parse(&text, file, RuleSource::Trusted).map_err(|e| fail(e.to_string()))?;
     rules
         .iter()
         .last()
@@ -105,7 +105,7 @@ pub fn revoke_rules(file: &Path, numbers: &[usize]) -> Result<Vec<Rule>, EditErr
         message,
     };
     let text = std::fs::read_to_string(file).map_err(|e| fail(e.to_string()))?;
-    let before = Rules::parse(&text, file, Origin::Trusted).map_err(|e| fail(e.to_string()))?;
+    let before = Rules::parse(&text, file, RuleSource::Trusted).map_err(|e| fail(e.to_string()))?;
     let count = before.iter().count();
     if let Some(bad) = numbers.iter().find(|n| **n == 0 || **n > count) {
         return Err(fail(format!(
@@ -206,7 +206,7 @@ mod tests {
         let left = Rules::parse(
             &std::fs::read_to_string(&file).unwrap(),
             &file,
-            Origin::Trusted,
+            RuleSource::Trusted,
         )
         .unwrap();
         assert_eq!(

@@ -134,10 +134,10 @@ fn resolve_program(command: &str, path: &str) -> Option<PathBuf> {
 /// the system's runtime paths, through the one translation every
 /// principal's programs go through ([`crate::plugin::confinement`]).
 pub fn confinement_spec(grant: &McpGrant, ctx: &SandboxContext, scratch: &Path) -> ConfinementSpec {
-    use crate::plugin::confinement::{Principal, Reach, spec};
+    use crate::plugin::confinement::{Footprint, ProgramOwner, spec};
     spec(
-        Principal::McpServer,
-        Reach {
+        ProgramOwner::McpServer,
+        Footprint {
             workspace: grant.workspace,
             paths: &grant.paths,
             network: ctx.policy.mcp_network(grant),

@@ -11,21 +11,21 @@ use std::path::{Path, PathBuf};
 
 use super::context::SandboxContext;
 use super::manifest::{Access, PathAccess};
-use super::policy::{Origin, SandboxMode};
+use super::policy::{PluginOrigin, SandboxMode};
 use crate::process::{ConfinementSpec, ProtectedWorkspace};
 
 /// Who starts the program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Principal {
+pub enum ProgramOwner {
     /// A plugin's program (first-party or third-party).
-    Plugin(Origin),
+    Plugin(PluginOrigin),
     /// An MCP server program the operator configured.
     McpServer,
 }
 
 /// What a principal may touch, as the policy decided it.
 #[derive(Debug, Clone, Copy)]
-pub struct Reach<'a> {
+pub struct Footprint<'a> {
     pub workspace: Access,
     /// Further granted paths (real paths).
     pub paths: &'a [PathAccess],
@@ -37,7 +37,7 @@ pub struct Reach<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Row {
     pub mode: SandboxMode,
-    pub principal: Principal,
+    pub principal: ProgramOwner,
     /// Read the whole filesystem (else: grants, temp dir, system paths).
     pub read_everywhere: bool,
     /// Why this row is as it is.
@@ -53,44 +53,44 @@ pub struct Row {
 pub const TABLE: &[Row] = &[
     Row {
         mode: SandboxMode::WorkspaceWrite,
-        principal: Principal::Plugin(Origin::Builtin),
+        principal: ProgramOwner::Plugin(PluginOrigin::Builtin),
         read_everywhere: true,
         why: "first-party tools run the user's toolchains (compilers, caches under $HOME), which live anywhere",
     },
     Row {
         mode: SandboxMode::WorkspaceWrite,
-        principal: Principal::Plugin(Origin::ThirdParty),
+        principal: ProgramOwner::Plugin(PluginOrigin::ThirdParty),
         read_everywhere: false,
         why: "a third-party plugin reads only what the operator granted it",
     },
     Row {
         mode: SandboxMode::WorkspaceWrite,
-        principal: Principal::McpServer,
+        principal: ProgramOwner::McpServer,
         read_everywhere: false,
         why: "an MCP server is third-party code: it reads only its [policy.mcp.NAME] grant",
     },
     Row {
         mode: SandboxMode::Locked,
-        principal: Principal::Plugin(Origin::Builtin),
+        principal: ProgramOwner::Plugin(PluginOrigin::Builtin),
         read_everywhere: false,
         why: "locked: every program reads only its grants, its temp dir and system paths",
     },
     Row {
         mode: SandboxMode::Locked,
-        principal: Principal::Plugin(Origin::ThirdParty),
+        principal: ProgramOwner::Plugin(PluginOrigin::ThirdParty),
         read_everywhere: false,
         why: "locked: every program reads only its grants, its temp dir and system paths",
     },
     Row {
         mode: SandboxMode::Locked,
-        principal: Principal::McpServer,
+        principal: ProgramOwner::McpServer,
         read_everywhere: false,
         why: "locked: every program reads only its grants, its temp dir and system paths",
     },
 ];
 
 /// The row for `mode` and `principal` (None for `off`).
-pub fn row(mode: SandboxMode, principal: Principal) -> Option<&'static Row> {
+pub fn row(mode: SandboxMode, principal: ProgramOwner) -> Option<&'static Row> {
     TABLE
         .iter()
         .find(|r| r.mode == mode && r.principal == principal)
@@ -99,8 +99,8 @@ pub fn row(mode: SandboxMode, principal: Principal) -> Option<&'static Row> {
 /// How the programs of `principal` with `reach` are confined, with `temp`
 /// as their private temp dir.
 pub fn spec(
-    principal: Principal,
-    reach: Reach<'_>,
+    principal: ProgramOwner,
+    reach: Footprint<'_>,
     ctx: &SandboxContext,
     temp: &Path,
 ) -> ConfinementSpec {

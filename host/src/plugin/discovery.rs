@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use sandcrab_bundled_plugins::BundledPlugin;
 
-use super::policy::Origin;
+use super::policy::PluginOrigin;
 
 /// One plugin to load.
 #[derive(Debug, Clone)]
@@ -28,10 +28,10 @@ impl PluginSource {
     }
 
     /// First-party or third-party.
-    pub fn origin(&self) -> Origin {
+    pub fn origin(&self) -> PluginOrigin {
         match self {
-            PluginSource::Bundled(_) => Origin::Builtin,
-            PluginSource::Dir(_) => Origin::ThirdParty,
+            PluginSource::Bundled(_) => PluginOrigin::Builtin,
+            PluginSource::Dir(_) => PluginOrigin::ThirdParty,
         }
     }
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 use sha2::{Digest, Sha256};
 
 use super::error::LoadError;
-use super::policy::{Origin, Policy};
+use super::policy::{PluginOrigin, Policy};
 
 /// The SHA-256 of `bytes`, lower-case hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -22,7 +22,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 pub fn verify(
     policy: &Policy,
     name: &str,
-    origin: Origin,
+    origin: PluginOrigin,
     bytes: &[u8],
     wasm_path: &Path,
 ) -> Result<(), LoadError> {
@@ -41,7 +41,7 @@ pub fn verify(
                 })
             }
         }
-        None if policy.locked() && origin == Origin::ThirdParty => Err(LoadError::Unpinned {
+        None if policy.locked() && origin == PluginOrigin::ThirdParty => Err(LoadError::Unpinned {
             path: wasm_path.to_path_buf(),
             plugin: name.to_string(),
             actual: sha256_hex(bytes),
@@ -71,25 +71,49 @@ mod tests {
     fn a_pin_admits_only_its_component() {
         let good = sha256_hex(b"component");
         let path = Path::new("/p/x.wasm");
-        assert!(verify(&pinned(&good), "p", Origin::ThirdParty, b"component", path).is_ok());
         assert!(
             verify(
-                &pinned(&good.to_uppercase()),
+                &pinned(&good),
                 "p",
-                Origin::ThirdParty,
+                PluginOrigin::ThirdParty,
                 b"component",
                 path
             )
             .is_ok()
         );
-        let err = verify(&pinned(&good), "p", Origin::ThirdParty, b"changed", path)
-            .unwrap_err()
-            .to_string();
+        assert!(
+            verify(
+                &pinned(&good.to_uppercase()),
+                "p",
+                PluginOrigin::ThirdParty,
+                b"component",
+                path
+            )
+            .is_ok()
+        );
+        let err = verify(
+            &pinned(&good),
+            "p",
+            PluginOrigin::ThirdParty,
+            b"changed",
+            path,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             err.contains(&good) && err.contains(&sha256_hex(b"changed")),
             "both hashes are named: {err}"
         );
-        assert!(verify(&Policy::default(), "p", Origin::ThirdParty, b"x", path).is_ok());
+        assert!(
+            verify(
+                &Policy::default(),
+                "p",
+                PluginOrigin::ThirdParty,
+                b"x",
+                path
+            )
+            .is_ok()
+        );
     }
 
     #[test]
@@ -99,10 +123,10 @@ mod tests {
             ..Policy::default()
         };
         let path = Path::new("/p/x.wasm");
-        let err = verify(&locked, "p", Origin::ThirdParty, b"x", path)
+        let err = verify(&locked, "p", PluginOrigin::ThirdParty, b"x", path)
             .unwrap_err()
             .to_string();
         assert!(err.contains("sandcrab plugins pin p"), "{err}");
-        assert!(verify(&locked, "p", Origin::Builtin, b"x", path).is_ok());
+        assert!(verify(&locked, "p", PluginOrigin::Builtin, b"x", path).is_ok());
     }
 }

@@ -14,7 +14,7 @@ use super::cache::CacheOutcome;
 use super::clock::{CallClock, TimedOut};
 use super::error::CallError;
 use super::manifest::{Manifest, PluginKind};
-use super::policy::{Decision, Origin};
+use super::policy::{GrantDecision, PluginOrigin};
 use super::sandbox::{GUEST_WORKSPACE, PluginSandbox};
 use super::state::{HostState, new_store};
 use super::types::{ProfileInfo, SummaryMessage, ToolCallContext, ToolFailure, ToolSpec};
@@ -33,12 +33,12 @@ pub const MAX_BACKGROUND_CALLS: usize = 64;
 /// A plugin ready to be called.
 pub struct LoadedPlugin {
     pub manifest: Manifest,
-    pub origin: Origin,
+    pub origin: PluginOrigin,
     /// Where it came from (the manifest path, or `builtin:NAME/plugin.toml`).
     pub source: PathBuf,
     pub version: WitVersion,
     /// Request ∩ grant, and what was refused.
-    pub decision: Decision,
+    pub decision: GrantDecision,
     /// Whether the compiled component came from the cache.
     pub cache: CacheOutcome,
     /// SHA-256 (hex) of the component it runs.
@@ -117,10 +117,10 @@ impl LoadedPlugin {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         manifest: Manifest,
-        origin: Origin,
+        origin: PluginOrigin,
         source: PathBuf,
         version: WitVersion,
-        decision: Decision,
+        decision: GrantDecision,
         cache: CacheOutcome,
         sandbox: Arc<PluginSandbox>,
         guest: Guest,

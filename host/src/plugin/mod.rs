@@ -39,7 +39,7 @@ pub use host::{
 };
 pub use loaded::{LoadedPlugin, ToolCallError};
 pub use manifest::{Access, Manifest, PluginKind};
-pub use policy::{Origin, Policy, PolicyMode, SandboxMode};
+pub use policy::{PluginOrigin, Policy, PolicyMode, SandboxMode};
 pub use reading::{
     MAX_COMPONENT_BYTES, MAX_DESCRIPTION_BYTES, MAX_SCHEMA_BYTES, MAX_TOOLS_PER_PLUGIN,
     component_digest,

@@ -165,19 +165,19 @@ impl Default for McpGrant {
 /// they request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Origin {
+pub enum PluginOrigin {
     /// Shipped inside the sandcrab binary.
     Builtin,
     /// Loaded from a plugin directory.
     ThirdParty,
 }
 
-impl Origin {
+impl PluginOrigin {
     /// How listings name it: `builtin` or `external`.
     pub fn label(self) -> &'static str {
         match self {
-            Origin::Builtin => "builtin",
-            Origin::ThirdParty => "external",
+            PluginOrigin::Builtin => "builtin",
+            PluginOrigin::ThirdParty => "external",
         }
     }
 }
@@ -245,7 +245,7 @@ pub struct Grants {
 
 /// The outcome of checking a manifest against the policy.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Decision {
+pub struct GrantDecision {
     /// Request ∩ grant.
     pub grants: Grants,
     /// Requested but not granted, one line each (e.g. `programs: git`).
@@ -357,7 +357,7 @@ impl Policy {
     }
 
     /// Apply the two-yes rule to `manifest`.
-    pub fn decide(&self, manifest: &Manifest, origin: Origin) -> Decision {
+    pub fn decide(&self, manifest: &Manifest, origin: PluginOrigin) -> GrantDecision {
         let name = manifest.name.as_str();
         let explicit = self.plugins.get(name);
         let base = self.base_grant(&manifest.capabilities, origin);
@@ -432,7 +432,7 @@ impl Policy {
             let by_default = base.env.contains(var) && !is_secret_env(var);
             if by_name || by_default {
                 env.push(var.clone());
-            } else if self.locked() && origin == Origin::Builtin && !is_secret_env(var) {
+            } else if self.locked() && origin == PluginOrigin::Builtin && !is_secret_env(var) {
                 // Locked mode passes no unnamed variable, by design: a
                 // first-party tool's programs get the sandbox's own base
                 // environment (PATH, a private HOME and TMPDIR) instead.
@@ -464,7 +464,7 @@ impl Policy {
         };
         // A first-party tool without the network in locked mode is the
         // mode working as documented, not something to warn about.
-        let by_design = self.locked() && origin == Origin::Builtin;
+        let by_design = self.locked() && origin == PluginOrigin::Builtin;
         if request.network.wanted() && !network && !network_on_request && !by_design {
             denied.push(if self.locked() {
                 "network (locked mode allows no network)".to_string()
@@ -496,7 +496,7 @@ impl Policy {
             limits,
         };
         let sources = self.sources_of(name, &grants, explicit, origin);
-        Decision {
+        GrantDecision {
             grants,
             denied,
             sources,
@@ -512,7 +512,7 @@ impl Policy {
         name: &str,
         request: &Capabilities,
         explicit: Option<&PluginGrant>,
-        origin: Origin,
+        origin: PluginOrigin,
         denied: &mut Vec<String>,
     ) -> (Vec<HttpRule>, Vec<CredentialGrant>) {
         if request.http.is_empty() {
@@ -539,7 +539,7 @@ impl Policy {
             return (Vec::new(), Vec::new());
         }
         let mut granted: Vec<HttpGrant> = explicit.map(|g| g.http.clone()).unwrap_or_default();
-        if origin == Origin::Builtin && !self.locked() {
+        if origin == PluginOrigin::Builtin && !self.locked() {
             granted.extend(request.http.iter().map(|o| HttpGrant {
                 origin: o.clone(),
                 methods: Vec::new(),
@@ -588,7 +588,7 @@ impl Policy {
         name: &str,
         grants: &Grants,
         explicit: Option<&PluginGrant>,
-        origin: Origin,
+        origin: PluginOrigin,
     ) -> Vec<GrantSource> {
         let file = self
             .sources
@@ -597,8 +597,12 @@ impl Policy {
             .unwrap_or_else(|| "configuration".into());
         let by_operator = |key: &str| format!("{file}:policy.plugins.{name}.{key}");
         let default = match origin {
-            Origin::Builtin => "built-in default: a first-party plugin gets what its manifest asks",
-            Origin::ThirdParty => "built-in default: a third-party plugin may read the workspace",
+            PluginOrigin::Builtin => {
+                "built-in default: a first-party plugin gets what its manifest asks"
+            }
+            PluginOrigin::ThirdParty => {
+                "built-in default: a third-party plugin may read the workspace"
+            }
         };
         let mut out = Vec::new();
         let mut line = |capability: &str, value: String, operator: bool| {
@@ -670,19 +674,19 @@ impl Policy {
     }
 
     /// What a plugin gets without being named in the policy.
-    fn base_grant(&self, request: &Capabilities, origin: Origin) -> Capabilities {
+    fn base_grant(&self, request: &Capabilities, origin: PluginOrigin) -> Capabilities {
         match (origin, self.locked()) {
-            (Origin::Builtin, false) => request.clone(),
+            (PluginOrigin::Builtin, false) => request.clone(),
             // Locked mode passes no environment variable unless named.
-            (Origin::Builtin, true) => Capabilities {
+            (PluginOrigin::Builtin, true) => Capabilities {
                 env: Vec::new(),
                 ..request.clone()
             },
-            (Origin::ThirdParty, false) => Capabilities {
+            (PluginOrigin::ThirdParty, false) => Capabilities {
                 workspace: Access::Read,
                 ..Capabilities::default()
             },
-            (Origin::ThirdParty, true) => Capabilities::default(),
+            (PluginOrigin::ThirdParty, true) => Capabilities::default(),
         }
     }
 }
@@ -721,7 +725,7 @@ fn granted_path_access(path: &Path, base: &[PathAccess], explicit: Option<&Plugi
 fn effective_limits(
     requested: &Limits,
     operator: Option<&Limits>,
-    origin: Origin,
+    origin: PluginOrigin,
     plugin: &str,
     denied: &mut Vec<String>,
 ) -> EffectiveLimits {
@@ -731,7 +735,7 @@ fn effective_limits(
             return granted.min(max);
         }
         let asked = asked.unwrap_or(default).min(max);
-        if origin == Origin::ThirdParty && asked > default {
+        if origin == PluginOrigin::ThirdParty && asked > default {
             denied.push(format!(
                 "limits: {key} {asked} requested, {default} granted{}",
                 hint(plugin, &format!("limits = {{ {key} = {asked} }}"))
@@ -851,7 +855,7 @@ mod tests {
     fn http_needs_both_the_manifest_and_the_grant() {
         let (_dir, data) = data_dir();
         let m = manifest(greedy(&data));
-        let none = Policy::default().decide(&m, Origin::ThirdParty);
+        let none = Policy::default().decide(&m, PluginOrigin::ThirdParty);
         assert!(none.grants.http.is_empty());
         assert!(
             none.denied.iter().any(|d| d.contains("http: https://api.github.com (grant it with [policy.plugins.probe] http = [\"https://api.github.com\"]")),
@@ -863,7 +867,7 @@ mod tests {
             "probe".into(),
             http_grant(&["https://api.github.com", "https://api.other.com"], false),
         );
-        let d = policy.decide(&m, Origin::ThirdParty);
+        let d = policy.decide(&m, PluginOrigin::ThirdParty);
         assert!(!d.denied.iter().any(|x| x.contains("also granted")));
         let shown: Vec<String> = d.grants.http.iter().map(|r| r.describe()).collect();
         assert_eq!(shown, ["https://api.github.com"], "only what was asked for");
@@ -875,7 +879,7 @@ mod tests {
             && s.source.ends_with("policy.plugins.probe.credentials")));
         // The credential's variable granted as env too: the plugin could read it.
         policy.plugins.get_mut("probe").unwrap().env = vec!["GITHUB_TOKEN".into()];
-        let d = policy.decide(&m, Origin::ThirdParty);
+        let d = policy.decide(&m, PluginOrigin::ThirdParty);
         assert!(
             d.denied
                 .iter()
@@ -897,7 +901,7 @@ mod tests {
             "probe".into(),
             http_grant(&["https://api.github.com"], false),
         );
-        let d = policy.decide(&m, Origin::ThirdParty);
+        let d = policy.decide(&m, PluginOrigin::ThirdParty);
         assert!(d.grants.http.is_empty());
         assert!(
             d.denied
@@ -910,10 +914,17 @@ mod tests {
             "probe".into(),
             http_grant(&["https://api.github.com"], true),
         );
-        assert_eq!(policy.decide(&m, Origin::ThirdParty).grants.http.len(), 1);
+        assert_eq!(
+            policy
+                .decide(&m, PluginOrigin::ThirdParty)
+                .grants
+                .http
+                .len(),
+            1
+        );
         policy.network = Some(false);
         policy.mode = PolicyMode::Default;
-        let d = policy.decide(&m, Origin::ThirdParty);
+        let d = policy.decide(&m, PluginOrigin::ThirdParty);
         assert!(d.grants.http.is_empty());
         assert!(d.grants.credentials.is_empty());
     }
@@ -921,7 +932,7 @@ mod tests {
     #[test]
     fn builtin_gets_what_it_requests_except_secrets() {
         let (_t, data) = data_dir();
-        let d = Policy::default().decide(&manifest(greedy(&data)), Origin::Builtin);
+        let d = Policy::default().decide(&manifest(greedy(&data)), PluginOrigin::Builtin);
         assert_eq!(d.grants.workspace, Access::ReadWrite);
         assert_eq!(d.grants.programs, vec!["sh", "git"]);
         assert_eq!(d.grants.env, vec!["LANG"]);
@@ -939,7 +950,7 @@ mod tests {
     #[test]
     fn third_party_without_grants_reads_workspace_only() {
         let (_t, data) = data_dir();
-        let d = Policy::default().decide(&manifest(greedy(&data)), Origin::ThirdParty);
+        let d = Policy::default().decide(&manifest(greedy(&data)), PluginOrigin::ThirdParty);
         assert_eq!(d.grants.workspace, Access::Read);
         assert!(d.grants.programs.is_empty());
         assert!(d.grants.env.is_empty());
@@ -979,7 +990,7 @@ mod tests {
         // Request less than granted: get only the request.
         let mut caps = greedy(&data);
         caps.workspace = Access::Read;
-        let d = policy.decide(&manifest(caps), Origin::ThirdParty);
+        let d = policy.decide(&manifest(caps), PluginOrigin::ThirdParty);
         assert_eq!(d.grants.workspace, Access::Read);
         assert_eq!(
             d.grants.programs,
@@ -1009,7 +1020,7 @@ mod tests {
             mode: PolicyMode::Locked,
             ..Policy::default()
         };
-        let d = policy.decide(&manifest(greedy(&data)), Origin::ThirdParty);
+        let d = policy.decide(&manifest(greedy(&data)), PluginOrigin::ThirdParty);
         assert_eq!(d.grants.workspace, Access::None);
         assert!(d.grants.programs.is_empty() && d.grants.env.is_empty());
 
@@ -1023,7 +1034,7 @@ mod tests {
                 ..PluginGrant::default()
             },
         );
-        let d = policy.decide(&manifest(greedy(&data)), Origin::ThirdParty);
+        let d = policy.decide(&manifest(greedy(&data)), PluginOrigin::ThirdParty);
         assert_eq!(d.grants.workspace, Access::Read);
         assert_eq!(d.grants.programs, vec!["git"]);
         assert_eq!(d.grants.env, vec!["LANG"]);
@@ -1042,7 +1053,7 @@ mod tests {
             sandbox: Some(SandboxMode::Off),
             ..Policy::default()
         };
-        let d = policy.decide(&manifest(greedy(&data)), Origin::Builtin);
+        let d = policy.decide(&manifest(greedy(&data)), PluginOrigin::Builtin);
         assert_eq!(d.grants.workspace, Access::ReadWrite);
         assert_eq!(d.grants.programs, vec!["sh", "git"]);
         assert!(!d.grants.network);
@@ -1076,7 +1087,7 @@ mod tests {
                 path: sneaky.clone(),
                 access: Access::Read,
             });
-            let d = policy.decide(&manifest(caps), Origin::ThirdParty);
+            let d = policy.decide(&manifest(caps), PluginOrigin::ThirdParty);
             assert!(
                 d.grants.paths.is_empty(),
                 "{} was mounted",
@@ -1089,7 +1100,7 @@ mod tests {
             path: data.join("sub/."),
             access: Access::Read,
         });
-        let d = policy.decide(&manifest(caps), Origin::ThirdParty);
+        let d = policy.decide(&manifest(caps), PluginOrigin::ThirdParty);
         assert_eq!(
             d.grants.paths[0].path,
             data.join("sub"),
@@ -1119,7 +1130,7 @@ mod tests {
             network: Some(false),
             ..Policy::default()
         };
-        let d = policy.decide(&manifest(greedy(&data)), Origin::Builtin);
+        let d = policy.decide(&manifest(greedy(&data)), PluginOrigin::Builtin);
         assert!(!d.grants.network);
         assert!(
             d.denied
@@ -1150,7 +1161,7 @@ mod tests {
         let mut m = manifest(Capabilities::default());
         m.limits.memory_mb = Some(100_000);
         m.limits.max_instances = Some(2);
-        let d = Policy::default().decide(&m, Origin::ThirdParty);
+        let d = Policy::default().decide(&m, PluginOrigin::ThirdParty);
         assert_eq!(d.grants.limits.memory_mb, limits::DEFAULT_MEMORY_MB);
         assert_eq!(d.grants.limits.timeout_ms, limits::DEFAULT_TIMEOUT_MS);
         assert_eq!(
@@ -1162,7 +1173,7 @@ mod tests {
             "{:?}",
             d.denied
         );
-        let d = Policy::default().decide(&m, Origin::Builtin);
+        let d = Policy::default().decide(&m, PluginOrigin::Builtin);
         assert_eq!(
             d.grants.limits.memory_mb,
             limits::MAX_MEMORY_MB,
@@ -1182,7 +1193,7 @@ mod tests {
         );
         assert_eq!(
             policy
-                .decide(&m, Origin::ThirdParty)
+                .decide(&m, PluginOrigin::ThirdParty)
                 .grants
                 .limits
                 .memory_mb,

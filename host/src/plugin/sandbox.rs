@@ -9,7 +9,7 @@ use std::time::Duration;
 
 pub use super::context::SandboxContext;
 use super::manifest::Access;
-use super::policy::{Grants, Origin, SandboxMode};
+use super::policy::{Grants, PluginOrigin, SandboxMode};
 use crate::process::{
     self, ChildEnv, Confinement, ConfinementSpec, LiveOutput, ProcessOutput, ProcessRequest,
     find_on_path,
@@ -99,7 +99,7 @@ impl PluginSandbox {
     /// Build the sandbox for a plugin with `grants`.
     pub fn new(
         plugin: &str,
-        origin: Origin,
+        origin: PluginOrigin,
         grants: &Grants,
         requested_http: &[super::http::OriginPattern],
         ctx: &SandboxContext,
@@ -150,8 +150,8 @@ impl PluginSandbox {
             .map(|(_, v)| v.clone());
         let temp_dir = ctx.temp_dir.join(plugin);
         let confinement_spec = super::confinement::spec(
-            super::confinement::Principal::Plugin(origin),
-            super::confinement::Reach {
+            super::confinement::ProgramOwner::Plugin(origin),
+            super::confinement::Footprint {
                 workspace: grants.workspace,
                 paths: &grants.paths,
                 network: grants.network,
