@@ -38,7 +38,7 @@ pub(super) async fn ask(
         },
         preview: describe_call(subject),
         diff: edit_diff(call, &session.workspace),
-        sandbox: call.standing.mode.clone(),
+        sandbox: call.standing.mode.to_string(),
         reason: judged.verdict_line(),
         scopes: scope_offers(offer.as_deref(), remember_in.map(|f| f.as_path())),
     };

@@ -180,7 +180,7 @@ impl CallFront for ClientFront<'_> {
             &call.name,
             &what,
             &judged.verdict_line(),
-            &call.standing.mode,
+            &call.standing.mode.to_string(),
         )
         .await
     }

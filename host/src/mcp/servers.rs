@@ -173,13 +173,13 @@ impl McpServer {
             .collect();
         crate::tools::Standing {
             principal: crate::tools::receipt::Principal {
-                kind: "mcp-server".into(),
+                kind: crate::tools::receipt::PrincipalKind::McpServer,
                 name: self.name.clone(),
                 version: None,
                 component_sha256: None,
                 origin: program,
             },
-            mode: policy.sandbox_mode().to_string(),
+            mode: crate::tools::receipt::RunsUnder::Sandbox(policy.sandbox_mode()),
             grants,
             denials,
             standing_programs,

@@ -242,7 +242,10 @@ mod tests {
             (receipt.tool.as_str(), receipt.outcome.as_str()),
             ("my_tool", "ok")
         );
-        assert_eq!(receipt.standing.principal.kind, "host");
+        assert_eq!(
+            receipt.standing.principal.kind,
+            crate::tools::receipt::PrincipalKind::Host
+        );
     }
 
     #[tokio::test]

@@ -10,11 +10,68 @@ use serde::{Deserialize, Serialize};
 use crate::plugin::policy::GrantSource;
 use crate::plugin::{HttpExchange, LoadedPlugin, ProgramRun};
 
+/// What kind of principal ran a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PrincipalKind {
+    /// A plugin's component.
+    Plugin,
+    /// An MCP server the operator configured.
+    McpServer,
+    /// sandcrab's own code (jobs, memory, subagents), or a name no tool
+    /// has.
+    Host,
+}
+
+impl std::fmt::Display for PrincipalKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PrincipalKind::Plugin => "plugin",
+            PrincipalKind::McpServer => "mcp-server",
+            PrincipalKind::Host => "host",
+        })
+    }
+}
+
+/// What a principal's calls run under: the host itself, unconfined by
+/// design (its own code), or a sandbox mode. Written as one word
+/// (`host`, `workspace-write`, `locked`, `off`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum RunsUnder {
+    Host,
+    Sandbox(crate::process::SandboxMode),
+}
+
+impl std::fmt::Display for RunsUnder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunsUnder::Host => f.write_str("host"),
+            RunsUnder::Sandbox(mode) => mode.fmt(f),
+        }
+    }
+}
+
+impl From<RunsUnder> for String {
+    fn from(under: RunsUnder) -> String {
+        under.to_string()
+    }
+}
+
+impl TryFrom<String> for RunsUnder {
+    type Error = String;
+    fn try_from(word: String) -> Result<Self, String> {
+        match word.as_str() {
+            "host" => Ok(RunsUnder::Host),
+            mode => mode.parse().map(RunsUnder::Sandbox),
+        }
+    }
+}
+
 /// Who ran a tool call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Principal {
-    /// `plugin`, `mcp-server` or `host`.
-    pub kind: String,
+    pub kind: PrincipalKind,
     pub name: String,
     /// The plugin's version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -32,7 +89,7 @@ pub struct Principal {
 pub struct Standing {
     pub principal: Principal,
     /// The sandbox mode in force.
-    pub mode: String,
+    pub mode: RunsUnder,
     pub grants: Vec<GrantSource>,
     /// Requested and refused, each with the rule that refused it.
     pub denials: Vec<String>,
@@ -48,13 +105,13 @@ impl Standing {
     pub fn host(tool: &str) -> Self {
         Standing {
             principal: Principal {
-                kind: "host".into(),
+                kind: PrincipalKind::Host,
                 name: tool.into(),
                 version: None,
                 component_sha256: None,
                 origin: None,
             },
-            mode: "host".into(),
+            mode: RunsUnder::Host,
             grants: Vec::new(),
             denials: Vec::new(),
             standing_programs: Vec::new(),
@@ -65,13 +122,13 @@ impl Standing {
     pub fn plugin(plugin: &LoadedPlugin) -> Self {
         Standing {
             principal: Principal {
-                kind: "plugin".into(),
+                kind: PrincipalKind::Plugin,
                 name: plugin.name().into(),
                 version: Some(plugin.manifest.version.clone()),
                 component_sha256: Some(plugin.component_sha256.clone()),
                 origin: Some(plugin.origin.label().into()),
             },
-            mode: plugin.sandbox().sandbox_mode.to_string(),
+            mode: RunsUnder::Sandbox(plugin.sandbox().sandbox_mode),
             grants: plugin.decision.sources.clone(),
             denials: plugin.decision.denied.clone(),
             standing_programs: Vec::new(),
@@ -277,6 +334,19 @@ mod tests {
             "status": "ok"
         });
         let read: Receipt = serde_json::from_value(old.clone()).unwrap();
+        assert_eq!(read.standing.principal.kind, PrincipalKind::Host);
+        // The mode is one word, as it always was.
+        let mut confined = old.clone();
+        confined["mode"] = json!("workspace-write");
+        confined["principal"]["kind"] = json!("mcp-server");
+        let back: Receipt = serde_json::from_value(confined.clone()).unwrap();
+        assert_eq!(
+            back.standing.mode,
+            RunsUnder::Sandbox(crate::process::SandboxMode::WorkspaceWrite)
+        );
+        assert_eq!(serde_json::to_value(&back).unwrap(), confined);
+        confined["mode"] = json!("sometimes");
+        assert!(serde_json::from_value::<Receipt>(confined).is_err());
         assert_eq!(read.approvals[0].line(), "allow by mode never");
         assert_eq!(serde_json::to_value(&read).unwrap(), old);
     }
