@@ -168,7 +168,7 @@ impl PluginHost {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| EngineError::Linker(format!("{e:#}")))?;
         // Its files through the judge of what the host keeps.
-        super::imports::wasi_fs::add_to_linker(&mut linker)
+        super::imports::wasi_fs::add_to_linker(&mut linker, HostState::guarded_fs)
             .map_err(|e| EngineError::Linker(format!("{e:#}")))?;
         // `wasi:http/outgoing-handler` is there for every plugin; each
         // request goes through the plugin's grants (none: refused).

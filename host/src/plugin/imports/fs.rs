@@ -15,10 +15,11 @@ use std::io::{Read, Seek, SeekFrom};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::Arc;
 
-use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 use wasmtime::component::Resource;
 
+use super::beneath::{DIR_FLAGS, open_beneath};
 pub use super::fs_directory::FsDirectory;
 use crate::plugin::state::HostState;
 
@@ -82,54 +83,6 @@ fn plain(name: &str) -> Result<&str, FsError> {
     Ok(name)
 }
 
-/// Directories are opened non-blocking too: calls run on the caller's
-/// task, and nothing named like a directory may hold it (a FIFO fails
-/// `O_DIRECTORY` before it could block, and this makes that explicit).
-const DIR_FLAGS: OFlags = OFlags::DIRECTORY
-    .union(OFlags::RDONLY)
-    .union(OFlags::CLOEXEC)
-    .union(OFlags::NONBLOCK);
-
-/// Open `path` (relative, may be several names) beneath `root`, following
-/// links only while they stay beneath it.
-pub(crate) fn open_beneath<Fd: AsFd>(
-    root: Fd,
-    path: &str,
-    flags: OFlags,
-) -> Result<OwnedFd, Errno> {
-    let root = root.as_fd();
-    match rustix::fs::openat2(
-        root,
-        path,
-        flags,
-        Mode::empty(),
-        ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
-    ) {
-        Err(Errno::NOSYS) => {
-            // Kernels before 5.6: one name at a time, no links at all.
-            let names: Vec<&str> = path
-                .split('/')
-                .filter(|n| !n.is_empty() && *n != ".")
-                .collect();
-            let Some((last, parents)) = names.split_last() else {
-                return rustix::fs::openat(root, ".", flags, Mode::empty());
-            };
-            let mut dir = rustix::fs::openat(root, ".", DIR_FLAGS, Mode::empty())?;
-            for name in parents {
-                if *name == ".." {
-                    return Err(Errno::XDEV);
-                }
-                dir = rustix::fs::openat(&dir, *name, DIR_FLAGS | OFlags::NOFOLLOW, Mode::empty())?;
-            }
-            if *last == ".." {
-                return Err(Errno::XDEV);
-            }
-            rustix::fs::openat(&dir, *last, flags | OFlags::NOFOLLOW, Mode::empty())
-        }
-        other => other,
-    }
-}
-
 /// What every version of the interface does, in version-neutral terms.
 impl HostState {
     fn fs_dir(&mut self, dir: &Resource<FsDirectory>) -> wasmtime::Result<&FsDirectory> {
@@ -139,7 +92,7 @@ impl HostState {
     /// Whether `access` to the open file or folder `fd` may happen, judged
     /// where it really is; a refusal is recorded for the call's receipt.
     pub(crate) fn judged(&self, fd: &OwnedFd, access: crate::kept::Access) -> Result<(), FsError> {
-        let Ok(real) = super::wasi_fs::real_path_of(fd.as_raw_fd()) else {
+        let Ok(real) = super::beneath::real_path_of(fd.as_raw_fd()) else {
             return Err(FsError::AccessDenied);
         };
         self.sandbox

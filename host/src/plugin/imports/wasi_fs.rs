@@ -44,8 +44,8 @@ pub struct GuardedFsView<'a> {
 }
 
 /// Where the open file or folder `fd` really is.
-pub(crate) fn real_path_of(fd: RawFd) -> Result<PathBuf, ErrorCode> {
-    std::fs::read_link(format!("/proc/self/fd/{fd}")).map_err(|_| ErrorCode::Access)
+fn real_path_of(fd: RawFd) -> Result<PathBuf, ErrorCode> {
+    super::beneath::real_path_of(fd).map_err(|_| ErrorCode::Access)
 }
 
 fn raw_fd(descriptor: &Descriptor) -> RawFd {
@@ -93,7 +93,7 @@ fn locate(dir: RawFd, path: &str, follow: bool) -> Result<PathBuf, ErrorCode> {
 
 /// `path` beneath `dir`, opened only to say where it is.
 fn open_path(dir: std::os::fd::BorrowedFd<'_>, path: &str) -> Result<OwnedFd, ErrorCode> {
-    super::fs::open_beneath(dir, path, OFlags::PATH | OFlags::CLOEXEC).map_err(|e| match e {
+    super::beneath::open_beneath(dir, path, OFlags::PATH | OFlags::CLOEXEC).map_err(|e| match e {
         rustix::io::Errno::NOENT => ErrorCode::NoEntry,
         rustix::io::Errno::NOTDIR => ErrorCode::NotDirectory,
         _ => ErrorCode::Access,
@@ -424,12 +424,14 @@ impl HostDirectoryEntryStream for GuardedFsView<'_> {
 }
 
 /// Put the guarded interface in place of wasmtime-wasi's in `linker`
-/// (after `wasmtime_wasi::p2::add_to_linker_async`).
-pub fn add_to_linker(
-    linker: &mut wasmtime::component::Linker<crate::plugin::state::HostState>,
+/// (after `wasmtime_wasi::p2::add_to_linker_async`), reaching each
+/// store's view through `view`.
+pub fn add_to_linker<T: Send + 'static>(
+    linker: &mut wasmtime::component::Linker<T>,
+    view: fn(&mut T) -> GuardedFsView<'_>,
 ) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
-    let added = types::add_to_linker::<_, GuardedFs>(linker, |state| state.guarded_fs());
+    let added = types::add_to_linker::<_, GuardedFs>(linker, view);
     linker.allow_shadowing(false);
     added
 }
