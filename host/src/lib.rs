@@ -14,7 +14,7 @@ pub use sandcrab_kept as kept;
 pub use sandcrab_llm as llm;
 pub mod mcp;
 pub mod pipeline;
-pub mod plugin;
+pub use sandcrab_plugin as plugin;
 pub use sandcrab_process as process;
 pub mod replay;
 pub use sandcrab_kept::safe_fs;

@@ -285,7 +285,7 @@ fn program_line(p: &ProgramRun) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::approvals::{Approval, ApprovalRecord, DecidedBy, Decision, Mode};
+    use sandcrab_core::approval::{Approval, ApprovalRecord, DecidedBy, Decision, Mode};
     use serde_json::json;
 
     /// The JSON of a receipt is what `sandcrab audit`, the bridge, MCP

@@ -6,9 +6,9 @@
 //! never reports a timeout, and a profile names no output limit.
 
 use super::{GuestContext, RawTool};
-use crate::plugin::types::{ProfileInfo, ToolOutput, ToolTraits};
+use crate::types::{ProfileInfo, ToolOutput, ToolTraits};
 
-bind_version!("../wit/since_v0.1.0", since_v0_1_0, |_state| None);
+bind_version!("../../wit/since_v0.1.0", since_v0_1_0, |_state| None);
 
 use profile::exports::sandcrab::plugin::profile::ProfileInfo as WitProfileInfo;
 use tool::sandcrab::plugin::types as wit;

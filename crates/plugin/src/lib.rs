@@ -1,6 +1,11 @@
 //! The plugin runtime: manifests and policy, the engine and its on-disk
 //! cache, per-call sandboxed stores, the host imports, and loading.
 
+use sandcrab_core::user_files;
+use sandcrab_kept::{self as kept, safe_fs};
+use sandcrab_process as process;
+use sandcrab_store::tls;
+
 mod cache;
 pub mod clock;
 pub mod confinement;

@@ -1,6 +1,6 @@
 //! What every ABI version binds the same way, written once: the three
 //! worlds' bindings, the version's host imports forwarded to the one real
-//! implementation in [`crate::plugin::imports`], the guest for a
+//! implementation in [`crate::imports`], the guest for a
 //! component, and the calls into the tool, profile and summarizer exports.
 //! A version's own file adds only what differs, as four conversions to and
 //! from the version-neutral types: `raw_tool` (a declared tool),
@@ -43,14 +43,14 @@ macro_rules! bind_version {
             });
         }
 
-        crate::plugin::imports::process::process_host!($version, |$state| $default_cwd);
-        crate::plugin::imports::log::log_host!($version);
+        crate::imports::process::process_host!($version, |$state| $default_cwd);
+        crate::imports::log::log_host!($version);
 
-        impl tool::sandcrab::plugin::types::Host for crate::plugin::state::HostState {}
+        impl tool::sandcrab::plugin::types::Host for crate::state::HostState {}
 
         /// This version's host imports.
         pub fn add_to_linker(
-            linker: &mut wasmtime::component::Linker<crate::plugin::state::HostState>,
+            linker: &mut wasmtime::component::Linker<crate::state::HostState>,
         ) -> wasmtime::Result<()> {
             tool::ToolPlugin::add_to_linker::<_, wasmtime::component::HasSelf<_>>(
                 linker,
@@ -60,10 +60,10 @@ macro_rules! bind_version {
 
         /// The guest for a component of this version.
         pub fn guest(
-            kind: crate::plugin::manifest::PluginKind,
-            pre: wasmtime::component::InstancePre<crate::plugin::state::HostState>,
+            kind: crate::manifest::PluginKind,
+            pre: wasmtime::component::InstancePre<crate::state::HostState>,
         ) -> wasmtime::Result<super::Guest> {
-            use crate::plugin::manifest::PluginKind;
+            use crate::manifest::PluginKind;
             Ok(match kind {
                 PluginKind::Tool => {
                     super::Guest::Tool(std::sync::Arc::new(tool::ToolPluginPre::new(pre)?))
@@ -78,10 +78,10 @@ macro_rules! bind_version {
         }
 
         #[async_trait::async_trait]
-        impl super::ToolGuest for tool::ToolPluginPre<crate::plugin::state::HostState> {
+        impl super::ToolGuest for tool::ToolPluginPre<crate::state::HostState> {
             async fn tools(
                 &self,
-                store: &mut wasmtime::Store<crate::plugin::state::HostState>,
+                store: &mut wasmtime::Store<crate::state::HostState>,
             ) -> wasmtime::Result<Vec<super::RawTool>> {
                 let instance = self.instantiate_async(&mut *store).await?;
                 let specs = instance.sandcrab_plugin_tool().call_tools(store).await?;
@@ -90,7 +90,7 @@ macro_rules! bind_version {
 
             async fn instantiate(
                 &self,
-                store: &mut wasmtime::Store<crate::plugin::state::HostState>,
+                store: &mut wasmtime::Store<crate::state::HostState>,
             ) -> wasmtime::Result<Box<dyn super::ToolInstance>> {
                 Ok(Box::new(self.instantiate_async(&mut *store).await?))
             }
@@ -100,14 +100,14 @@ macro_rules! bind_version {
         impl super::ToolInstance for tool::ToolPlugin {
             async fn call(
                 &self,
-                store: &mut wasmtime::Store<crate::plugin::state::HostState>,
+                store: &mut wasmtime::Store<crate::state::HostState>,
                 name: &str,
                 args_json: &str,
                 ctx: &super::GuestContext,
             ) -> wasmtime::Result<
-                Result<crate::plugin::types::ToolOutput, crate::plugin::types::ToolFailure>,
+                Result<crate::types::ToolOutput, crate::types::ToolFailure>,
             > {
-                use crate::plugin::types::ToolFailure;
+                use crate::types::ToolFailure;
                 use tool::sandcrab::plugin::types::ToolError as E;
                 let wit_ctx = call_context(ctx);
                 let result = self
@@ -123,11 +123,11 @@ macro_rules! bind_version {
         }
 
         #[async_trait::async_trait]
-        impl super::ProfileGuest for profile::ProfilePluginPre<crate::plugin::state::HostState> {
+        impl super::ProfileGuest for profile::ProfilePluginPre<crate::state::HostState> {
             async fn info(
                 &self,
-                store: &mut wasmtime::Store<crate::plugin::state::HostState>,
-            ) -> wasmtime::Result<crate::plugin::types::ProfileInfo> {
+                store: &mut wasmtime::Store<crate::state::HostState>,
+            ) -> wasmtime::Result<crate::types::ProfileInfo> {
                 let instance = self.instantiate_async(&mut *store).await?;
                 let info = instance.sandcrab_plugin_profile().call_info(store).await?;
                 Ok(profile_info(info))
@@ -135,7 +135,7 @@ macro_rules! bind_version {
 
             async fn base_instructions(
                 &self,
-                store: &mut wasmtime::Store<crate::plugin::state::HostState>,
+                store: &mut wasmtime::Store<crate::state::HostState>,
             ) -> wasmtime::Result<String> {
                 let instance = self.instantiate_async(&mut *store).await?;
                 instance
@@ -147,14 +147,14 @@ macro_rules! bind_version {
 
         #[async_trait::async_trait]
         impl super::SummarizerGuest
-            for summarizer::SummarizerPluginPre<crate::plugin::state::HostState>
+            for summarizer::SummarizerPluginPre<crate::state::HostState>
         {
             async fn render(
                 &self,
-                store: &mut wasmtime::Store<crate::plugin::state::HostState>,
+                store: &mut wasmtime::Store<crate::state::HostState>,
                 persona: &str,
                 existing_summary: &str,
-                messages: &[crate::plugin::types::SummaryMessage],
+                messages: &[crate::types::SummaryMessage],
             ) -> wasmtime::Result<String> {
                 use summarizer::exports::sandcrab::plugin::summarizer::Message;
                 let messages: Vec<Message> = messages

@@ -17,8 +17,8 @@ use super::connect::{self, Connection, PoolKey, WireError};
 use super::egress::HttpEgress;
 use super::held::Held;
 use super::origin::{RequestOrigin, Scheme};
-use crate::plugin::clock::CallClock;
-use crate::plugin::types::{ActivityLog, HttpExchange};
+use crate::clock::CallClock;
+use crate::types::{ActivityLog, HttpExchange};
 
 /// Most exchanges one call's receipt records.
 const MAX_RECORDED: usize = 256;

@@ -4,9 +4,9 @@
 //! command without `cwd` runs (0.1.0: the workspace root; 0.2.0: the call's
 //! working directory).
 
-use crate::plugin::sandbox::{GuestCommand, ProcessDenied};
-use crate::plugin::state::HostState;
 use crate::process::ProcessOutput;
+use crate::sandbox::{GuestCommand, ProcessDenied};
+use crate::state::HostState;
 
 /// Run `command` for the guest, within the time its call has left: the
 /// program gets its own timeout (and so a TERM, a grace and partial
@@ -86,7 +86,7 @@ const NO_NETWORK_NOTE: &str = "\n[sandcrab: this command ran without the network
 /// Note the program in the call's receipt: how it was confined and how
 /// it ended, or why it was refused.
 fn record(state: &HostState, program: String, result: &Result<ProcessOutput, ProcessDenied>) {
-    use crate::plugin::types::{ProgramConfinement, ProgramRun};
+    use crate::types::{ProgramConfinement, ProgramRun};
     let Some(log) = &state.programs else { return };
     let run = match result {
         Ok(out) => ProgramRun {
@@ -141,22 +141,20 @@ fn program_timeout(asked_ms: Option<u64>, left: std::time::Duration) -> u64 {
 /// `$default_cwd` says where a command without `cwd` runs.
 macro_rules! process_host {
     ($version:ident, |$state:ident| $default_cwd:expr) => {
-        impl crate::plugin::wit::$version::tool::sandcrab::plugin::process::Host
-            for crate::plugin::state::HostState
+        impl crate::wit::$version::tool::sandcrab::plugin::process::Host
+            for crate::state::HostState
         {
             async fn run(
                 &mut self,
-                command: crate::plugin::wit::$version::tool::sandcrab::plugin::process::Command,
+                command: crate::wit::$version::tool::sandcrab::plugin::process::Command,
             ) -> Result<
-                crate::plugin::wit::$version::tool::sandcrab::plugin::process::Output,
-                crate::plugin::wit::$version::tool::sandcrab::plugin::process::ProcessError,
+                crate::wit::$version::tool::sandcrab::plugin::process::Output,
+                crate::wit::$version::tool::sandcrab::plugin::process::ProcessError,
             > {
-                use crate::plugin::wit::$version::tool::sandcrab::plugin::process::{
-                    Output, ProcessError,
-                };
+                use crate::wit::$version::tool::sandcrab::plugin::process::{Output, ProcessError};
                 let $state = &*self;
                 let default_cwd: Option<String> = $default_cwd;
-                let guest = crate::plugin::sandbox::GuestCommand {
+                let guest = crate::sandbox::GuestCommand {
                     program: command.program,
                     args: command.args,
                     cwd: command.cwd,
@@ -165,7 +163,7 @@ macro_rules! process_host {
                     stdin: command.stdin,
                     timeout_ms: command.timeout_ms,
                 };
-                match crate::plugin::imports::process::run(self, guest).await {
+                match crate::imports::process::run(self, guest).await {
                     Ok(out) => Ok(Output {
                         stdout: out.stdout,
                         stderr: out.stderr,
@@ -176,16 +174,12 @@ macro_rules! process_host {
                         truncated: out.truncated,
                     }),
                     Err(denied) => Err(match denied {
-                        crate::plugin::sandbox::ProcessDenied::NotAllowed(m) => {
-                            ProcessError::NotAllowed(m)
-                        }
-                        crate::plugin::sandbox::ProcessDenied::InvalidCwd(m) => {
-                            ProcessError::InvalidCwd(m)
-                        }
-                        crate::plugin::sandbox::ProcessDenied::SandboxUnavailable(m) => {
+                        crate::sandbox::ProcessDenied::NotAllowed(m) => ProcessError::NotAllowed(m),
+                        crate::sandbox::ProcessDenied::InvalidCwd(m) => ProcessError::InvalidCwd(m),
+                        crate::sandbox::ProcessDenied::SandboxUnavailable(m) => {
                             ProcessError::SandboxUnavailable(m)
                         }
-                        crate::plugin::sandbox::ProcessDenied::SpawnFailed(m) => {
+                        crate::sandbox::ProcessDenied::SpawnFailed(m) => {
                             ProcessError::SpawnFailed(m)
                         }
                     }),

@@ -26,7 +26,7 @@ use wasmtime_wasi::p2::bindings::filesystem::types::{
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, FsError, FsResult};
 
 use crate::kept::{Access, Judge, Refusal};
-use crate::plugin::types::ActivityLog;
+use crate::types::ActivityLog;
 
 /// The `HasData` of the guarded interface.
 pub struct GuardedFs;

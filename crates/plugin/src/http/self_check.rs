@@ -11,7 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::egress::{HttpEgress, HttpLimits};
 use super::grant::{CredentialGrant, CredentialRule, HttpRule};
-use crate::plugin::clock::CallClock;
+use crate::clock::CallClock;
 
 /// One attempt and what came of it.
 #[derive(Debug, Clone, Serialize)]

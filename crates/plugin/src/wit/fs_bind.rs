@@ -1,6 +1,6 @@
 //! What every version of `sandcrab:fs/directories` binds the same way,
 //! written once: the methods of 0.1.0, converted to and from the
-//! version-neutral implementation in [`crate::plugin::imports::fs`]. A
+//! version-neutral implementation in [`crate::imports::fs`]. A
 //! version's file names its interface module `v` and adds the methods it
 //! introduced.
 
@@ -8,8 +8,8 @@
 /// `$extra` are the methods that version added.
 macro_rules! fs_directories_host {
     ($($extra:item)*) => {
-        use crate::plugin::imports::fs::{FsDirectory, FsError, Kind};
-        use crate::plugin::state::HostState;
+        use crate::imports::fs::{FsDirectory, FsError, Kind};
+        use crate::state::HostState;
         use wasmtime::component::Resource;
 
         fn error(e: FsError) -> v::Error {

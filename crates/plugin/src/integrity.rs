@@ -53,7 +53,7 @@ pub fn verify(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugin::policy::{PluginGrant, PolicyMode};
+    use crate::policy::{PluginGrant, PolicyMode};
 
     fn pinned(sha: &str) -> Policy {
         let mut policy = Policy::default();

@@ -801,7 +801,7 @@ fn effective_limits(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugin::manifest::PluginKind;
+    use crate::manifest::PluginKind;
     use std::path::PathBuf;
 
     fn manifest(caps: Capabilities) -> Manifest {

@@ -7,11 +7,11 @@ use wasmtime::component::{Component, InstancePre};
 use wasmtime::{Engine, Store};
 
 use super::{GuestContext, Piece, Shard, ShardOutput, ShardedGuest};
-use crate::plugin::state::HostState;
-use crate::plugin::types::{ToolFailure, ToolOutput};
+use crate::state::HostState;
+use crate::types::{ToolFailure, ToolOutput};
 
 wasmtime::component::bindgen!({
-    path: "../wit/shards/since_v0.1.0",
+    path: "../../wit/shards/since_v0.1.0",
     world: "sharded-tool-plugin",
     exports: { default: async },
 });

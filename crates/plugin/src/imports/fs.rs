@@ -21,7 +21,7 @@ use wasmtime::component::Resource;
 
 use super::beneath::{DIR_FLAGS, open_beneath};
 pub use super::fs_directory::FsDirectory;
-use crate::plugin::state::HostState;
+use crate::state::HostState;
 
 /// The most one `read-file` call reads, and the longest window one
 /// `read-lines` call hands over (bounds the host's buffers).

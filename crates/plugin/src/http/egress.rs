@@ -306,7 +306,7 @@ fn replace_all(haystack: &[u8], needle: &[u8], with: &[u8]) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugin::http::grant::CredentialRule;
+    use crate::http::grant::CredentialRule;
 
     fn egress(rules: &[&str], creds: &[(&str, &str)], env: &[(&str, &str)]) -> HttpEgress {
         let rules: Vec<HttpRule> = rules

@@ -1,5 +1,5 @@
 //! The first-party plugins' native code, compiled when the binary was built
-//! (see `host/build.rs`) with the engine settings the host runs with, so a
+//! (see `crates/plugin/build.rs`) with the engine settings the host runs with, so a
 //! first start on a new machine compiles nothing.
 //!
 //! The code is part of the binary and as trusted as the rest of it. It is

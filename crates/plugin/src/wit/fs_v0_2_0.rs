@@ -3,11 +3,11 @@
 //! the window) and `entries-packed` (a directory's names in one buffer).
 
 wasmtime::component::bindgen!({
-    path: "../wit/fs/since_v0.2.0",
+    path: "../../wit/fs/since_v0.2.0",
     world: "fs-user",
     imports: { default: trappable },
     with: {
-        "sandcrab:fs/directories.directory": crate::plugin::imports::fs_directory::FsDirectory,
+        "sandcrab:fs/directories.directory": crate::imports::fs_directory::FsDirectory,
     },
 });
 

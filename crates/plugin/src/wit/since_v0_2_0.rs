@@ -1,14 +1,13 @@
-//! Host bindings for `sandcrab:plugin@0.3.0` (`wit/since_v0.3.0`), frozen:
+//! Host bindings for `sandcrab:plugin@0.2.0` (`wit/since_v0.2.0`), frozen:
 //! `bind_version!` binds it; this file maps its types to the
-//! version-neutral ones.
+//! version-neutral ones. What 0.2.0 lacks takes its 0.2.0 meaning: the
+//! call context carries no sandbox facts, and a tool declares no output
+//! limit (the host's default applies). Its profiles' `adapter` is ignored.
 
 use super::{GuestContext, RawTool};
-use crate::plugin::types::{
-    ProfileInfo, ToolOutput, ToolTraits, TruncateMode, TruncationLimits, Writes,
-};
-use crate::process::SandboxMode;
+use crate::types::{ProfileInfo, ToolOutput, ToolTraits, Writes};
 
-bind_version!("../wit/since_v0.3.0", since_v0_3_0, |state| state.working_dir.clone());
+bind_version!("../../wit/since_v0.2.0", since_v0_2_0, |state| state.working_dir.clone());
 
 use profile::exports::sandcrab::plugin::profile::ProfileInfo as WitProfileInfo;
 use tool::sandcrab::plugin::types as wit;
@@ -29,16 +28,7 @@ fn raw_tool(s: wit::ToolSpec) -> RawTool {
             shardable: false,
             // Decided by the host when the plugin loads.
             network: false,
-            output_limit: s.output_limit.map(|l| {
-                TruncationLimits::declared(
-                    l.chars,
-                    l.lines,
-                    match l.keep {
-                        wit::Keep::HeadAndTail => TruncateMode::HeadTail,
-                        wit::Keep::Tail => TruncateMode::Tail,
-                    },
-                )
-            }),
+            output_limit: None,
         },
     }
 }
@@ -51,14 +41,6 @@ fn call_context(ctx: &GuestContext) -> wit::CallContext {
         session_id: ctx.session_id.clone(),
         call_id: ctx.call_id.clone(),
         working_dir: ctx.working_dir.clone(),
-        sandbox: match ctx.sandbox_mode {
-            SandboxMode::Locked => wit::SandboxMode::Locked,
-            SandboxMode::WorkspaceWrite => wit::SandboxMode::WorkspaceWrite,
-            SandboxMode::Off => wit::SandboxMode::Off,
-        },
-        protected_paths: ctx.protected.clone(),
-        time_budget_ms: ctx.time_budget_ms,
-        background: ctx.background,
     }
 }
 
