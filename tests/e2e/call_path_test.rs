@@ -4,6 +4,8 @@
 //! checkpointed and undone like any other; a call `mcp serve` refuses
 //! carries a receipt like one the agent refuses.
 
+use std::path::Path;
+
 use serde_json::{Value, json};
 
 use crate::cli_support::{self, events};
@@ -81,4 +83,60 @@ async fn a_double_encoded_call_is_checkpointed_and_undone_like_any_other() {
         "BEFORE\n",
         "/undo put the file back"
     );
+}
+
+/// `run --json` with one `write_file` call to `file_path`; its
+/// TOOL_CALL_END.
+async fn run_write(scene: &Scene, workspace: &Path, file_path: &str, extra: &[&str]) -> Value {
+    let server = MockLlm::strict(KIND).await;
+    let args = json!({"file_path": file_path, "content": "on: push\n"});
+    server.push(stream(
+        KIND,
+        &Answer::Tools(vec![tool("w1", "write_file", args)]),
+    ));
+    server.push(stream(KIND, &Answer::Text(vec!["done"])));
+    // A workspace not named `workspace`, so a name through the guest's
+    // `/workspace` and the host's folder of that name differ.
+    let out = crate::support::sandcrab_cmd(scene)
+        .env(KIND.key_vars()[0], "sk-test")
+        .args(["run", "--provider", KIND.id(), "--model", "m", "--base-url"])
+        .arg(server.base_url())
+        .arg("-w")
+        .arg(workspace)
+        .arg("--json")
+        .args(extra)
+        .arg("go")
+        .output()
+        .unwrap();
+    events(&out.stdout)
+        .into_iter()
+        .find(|e| e["kind"] == "TOOL_CALL_END")
+        .unwrap_or_else(|| panic!("no TOOL_CALL_END: {}", String::from_utf8_lossy(&out.stderr)))
+}
+
+/// A path rule judges the file the tool really writes, however the call
+/// names it: through the guest's `/workspace/..`, the host's path, `..`
+/// from the working directory. Each spelling is refused by the deny rule
+/// and the file is not written; the control (another folder) is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_path_rule_judges_the_file_the_tool_writes_however_it_is_named() {
+    let scene = Scene::new();
+    scene.write_user_config("[[approvals.rules]]\npath = \".github/**\"\ndecision = \"deny\"\n");
+    let project = scene.workspace().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let workflow = project.join(".github/workflows/x.yml");
+    let host = project.display().to_string();
+    for name in [
+        ".github/workflows/x.yml".to_string(),
+        "../workspace/.github/workflows/x.yml".to_string(),
+        "/workspace/x/../.github/workflows/x.yml".to_string(),
+        format!("{host}/../workspace/.github/workflows/x.yml"),
+    ] {
+        let end = run_write(&scene, &project, &name, &[]).await;
+        assert_eq!(end["data"]["status"], "denied", "{name}: {end}");
+        assert!(!workflow.exists(), "{name} was written past the deny rule");
+    }
+    let end = run_write(&scene, &project, "docs/x.yml", &[]).await;
+    assert_eq!(end["data"]["status"], "ok", "control: {end}");
+    assert!(project.join("docs/x.yml").exists());
 }

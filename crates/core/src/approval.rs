@@ -125,7 +125,8 @@ pub enum Reach {
     /// `rule` from now on in this workspace, written to the operator's
     /// file at `written_at`.
     Workspace { rule: String, written_at: String },
-    /// Meant for the workspace, but `rule` could not be written: once.
+    /// Meant to reach further, but `rule` could not be kept (written to
+    /// the operator's file, or said as a rule at all): this call only.
     Unwritten { rule: String, error: String },
 }
 
@@ -187,7 +188,7 @@ impl ApprovalRecord {
                         format!("{rule} always in this workspace: rule written at {written_at}")
                     }
                     Reach::Unwritten { rule, error } => {
-                        format!("once; the rule for {rule} could not be written: {error}")
+                        format!("once; the rule for {rule} could not be kept: {error}")
                     }
                 };
                 format!("{verdict}; allowed by the operator via {via} at {at} ({reach})")

@@ -426,35 +426,47 @@ pub fn scratch_warning(plugin: &str) -> String {
     )
 }
 
-/// A path a tool call names, as the host sees it: under
-/// [`GUEST_WORKSPACE`] it is in `workspace`, a relative one is under
-/// `working_dir`, anything else stays as named (checkpoints and previews
-/// then find it outside the workspace).
+/// A path a tool call names, as the host sees it — resolved exactly as the
+/// tools resolve it (the SDK's `paths::resolve`): a name under the host's
+/// workspace path is that place in the guest's workspace; a relative name
+/// is under the guest's working directory; `.` and `..` are resolved by
+/// name in the guest's view; what lands inside [`GUEST_WORKSPACE`] is in
+/// `workspace`. Anything else stays outside (the tools refuse it;
+/// checkpoints and previews find it outside the workspace).
 pub fn host_path_of(name: &str, workspace: &Path, working_dir: &Path) -> PathBuf {
-    // A guest resolves `..` by name inside its mounts: so does the host,
-    // or `/workspace/x/../y` would be judged as a path outside.
-    let named = if name.starts_with('/') {
-        lexical(Path::new(name)).to_string_lossy().into_owned()
-    } else {
-        name.to_string()
+    let guest_root = GUEST_WORKSPACE.trim_end_matches('/');
+    let host_root = workspace.to_string_lossy();
+    let host_root = host_root.trim_end_matches('/');
+    let guest_wd = match working_dir.strip_prefix(workspace) {
+        Ok(rest) if rest.as_os_str().is_empty() => guest_root.to_string(),
+        Ok(rest) => format!("{guest_root}/{}", rest.to_string_lossy()),
+        Err(_) => guest_root.to_string(),
     };
-    let path = match guest_relative(GUEST_WORKSPACE, &named) {
+    let guest = match name.strip_prefix(host_root) {
+        Some(rest) if !host_root.is_empty() && (rest.is_empty() || rest.starts_with('/')) => {
+            format!("{guest_root}{rest}")
+        }
+        _ if !name.starts_with('/') => format!("{guest_wd}/{name}"),
+        _ => name.to_string(),
+    };
+    let guest = lexical(Path::new(&guest));
+    match guest_relative(GUEST_WORKSPACE, &guest.to_string_lossy()) {
         Some(rest) => workspace.join(rest),
-        None => working_dir.join(&named),
-    };
-    lexical(&path)
+        None => guest,
+    }
 }
 
-/// `path` with `.` and `..` resolved by name.
+/// `path` with `.` and `..` resolved by name (never above `/`).
 fn lexical(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
+    let mut out = PathBuf::from("/");
     for part in path.components() {
         match part {
             std::path::Component::ParentDir => {
                 out.pop();
             }
-            std::path::Component::CurDir => {}
-            other => out.push(other.as_os_str()),
+            std::path::Component::Normal(name) => out.push(name),
+            std::path::Component::CurDir | std::path::Component::RootDir => {}
+            std::path::Component::Prefix(_) => {}
         }
     }
     out
@@ -495,9 +507,23 @@ mod tests {
             host_path_of("/workspace/../etc/x", ws, wd),
             Path::new("/etc/x")
         );
-        // `..` inside the mount is resolved as the guest resolves it.
+        // `..` is resolved in the guest's view, as the tools resolve it.
         assert_eq!(host_path_of("/workspace/x/../y", ws, wd), ws.join("y"));
         assert_eq!(host_path_of("../a.txt", ws, wd), ws.join("a.txt"));
+        assert_eq!(host_path_of("../../workspace/b", ws, wd), ws.join("b"));
+        assert_eq!(
+            host_path_of("/home/u/ws/../workspace/c", ws, wd),
+            ws.join("c")
+        );
+        assert_eq!(host_path_of("/home/u/ws/src/d", ws, wd), ws.join("src/d"));
+        // A workspace that is itself under /workspace: the host's path of
+        // it is taken first, as the tools take it.
+        let (ws, wd) = (Path::new("/workspace/repo"), Path::new("/workspace/repo"));
+        assert_eq!(
+            host_path_of("/workspace/repo/src/k", ws, wd),
+            ws.join("src/k")
+        );
+        assert_eq!(host_path_of("/workspace/src/k", ws, wd), ws.join("src/k"));
     }
 
     #[test]

@@ -30,7 +30,7 @@ pub(super) async fn ask(
         session_id: session.id.clone(),
         call_id: call.id.clone(),
         tool: call.name.clone(),
-        arguments: call.raw.clone(),
+        arguments: call.arguments.clone().unwrap_or_else(|_| call.raw.clone()),
         from: if session.depth == 0 {
             "agent".into()
         } else {
@@ -39,6 +39,7 @@ pub(super) async fn ask(
         preview: describe_call(subject),
         diff: edit_diff(call, &session.workspace),
         sandbox: call.standing.mode.to_string(),
+        network: call.asks_network,
         reason: judged.verdict_line(),
         scopes: scope_offers(offer.as_deref(), remember_in.map(|f| f.as_path())),
     };
@@ -152,12 +153,21 @@ fn remember(session: &Session, answer: &Answer, offer: Option<&str>, asked_id: &
     };
     let rule = offer.to_string();
     match (answer.scope, &session.config.remember_in) {
-        (Scope::Session, _) => {
-            if let Ok(rules) = rules_from_flags(std::slice::from_ref(&rule)) {
+        (Scope::Session, _) => match rules_from_flags(std::slice::from_ref(&rule)) {
+            Ok(rules) => {
                 keep(rules.relabel(&label));
+                Reach::Conversation { rule }
             }
-            Reach::Conversation { rule }
-        }
+            // An offer no rule can say (a path outside the workspace):
+            // this call only, and said so.
+            Err(err) => {
+                session.warn(&format!("the rule {offer} cannot be kept: {err}"));
+                Reach::Unwritten {
+                    rule,
+                    error: err.to_string(),
+                }
+            }
+        },
         (Scope::Workspace, Some(file)) => {
             let why = format!(
                 "allowed always in this workspace by {label} at {}",

@@ -476,6 +476,7 @@ mod tests {
                     preview: "git push".into(),
                     diff: None,
                     sandbox: "workspace-write".into(),
+                    network: false,
                     reason: "ask by mode on-risk".into(),
                     scopes: vec![crate::approvals::ScopeOffer {
                         scope: crate::approvals::Scope::Workspace,

@@ -87,6 +87,14 @@ impl Session {
         if paths.is_empty() {
             return;
         }
+        let beyond = call.writes.paths.len().saturating_sub(MAX_PATHS_PER_CALL);
+        if beyond > 0 {
+            self.warn(&format!(
+                "{} names {} files; the first {MAX_PATHS_PER_CALL} were checkpointed, {beyond} were not, and /undo cannot restore them",
+                call.name,
+                call.writes.paths.len()
+            ));
+        }
         let id = call.id.clone();
         let kept = self.off_thread(move |session| session.keep_before_writes(&id, paths));
         if let Err(err) = kept.await {

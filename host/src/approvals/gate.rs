@@ -129,10 +129,15 @@ pub fn refusal(subject: &Subject, verdict: &Verdict) -> String {
 /// commands, opaque syntax) — then only a yes for this call will do.
 pub fn suggestion(subject: &Subject) -> Option<String> {
     let rule = rule_suggestion(subject)?;
-    Some(match subject {
+    let offer = match subject {
         Subject::Call { network: true, .. } => format!("net:{rule}"),
         _ => rule,
-    })
+    };
+    // Only what can be kept as a rule is offered (a path outside the
+    // workspace, or the network for a path, cannot).
+    rules_from_flags(std::slice::from_ref(&offer))
+        .is_ok()
+        .then_some(offer)
 }
 
 fn rule_suggestion(subject: &Subject) -> Option<String> {

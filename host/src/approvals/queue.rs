@@ -40,6 +40,9 @@ pub struct PermissionRequest {
     pub diff: Option<String>,
     /// The sandbox the call would run under.
     pub sandbox: String,
+    /// The call asks for the network: a yes gives it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub network: bool,
     /// Why it asks (the rule, or the mode).
     pub reason: String,
     /// What each possible yes allows.
@@ -274,6 +277,7 @@ mod tests {
             preview: "ls".into(),
             diff: None,
             sandbox: "workspace-write".into(),
+            network: false,
             reason: "ask by mode on-risk".into(),
             scopes: Vec::new(),
         }

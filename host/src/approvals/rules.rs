@@ -252,9 +252,10 @@ impl Rules {
                 paths,
                 network,
             } => {
-                verdicts.extend(strictest(
-                    &|r| matches!(&r.matcher, Matcher::Tool(t) if t == tool),
-                ));
+                let by_tool = strictest(&|r| matches!(&r.matcher, Matcher::Tool(t) if t == tool));
+                // A rule for the tool speaks for every path it writes.
+                let tool_spoke = by_tool.is_some();
+                verdicts.extend(by_tool);
                 if tool == SHELL_TOOL {
                     match command.as_deref().map(CommandLine::parse) {
                         Some(CommandLine::Simple(commands)) => {
@@ -266,13 +267,20 @@ impl Rules {
                         _ => verdicts.push(by_mode(mode, true)),
                     }
                 }
+                // Every path needs a verdict of its own: a rule for one
+                // file says nothing of another the same call writes.
                 for path in paths {
-                    verdicts.extend(strictest(&|r| match &r.matcher {
+                    let found = strictest(&|r| match &r.matcher {
                         Matcher::Path { tool: only, glob } => {
                             only.as_ref().is_none_or(|t| t == tool) && glob.matches(path)
                         }
                         _ => false,
-                    }));
+                    });
+                    match found {
+                        Some(verdict) => verdicts.push(verdict),
+                        None if !tool_spoke => verdicts.push(by_mode(mode, false)),
+                        None => {}
+                    }
                 }
                 if verdicts.is_empty() {
                     verdicts.push(by_mode(mode, false));
@@ -309,9 +317,10 @@ impl Rules {
                 }
             }
         }
+        // The strictest; of equals, one a rule gave (it names why).
         verdicts
             .into_iter()
-            .max_by_key(|v| v.decision)
+            .max_by_key(|v| (v.decision, v.rule.is_some()))
             .expect("at least one verdict")
     }
 }
@@ -685,6 +694,26 @@ decision = "ask"
         assert_eq!(d(&write("src/Cargo.lock"), Mode::Never), Decision::Ask);
         assert_eq!(d(&write("README.md"), Mode::OnRisk), Decision::Allow);
         assert_eq!(d(&write("README.md"), Mode::Always), Decision::Ask);
+        // A rule for one file of a call says nothing of the others: each
+        // path not covered is decided by the mode.
+        let two = |a: &str, b: &str| Subject::Call {
+            tool: "apply_patch".into(),
+            command: None,
+            paths: vec![a.into(), b.into()],
+            network: false,
+        };
+        assert_eq!(
+            d(&two("src/a.rs", ".github/workflows/x.yml"), Mode::Always),
+            Decision::Ask
+        );
+        assert_eq!(
+            d(&two("src/a.rs", "src/b.rs"), Mode::Always),
+            Decision::Allow
+        );
+        assert_eq!(
+            d(&two("src/a.rs", ".github/workflows/x.yml"), Mode::Never),
+            Decision::Allow
+        );
         let grant = |g: &str| Subject::Grant {
             plugin: "p".into(),
             grant: g.into(),

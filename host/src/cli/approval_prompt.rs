@@ -74,6 +74,9 @@ fn render(request: &PermissionRequest, workspace: &Path) -> String {
         }
     }
     out.push_str(&format!("   why: {}\n", one_line(&request.reason, 500)));
+    if request.network {
+        out.push_str("   network: this call asks for the network; a yes gives it\n");
+    }
     match request.arguments["command"].as_str() {
         Some(command) if request.tool == crate::approvals::SHELL_TOOL => {
             let lines = command.lines().count();
@@ -196,6 +199,7 @@ mod tests {
             preview: "make".into(),
             diff: None,
             sandbox: "workspace-write".into(),
+            network: false,
             reason: "ask by mode on-risk".into(),
             scopes: scopes
                 .iter()
@@ -237,6 +241,18 @@ mod tests {
         assert!(shown.lines().count() < 10, "{shown}");
         let long = "x".repeat(5_000);
         assert!(one_line(&long, 10).ends_with("… (4990 more characters)"));
+    }
+
+    #[test]
+    fn a_call_that_asks_for_the_network_says_so_before_the_yes() {
+        let mut asking = request(&[Scope::Once]);
+        assert!(!render(&asking, Path::new("/w")).contains("network"));
+        asking.network = true;
+        let shown = render(&asking, Path::new("/w"));
+        assert!(
+            shown.contains("network: this call asks for the network; a yes gives it"),
+            "{shown}"
+        );
     }
 
     #[test]

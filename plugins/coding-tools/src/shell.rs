@@ -36,6 +36,11 @@ impl Tool for Shell {
         })
     }
     const BACKGROUND: bool = true;
+    /// A command may write anywhere in the workspace: calls of one answer
+    /// that write run after it, in the model's order.
+    fn writes() -> Writes {
+        Writes::Workspace
+    }
     const DESCRIPTION: &'static str = "Run a shell command with `sh -c` in the workspace directory. Returns stdout, stderr, the exit code and the duration. Default timeout 10000 ms, maximum 600000 ms; on timeout the command's process group gets SIGTERM, then SIGKILL 2 s later, and the partial output is returned with an error note. For long-running commands (servers, watchers, long builds) set run_in_background: the call returns a job id at once and the result arrives later. The command runs in a sandbox: it can write only inside the workspace and $TMPDIR, and it has no network unless you set network: true (for package installs, fetches, downloads), which the user's rules or approval must allow.";
     type Args = Args;
 

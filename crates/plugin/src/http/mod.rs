@@ -12,7 +12,9 @@ pub mod grant;
 mod held;
 pub mod origin;
 mod pool;
+mod screen;
 pub mod self_check;
+mod send;
 
 pub use egress::{HttpEgress, HttpLimits};
 pub use gate::HttpGate;
