@@ -555,23 +555,18 @@ fn session_with(
 ) -> (Arc<Session>, Arc<Subagents>) {
     let children = Subagents::new();
     let session = Session::new(SessionParts {
-        client,
-        profile: test_profile(&[]),
-        tools: tools.into(),
-        config: SessionConfig::new("m"),
-        workspace: scene.workspace(),
-        working_dir: None,
-        depth: 0,
-        repo: None,
         jobs: Some(SessionJobs {
             registry: jobs.clone(),
             settings: BackgroundSettings::default(),
         }),
         children: Some(children.clone()),
-        memory: None,
-        host_tools: Vec::new(),
-        world: None,
-        playback: None,
+        ..SessionParts::new(
+            client,
+            test_profile(&[]),
+            tools.into(),
+            SessionConfig::new("m"),
+            scene.workspace(),
+        )
     });
     (session, children)
 }

@@ -223,34 +223,28 @@ fn job_session(
     after_ms: u64,
 ) -> Arc<Session> {
     Session::new(SessionParts {
-        client,
-        profile: Arc::new(Profile {
-            info: ProfileInfo {
-                id: "anthropic".into(),
-                default_model: "m".into(),
-                context_window: 200_000,
-                parallel_tool_calls: true,
-                tool_names: vec![],
-                project_doc_files: vec![],
-                max_output_tokens: 0,
-            },
-            base_instructions: "test".into(),
-        }),
-        tools: tools().into(),
-        config: SessionConfig::new("m"),
-        workspace: std::env::temp_dir(),
-        working_dir: None,
-        depth: 0,
-        repo: None,
         jobs: Some(SessionJobs {
             registry: jobs.clone(),
             settings: settings(after_ms),
         }),
-        children: None,
-        memory: None,
-        host_tools: Vec::new(),
-        world: None,
-        playback: None,
+        ..SessionParts::new(
+            client,
+            Arc::new(Profile {
+                info: ProfileInfo {
+                    id: "anthropic".into(),
+                    default_model: "m".into(),
+                    context_window: 200_000,
+                    parallel_tool_calls: true,
+                    tool_names: vec![],
+                    project_doc_files: vec![],
+                    max_output_tokens: 0,
+                },
+                base_instructions: "test".into(),
+            }),
+            tools().into(),
+            SessionConfig::new("m"),
+            std::env::temp_dir(),
+        )
     })
 }
 

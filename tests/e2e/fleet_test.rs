@@ -376,20 +376,14 @@ async fn two_hosts_of_fifty_sessions_lose_duplicate_and_reorder_no_turn() {
             };
             let memory = SessionMemory::create(store.clone(), compactor, &info).unwrap();
             let session = Session::new(SessionParts {
-                client: client.clone(),
-                tools: profile.tools(&registry).into(),
-                profile: profile.clone(),
-                config: SessionConfig::new("m"),
-                workspace: scene.workspace(),
-                working_dir: None,
-                depth: 0,
-                repo: None,
-                jobs: None,
-                children: None,
                 memory: Some(memory),
-                host_tools: Vec::new(),
-                world: None,
-                playback: None,
+                ..SessionParts::new(
+                    client.clone(),
+                    profile.clone(),
+                    profile.tools(&registry).into(),
+                    SessionConfig::new("m"),
+                    scene.workspace(),
+                )
             });
             tasks.push(tokio::spawn(async move {
                 let mut times = Vec::new();

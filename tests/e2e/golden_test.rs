@@ -186,25 +186,6 @@ async fn record_golden_sessions() {
                 .then(|| "sk-test-secret-4242".to_string())
         });
         let session = Session::new(SessionParts {
-            client: client_for(config),
-            profile: Arc::new(Profile {
-                info: ProfileInfo {
-                    id: "golden".into(),
-                    default_model: "test-model".into(),
-                    context_window: 200_000,
-                    parallel_tool_calls: true,
-                    tool_names: vec![],
-                    project_doc_files: vec![],
-                    max_output_tokens: 0,
-                },
-                base_instructions: "You are the golden test agent.".into(),
-            }),
-            tools: golden_tools().into(),
-            config: SessionConfig::new("test-model"),
-            workspace: PathBuf::from("/golden"),
-            working_dir: None,
-            depth: 0,
-            repo: None,
             jobs: Some(SessionJobs {
                 registry: JobRegistry::new(TruncationPolicy::default()),
                 settings: BackgroundSettings {
@@ -212,7 +193,6 @@ async fn record_golden_sessions() {
                     max_duration: Duration::from_secs(30),
                 },
             }),
-            children: None,
             memory: Some(memory),
             host_tools: vec![Arc::new(
                 sandcrab::agent::session_memory::tools::MemoryTools,
@@ -224,7 +204,24 @@ async fn record_golden_sessions() {
                 today: "2026-11-24".into(),
                 ..Default::default()
             }),
-            playback: None,
+            ..SessionParts::new(
+                client_for(config),
+                Arc::new(Profile {
+                    info: ProfileInfo {
+                        id: "golden".into(),
+                        default_model: "test-model".into(),
+                        context_window: 200_000,
+                        parallel_tool_calls: true,
+                        tool_names: vec![],
+                        project_doc_files: vec![],
+                        max_output_tokens: 0,
+                    },
+                    base_instructions: "You are the golden test agent.".into(),
+                }),
+                golden_tools().into(),
+                SessionConfig::new("test-model"),
+                PathBuf::from("/golden"),
+            )
         });
         session.submit("echo one").await.unwrap();
         session.submit("run the slow one").await.unwrap();

@@ -93,22 +93,13 @@ async fn the_anthropic_prompt_has_the_claude_code_identity_and_five_layers() {
     let profile = Arc::new(Profile::load(&host, "anthropic").await.unwrap());
     let mut config = SessionConfig::new("claude-test");
     config.user_instructions = Some("Answer in French.".into());
-    let session = Session::new(SessionParts {
-        client: Arc::new(ScriptedClient::new(vec![])),
-        tools: profile.tools(&tools).into(),
-        profile,
+    let session = Session::new(SessionParts::new(
+        Arc::new(ScriptedClient::new(vec![])),
+        profile.clone(),
+        profile.tools(&tools).into(),
         config,
-        workspace: scene.workspace(),
-        working_dir: None,
-        depth: 0,
-        repo: None,
-        jobs: None,
-        children: None,
-        memory: None,
-        host_tools: Vec::new(),
-        world: None,
-        playback: None,
-    });
+        scene.workspace(),
+    ));
     let prompt = session.system_prompt();
     let pos = |needle: &str| {
         prompt

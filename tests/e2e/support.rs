@@ -237,22 +237,13 @@ pub async fn plugin_session(
     host.load_all(&sandcrab::plugin::discovery::bundled()).await;
     let tools = sandcrab::tools::ToolRegistry::from_plugins(host.plugins());
     let profile = std::sync::Arc::new(Profile::load(&host, profile_id).await.unwrap());
-    let session = Session::new(SessionParts {
+    let session = Session::new(SessionParts::new(
         client,
-        tools: profile.tools(&tools).into(),
-        profile,
-        config: SessionConfig::new("m"),
-        workspace: scene.workspace(),
-        working_dir: None,
-        depth: 0,
-        repo: None,
-        jobs: None,
-        children: None,
-        memory: None,
-        host_tools: Vec::new(),
-        world: None,
-        playback: None,
-    });
+        profile.clone(),
+        profile.tools(&tools).into(),
+        SessionConfig::new("m"),
+        scene.workspace(),
+    ));
     (host, session)
 }
 

@@ -113,3 +113,79 @@ pub const MIGRATIONS: &[&str] = &[
     ) WITHOUT ROWID;
     "#,
 ];
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    /// The tables and columns each migration makes, by name: `CREATE
+    /// TABLE t (c …, …)` and `ALTER TABLE t ADD COLUMN c …` (indexes,
+    /// triggers and full-text machinery differ by design).
+    fn shape(sql: &str) -> BTreeMap<String, Vec<String>> {
+        let mut tables: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let words = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+        for statement in sql.split(';') {
+            let w = words(statement);
+            match w.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+                ["CREATE", "TABLE", name, ..] => {
+                    let name = name.trim_end_matches('(').to_string();
+                    let open = statement.find('(').expect("columns");
+                    let body = &statement[open + 1..statement.rfind(')').expect("columns")];
+                    let mut columns = Vec::new();
+                    let mut depth = 0;
+                    let mut current = String::new();
+                    for ch in body.chars() {
+                        match ch {
+                            '(' => depth += 1,
+                            ')' => depth -= 1,
+                            ',' if depth == 0 => {
+                                columns.push(std::mem::take(&mut current));
+                                continue;
+                            }
+                            _ => {}
+                        }
+                        current.push(ch);
+                    }
+                    columns.push(current);
+                    // A column the database fills for its own machinery
+                    // (PostgreSQL's insertion order and stored full-text
+                    // vector) is not data; a generated key is.
+                    let machinery =
+                        |c: &str| c.contains("GENERATED ALWAYS") && !c.contains("PRIMARY KEY");
+                    let names = columns
+                        .iter()
+                        .filter(|c| !machinery(c))
+                        .filter_map(|c| c.split_whitespace().next().map(str::to_string))
+                        .filter(|c| {
+                            !["PRIMARY", "UNIQUE", "FOREIGN", "CHECK"].contains(&c.as_str())
+                        })
+                        .collect();
+                    tables.insert(name, names);
+                }
+                ["ALTER", "TABLE", name, "ADD", "COLUMN", column, ..] => {
+                    tables
+                        .entry(name.to_string())
+                        .or_default()
+                        .push(column.to_string());
+                }
+                _ => {}
+            }
+        }
+        tables
+    }
+
+    /// Both backends apply the same numbered migrations: the same count,
+    /// and migration N makes the same tables and columns in each, so a
+    /// store copied from one to the other keeps every field.
+    #[test]
+    fn both_backends_have_the_same_migrations() {
+        let sqlite = super::MIGRATIONS;
+        let postgres = crate::postgres::schema::MIGRATIONS;
+        assert_eq!(sqlite.len(), postgres.len(), "migration counts differ");
+        for (n, (a, b)) in sqlite.iter().zip(postgres).enumerate() {
+            let (a, b) = (shape(a), shape(b));
+            assert!(!a.is_empty(), "migration {} makes nothing", n + 1);
+            assert_eq!(a, b, "migration {} differs", n + 1);
+        }
+    }
+}

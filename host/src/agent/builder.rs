@@ -339,13 +339,6 @@ impl AgentKit {
     async fn start(&self, memory: Option<Arc<super::memory::SessionMemory>>) -> Arc<Session> {
         let repo = super::repo_facts::read(&self.workspace, &self.workspace).await;
         let session = Session::new(SessionParts {
-            client: self.client.clone(),
-            profile: self.profile.clone(),
-            tools: self.tools.clone(),
-            config: self.config.clone(),
-            workspace: self.workspace.clone(),
-            working_dir: None,
-            depth: 0,
             repo,
             jobs: Some(self.jobs.clone()),
             children: Some(super::subagents::Subagents::new()),
@@ -357,8 +350,13 @@ impl AgentKit {
                 Vec::new()
             },
             memory,
-            world: None,
-            playback: None,
+            ..SessionParts::new(
+                self.client.clone(),
+                self.profile.clone(),
+                self.tools.clone(),
+                self.config.clone(),
+                self.workspace.clone(),
+            )
         });
         if let Some(root) = crate::checkpoint::default_root() {
             session.keep_checkpoints(&root, self.protected.clone());

@@ -106,6 +106,37 @@ pub struct SessionParts {
     pub playback: Option<Arc<dyn super::playback::Playback>>,
 }
 
+impl SessionParts {
+    /// The parts of a top-level session talking to `client` under
+    /// `profile`, offering `tools`, in `workspace`: no subagents, jobs,
+    /// store, extra host tools or playback, the world read when it
+    /// starts. Set what differs with struct update syntax.
+    pub fn new(
+        client: Arc<dyn LlmClient>,
+        profile: Arc<Profile>,
+        tools: ToolCatalog,
+        config: SessionConfig,
+        workspace: PathBuf,
+    ) -> Self {
+        SessionParts {
+            client,
+            profile,
+            tools,
+            config,
+            workspace,
+            working_dir: None,
+            depth: 0,
+            repo: None,
+            jobs: None,
+            children: None,
+            memory: None,
+            host_tools: Vec::new(),
+            world: None,
+            playback: None,
+        }
+    }
+}
+
 pub(super) struct Inner {
     pub state: SessionState,
     pub history: Vec<Turn>,

@@ -232,20 +232,18 @@ impl Subagents {
         child_config.max_turns = child_turns(config, args.max_turns);
         let repo = super::repo_facts::read(&parent.workspace, &working_dir).await;
         let child = Session::new(SessionParts {
-            client: parent.client.clone(),
-            profile: parent.profile.clone(),
-            tools: parent.catalog.clone(),
-            config: child_config,
-            workspace: parent.workspace.clone(),
             working_dir: Some(working_dir),
             depth: parent.depth + 1,
             repo,
             jobs: parent.jobs.clone(),
             children: Some(Subagents::new()),
-            memory: None,
-            host_tools: Vec::new(),
-            world: None,
-            playback: None,
+            ..SessionParts::new(
+                parent.client.clone(),
+                parent.profile.clone(),
+                parent.catalog.clone(),
+                child_config,
+                parent.workspace.clone(),
+            )
         });
         let agent_id = child.id().to_string();
         if args.run_in_background {

@@ -223,6 +223,10 @@ impl Chat {
     ) -> Option<String> {
         tokio::pin!(work);
         let _quiet = self.input.quiet();
+        // One listener for the whole turn: a Ctrl-C that comes while the
+        // loop goes round (an approval asked and answered) is not lost.
+        let mut sigint =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok();
         let mut waiting = self.asks.waiting();
         // A request already waiting (a background job asked between turns)
         // is asked about first.
@@ -252,7 +256,16 @@ impl Chat {
                 result = &mut work => {
                     return failure(result);
                 }
-                _ = tokio::signal::ctrl_c() => {
+                _ = async {
+                    match sigint.as_mut() {
+                        Some(sigint) => {
+                            sigint.recv().await;
+                        }
+                        None => {
+                            let _ = tokio::signal::ctrl_c().await;
+                        }
+                    }
+                } => {
                     self.session.interrupt();
                     // Printed between the renderer's lines, not under a
                     // live block that would erase it.

@@ -207,20 +207,18 @@ fn start_session(
         Vec::new()
     };
     let session = Session::new(SessionParts {
-        client: Arc::new(ReplayClient(player.clone())),
-        profile: Arc::new(profile),
-        tools: ToolCatalog::new(ToolRegistry::new()),
-        config,
-        workspace: PathBuf::from(&record.workspace),
         working_dir: Some(PathBuf::from(&start.world.working_dir)),
-        depth: 0,
-        repo: None,
-        jobs: None,
-        children: None,
         memory,
         host_tools,
         world: Some(start.world.clone()),
         playback: Some(player.clone()),
+        ..SessionParts::new(
+            Arc::new(ReplayClient(player.clone())),
+            Arc::new(profile),
+            ToolCatalog::new(ToolRegistry::new()),
+            config,
+            PathBuf::from(&record.workspace),
+        )
     });
     session.retain_own_tools(&start.own_tools);
     // Nobody watches a replay's events.

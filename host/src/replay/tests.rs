@@ -76,32 +76,27 @@ fn recorded_with(
     .unwrap();
     memory.record_with(recorder.unwrap());
     Session::new(SessionParts {
-        client,
-        profile: Arc::new(Profile {
-            info: ProfileInfo {
-                id: "p".into(),
-                default_model: "m".into(),
-                // Small: the history compacts as it grows.
-                context_window: 900,
-                parallel_tool_calls: true,
-                tool_names: vec![],
-                project_doc_files: vec![],
-                max_output_tokens: 0,
-            },
-            base_instructions: "You are a test agent.".into(),
-        }),
-        tools: echo_tools().into(),
-        config: SessionConfig::new("m"),
-        workspace: std::env::temp_dir(),
-        working_dir: None,
-        depth: 0,
-        repo: None,
-        jobs: None,
-        children: None,
         memory: Some(memory),
         host_tools: vec![Arc::new(crate::agent::session_memory::tools::MemoryTools)],
-        world: None,
-        playback: None,
+        ..SessionParts::new(
+            client,
+            Arc::new(Profile {
+                info: ProfileInfo {
+                    id: "p".into(),
+                    default_model: "m".into(),
+                    // Small: the history compacts as it grows.
+                    context_window: 900,
+                    parallel_tool_calls: true,
+                    tool_names: vec![],
+                    project_doc_files: vec![],
+                    max_output_tokens: 0,
+                },
+                base_instructions: "You are a test agent.".into(),
+            }),
+            echo_tools().into(),
+            SessionConfig::new("m"),
+            std::env::temp_dir(),
+        )
     })
 }
 

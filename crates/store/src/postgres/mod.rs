@@ -13,7 +13,7 @@
 mod archive;
 mod connect;
 mod events;
-mod schema;
+pub(crate) mod schema;
 mod sessions;
 
 use std::future::Future;

@@ -182,22 +182,13 @@ async fn parallel_tool_calls_run_concurrently() {
         ]),
         text("done"),
     ]));
-    let session = Session::new(SessionParts {
+    let session = Session::new(SessionParts::new(
         client,
-        profile: profile(200_000),
-        tools: registry.into(),
-        config: SessionConfig::new("m"),
-        workspace: std::env::temp_dir(),
-        working_dir: None,
-        depth: 0,
-        repo: None,
-        jobs: None,
-        children: None,
-        memory: None,
-        host_tools: Vec::new(),
-        world: None,
-        playback: None,
-    });
+        profile(200_000),
+        registry.into(),
+        SessionConfig::new("m"),
+        std::env::temp_dir(),
+    ));
     session.submit("go").await.unwrap();
     assert_eq!(
         most.load(Ordering::SeqCst),
@@ -258,22 +249,13 @@ async fn parallel_writes_to_one_file_land_in_the_models_order() {
         ]),
         text("done"),
     ]));
-    let session = Session::new(SessionParts {
+    let session = Session::new(SessionParts::new(
         client,
-        profile: profile(200_000),
-        tools: registry.into(),
-        config: SessionConfig::new("m"),
-        workspace: std::env::temp_dir(),
-        working_dir: None,
-        depth: 0,
-        repo: None,
-        jobs: None,
-        children: None,
-        memory: None,
-        host_tools: Vec::new(),
-        world: None,
-        playback: None,
-    });
+        profile(200_000),
+        registry.into(),
+        SessionConfig::new("m"),
+        std::env::temp_dir(),
+    ));
     let started = std::time::Instant::now();
     session.submit("go").await.unwrap();
     let files = files.lock().unwrap().clone();

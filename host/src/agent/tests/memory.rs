@@ -57,20 +57,15 @@ fn session(
 ) -> Arc<Session> {
     let _ = f;
     Session::new(SessionParts {
-        client,
-        profile: profile(window),
-        tools: tools().into(),
-        config: SessionConfig::new("test-model"),
-        workspace: std::env::temp_dir(),
-        working_dir: None,
-        depth: 0,
-        repo: None,
-        jobs: None,
-        children: None,
         memory: Some(memory),
         host_tools: vec![Arc::new(crate::agent::session_memory::tools::MemoryTools)],
-        world: None,
-        playback: None,
+        ..SessionParts::new(
+            client,
+            profile(window),
+            tools().into(),
+            SessionConfig::new("test-model"),
+            std::env::temp_dir(),
+        )
     })
 }
 

@@ -81,20 +81,14 @@ pub fn harness_with(
     configure(&mut config);
     let children = super::Subagents::new();
     let session = Session::new(SessionParts {
-        client: client.clone(),
-        profile: profile(window),
-        tools: tools().into(),
-        config,
-        workspace: std::env::temp_dir(),
-        working_dir: None,
-        depth: 0,
-        repo: None,
-        jobs: None,
         children: Some(children.clone()),
-        memory: None,
-        host_tools: Vec::new(),
-        world: None,
-        playback: None,
+        ..SessionParts::new(
+            client.clone(),
+            profile(window),
+            tools().into(),
+            config,
+            std::env::temp_dir(),
+        )
     });
     Harness {
         session,

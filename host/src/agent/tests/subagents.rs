@@ -74,20 +74,14 @@ async fn the_depth_limit_is_an_error_and_creates_nothing() {
     let mut config = SessionConfig::new("m");
     config.max_subagent_depth = 1;
     let deep = Session::new(SessionParts {
-        client: h.client.clone(),
-        profile: profile(200_000),
-        tools: tools().into(),
-        config,
-        workspace: std::env::temp_dir(),
-        working_dir: None,
         depth: 1,
-        repo: None,
-        jobs: None,
-        children: None,
-        memory: None,
-        host_tools: Vec::new(),
-        world: None,
-        playback: None,
+        ..SessionParts::new(
+            h.client.clone(),
+            profile(200_000),
+            tools().into(),
+            config,
+            std::env::temp_dir(),
+        )
     });
     let mut registry = deep.tools();
     crate::agent::HostTools::register(
