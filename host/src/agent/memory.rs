@@ -285,11 +285,8 @@ fn lost_jobs(history: &[Turn]) -> Vec<String> {
     for turn in history {
         if let TurnKind::ToolResults { results } = &turn.kind {
             for r in results {
-                if let Ok(v) = serde_json::from_str::<serde_json::Value>(&r.content)
-                    && v["mode"] == "background"
-                    && let Some(id) = v["job_id"].as_str()
-                {
-                    ids.push(format!("job {id}"));
+                if let Some(started) = crate::jobs::BackgroundAnswer::read(&r.content) {
+                    ids.push(format!("job {}", started.job_id));
                 }
             }
         }

@@ -11,5 +11,5 @@ mod tools;
 pub use payload::{make_payload, render_message};
 pub use record::{Actor, JobError, JobRecord, JobStatus, Payload};
 pub use registry::{JobNotice, JobOutcome, JobRegistry, JobStart, TERMINAL_RETENTION};
-pub use runner::{BackgroundSettings, CallMode, run_call, wants_background};
+pub use runner::{BackgroundAnswer, BackgroundSettings, CallMode, run_call, wants_background};
 pub use tools::{TOOL_NAMES, register as register_tools};

@@ -5,8 +5,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
-
 use super::record::{JobError, JobRecord};
 use super::registry::{JobOutcome, JobRegistry};
 use crate::tools::{ToolCallRequest, ToolContext, ToolOutcome, ToolRegistry, dispatch};
@@ -39,7 +37,45 @@ pub enum CallMode {
 impl CallMode {
     /// What the model sees for a background start.
     pub fn background_result(record: &JobRecord) -> String {
-        json!({"mode": "background", "job_id": record.job_id, "status": "running"}).to_string()
+        BackgroundAnswer::started(&record.job_id).text()
+    }
+}
+
+/// The answer a call that moved to the background gives the model:
+/// `{"mode":"background","job_id":"…","status":"running"}`. Written and
+/// read back (to find the jobs a resumed history started) through this one
+/// type.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct BackgroundAnswer {
+    mode: BackgroundMode,
+    pub job_id: String,
+    status: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum BackgroundMode {
+    Background,
+}
+
+impl BackgroundAnswer {
+    /// The answer for job `job_id`, just started.
+    pub fn started(job_id: &str) -> Self {
+        BackgroundAnswer {
+            mode: BackgroundMode::Background,
+            job_id: job_id.to_string(),
+            status: "running".into(),
+        }
+    }
+
+    /// As the model reads it.
+    pub fn text(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// The answer a tool result's `text` is, if it is one.
+    pub fn read(text: &str) -> Option<Self> {
+        serde_json::from_str(text).ok()
     }
 }
 
@@ -157,5 +193,27 @@ impl Finished {
             Finished::Error(c) => JobOutcome::Failed(c),
             Finished::TimedOut(c) => JobOutcome::TimedOut(c),
         }
+    }
+}
+
+#[cfg(test)]
+mod background_answer_tests {
+    use super::BackgroundAnswer;
+
+    /// The words the model has always read, written and read by one type;
+    /// any other JSON is not a background answer.
+    #[test]
+    fn the_background_answer_is_pinned_and_reads_back() {
+        let started = BackgroundAnswer::started("job-7");
+        assert_eq!(
+            started.text(),
+            r#"{"mode":"background","job_id":"job-7","status":"running"}"#
+        );
+        assert_eq!(BackgroundAnswer::read(&started.text()), Some(started));
+        assert_eq!(
+            BackgroundAnswer::read(r#"{"mode":"inline","job_id":"x","status":"running"}"#),
+            None
+        );
+        assert_eq!(BackgroundAnswer::read("job-7 started"), None);
     }
 }
