@@ -30,22 +30,13 @@ fn turn(c: &mut Criterion) {
             tool_calls(&[("c1", "read_file", json!({"file_path": "a.txt"}))]),
             text("It says alpha and beta."),
         ]));
-        Session::new(SessionParts {
+        Session::new(SessionParts::new(
             client,
-            profile: profile.clone(),
-            tools: registry.clone().into(),
-            config: SessionConfig::new("bench"),
-            workspace: ws.path().to_path_buf(),
-            working_dir: None,
-            depth: 0,
-            repo: None,
-            jobs: None,
-            children: None,
-            memory: None,
-            host_tools: Vec::new(),
-            world: None,
-            playback: None,
-        })
+            profile.clone(),
+            registry.clone().into(),
+            SessionConfig::new("bench"),
+            ws.path().to_path_buf(),
+        ))
     };
     let check = new_session();
     rt.block_on(check.submit("read a.txt")).unwrap();

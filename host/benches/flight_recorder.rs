@@ -65,31 +65,25 @@ fn stored_session(store: &Arc<SqliteStore>, steps: Vec<Step>, recorded: bool) ->
         memory.record_with(Recorder::new(RecordingSettings::default(), 0).unwrap());
     }
     Session::new(SessionParts {
-        client: Arc::new(ScriptedClient::new(steps)),
-        profile: Arc::new(Profile {
-            info: ProfileInfo {
-                id: "bench".into(),
-                default_model: "m".into(),
-                context_window: 10_000_000,
-                parallel_tool_calls: true,
-                tool_names: vec![],
-                project_doc_files: vec![],
-                max_output_tokens: 0,
-            },
-            base_instructions: "You are a benchmark.".into(),
-        }),
-        tools: tools().into(),
-        config: SessionConfig::new("m"),
-        workspace: std::env::temp_dir(),
-        working_dir: None,
-        depth: 0,
-        repo: None,
-        jobs: None,
-        children: None,
         memory: Some(memory),
-        host_tools: Vec::new(),
-        world: None,
-        playback: None,
+        ..SessionParts::new(
+            Arc::new(ScriptedClient::new(steps)),
+            Arc::new(Profile {
+                info: ProfileInfo {
+                    id: "bench".into(),
+                    default_model: "m".into(),
+                    context_window: 10_000_000,
+                    parallel_tool_calls: true,
+                    tool_names: vec![],
+                    project_doc_files: vec![],
+                    max_output_tokens: 0,
+                },
+                base_instructions: "You are a benchmark.".into(),
+            }),
+            tools().into(),
+            SessionConfig::new("m"),
+            std::env::temp_dir(),
+        )
     })
 }
 
