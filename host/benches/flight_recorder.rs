@@ -19,7 +19,8 @@ use sandcrab::compaction::{Compactor, Entry, SummarizationConfig, Summarizer};
 use sandcrab::llm::scripted::{ScriptedClient, Step, text, tool_calls};
 use sandcrab::plugin::{ProfileInfo, ToolSpec};
 use sandcrab::replay::{ReplayOptions, replay};
-use sandcrab::store::{SqliteStore, Store};
+use sandcrab::store::SessionStore;
+use sandcrab::store::SqliteStore;
 use sandcrab::tools::{FnTool, ToolRegistry};
 use serde_json::{Value, json};
 

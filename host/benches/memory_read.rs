@@ -12,7 +12,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use sandcrab::agent::recall::{Semantic, recall};
 use sandcrab::embeddings::vector::to_blob;
 use sandcrab::embeddings::{Embedder, EmbeddingProvider, EmbeddingsConfig};
-use sandcrab::store::{NewBlock, SqliteStore, Store};
+use sandcrab::store::ArchiveStore;
+use sandcrab::store::{NewBlock, SqliteStore};
 use serde_json::{Value, json};
 
 const DIMS: usize = 384;

@@ -17,7 +17,8 @@ use std::sync::Arc;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use sandcrab::agent::SessionMemory;
 use sandcrab::compaction::{Compactor, Entry, SummarizationConfig, Summarizer};
-use sandcrab::store::{NewBlock, SqliteStore, Store, StoredTurn};
+use sandcrab::store::{ArchiveStore, SessionStore};
+use sandcrab::store::{NewBlock, SqliteStore, StoredTurn};
 use turns::{info, turn};
 
 struct Instant;

@@ -13,7 +13,8 @@ use axum::extract::{Path, State};
 use axum::routing::post;
 use sandcrab::agent::recall::{Semantic, recall};
 use sandcrab::embeddings::{Embedder, EmbeddingProvider, EmbeddingsConfig};
-use sandcrab::store::{NewBlock, SqliteStore, Store};
+use sandcrab::store::ArchiveStore;
+use sandcrab::store::{NewBlock, SqliteStore};
 use serde_json::{Value, json};
 
 const FACT: &str = "Decision: the deploy key rotates monthly; Priya owns the rotation.";

@@ -331,6 +331,7 @@ impl SessionExport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::SessionStore;
 
     #[test]
     fn a_session_goes_out_and_comes_back_the_same_and_edits_are_refused() {

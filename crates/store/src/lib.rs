@@ -23,125 +23,26 @@ pub mod location;
 mod packing;
 mod postgres;
 mod private;
+mod records;
+mod roles;
 mod schema;
 mod sqlite;
 
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
 pub use lease::{Holder, LeaseInfo};
 pub use location::{StoreLocation, open};
 pub use postgres::{PgSettings, PgStore};
+pub use records::{
+    ArchivalBlock, CompactionWrite, NewBlock, NewRecord, RecordingMode, SessionRecord,
+    StoredRecord, StoredTurn,
+};
+pub use roles::{ArchiveStore, EventStore, LeaseStore, SessionStore, Store};
 pub use sqlite::SqliteStore;
 
 /// How many migrations the PostgreSQL schema has (its latest version).
 pub fn postgres_migrations() -> usize {
     postgres::MIGRATIONS_COUNT
-}
-
-/// How much is recorded (`[store] recording`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RecordingMode {
-    /// Requests as they changed, every streamed event with its time.
-    #[default]
-    Full,
-    /// Requests as digests of their messages, the final answer only.
-    Digests,
-    /// Nothing (the session cannot be replayed).
-    Off,
-}
-
-impl std::str::FromStr for RecordingMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "full" => Ok(RecordingMode::Full),
-            "digests" => Ok(RecordingMode::Digests),
-            "off" => Ok(RecordingMode::Off),
-            other => Err(format!(
-                "recording = \"{other}\": use \"full\", \"digests\" or \"off\""
-            )),
-        }
-    }
-}
-
-/// One stored session.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionRecord {
-    pub id: String,
-    /// The workspace it worked in (host path).
-    pub workspace: String,
-    pub provider: String,
-    pub profile: String,
-    pub model: String,
-    /// The first user input, shortened (set when it arrives).
-    pub title: Option<String>,
-    /// RFC 3339, UTC.
-    pub created_at: String,
-    pub updated_at: String,
-    /// `active` or `closed`.
-    pub state: String,
-    /// Turns stored now (compacted turns are gone).
-    pub turns: u64,
-    /// The host that last took it (empty: not known).
-    pub host: String,
-}
-
-/// One turn as stored: its id, time, kind, and the whole turn as JSON.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredTurn {
-    pub id: String,
-    pub timestamp: String,
-    /// `user`, `assistant`, `tool_results`, `steering` or `system`.
-    pub kind: String,
-    pub body: String,
-}
-
-/// One entry of a session's flight recording, as stored: its place, its
-/// kind and its JSON (compressed in the database, plain here).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredRecord {
-    /// Its place in the recording (1 for the first).
-    pub seq: u64,
-    pub kind: String,
-    pub body: String,
-}
-
-/// A recording entry to append (the store numbers it).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewRecord {
-    pub kind: String,
-    pub body: String,
-}
-
-/// A block of archival memory.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ArchivalBlock {
-    pub id: i64,
-    pub conversation_id: String,
-    pub label: String,
-    pub content: String,
-    pub created_at: String,
-}
-
-/// A block to add.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewBlock {
-    pub label: String,
-    pub content: String,
-}
-
-/// What one compaction writes, all or nothing.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CompactionWrite {
-    /// Turns now summarized.
-    pub delete_turns: Vec<String>,
-    /// New summary batches.
-    pub add_blocks: Vec<NewBlock>,
-    /// Batches folded into a deeper one.
-    pub delete_blocks: Vec<i64>,
 }
 
 /// Why the store failed.
@@ -186,150 +87,6 @@ pub enum StoreError {
         "its turns are already in this store, in session '{0}': the session was imported here before, or came from here"
     )]
     TurnsExist(String),
-}
-
-/// Sessions, turns and archival memory.
-pub trait Store: Send + Sync {
-    /// Record a new session.
-    fn create_session(&self, session: &SessionRecord) -> Result<(), StoreError>;
-    /// One session.
-    fn session(&self, id: &str) -> Result<Option<SessionRecord>, StoreError>;
-    /// Sessions, most recently updated first; only `workspace`'s if given.
-    fn sessions(&self, workspace: Option<&str>) -> Result<Vec<SessionRecord>, StoreError>;
-    /// Set a session's title (when still unset) and state.
-    fn update_session(
-        &self,
-        id: &str,
-        title: Option<&str>,
-        state: Option<&str>,
-    ) -> Result<(), StoreError>;
-    /// Delete a session, its turns and its archival memory; false if none.
-    fn delete_session(&self, id: &str) -> Result<bool, StoreError>;
-    /// Append turns, in order, in one transaction.
-    fn append_turns(&self, session: &str, turns: &[StoredTurn]) -> Result<(), StoreError> {
-        self.append(session, turns, &[])
-    }
-    /// Append turns and recording entries, in order, in one transaction
-    /// (each chained).
-    fn append(
-        &self,
-        session: &str,
-        turns: &[StoredTurn],
-        records: &[NewRecord],
-    ) -> Result<(), StoreError>;
-    /// A session's recording, in order.
-    fn records(&self, session: &str) -> Result<Vec<StoredRecord>, StoreError>;
-    /// Bytes of recording kept for a session (uncompressed).
-    fn recording_size(&self, session: &str) -> Result<u64, StoreError>;
-    /// The turns of a session, in order.
-    fn turns(&self, session: &str) -> Result<Vec<StoredTurn>, StoreError>;
-    /// Archival blocks of a conversation whose label starts with `prefix`,
-    /// oldest first.
-    fn archival(&self, conversation: &str, prefix: &str) -> Result<Vec<ArchivalBlock>, StoreError>;
-    /// Add one archival block; its id.
-    fn add_block(&self, conversation: &str, block: &NewBlock) -> Result<i64, StoreError>;
-    /// Full-text search of archival memory (BM25, best first), within one
-    /// conversation if given.
-    fn search(
-        &self,
-        conversation: Option<&str>,
-        query: &str,
-        limit: usize,
-    ) -> Result<Vec<ArchivalBlock>, StoreError>;
-    /// The archival blocks with these ids (any order; unknown ids left
-    /// out).
-    fn archival_blocks(&self, ids: &[i64]) -> Result<Vec<ArchivalBlock>, StoreError>;
-    /// Keep `vector` (little-endian f32s, `dims` of them, made by
-    /// `model`) for archival block `id`.
-    fn set_embedding(
-        &self,
-        id: i64,
-        model: &str,
-        dims: usize,
-        vector: &[u8],
-    ) -> Result<(), StoreError>;
-    /// Archival blocks (of one conversation if given) without a vector of
-    /// `model` and `dims`: never embedded, or embedded by another model.
-    /// Only blocks after id `after`, in id order (a cursor: a block the
-    /// endpoint refuses does not stop the ones after it).
-    fn unembedded(
-        &self,
-        conversation: Option<&str>,
-        model: &str,
-        dims: usize,
-        after: i64,
-        limit: usize,
-    ) -> Result<Vec<ArchivalBlock>, StoreError>;
-    /// The vectors of one conversation's blocks made by `model` with
-    /// `dims`, with their block ids.
-    fn embeddings(
-        &self,
-        conversation: &str,
-        model: &str,
-        dims: usize,
-    ) -> Result<Vec<(i64, Vec<u8>)>, StoreError> {
-        let mut out = Vec::new();
-        self.scan_embeddings(conversation, model, dims, &mut |id, v| {
-            out.push((id, v.to_vec()))
-        })?;
-        Ok(out)
-    }
-    /// Hand each vector of [`Store::embeddings`] to `visit` in place (no
-    /// copy: a search compares thousands).
-    fn scan_embeddings(
-        &self,
-        conversation: &str,
-        model: &str,
-        dims: usize,
-        visit: &mut dyn FnMut(i64, &[u8]),
-    ) -> Result<(), StoreError>;
-    /// Apply one compaction atomically.
-    fn compact(&self, conversation: &str, write: &CompactionWrite) -> Result<(), StoreError>;
-    /// Keep events of the event stream `stream` (one transaction).
-    fn append_events(&self, stream: &str, events: &[StoredEvent]) -> Result<(), StoreError>;
-    /// Events of `stream` with an id above `after`, in order, at most
-    /// `limit`.
-    fn events_after(
-        &self,
-        stream: &str,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<StoredEvent>, StoreError>;
-    /// The highest event id kept for `stream` (0: none).
-    fn last_event_id(&self, stream: &str) -> Result<u64, StoreError>;
-    /// A session's hash chain, in order (see [`chain`]).
-    fn chain(&self, session: &str) -> Result<Vec<chain::Link>, StoreError>;
-    /// The seal on `session`'s chain head (None: unsealed).
-    fn seal(&self, session: &str) -> Result<Option<chain::Seal>, StoreError>;
-    /// The sealer this store seals with (None: no chain key).
-    fn sealer(&self) -> Option<&chain::Sealer>;
-    /// Load an exported session as it was (its turns, chain and summary
-    /// batches, not re-chained), in one transaction.
-    fn import_session(&self, session: &export::SessionExport) -> Result<(), StoreError>;
-
-    /// Who this store holds leases as (one holder per open store).
-    fn holder(&self) -> &Holder;
-    /// Take the lease of `session` (renewed from then on until released):
-    /// [`StoreError::Leased`] naming the holder when another holds it.
-    fn acquire_lease(&self, session: &str) -> Result<(), StoreError>;
-    /// Give the lease of `session` back (nothing if this store does not
-    /// hold it).
-    fn release_lease(&self, session: &str) -> Result<(), StoreError>;
-    /// Every lease kept, expired ones too.
-    fn leases(&self) -> Result<Vec<LeaseInfo>, StoreError>;
-    /// Whether this store took the lease of `session` and has seen
-    /// another holder take it since (as of its last renewal).
-    fn lease_lost(&self, _session: &str) -> bool {
-        false
-    }
-    /// Names of event streams other processes appended to, as they do
-    /// (None: this backend does not tell; a reader polls the store).
-    fn event_notices(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
-        None
-    }
-    /// Where it is, for messages (`sqlite:PATH`, `postgres://user@host/db`;
-    /// never a password), and its schema version.
-    fn describe(&self) -> (String, u32);
 }
 
 /// How a store is opened: the host name its leases carry, how long they

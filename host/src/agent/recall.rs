@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::embeddings::fuse::{Found, fuse};
 use crate::embeddings::vector::{Query, to_blob};
 use crate::embeddings::{EmbedError, Embedder};
-use crate::store::{ArchivalBlock, Store, StoreError};
+use crate::store::{ArchivalBlock, ArchiveStore, StoreError};
 
 /// How long `memory_read` waits for the query's vector before answering
 /// by words alone.
@@ -79,7 +79,7 @@ impl Semantic {
     /// refuses is skipped; an endpoint that cannot be reached ends the run.
     pub async fn backfill(
         &self,
-        store: &dyn Store,
+        store: &dyn ArchiveStore,
         conversation: Option<&str>,
     ) -> Result<Backfill, BackfillError> {
         let generation = self.archived.load(Ordering::Acquire);
@@ -175,7 +175,7 @@ pub struct Recall {
 
 /// Search `conversation`'s archived summaries for `query`.
 pub async fn recall(
-    store: &dyn Store,
+    store: &dyn ArchiveStore,
     conversation: &str,
     semantic: Option<&Semantic>,
     query: &str,

@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 
 use crate::agent::{Turn, TurnKind};
 use crate::config::Config;
-use crate::store::Store;
+use crate::store::{SessionStore, Store};
 
 #[derive(Debug, Subcommand)]
 pub enum SessionsCommand {
@@ -373,7 +373,7 @@ pub async fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
 }
 
 /// Every tool call's receipt in a stored session, in order.
-pub fn receipts(store: &dyn Store, id: &str) -> anyhow::Result<Vec<crate::tools::Receipt>> {
+pub fn receipts(store: &dyn SessionStore, id: &str) -> anyhow::Result<Vec<crate::tools::Receipt>> {
     if store.session(id)?.is_none() {
         return Err(crate::store::StoreError::UnknownSession(id.to_string()).into());
     }

@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use super::*;
 use crate::compaction::entry::tests::msgs;
 use crate::compaction::{CLIP_HEADER, parse_batch_metadata};
+use crate::store::{ArchiveStore, SessionStore};
 use crate::store::{SessionRecord, SqliteStore, StoredTurn};
 
 /// Answers "summary N of [ids]" and records what it was asked; fails when

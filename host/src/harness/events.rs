@@ -39,7 +39,7 @@ pub struct EventLog {
 }
 
 struct Stored {
-    store: std::sync::Arc<dyn crate::store::Store>,
+    store: std::sync::Arc<dyn crate::store::EventStore>,
     writer: tokio::sync::mpsc::UnboundedSender<(String, BridgeEvent)>,
 }
 
@@ -74,7 +74,7 @@ impl EventLog {
     /// A log kept in `store` as well, per workspace (see
     /// [`EventLog::switch_to`]). Needs a tokio runtime (for the writer
     /// task).
-    pub fn stored(store: std::sync::Arc<dyn crate::store::Store>) -> Self {
+    pub fn stored(store: std::sync::Arc<dyn crate::store::EventStore>) -> Self {
         let (writer, mut rx) = tokio::sync::mpsc::unbounded_channel::<(String, BridgeEvent)>();
         let task_store = store.clone();
         tokio::spawn(async move {
@@ -268,7 +268,7 @@ impl EventLog {
     }
 }
 
-fn append(store: &dyn crate::store::Store, stream: &str, rows: &[crate::store::StoredEvent]) {
+fn append(store: &dyn crate::store::EventStore, stream: &str, rows: &[crate::store::StoredEvent]) {
     if let Err(err) = store.append_events(stream, rows) {
         tracing::warn!("bridge events not kept: {err}");
     }

@@ -14,8 +14,9 @@ use crate::agent::{Profile, Session, SessionConfig, SessionInfo, SessionMemory, 
 use crate::compaction::{Entry, SummarizationConfig, Summarizer};
 use crate::llm::scripted::{ScriptedClient, Step, text, tool_calls};
 use crate::plugin::{ProfileInfo, ToolSpec};
+use crate::store::SessionStore;
+use crate::store::SqliteStore;
 use crate::store::export::SessionExport;
-use crate::store::{SqliteStore, Store};
 use crate::tools::{FnTool, ToolRegistry};
 
 struct Counting;

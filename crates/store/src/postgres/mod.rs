@@ -26,8 +26,9 @@ pub use connect::PgSettings;
 
 use super::lease::{Holder, Keeper, LeaseInfo};
 use super::{
-    ArchivalBlock, CompactionWrite, NewBlock, NewRecord, SessionRecord, Store, StoreError,
-    StoreOptions, StoredEvent, StoredRecord, StoredTurn, chain, export,
+    ArchivalBlock, ArchiveStore, CompactionWrite, EventStore, LeaseStore, NewBlock, NewRecord,
+    SessionRecord, SessionStore, Store, StoreError, StoreOptions, StoredEvent, StoredRecord,
+    StoredTurn, chain, export,
 };
 
 /// The PostgreSQL store.
@@ -193,7 +194,7 @@ fn describe(e: &tokio_postgres::Error) -> String {
     text
 }
 
-impl Store for PgStore {
+impl SessionStore for PgStore {
     fn create_session(&self, session: &SessionRecord) -> Result<(), StoreError> {
         self.run(sessions::create(self, session))
     }
@@ -243,6 +244,24 @@ impl Store for PgStore {
         self.run(sessions::turns(self, session))
     }
 
+    fn chain(&self, session: &str) -> Result<Vec<chain::Link>, StoreError> {
+        self.run(sessions::chain(self, session))
+    }
+
+    fn seal(&self, session: &str) -> Result<Option<super::chain::Seal>, StoreError> {
+        self.run(sessions::seal(self, session))
+    }
+
+    fn sealer(&self) -> Option<&super::chain::Sealer> {
+        self.sealer.as_ref()
+    }
+
+    fn import_session(&self, session: &export::SessionExport) -> Result<(), StoreError> {
+        self.run(sessions::import(self, session))
+    }
+}
+
+impl ArchiveStore for PgStore {
     fn archival(&self, conversation: &str, prefix: &str) -> Result<Vec<ArchivalBlock>, StoreError> {
         self.run(archive::blocks(self, conversation, prefix))
     }
@@ -311,7 +330,9 @@ impl Store for PgStore {
     fn compact(&self, conversation: &str, write: &CompactionWrite) -> Result<(), StoreError> {
         self.run(sessions::compact(self, conversation, write))
     }
+}
 
+impl EventStore for PgStore {
     fn append_events(&self, stream: &str, events: &[StoredEvent]) -> Result<(), StoreError> {
         self.run(events::append(self, stream, events))
     }
@@ -329,22 +350,12 @@ impl Store for PgStore {
         self.run(events::last_id(self, stream))
     }
 
-    fn chain(&self, session: &str) -> Result<Vec<chain::Link>, StoreError> {
-        self.run(sessions::chain(self, session))
+    fn event_notices(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        Some(events::notices(self))
     }
+}
 
-    fn seal(&self, session: &str) -> Result<Option<super::chain::Seal>, StoreError> {
-        self.run(sessions::seal(self, session))
-    }
-
-    fn sealer(&self) -> Option<&super::chain::Sealer> {
-        self.sealer.as_ref()
-    }
-
-    fn import_session(&self, session: &export::SessionExport) -> Result<(), StoreError> {
-        self.run(sessions::import(self, session))
-    }
-
+impl LeaseStore for PgStore {
     fn holder(&self) -> &Holder {
         &self.holder
     }
@@ -375,11 +386,9 @@ impl Store for PgStore {
     fn leases(&self) -> Result<Vec<LeaseInfo>, StoreError> {
         self.run(sessions::leases(self))
     }
+}
 
-    fn event_notices(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
-        Some(events::notices(self))
-    }
-
+impl Store for PgStore {
     fn describe(&self) -> (String, u32) {
         (self.shown.clone(), self.version)
     }

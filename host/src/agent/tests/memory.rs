@@ -11,6 +11,7 @@ use crate::agent::{EventKind, Session, SessionConfig, SessionParts, TurnKind};
 use crate::compaction::{Compactor, Entry, SummarizationConfig, Summarizer};
 use crate::llm::scripted::{ScriptedClient, Step, text, tool_calls};
 use crate::llm::{LlmError, Message};
+use crate::store::SessionStore;
 use crate::store::{SqliteStore, Store, StoredTurn};
 
 /// Summarizes as "summary of <ids>".

@@ -1,0 +1,108 @@
+//! What the store keeps, as plain records: sessions, turns, recording
+//! entries, archival blocks, what a compaction writes.
+
+use serde::{Deserialize, Serialize};
+
+/// How much is recorded (`[store] recording`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordingMode {
+    /// Requests as they changed, every streamed event with its time.
+    #[default]
+    Full,
+    /// Requests as digests of their messages, the final answer only.
+    Digests,
+    /// Nothing (the session cannot be replayed).
+    Off,
+}
+
+impl std::str::FromStr for RecordingMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "full" => Ok(RecordingMode::Full),
+            "digests" => Ok(RecordingMode::Digests),
+            "off" => Ok(RecordingMode::Off),
+            other => Err(format!(
+                "recording = \"{other}\": use \"full\", \"digests\" or \"off\""
+            )),
+        }
+    }
+}
+
+/// One stored session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRecord {
+    pub id: String,
+    /// The workspace it worked in (host path).
+    pub workspace: String,
+    pub provider: String,
+    pub profile: String,
+    pub model: String,
+    /// The first user input, shortened (set when it arrives).
+    pub title: Option<String>,
+    /// RFC 3339, UTC.
+    pub created_at: String,
+    pub updated_at: String,
+    /// `active` or `closed`.
+    pub state: String,
+    /// Turns stored now (compacted turns are gone).
+    pub turns: u64,
+    /// The host that last took it (empty: not known).
+    pub host: String,
+}
+
+/// One turn as stored: its id, time, kind, and the whole turn as JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredTurn {
+    pub id: String,
+    pub timestamp: String,
+    /// `user`, `assistant`, `tool_results`, `steering` or `system`.
+    pub kind: String,
+    pub body: String,
+}
+
+/// One entry of a session's flight recording, as stored: its place, its
+/// kind and its JSON (compressed in the database, plain here).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRecord {
+    /// Its place in the recording (1 for the first).
+    pub seq: u64,
+    pub kind: String,
+    pub body: String,
+}
+
+/// A recording entry to append (the store numbers it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewRecord {
+    pub kind: String,
+    pub body: String,
+}
+
+/// A block of archival memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArchivalBlock {
+    pub id: i64,
+    pub conversation_id: String,
+    pub label: String,
+    pub content: String,
+    pub created_at: String,
+}
+
+/// A block to add.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewBlock {
+    pub label: String,
+    pub content: String,
+}
+
+/// What one compaction writes, all or nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CompactionWrite {
+    /// Turns now summarized.
+    pub delete_turns: Vec<String>,
+    /// New summary batches.
+    pub add_blocks: Vec<NewBlock>,
+    /// Batches folded into a deeper one.
+    pub delete_blocks: Vec<i64>,
+}
