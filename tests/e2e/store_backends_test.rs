@@ -107,7 +107,7 @@ fn session(id: &str, ws: &str) -> SessionRecord {
         title: None,
         created_at: "2026-11-24T00:00:00.000Z".into(),
         updated_at: "2026-11-24T00:00:00.000Z".into(),
-        state: "active".into(),
+        state: sandcrab::store::StoredState::Active,
         turns: 0,
         host: String::new(),
     }

@@ -45,7 +45,7 @@ enum Line {
         title: Option<String>,
         created_at: String,
         updated_at: String,
-        state: String,
+        state: crate::StoredState,
     },
     Turn {
         id: String,
@@ -115,7 +115,7 @@ impl SessionExport {
         if s.updated_at < s.created_at {
             s.updated_at = s.created_at.clone();
         }
-        s.state = "closed".into();
+        s.state = crate::StoredState::Closed;
         s.host = String::new();
         let detail = serde_json::json!({
             "id": claimed.id,
@@ -171,7 +171,7 @@ impl SessionExport {
             title: s.title.clone(),
             created_at: s.created_at.clone(),
             updated_at: s.updated_at.clone(),
-            state: s.state.clone(),
+            state: s.state,
         }];
         lines.extend(self.turns.iter().map(|t| Line::Turn {
             id: t.id.clone(),
@@ -345,7 +345,7 @@ mod tests {
             title: Some("hi".into()),
             created_at: "2026-11-24T00:00:00.000Z".into(),
             updated_at: "2026-11-24T00:00:00.000Z".into(),
-            state: "closed".into(),
+            state: crate::StoredState::Closed,
             turns: 0,
             host: String::new(),
         };
@@ -424,7 +424,7 @@ mod tests {
             title: None,
             created_at: "2999-01-01T00:00:00.000Z".into(),
             updated_at: "not a time".into(),
-            state: "active".into(),
+            state: crate::StoredState::Active,
             turns: 0,
             host: "elsewhere".into(),
         };

@@ -35,7 +35,7 @@ pub use location::{StoreLocation, open};
 pub use postgres::{PgSettings, PgStore};
 pub use records::{
     ArchivalBlock, CompactionWrite, NewBlock, NewRecord, RecordingMode, SessionRecord,
-    StoredRecord, StoredTurn,
+    StoredRecord, StoredState, StoredTurn,
 };
 pub use roles::{ArchiveStore, EventStore, LeaseStore, SessionStore, Store};
 pub use sqlite::SqliteStore;

@@ -44,8 +44,7 @@ pub struct SessionRecord {
     /// RFC 3339, UTC.
     pub created_at: String,
     pub updated_at: String,
-    /// `active` or `closed`.
-    pub state: String,
+    pub state: StoredState,
     /// Turns stored now (compacted turns are gone).
     pub turns: u64,
     /// The host that last took it (empty: not known).
@@ -105,4 +104,67 @@ pub struct CompactionWrite {
     pub add_blocks: Vec<NewBlock>,
     /// Batches folded into a deeper one.
     pub delete_blocks: Vec<i64>,
+}
+
+/// Whether a stored session goes on: written as `active` or `closed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StoredState {
+    /// Its host may go on with it.
+    Active,
+    /// It ended here (imported, forked from a replay): resumed, it goes on
+    /// as a new conversation of this host.
+    Closed,
+}
+
+impl StoredState {
+    /// The word the store keeps.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StoredState::Active => "active",
+            StoredState::Closed => "closed",
+        }
+    }
+}
+
+impl std::fmt::Display for StoredState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for StoredState {
+    type Err = String;
+
+    fn from_str(word: &str) -> Result<Self, String> {
+        match word {
+            "active" => Ok(StoredState::Active),
+            "closed" => Ok(StoredState::Closed),
+            other => Err(format!(
+                "a session's state is 'active' or 'closed', not '{other}'"
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StoredState;
+
+    /// The words the store and exports have always held; any other is
+    /// named in the error.
+    #[test]
+    fn a_sessions_state_is_one_of_two_words() {
+        for state in [StoredState::Active, StoredState::Closed] {
+            assert_eq!(state.as_str().parse::<StoredState>(), Ok(state));
+            let json = serde_json::to_string(&state).unwrap();
+            assert_eq!(json, format!("\"{state}\""));
+        }
+        assert!(
+            "paused"
+                .parse::<StoredState>()
+                .unwrap_err()
+                .contains("'paused'")
+        );
+    }
 }

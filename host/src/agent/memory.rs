@@ -70,7 +70,7 @@ impl SessionMemory {
             title: None,
             created_at: now.clone(),
             updated_at: now,
-            state: "active".into(),
+            state: crate::store::StoredState::Active,
             turns: 0,
             host: String::new(),
         })?;

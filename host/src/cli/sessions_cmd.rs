@@ -137,7 +137,7 @@ fn list(store: &dyn Store, workspace: Option<String>) -> anyhow::Result<ExitCode
     for s in sessions {
         let state = match leases.get(&s.id) {
             Some(l) => format!("driven by {} (pid {})", safe(&l.host), l.pid),
-            None => s.state.clone(),
+            None => s.state.to_string(),
         };
         outln!(
             "{}  {}  {:>4} turns  {}  {}  {}{}",

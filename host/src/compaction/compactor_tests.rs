@@ -52,7 +52,7 @@ fn fixture(config: SummarizationConfig, fail: bool) -> Fixture {
             title: None,
             created_at: crate::time::now_rfc3339(),
             updated_at: crate::time::now_rfc3339(),
-            state: "active".into(),
+            state: crate::store::StoredState::Active,
             turns: 0,
             host: String::new(),
         })

@@ -107,7 +107,7 @@ pub async fn fork(
         title: None,
         created_at: now.clone(),
         updated_at: now,
-        state: "closed".into(),
+        state: crate::store::StoredState::Closed,
         turns: 0,
         host: String::new(),
     })?;

@@ -24,7 +24,12 @@ fn session_row(r: &Row) -> SessionRecord {
         title: r.get(5),
         created_at: r.get(6),
         updated_at: r.get(7),
-        state: r.get(8),
+        // A word no sandcrab writes (a hand-edited row) reads as closed:
+        // nothing goes on with a session whose state is not known.
+        state: r
+            .get::<_, String>(8)
+            .parse()
+            .unwrap_or(crate::StoredState::Closed),
         turns: r.get::<_, i64>(9) as u64,
         host: r.get(10),
     }
@@ -95,7 +100,7 @@ async fn insert_session(
     let host = if s.host.is_empty() { host } else { &s.host };
     tx.execute(
         "INSERT INTO sessions (id, workspace, provider, profile, model, title, created_at, updated_at, state, host) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-        &[&s.id, &s.workspace, &s.provider, &s.profile, &s.model, &s.title, &s.created_at, &s.updated_at, &s.state, &host],
+        &[&s.id, &s.workspace, &s.provider, &s.profile, &s.model, &s.title, &s.created_at, &s.updated_at, &s.state.as_str(), &host],
     )
     .await?;
     Ok(())

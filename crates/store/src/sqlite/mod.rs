@@ -130,7 +130,9 @@ fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRecord> {
         title: r.get(5)?,
         created_at: r.get(6)?,
         updated_at: r.get(7)?,
-        state: r.get(8)?,
+        state: r.get::<_, String>(8)?.parse().map_err(|e: String| {
+            rusqlite::Error::FromSqlConversionFailure(8, rusqlite::types::Type::Text, e.into())
+        })?,
         turns: r.get::<_, i64>(9)? as u64,
         host: r.get(10)?,
     })
@@ -222,7 +224,7 @@ fn insert_session(conn: &Connection, s: &SessionRecord, host: &str) -> Result<()
     let host = if s.host.is_empty() { host } else { &s.host };
     conn.execute(
         "INSERT INTO sessions (id, workspace, provider, profile, model, title, created_at, updated_at, state, host) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-        params![s.id, s.workspace, s.provider, s.profile, s.model, s.title, s.created_at, s.updated_at, s.state, host],
+        params![s.id, s.workspace, s.provider, s.profile, s.model, s.title, s.created_at, s.updated_at, s.state.as_str(), host],
     )?;
     Ok(())
 }
@@ -357,7 +359,7 @@ mod tests {
             title: None,
             created_at: crate::time::now_rfc3339(),
             updated_at: crate::time::now_rfc3339(),
-            state: "active".into(),
+            state: crate::StoredState::Active,
             turns: 0,
             host: String::new(),
         }
