@@ -28,9 +28,24 @@ impl Session {
             return;
         }
         let dir = root.join(&self.id);
-        let _ = self
-            .checkpoints
-            .set(Checkpoints::open(dir, &self.workspace).protecting(protected));
+        let _ = self.checkpoints.set(Arc::new(
+            Checkpoints::open(dir, &self.workspace).protecting(protected),
+        ));
+    }
+
+    /// Keep `child`'s file changes (a subagent's) with this session's: they
+    /// are part of the input that started it, shown with it and undone
+    /// with it.
+    pub(super) fn share_checkpoints_with(&self, child: &Session) {
+        if let Some(checkpoints) = self.checkpoints.get() {
+            let _ = child.checkpoints.set(checkpoints.clone());
+        }
+    }
+
+    /// Where a call's snapshots wait between before and after: by session
+    /// and call, so a subagent's call never takes its parent's.
+    fn checkpoint_key(&self, call_id: &str) -> String {
+        format!("{}/{call_id}", self.id)
     }
 
     /// Put back the files the last input that changed any found; what was
@@ -48,7 +63,7 @@ impl Session {
     pub fn forget_last_changes(&self) -> Vec<String> {
         self.checkpoints
             .get()
-            .map(Checkpoints::forget_last)
+            .map(|c| c.forget_last())
             .unwrap_or_default()
     }
 
@@ -57,12 +72,17 @@ impl Session {
     pub fn conversation_changes(&self) -> ConversationDiff {
         self.checkpoints
             .get()
-            .map(Checkpoints::conversation_diff)
+            .map(|c| c.conversation_diff())
             .unwrap_or_default()
     }
 
     /// A new input begins (its writes are one step of `/undo`).
     pub(super) fn checkpoint_input(&self) {
+        // A subagent's task is part of its parent's input, not a step of
+        // its own.
+        if self.depth > 0 {
+            return;
+        }
         if let Some(checkpoints) = self.checkpoints.get() {
             checkpoints.begin_input();
         }
@@ -95,8 +115,8 @@ impl Session {
                 call.writes.paths.len()
             ));
         }
-        let id = call.id.clone();
-        let kept = self.off_thread(move |session| session.keep_before_writes(&id, paths));
+        let key = self.checkpoint_key(&call.id);
+        let kept = self.off_thread(move |session| session.keep_before_writes(&key, paths));
         if let Err(err) = kept.await {
             self.warn(&format!(
                 "checkpoints failed ({err}); /undo cannot restore this change"
@@ -110,7 +130,7 @@ impl Session {
         let Some(checkpoints) = self.checkpoints.get() else {
             return Vec::new();
         };
-        let snapshots = checkpoints.ended(call_id);
+        let snapshots = checkpoints.ended(&self.checkpoint_key(call_id));
         if snapshots.is_empty() {
             return Vec::new();
         }
@@ -132,8 +152,9 @@ impl Session {
         tokio::task::spawn_blocking(move || work(&session)).await
     }
 
-    /// Keep `paths` as they are before the call `call_id` writes them.
-    fn keep_before_writes(&self, call_id: &str, paths: Vec<PathBuf>) {
+    /// Keep `paths` as they are before the call (its [`Self::checkpoint_key`]
+    /// `key`) writes them.
+    fn keep_before_writes(&self, key: &str, paths: Vec<PathBuf>) {
         let Some(checkpoints) = self.checkpoints.get() else {
             return;
         };
@@ -149,7 +170,7 @@ impl Session {
                 Err(err) => self.warn(&format!("{err}; /undo cannot restore this change")),
             }
         }
-        checkpoints.running(call_id, snapshots);
+        checkpoints.running(key, snapshots);
     }
 
     /// What the call `call_id`, which ended, changed of the files of

@@ -180,7 +180,7 @@ pub struct Session {
     pub(super) playback: Option<Arc<dyn super::playback::Playback>>,
     /// The files this conversation changed, as they were (see
     /// [`Session::keep_checkpoints`]).
-    pub(super) checkpoints: std::sync::OnceLock<crate::checkpoint::Checkpoints>,
+    pub(super) checkpoints: std::sync::OnceLock<Arc<crate::checkpoint::Checkpoints>>,
     /// The model the operator switched to (`/model`), if any.
     model_override: Mutex<Option<String>>,
 }

@@ -245,6 +245,7 @@ impl Subagents {
                 parent.workspace.clone(),
             )
         });
+        parent.share_checkpoints_with(&child);
         let agent_id = child.id().to_string();
         if args.run_in_background {
             // This call is a background job: run the child to completion

@@ -164,3 +164,84 @@ async fn aborting_the_parent_closes_its_children() {
     h.session.abort().await;
     assert_eq!(child.state(), SessionState::Closed);
 }
+
+/// A subagent's writes belong to the input that started it: its parent
+/// shows them and `/undo` puts them back (they were kept nowhere before).
+/// Control: the parent's own write in the same input is undone with them.
+#[tokio::test]
+async fn a_subagents_writes_are_shown_and_undone_with_its_parents_input() {
+    use crate::plugin::{ToolTraits, Writes};
+    let ws = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let workspace = ws.path().canonicalize().unwrap();
+    std::fs::write(workspace.join("child.txt"), "BEFORE\n").unwrap();
+    let mut registry = tools();
+    let root = workspace.clone();
+    registry.register(
+        ToolSpec {
+            traits: ToolTraits {
+                writes: Writes::Paths(vec!["file_path".into()]),
+                ..Default::default()
+            },
+            ..ToolSpec::new("write", "Write a file", json!({"type": "object"}))
+        },
+        Arc::new(FnTool(move |args: Value, _| {
+            let path = root.join(args["file_path"].as_str().unwrap_or_default());
+            async move {
+                std::fs::write(&path, "AFTER\n").map_err(|e| e.to_string())?;
+                Ok("written".to_string())
+            }
+        })),
+    );
+    // The parent writes, spawns a child and waits; the child writes.
+    let client = Arc::new(ScriptedClient::new(vec![
+        tool_calls(&[("p1", "write", json!({"file_path": "parent.txt"}))]),
+        // Run to its end inside the call, so the script is taken in order.
+        tool_calls(&[(
+            "p2",
+            "spawn_agent",
+            json!({"task": "write child.txt", "run_in_background": true}),
+        )]),
+        tool_calls(&[("c1", "write", json!({"file_path": "child.txt"}))]),
+        text("child done"),
+        text("parent done"),
+    ]));
+    let mut config = SessionConfig::new("test-model");
+    config.max_subagent_depth = 1;
+    let session = Session::new(SessionParts {
+        children: Some(super::super::Subagents::new()),
+        ..SessionParts::new(
+            client,
+            profile(200_000),
+            registry.into(),
+            config,
+            workspace.clone(),
+        )
+    });
+    session.keep_checkpoints(data.path(), crate::kept::Protected::none());
+    session.submit("go").await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("child.txt")).unwrap(),
+        "AFTER\n",
+        "precondition: the child wrote"
+    );
+    let changed: Vec<String> = session
+        .conversation_changes()
+        .changes
+        .iter()
+        .map(|c| c.path.clone())
+        .collect();
+    assert!(
+        changed.contains(&"child.txt".to_string()) && changed.contains(&"parent.txt".to_string()),
+        "{changed:?}"
+    );
+    session.undo_last_changes(false).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("child.txt")).unwrap(),
+        "BEFORE\n"
+    );
+    assert!(
+        !workspace.join("parent.txt").exists(),
+        "control: the parent's own write is undone"
+    );
+}
