@@ -125,6 +125,13 @@ impl StoredState {
             StoredState::Closed => "closed",
         }
     }
+
+    /// The state a database row holds: a word no sandcrab writes (a
+    /// hand-edited row) reads as closed — nothing goes on with a session
+    /// whose state is not known, and one odd row never hides the others.
+    pub fn of_row(word: &str) -> Self {
+        word.parse().unwrap_or(StoredState::Closed)
+    }
 }
 
 impl std::fmt::Display for StoredState {
@@ -166,5 +173,7 @@ mod tests {
                 .unwrap_err()
                 .contains("'paused'")
         );
+        assert_eq!(StoredState::of_row("active"), StoredState::Active);
+        assert_eq!(StoredState::of_row("paused"), StoredState::Closed);
     }
 }

@@ -24,12 +24,7 @@ fn session_row(r: &Row) -> SessionRecord {
         title: r.get(5),
         created_at: r.get(6),
         updated_at: r.get(7),
-        // A word no sandcrab writes (a hand-edited row) reads as closed:
-        // nothing goes on with a session whose state is not known.
-        state: r
-            .get::<_, String>(8)
-            .parse()
-            .unwrap_or(crate::StoredState::Closed),
+        state: crate::StoredState::of_row(&r.get::<_, String>(8)),
         turns: r.get::<_, i64>(9) as u64,
         host: r.get(10),
     }

@@ -130,9 +130,7 @@ fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRecord> {
         title: r.get(5)?,
         created_at: r.get(6)?,
         updated_at: r.get(7)?,
-        state: r.get::<_, String>(8)?.parse().map_err(|e: String| {
-            rusqlite::Error::FromSqlConversionFailure(8, rusqlite::types::Type::Text, e.into())
-        })?,
+        state: crate::StoredState::of_row(&r.get::<_, String>(8)?),
         turns: r.get::<_, i64>(9)? as u64,
         host: r.get(10)?,
     })
