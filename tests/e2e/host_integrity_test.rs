@@ -981,29 +981,40 @@ fn programs_reach_no_unix_socket_unless_the_operator_allows_them() {
     );
 }
 
+/// The provider of the tests whose model starts a background job.
+const BACKGROUND_KIND: sandcrab::llm::ProviderKind = sandcrab::llm::ProviderKind::Anthropic;
+
+/// A scene and a provider whose first answer starts `command` as the
+/// model's background shell job (`b1`); None where programs cannot be
+/// confined (the test then proves nothing and skips).
+async fn scene_with_background_job(command: &str) -> Option<(Scene, crate::mock_llm::MockLlm)> {
+    use crate::llm_transcripts::{Answer, stream, tool};
+    if !crate::support::confinable() {
+        return None;
+    }
+    let server = crate::mock_llm::MockLlm::strict(BACKGROUND_KIND).await;
+    server.push(stream(
+        BACKGROUND_KIND,
+        &Answer::Tools(vec![tool(
+            "b1",
+            "shell",
+            json!({"command": command, "run_in_background": true}),
+        )]),
+    ));
+    Some((Scene::new(), server))
+}
+
 /// Stopped by a signal while a background program of the model's still
 /// runs (it planted a `.git` whose monitor is the model's program, and
 /// waits), `sandcrab run` kills it and takes the plant out before it exits.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signal_does_not_leave_what_a_running_program_planted() {
-    use crate::llm_transcripts::{Answer, stream, tool};
-    use sandcrab::llm::ProviderKind;
-    if !crate::support::confinable() {
-        return;
-    }
-    let kind = ProviderKind::Anthropic;
-    let scene = Scene::new();
-    let ws = scene.workspace();
-    let server = crate::mock_llm::MockLlm::strict(kind).await;
+    use crate::llm_transcripts::{Answer, stream};
     let plant = "git init -q bgx && printf '[core]\\n\\tfsmonitor = \"touch pwned; false\"\\n' >> bgx/.git/config && touch planted && sleep 600";
-    server.push(stream(
-        kind,
-        &Answer::Tools(vec![tool(
-            "b1",
-            "shell",
-            json!({"command": plant, "run_in_background": true}),
-        )]),
-    ));
+    let Some((scene, server)) = scene_with_background_job(plant).await else {
+        return;
+    };
+    let (kind, ws) = (BACKGROUND_KIND, scene.workspace());
     server.push(stream(kind, &Answer::Text(vec!["started"])));
     let child = crate::cli_support::sandcrab(&scene, kind, &server, "run")
         .args(["--wait-jobs", "600", "plant it"])
@@ -1109,23 +1120,12 @@ fn git_folders_of_every_shape_a_program_makes_are_taken_out() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plant_handed_from_one_program_to_another_is_taken_out() {
     use crate::llm_transcripts::{Answer, stream, tool};
-    use sandcrab::llm::ProviderKind;
-    if !crate::support::confinable() {
-        return;
-    }
-    let kind = ProviderKind::Anthropic;
-    let scene = Scene::new();
-    let ws = scene.workspace();
-    let server = crate::mock_llm::MockLlm::strict(kind).await;
     let plant = "mkdir -p e/.git/objects e/.git/refs && echo 'ref: refs/heads/main' > e/.git/HEAD && printf '[core]\\n\\tfsmonitor = \"touch ../pwned; false\"\\n' > e/.git/config";
-    server.push(stream(
-        kind,
-        &Answer::Tools(vec![tool(
-            "b1",
-            "shell",
-            json!({"command": format!("{plant} && sleep 3"), "run_in_background": true}),
-        )]),
-    ));
+    let Some((scene, server)) = scene_with_background_job(&format!("{plant} && sleep 3")).await
+    else {
+        return;
+    };
+    let (kind, ws) = (BACKGROUND_KIND, scene.workspace());
     let relay = format!(
         "[ -e e/.git/config ] && echo counted-with-the-plant; while [ -e e/.git/config ]; do sleep 0.05; done; {plant} && echo replanted"
     );
