@@ -648,3 +648,39 @@ fn output_that_cannot_be_written_is_an_error() {
         "{stderr}"
     );
 }
+
+/// A shell call that moves to the background (it took longer than
+/// `background_after_ms`) runs to its own long limit: it is not stopped at
+/// the short default meant for a call somebody waits for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shell_call_moved_to_the_background_runs_past_the_short_default() {
+    let scene = Scene::new();
+    scene.write_user_config("[jobs]\nbackground_after_ms = 300\n");
+    let kind = ProviderKind::Anthropic;
+    let server = MockLlm::strict(kind).await;
+    server.push(stream(
+        kind,
+        &Answer::Tools(vec![tool(
+            "c1",
+            "shell",
+            json!({"command": "sleep 10.5; echo finished-after-the-default"}),
+        )]),
+    ));
+    server.push(stream(
+        kind,
+        &Answer::Text(vec!["It runs in the background."]),
+    ));
+    server.push(stream(kind, &Answer::Text(vec!["It is done."])));
+    let out = sandcrab(&scene, kind, &server, "run")
+        .arg("Wait for it.")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let reqs = server.requests();
+    let first: Value = serde_json::from_str(&tool_result(kind, &reqs[1], "c1", "shell")).unwrap();
+    assert_eq!(first["mode"], "background", "it moved: {first}");
+    let later = serde_json::to_string(&reqs.last().unwrap().body).unwrap();
+    assert!(later.contains("finished-after-the-default"), "{later}");
+    assert!(!later.contains("timed out"), "{later}");
+}

@@ -171,3 +171,62 @@ async fn chat_asks_on_the_terminal_and_every_answer_keeps_its_scope() {
             .contains("always")
     );
 }
+
+/// `sandcrab audit` lists every call that started, the operator's decision
+/// first: a call approved and then interrupted keeps its receipt (with the
+/// program it ran), and a denied one reads as denied, not as an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_lists_an_interrupted_call_and_says_who_decided_first() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.push(shell("c1", "echo started-long; sleep 30"));
+    server.push(shell("c2", "touch refused"));
+    server.push(say("understood"));
+    let mut chat = sandcrab(&scene, KIND, &server, "chat");
+    chat.args(["--approvals", "always"]);
+    let mut term = Terminal::spawn(chat);
+    term.expect("> ");
+    term.send("run the long one\n");
+    term.expect(PROMPT);
+    term.send("y\n");
+    term.expect("started-long");
+    term.send("\x03");
+    term.expect("(interrupted)");
+    term.expect("> ");
+    term.send("now the other\n");
+    term.expect(PROMPT);
+    term.send("n\n");
+    term.expect("understood");
+    term.exit();
+
+    let id = crate::support::latest_session_id(&scene);
+    let out = sandcrab_cmd(&scene).args(["audit", &id]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains(". ")).collect();
+    assert_eq!(lines.len(), 2, "one line per call that started: {text}");
+    assert!(
+        lines[0]
+            .trim_start()
+            .starts_with("1. approved once by the operator"),
+        "{text}"
+    );
+    assert!(lines[0].contains("— interrupted —"), "{text}");
+    assert!(lines[0].contains("programs: "), "{text}");
+    assert!(
+        lines[1]
+            .trim_start()
+            .starts_with("2. denied by the operator"),
+        "{text}"
+    );
+    assert!(lines[1].contains("— denied —"), "{text}");
+    assert!(!text.contains("— error —"), "{text}");
+
+    let out = sandcrab_cmd(&scene)
+        .args(["audit", &id, "--json"])
+        .output()
+        .unwrap();
+    let all: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(all[0]["status"], "interrupted", "{all}");
+    assert_eq!(all[0]["call_id"], "c1", "{all}");
+}

@@ -116,3 +116,47 @@ fn check_validates_without_running_and_names_problems() {
     assert!(!ok);
     assert!(stderr.contains("no plugin named 'nope'"), "{stderr}");
 }
+
+/// A plugin that panics tells its author (and the model) its own panic
+/// message and where, not a screen of wasm frames; the frames come with -v.
+#[test]
+fn a_panicking_plugin_says_its_panic_message_first_and_frames_only_with_v() {
+    let scene = Scene::new();
+    install_plugin(
+        &scene.plugins(),
+        "test-fixtures/hostile-tool",
+        "hostile",
+        |m| m,
+    );
+    let ws = scene.workspace();
+    let call = |verbose: bool| {
+        let mut cmd = sandcrab(&scene);
+        if verbose {
+            cmd.arg("-v");
+        }
+        run(cmd
+            .args(["tool", "call", "trap", "--args", "{}", "--plugins"])
+            .arg(scene.plugins())
+            .arg("-w")
+            .arg(&ws))
+    };
+    let (ok, _, stderr) = call(false);
+    assert!(!ok, "a crashed call fails: {stderr}");
+    let error = stderr
+        .lines()
+        .find(|l| l.contains("crashed"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        error.contains("panicked at") && error.contains("hostile-tool panicked on purpose"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("wasm backtrace"), "{stderr}");
+    assert!(stderr.lines().count() < 6, "short: {stderr}");
+
+    let (ok, _, stderr) = call(true);
+    assert!(!ok);
+    assert!(
+        stderr.contains("wasm backtrace"),
+        "-v shows the frames: {stderr}"
+    );
+}

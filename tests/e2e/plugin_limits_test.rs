@@ -77,10 +77,16 @@ async fn a_trap_fails_only_that_call() {
                 err.to_string().contains("plugin 'hostile-tool' crashed"),
                 "{err}"
             );
-            // What the plugin author needs (the wasm frames), never the
-            // host's own Rust backtrace (with RUST_BACKTRACE set).
+            // What the plugin author and the model need first: the guest's
+            // own panic message and where it panicked; the wasm frames only
+            // in the log (-v), never the host's Rust backtrace.
             let text = err.to_string();
-            assert!(text.contains("wasm backtrace"), "{text}");
+            assert!(
+                text.contains("panicked at") && text.contains("hostile-tool panicked on purpose"),
+                "{text}"
+            );
+            assert!(text.contains("lib.rs:165"), "{text}");
+            assert!(!text.contains("wasm backtrace"), "{text}");
             assert!(
                 !text.contains("Stack backtrace") && !text.contains("sandcrab::"),
                 "{text}"

@@ -170,6 +170,44 @@ impl ApprovalRecord {
         format!("{} by {by}", self.decision.as_str())
     }
 
+    /// Who decided, first and in a few words, for a list of calls
+    /// (`sandcrab audit`): `denied by the operator (chat at T)`,
+    /// `approved once by the operator (…)`, `allowed by rule FILE:… (R)`,
+    /// `refused: nobody to ask`.
+    pub fn decision_phrase(&self) -> String {
+        let rule_or_mode = |verb: &str| match &self.by {
+            DecidedBy::Rule { at, rule } => format!("{verb} by rule {at} ({rule})"),
+            DecidedBy::Mode { mode } => format!("{verb} by mode {}", mode.as_str()),
+            DecidedBy::Operator => format!("{verb}: the operator's own call"),
+        };
+        match &self.answer {
+            None => match self.decision {
+                Decision::Allow => rule_or_mode("allowed"),
+                Decision::Deny => rule_or_mode("denied"),
+                Decision::Ask => rule_or_mode("to be asked"),
+            },
+            Some(Answered::NobodyToAsk) => {
+                format!("refused: nobody to ask ({})", rule_or_mode("ask"))
+            }
+            Some(Answered::Denied { via, at }) => {
+                format!("denied by the operator ({via} at {at})")
+            }
+            Some(Answered::Allowed { via, at, reach }) => {
+                let reach = match reach {
+                    Reach::Once => "once".to_string(),
+                    Reach::Conversation { rule } => format!("for this conversation ({rule})"),
+                    Reach::Workspace { rule, .. } => {
+                        format!("always in this workspace ({rule})")
+                    }
+                    Reach::Unwritten { rule, .. } => {
+                        format!("once (the rule for {rule} could not be kept)")
+                    }
+                };
+                format!("approved {reach} by the operator ({via} at {at})")
+            }
+        }
+    }
+
     /// The whole record in one line, for people (`sandcrab audit`, the
     /// chat's receipt view).
     pub fn line(&self) -> String {
@@ -211,6 +249,15 @@ impl Approval {
     pub fn line(&self) -> String {
         match self {
             Approval::Record(record) => record.line(),
+            Approval::Written(line) => line.clone(),
+        }
+    }
+
+    /// Who decided, in a few words (see
+    /// [`ApprovalRecord::decision_phrase`]).
+    pub fn decision_phrase(&self) -> String {
+        match self {
+            Approval::Record(record) => record.decision_phrase(),
             Approval::Written(line) => line.clone(),
         }
     }

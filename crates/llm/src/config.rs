@@ -111,6 +111,10 @@ pub struct ProviderConfig {
     pub proxy: Option<String>,
 }
 
+/// What every request sandcrab sends on the operator's behalf says it is
+/// (servers can log and count it).
+pub const USER_AGENT: &str = concat!("sandcrab/", env!("CARGO_PKG_VERSION"));
+
 /// An HTTP client for requests that carry an operator's key: through
 /// `proxy` when the operator named one for sandcrab, else straight to the
 /// server (the environment's proxy variables are not read), never
@@ -118,6 +122,7 @@ pub struct ProviderConfig {
 pub fn keyed_http(proxy: Option<&str>) -> Result<reqwest::ClientBuilder, String> {
     let builder = reqwest::Client::builder()
         .no_proxy()
+        .user_agent(USER_AGENT)
         .redirect(reqwest::redirect::Policy::none());
     match proxy {
         None => Ok(builder),

@@ -44,8 +44,14 @@ pub async fn describe(config: &ProviderConfig, model: Option<&str>) -> LocalServ
         Some(key) => r.bearer_auth(key),
         None => r,
     };
-    let models: Vec<String> = get_json(auth(http.get(format!("{root}/v1/models"))))
-        .await
+    // The list is asked for only to pick the model; it also says whose
+    // server this is, and so which one question gives the window.
+    let listed = match model {
+        Some(_) => None,
+        None => get_json(auth(http.get(format!("{root}/v1/models")))).await,
+    };
+    let models: Vec<String> = listed
+        .as_ref()
         .map(|v| {
             v["data"]
                 .as_array()
@@ -58,20 +64,62 @@ pub async fn describe(config: &ProviderConfig, model: Option<&str>) -> LocalServ
     let model = model
         .map(str::to_string)
         .or_else(|| (models.len() == 1).then(|| models[0].clone()));
-    let mut context_window = get_json(auth(http.get(format!("{root}/props"))))
-        .await
-        .and_then(|v| llama_cpp_context(&v));
-    if context_window.is_none()
-        && let Some(model) = &model
-    {
-        context_window =
-            get_json(auth(http.post(format!("{root}/api/show"))).json(&json!({ "model": model })))
-                .await
-                .and_then(|v| ollama_context(&v));
-    }
+    let props = || async {
+        get_json(auth(http.get(format!("{root}/props"))))
+            .await
+            .and_then(|v| llama_cpp_context(&v))
+    };
+    let show = |model: Option<String>| async {
+        let model = model?;
+        get_json(auth(http.post(format!("{root}/api/show"))).json(&json!({ "model": model })))
+            .await
+            .and_then(|v| ollama_context(&v))
+    };
+    let context_window = match listed.as_ref().map(|v| server_of(v, model.as_deref())) {
+        Some(Server::LlamaCpp) => props().await,
+        Some(Server::Ollama) => show(model.clone()).await,
+        Some(Server::Says(window)) => window,
+        // Not listed (the model was named): llama.cpp, then Ollama.
+        None => match props().await {
+            Some(window) => Some(window),
+            None => show(model.clone()).await,
+        },
+    };
     LocalServer {
         models,
         context_window,
+    }
+}
+
+/// Whose server answered `GET /v1/models`, as far as it matters here.
+enum Server {
+    /// llama.cpp (`owned_by: "llamacpp"`): `/props` has the window.
+    LlamaCpp,
+    /// Ollama (`owned_by: "library"` and the like): `/api/show` has it.
+    Ollama,
+    /// Anything else: the window its list gives (vLLM's
+    /// `max_model_len`), if any; nothing more is asked.
+    Says(Option<u64>),
+}
+
+fn server_of(list: &Value, model: Option<&str>) -> Server {
+    let entries: Vec<&Value> = list["data"].as_array().into_iter().flatten().collect();
+    let entry = entries
+        .iter()
+        .find(|m| model.is_some_and(|id| m["id"].as_str() == Some(id)))
+        .or(entries.first());
+    let Some(entry) = entry else {
+        return Server::Says(None);
+    };
+    match entry["owned_by"].as_str() {
+        Some("llamacpp") => Server::LlamaCpp,
+        Some("library" | "ollama") => Server::Ollama,
+        _ => Server::Says(
+            ["max_model_len", "context_length", "context_window"]
+                .iter()
+                .find_map(|key| entry[*key].as_u64())
+                .filter(|n| *n > 0),
+        ),
     }
 }
 

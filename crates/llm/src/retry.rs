@@ -10,8 +10,19 @@ use rand::Rng;
 
 use super::error::LlmError;
 
-/// Told of a retryable error a model call recovered from by retrying.
-pub type RetryObserver = Arc<dyn Fn(&LlmError) + Send + Sync>;
+/// A retry about to be made: which one, of how many, after how long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retrying {
+    /// 1 for the first retry.
+    pub attempt: u32,
+    /// The most retries the policy makes.
+    pub of: u32,
+    /// The wait before it.
+    pub wait: Duration,
+}
+
+/// Told of a retryable error a model call met, before it retries.
+pub type RetryObserver = Arc<dyn Fn(&LlmError, Retrying) + Send + Sync>;
 
 tokio::task_local! {
     static OBSERVER: RetryObserver;
@@ -19,14 +30,23 @@ tokio::task_local! {
 
 /// Run `work` with `observer` told of every retryable error that model
 /// calls made inside it (on this task) met and retried. A background job
-/// uses it to keep such errors on its record, internal to the job.
+/// uses it to keep such errors on its record, internal to the job; a
+/// session, to tell the operator. An observer already watching this task
+/// is told too (a job's, around a subagent's session).
 pub async fn observed<F: Future>(observer: RetryObserver, work: F) -> F::Output {
+    let observer = match OBSERVER.try_with(Arc::clone) {
+        Ok(outer) => Arc::new(move |err: &LlmError, retrying: Retrying| {
+            observer(err, retrying);
+            outer(err, retrying);
+        }),
+        Err(_) => observer,
+    };
     OBSERVER.scope(observer, work).await
 }
 
 /// Tell the observer of the current task, if any, about `err`.
-pub(crate) fn notice(err: &LlmError) {
-    let _ = OBSERVER.try_with(|observe| observe(err));
+pub(crate) fn notice(err: &LlmError, retrying: Retrying) {
+    let _ = OBSERVER.try_with(|observe| observe(err, retrying));
 }
 
 /// When and how long to retry.

@@ -75,7 +75,14 @@ impl Transport {
                 Err(mut err) => match self.config.retry.decide(attempt, &mut err) {
                     RetryStep::RetryAfter(wait) => {
                         tracing::info!("{err}; retrying in {:.1} s", wait.as_secs_f64());
-                        super::retry::notice(&err);
+                        super::retry::notice(
+                            &err,
+                            super::retry::Retrying {
+                                attempt: attempt + 1,
+                                of: self.config.retry.max_retries,
+                                wait,
+                            },
+                        );
                         tokio::time::sleep(wait).await;
                         attempt += 1;
                     }

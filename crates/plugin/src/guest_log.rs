@@ -4,10 +4,11 @@
 //! into several (forging host log lines) nor carry terminal control
 //! sequences.
 
+use std::collections::VecDeque;
 use std::io;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use tokio::io::AsyncWrite;
@@ -17,12 +18,19 @@ use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 pub const MAX_LINES_PER_CALL: u32 = 200;
 /// Longest line kept (longer lines are cut).
 pub const MAX_LINE_BYTES: usize = 2048;
+/// The guest's last stderr lines kept to explain a crash (whatever the
+/// log budget let through).
+const CRASH_TAIL_LINES: usize = 16;
+/// Most of the guest's last words a crash report carries.
+const CRASH_WORDS_BYTES: usize = 1024;
 
 /// How much of the host log one call may still use.
 #[derive(Debug)]
 pub struct LogBudget {
     plugin: Arc<str>,
     lines: AtomicU32,
+    /// The last stderr lines of this call, made inert.
+    stderr_tail: Mutex<VecDeque<String>>,
 }
 
 /// Severity of a plugin log line.
@@ -41,12 +49,37 @@ impl LogBudget {
         Arc::new(LogBudget {
             plugin: Arc::from(plugin),
             lines: AtomicU32::new(0),
+            stderr_tail: Mutex::new(VecDeque::with_capacity(CRASH_TAIL_LINES)),
         })
     }
 
     /// Start the budget over, for the next call of a reused instance.
     pub fn reset(&self) {
         self.lines.store(0, Ordering::Relaxed);
+        self.tail().clear();
+    }
+
+    fn tail(&self) -> std::sync::MutexGuard<'_, VecDeque<String>> {
+        self.stderr_tail
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn keep_stderr(&self, text: &str) {
+        let mut tail = self.tail();
+        if tail.len() == CRASH_TAIL_LINES {
+            tail.pop_front();
+        }
+        tail.push_back(inert(text));
+    }
+
+    /// What the guest said last on stderr, to explain why it crashed: a
+    /// Rust panic as `panicked at FILE:LINE:COL: MESSAGE`, else its last
+    /// lines (a Python traceback's exception, a JavaScript error).
+    pub fn last_words(&self) -> Option<String> {
+        let tail = self.tail();
+        let lines: Vec<&str> = tail.iter().map(String::as_str).collect();
+        crash_words(&lines)
     }
 
     /// Write one line (sanitized, cut) if the budget allows; the first line
@@ -90,6 +123,41 @@ pub fn inert(text: &str) -> String {
     out
 }
 
+/// The message of the last Rust panic in `lines` (`thread '…' panicked
+/// at LOCATION:` then the message, up to the `note: run with` line), else
+/// the last few lines; bounded.
+fn crash_words(lines: &[&str]) -> Option<String> {
+    let words = match lines.iter().rposition(|l| l.contains("panicked at ")) {
+        Some(start) => {
+            let head = lines[start];
+            let location = head[head.find("panicked at ").unwrap()..].trim_end_matches(':');
+            let message: Vec<&str> = lines[start + 1..]
+                .iter()
+                .take_while(|l| !l.starts_with("note: run with"))
+                .copied()
+                .collect();
+            format!("{location}: {}", message.join(" / "))
+        }
+        None => {
+            let last: Vec<&str> = lines.iter().rev().take(4).rev().copied().collect();
+            if last.is_empty() {
+                return None;
+            }
+            last.join(" / ")
+        }
+    };
+    let mut words = words;
+    if words.len() > CRASH_WORDS_BYTES {
+        let cut = (0..=CRASH_WORDS_BYTES)
+            .rev()
+            .find(|&i| words.is_char_boundary(i))
+            .unwrap_or(0);
+        words.truncate(cut);
+        words.push_str(" [cut]");
+    }
+    Some(words)
+}
+
 /// Guest stdout/stderr: each line goes to the host log at debug level,
 /// under the call's budget; writes never fail, so a chatty guest cannot
 /// crash itself.
@@ -129,9 +197,11 @@ impl LineLogger {
     fn emit(&mut self) {
         if !self.line.is_empty() {
             let text = String::from_utf8_lossy(&self.line);
-            self.out
-                .budget
-                .line(Level::Debug, self.out.stream, text.trim_end());
+            let text = text.trim_end();
+            if self.out.stream == "stderr" {
+                self.out.budget.keep_stderr(text);
+            }
+            self.out.budget.line(Level::Debug, self.out.stream, text);
             self.line.clear();
         }
     }
@@ -179,5 +249,30 @@ mod tests {
         assert_eq!(inert("a\nb\x1b]52;c;x\x07"), "a\\nb\\u{1b}]52;c;x\\u{7}");
         let long = inert(&"é".repeat(5000));
         assert!(long.len() <= MAX_LINE_BYTES + 10 && long.ends_with(" [cut]"));
+    }
+
+    #[test]
+    fn a_rust_panic_reads_as_location_and_message() {
+        let lines = [
+            "starting",
+            "thread '<unnamed>' panicked at src/lib.rs:165:9:",
+            "it broke on purpose",
+            "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace",
+        ];
+        assert_eq!(
+            crash_words(&lines).unwrap(),
+            "panicked at src/lib.rs:165:9: it broke on purpose"
+        );
+    }
+
+    #[test]
+    fn other_guests_give_their_last_lines_and_silence_gives_none() {
+        let lines = [
+            "Traceback (most recent call last):",
+            "  File \"app.py\", line 3",
+            "ValueError: bad",
+        ];
+        assert!(crash_words(&lines).unwrap().ends_with("ValueError: bad"));
+        assert_eq!(crash_words(&[]), None);
     }
 }

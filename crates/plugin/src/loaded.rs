@@ -575,10 +575,22 @@ impl LoadedPlugin {
                 plugin,
                 limit_ms: limits.timeout_ms,
             },
-            Some(trap) => CallError::Trap {
-                plugin,
-                message: first_lines(&format!("{trap}: {err:#}"), 12),
-            },
+            Some(trap) => {
+                // The guest's own words first; wasmtime's frames (named by
+                // the guest) only in the log, with -v.
+                if let Some(frames) = err.downcast_ref::<wasmtime::WasmBacktrace>() {
+                    tracing::info!(target: "sandcrab::plugin", plugin = %plugin, "crashed: {trap}");
+                    for line in frames.to_string().lines() {
+                        let line = super::guest_log::inert(line);
+                        tracing::info!(target: "sandcrab::plugin", plugin = %plugin, "{line}");
+                    }
+                }
+                let message = match store.data().log.last_words() {
+                    Some(words) => format!("{words} ({trap})"),
+                    None => format!("{trap} (run with -v for the wasm backtrace)"),
+                };
+                CallError::Trap { plugin, message }
+            }
             None => CallError::InvalidResult {
                 plugin,
                 message: first_lines(&format!("{err:#}"), 12),

@@ -127,7 +127,9 @@ pub struct ToolCallContext {
     pub detach: Option<tokio::sync::watch::Receiver<bool>>,
     /// Where the programs the call starts (or is refused) are recorded.
     pub programs: Option<ActivityLog>,
-    /// The model started the call as a background job.
+    /// Nobody waits for the call to end: the model started it as a
+    /// background job, or it runs where a long call moves to one. A tool
+    /// may then use its whole time budget instead of a short default.
     pub background: bool,
     /// The call was given the network: its programs have it when the
     /// plugin's are on request (a rule or the operator's approval gave it

@@ -45,7 +45,8 @@ pub struct SessionRecord {
     pub created_at: String,
     pub updated_at: String,
     pub state: StoredState,
-    /// Turns stored now (compacted turns are gone).
+    /// The operator's inputs stored now (an input and all the model did
+    /// for it is one turn; compacted turns are gone).
     pub turns: u64,
     /// The host that last took it (empty: not known).
     pub host: String,

@@ -124,21 +124,27 @@ impl AgentKit {
             .or(per_provider.model.clone())
             .or_else(|| config.model.clone())
             .or_else(|| Some(profile.info.default_model.clone()).filter(|m| !m.is_empty()));
-        let model = if provider == ProviderKind::OpenAiCompatible {
-            // Ask the local server what it serves and with how much context.
-            let server =
-                crate::llm::local::describe(&provider_config, named_model.as_deref()).await;
+        let (model, served) = if provider == ProviderKind::OpenAiCompatible {
+            // Ask the local server what it serves and with how much context
+            // (nothing when the operator said both).
+            let server = match (&named_model, per_provider.context_window) {
+                (Some(_), Some(_)) => Default::default(),
+                _ => crate::llm::local::describe(&provider_config, named_model.as_deref()).await,
+            };
             if let Some(window) = per_provider.context_window.or(server.context_window) {
                 profile.info.context_window = window;
             }
-            named_model.or_else(|| (server.models.len() == 1).then(|| server.models[0].clone()))
+            let picked = named_model
+                .or_else(|| (server.models.len() == 1).then(|| server.models[0].clone()));
+            (picked, Some(server.models))
         } else {
-            named_model
+            (named_model, None)
         };
         let model = model.ok_or_else(|| {
             BuildError::Config(format!(
-                "no model named for provider {provider}: pass --model or set [providers.{provider}] model in your configuration (profile '{}' has no default model)",
-                profile.info.id
+                "no model named for provider {provider}: pass --model or set [providers.{provider}] model in your configuration (profile '{}' has no default model){}",
+                profile.info.id,
+                served_models_hint(&provider_config, served.as_deref())
             ))
         })?;
         let profile = Arc::new(profile);
@@ -424,4 +430,21 @@ fn detect_provider(env: &impl Fn(&str) -> Option<String>) -> ProviderKind {
             .any(|v| env(v).is_some_and(|k| !k.is_empty()))
     })
     .unwrap_or(ProviderKind::Anthropic)
+}
+
+/// What the local server said it serves, for the error that no model was
+/// named (nothing for the hosted providers).
+fn served_models_hint(config: &crate::llm::ProviderConfig, served: Option<&[String]>) -> String {
+    match served {
+        None => String::new(),
+        Some([]) => format!(
+            "; the server at {} listed no models (GET /v1/models): is it running, and is that its address?",
+            config.root()
+        ),
+        Some(models) => format!(
+            "; the server at {} serves: {}",
+            config.root(),
+            models.join(", ")
+        ),
+    }
 }

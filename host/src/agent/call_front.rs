@@ -16,7 +16,8 @@ use crate::approvals::{ApprovalRecord, Subject};
 use crate::checkpoint::FileChange;
 use crate::llm::ToolCall;
 use crate::pipeline::{Asked, CallFront, Judgement};
-use crate::tools::{PreparedCall, ToolOutcome, ToolRegistry};
+use crate::plugin::ActivityLog;
+use crate::tools::{PreparedCall, Receipt, ToolOutcome, ToolRegistry};
 
 /// One call of the session, on its way through the call path.
 pub(super) struct SessionFront<'a> {
@@ -24,6 +25,9 @@ pub(super) struct SessionFront<'a> {
     pub registry: ToolRegistry,
     /// The call as the model made it (what a recording is keyed by).
     pub call: &'a ToolCall,
+    /// What the call's programs and requests did, as they happen (kept
+    /// here so an interrupted call's receipt still lists them).
+    pub activity: ActivityLog,
 }
 
 #[async_trait]
@@ -76,7 +80,7 @@ impl CallFront for SessionFront<'_> {
 
     async fn run(&self, call: &PreparedCall, network: bool) -> ToolOutcome {
         self.session
-            .dispatched(self.registry.clone(), call, network)
+            .dispatched(self.registry.clone(), call, network, self.activity.clone())
             .await
     }
 
@@ -84,6 +88,18 @@ impl CallFront for SessionFront<'_> {
         self.session.record(Entry::Tool(Box::new(ToolAnswer::of(
             &call.id, &call.name, outcome,
         ))));
+    }
+
+    fn unfinished(&self, call: &PreparedCall, mut receipt: Receipt) {
+        if let Ok(activity) = self.activity.lock() {
+            receipt.programs = activity.programs.clone();
+            receipt.http = activity.http.clone();
+            receipt.http_unlisted = activity.http_unlisted;
+            receipt.files_refused = activity.files_refused.clone();
+        }
+        if let Ok(mut unfinished) = self.session.unfinished.lock() {
+            unfinished.insert(call.id.clone(), receipt);
+        }
     }
 }
 

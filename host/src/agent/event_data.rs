@@ -88,6 +88,18 @@ pub struct ToolCallEnded {
 impl ToolCallEnded {
     /// The end of a call that never ran (`status` says why).
     pub fn not_run(call_id: &str, name: &str, status: ToolStatus, output: &str) -> Self {
+        Self::cut_short(call_id, name, status, output, None)
+    }
+
+    /// The end of a call that did not finish (`status` says why), with its
+    /// receipt when it had started.
+    pub fn cut_short(
+        call_id: &str,
+        name: &str,
+        status: ToolStatus,
+        output: &str,
+        receipt: Option<crate::tools::Receipt>,
+    ) -> Self {
         ToolCallEnded {
             call_id: call_id.into(),
             name: name.into(),
@@ -95,7 +107,7 @@ impl ToolCallEnded {
             is_error: status.is_error(),
             truncated: false,
             status,
-            receipt: None,
+            receipt: receipt.map(Box::new),
             changes: Vec::new(),
         }
     }
@@ -115,6 +127,14 @@ impl TurnLimitKind {
         match self {
             TurnLimitKind::MaxToolRoundsPerInput => "max_tool_rounds_per_input",
             TurnLimitKind::MaxTurns => "max_turns",
+        }
+    }
+
+    /// Where the operator sets it: the flag and the configuration key.
+    pub fn setting(self) -> &'static str {
+        match self {
+            TurnLimitKind::MaxToolRoundsPerInput => "--max-tool-rounds / [agent] max_tool_rounds",
+            TurnLimitKind::MaxTurns => "--max-turns / [agent] max_turns",
         }
     }
 }
@@ -176,7 +196,12 @@ pub struct ProcessingEnded {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EndReason {
+    /// The work asked for was done (a `run` that finished, a chat the
+    /// operator left).
+    Completed,
+    /// Stopped before the work was done (an interrupt, a limit, a signal).
     Aborted,
+    /// An error the session could not go on from.
     Error,
 }
 

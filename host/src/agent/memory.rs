@@ -109,6 +109,10 @@ impl SessionMemory {
                 return Err(err);
             }
         };
+        // Going on again: listed as active until it ends.
+        if record.state != crate::store::StoredState::Active {
+            store.update_session(id, None, Some(crate::store::StoredState::Active.as_str()))?;
+        }
         Ok(Arc::new(SessionMemory {
             id: record.id,
             store,
@@ -119,6 +123,15 @@ impl SessionMemory {
             recorder: Default::default(),
             semantic: Default::default(),
         }))
+    }
+
+    /// Keep that the conversation ended (while this host still holds it).
+    pub fn close(&self) -> Result<(), StoreError> {
+        self.store.update_session(
+            &self.id,
+            None,
+            Some(crate::store::StoredState::Closed.as_str()),
+        )
     }
 
     /// The stored history of `id`, repaired, and the ids of its turns.

@@ -13,6 +13,7 @@ mod history;
 pub mod live_plugins;
 mod loop_detection;
 pub mod memory;
+mod model_wait;
 pub mod playback;
 mod profile;
 pub mod prompt;
@@ -34,6 +35,7 @@ mod write_order;
 
 pub use builder::{AgentKit, AgentOptions, BuildError, resolve_provider};
 pub use config::SessionConfig;
+pub use event_data::{EndReason, TurnLimitKind};
 pub use events::{Event, EventBus, EventData, EventKind, EventStream};
 pub use live_plugins::{LivePlugins, PluginReport};
 pub use loop_detection::{LoopDetector, LoopFound, signature};

@@ -54,6 +54,7 @@ impl Session {
             let mut inner = self.lock();
             inner.state = SessionState::Processing;
             inner.current = Some(cancel.clone());
+            inner.stopped_by = None;
         }
         self.record(super::recording::Entry::Input {
             text: input.map(str::to_string),
@@ -105,6 +106,7 @@ impl Session {
             }
             self.inject_from_jobs();
             if let Some((limit, value)) = self.limit_reached(rounds) {
+                self.lock().stopped_by = Some(limit);
                 self.emit(EventData::TurnLimit(ed::TurnLimitReached { limit, value }));
                 return Ok(Ended::Done);
             }
@@ -180,31 +182,12 @@ impl Session {
                 () = self.run_tool_round(&calls, &slots) => true,
                 _ = cancel.cancelled() => false,
             };
-            let results: Vec<ToolResult> = slots
-                .into_inner()
-                .expect("tool slots")
-                .into_iter()
-                .flatten()
-                .collect();
-            // An interrupted round keeps what finished; the repair before
-            // the next request answers the rest as interrupted.
-            self.push(TurnKind::ToolResults { results });
-            if !finished {
-                self.record_tools_interrupted();
-                for call in &calls {
-                    let answered = self.lock().history.last().is_some_and(|t| {
-                        matches!(&t.kind, TurnKind::ToolResults { results } if results.iter().any(|r| r.call_id == call.id))
-                    });
-                    if !answered {
-                        self.emit(EventData::ToolCallEnd(ed::ToolCallEnded::not_run(
-                            &call.id,
-                            &call.name,
-                            ToolStatus::Interrupted,
-                            history::INTERRUPTED,
-                        )));
-                    }
-                }
-                self.repair_history();
+            let slots = slots.into_inner().expect("tool slots");
+            if finished {
+                let results = slots.into_iter().flatten().collect();
+                self.push(TurnKind::ToolResults { results });
+            } else {
+                self.end_interrupted_round(&calls, slots);
                 return Ok(Ended::Interrupted);
             }
             self.drain_steering();
@@ -212,9 +195,52 @@ impl Session {
         }
     }
 
+    /// An interrupted round keeps what finished; a call that started and
+    /// was cut off is answered as interrupted with its receipt (the
+    /// decision that let it start, the programs it ran); the repair before
+    /// the next request answers the calls that never started.
+    fn end_interrupted_round(
+        &self,
+        calls: &[crate::llm::ToolCall],
+        slots: Vec<Option<ToolResult>>,
+    ) {
+        let mut unfinished = self
+            .unfinished
+            .lock()
+            .map(|mut u| std::mem::take(&mut *u))
+            .unwrap_or_default();
+        let mut results = Vec::with_capacity(calls.len());
+        for (call, slot) in calls.iter().zip(slots) {
+            if let Some(result) = slot {
+                results.push(result);
+                continue;
+            }
+            let receipt = unfinished.remove(&call.id);
+            self.emit(EventData::ToolCallEnd(ed::ToolCallEnded::cut_short(
+                &call.id,
+                &call.name,
+                ToolStatus::Interrupted,
+                history::INTERRUPTED,
+                receipt.clone(),
+            )));
+            if let Some(receipt) = receipt {
+                results.push(ToolResult {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    content: history::INTERRUPTED.to_string(),
+                    is_error: true,
+                    receipt: Some(receipt),
+                });
+            }
+        }
+        self.push(TurnKind::ToolResults { results });
+        self.record_tools_interrupted();
+        self.repair_history();
+    }
+
     /// Token usage of the model answers from turn `first` on (cached input
     /// included, as the provider reported it).
-    fn usage_since(&self, first: usize) -> crate::llm::Usage {
+    pub fn usage_since(&self, first: usize) -> crate::llm::Usage {
         let inner = self.lock();
         let mut total = crate::llm::Usage::default();
         for turn in inner.history.iter().skip(first) {
@@ -342,8 +368,18 @@ impl Session {
             ));
         }
         *in_flight = self.recorder().map(|r| r.begin(&request));
-        let mut stream = self.client.stream(&request).await?;
-        while let Some(item) = stream.next().await {
+        let asked = std::time::Instant::now();
+        let mut stream = self
+            .awaiting_model(asked, self.client.stream(&request))
+            .await?;
+        // The first event may be long in coming; the rest stream.
+        let mut first = Some(self.awaiting_model(asked, stream.next()).await);
+        loop {
+            let item = match first.take() {
+                Some(item) => item,
+                None => stream.next().await,
+            };
+            let Some(item) = item else { break };
             let event = item?;
             if let Some(call) = in_flight.as_mut() {
                 call.event(&event);

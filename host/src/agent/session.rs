@@ -146,6 +146,8 @@ pub(super) struct Inner {
     pub loops: LoopDetector,
     /// Cancels the input being processed (interrupt).
     pub current: Option<CancellationToken>,
+    /// The limit that stopped the last input, if one did.
+    pub stopped_by: Option<super::event_data::TurnLimitKind>,
 }
 
 /// A conversation.
@@ -174,6 +176,9 @@ pub struct Session {
     pub(super) memory: Option<Arc<super::memory::SessionMemory>>,
     /// Allow rules the operator added for the rest of this conversation.
     pub(super) granted: Mutex<crate::approvals::Rules>,
+    /// Receipts of calls that started and were interrupted before they
+    /// ended, by call id, until the interrupted round answers them.
+    pub(super) unfinished: Mutex<std::collections::HashMap<String, crate::tools::Receipt>>,
     /// What the prompt shows of the machine, read at start.
     world: super::world::World,
     /// Set when replaying a recording.
@@ -278,6 +283,7 @@ impl Session {
                     steering: VecDeque::new(),
                     follow_ups: VecDeque::new(),
                     model_turns: 0,
+                    stopped_by: None,
                     loops: LoopDetector::new(parts.config.loop_detection_window),
                     current: None,
                 }),
@@ -292,6 +298,7 @@ impl Session {
                 jobs: parts.jobs,
                 memory: parts.memory,
                 granted: Mutex::new(Default::default()),
+                unfinished: Mutex::new(Default::default()),
                 world,
                 playback: parts.playback,
                 checkpoints: std::sync::OnceLock::new(),
@@ -353,6 +360,16 @@ impl Session {
     /// A copy of the history.
     pub fn history(&self) -> Vec<Turn> {
         self.lock().history.clone()
+    }
+
+    /// The operator's inputs in the history (a turn, as `sessions list`
+    /// counts them).
+    pub fn inputs(&self) -> usize {
+        self.lock()
+            .history
+            .iter()
+            .filter(|t| matches!(t.kind, super::turns::TurnKind::User { .. }))
+            .count()
     }
 
     /// The events: the first call gets every event since SESSION_START,
@@ -417,6 +434,12 @@ impl Session {
     /// Model turns taken so far.
     pub fn model_turns(&self) -> u32 {
         self.lock().model_turns
+    }
+
+    /// The limit (`max_turns`, `max_tool_rounds`) that stopped the last
+    /// input before the model was done, if one did.
+    pub fn stopped_by(&self) -> Option<super::event_data::TurnLimitKind> {
+        self.lock().stopped_by
     }
 
     /// The text of the last assistant turn.
@@ -600,6 +623,12 @@ impl Session {
     /// processes are killed), close subagents, emit SESSION_END. Safe to
     /// call more than once.
     pub async fn abort(&self) {
+        self.end(ed::EndReason::Aborted).await;
+    }
+
+    /// End the session for `reason`: stop what runs (jobs, subagents),
+    /// mark it closed in the store, and send SESSION_END last.
+    pub async fn end(&self, reason: ed::EndReason) {
         {
             let mut inner = self.lock();
             if inner.state == SessionState::Closed {
@@ -614,15 +643,26 @@ impl Session {
         }
         // Wait for the loop to notice, so nothing follows SESSION_END.
         let _running = self.run_lock.lock().await;
-        self.bus.close_with(EventData::SessionEnd(ed::SessionEnded {
-            reason: ed::EndReason::Aborted,
-        }));
+        self.mark_closed();
+        self.bus
+            .close_with(EventData::SessionEnd(ed::SessionEnded { reason }));
+    }
+
+    /// Keep in the store that this conversation is closed (a later
+    /// `--resume` opens it again).
+    fn mark_closed(&self) {
+        if let Some(memory) = &self.memory {
+            if let Err(err) = memory.close() {
+                tracing::warn!("session {}: could not mark it closed: {err}", self.id);
+            }
+        }
     }
 
     /// Close after an unrecoverable error.
     pub(super) fn close_on_error(&self) {
         self.lock().state = SessionState::Closed;
         self.cancel.cancel();
+        self.mark_closed();
         self.bus.close_with(EventData::SessionEnd(ed::SessionEnded {
             reason: ed::EndReason::Error,
         }));

@@ -91,6 +91,7 @@ impl Session {
             session: self,
             registry: registry.clone(),
             call,
+            activity: Default::default(),
         };
         let finished = crate::pipeline::run_call(&front, prepared).await;
         let outcome = finished.outcome;
@@ -124,6 +125,7 @@ impl Session {
         registry: ToolRegistry,
         call: &PreparedCall,
         network: bool,
+        activity: crate::plugin::ActivityLog,
     ) -> ToolOutcome {
         let (tx, mut rx) = mpsc::channel::<OutputChunk>(crate::process::LIVE_CHUNKS);
         let ctx = ToolContext {
@@ -132,7 +134,7 @@ impl Session {
             live_output: Some(tx),
             working_dir: Some(self.working_dir.clone()),
             detach: None,
-            programs: None,
+            programs: Some(activity),
             background: false,
             network,
         };

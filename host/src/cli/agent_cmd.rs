@@ -1,13 +1,10 @@
 //! `sandcrab run PROMPT` and `sandcrab chat`.
 
-use std::process::ExitCode;
 use std::sync::{Arc, RwLock};
 
 use clap::Args;
 
-use super::render::Renderer;
 use super::setup::HostArgs;
-use super::view::style::Look;
 use crate::agent::{AgentKit, AgentOptions, PluginReport, Session};
 use crate::llm::ProviderKind;
 
@@ -65,7 +62,7 @@ pub struct AgentArgs {
 impl AgentArgs {
     /// Load plugins and build the agent; with `defer`, third-party plugins
     /// that must be compiled first are left in `Setup::deferred`.
-    async fn kit(&self, defer: bool) -> anyhow::Result<(super::setup::Setup, AgentKit)> {
+    pub(super) async fn kit(&self, defer: bool) -> anyhow::Result<(super::setup::Setup, AgentKit)> {
         self.kit_with(defer, false).await
     }
 
@@ -133,45 +130,12 @@ impl AgentArgs {
             (None, false) => return Ok(kit.session().await),
         };
         let session = kit.resume(&id).await?;
-        errln!("resumed session {id} ({} turns)", session.history().len());
+        errln!(
+            "resumed session {} ({})",
+            session.id(),
+            super::terminal::count(session.inputs() as u64, "turn")
+        );
         Ok(session)
-    }
-}
-
-/// Run one input to completion.
-pub async fn run(args: AgentArgs, prompt: String, wait_jobs: u64) -> anyhow::Result<ExitCode> {
-    let (setup, kit) = args.kit(false).await?;
-    let session = args.session(&kit).await?;
-    warn_session(&setup, &kit, &session);
-    let renderer = Renderer::spawn(session.events(), args.json, Look::detect(args.json));
-    let mut result = session.submit(&prompt).await;
-    // Background jobs still running: wait for them (each that finishes
-    // gives the agent a turn to react), at most `wait_jobs` seconds.
-    if result.is_ok() {
-        match session
-            .settle(std::time::Duration::from_secs(wait_jobs))
-            .await
-        {
-            Ok(true) => {}
-            Ok(false) => {
-                let cancelled = session.cancel_jobs();
-                session.warn(&format!(
-                    "{} background job(s) still running after {wait_jobs} s were cancelled: {} (raise --wait-jobs to wait longer)",
-                    cancelled.len(),
-                    cancelled.join(", ")
-                ));
-            }
-            Err(err) => result = Err(err),
-        }
-    }
-    session.abort().await;
-    renderer.finish().await;
-    match result {
-        Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(err) => {
-            errln!("sandcrab: {}", super::terminal::sanitize(&err.to_string()));
-            Ok(ExitCode::FAILURE)
-        }
     }
 }
 

@@ -204,9 +204,11 @@ impl Chat {
                     failed
                 }
             };
-            if let Some(reason) = failed {
+            if let Some(failed) = failed {
                 self.renderer.flush().await;
-                errln!("sandcrab: {}", super::terminal::sanitize(&reason));
+                if let Some(reason) = failed.unshown {
+                    errln!("sandcrab: {}", super::terminal::sanitize(&reason));
+                }
                 if self.session.state() == SessionState::Closed {
                     return Ok(());
                 }
@@ -216,11 +218,11 @@ impl Chat {
 
     /// Drive `work`, turning Ctrl-C into an interrupt of the session and
     /// asking the operator about every call that waits for approval; the
-    /// error reason, if any.
+    /// failure, if any.
     async fn interruptible(
         &mut self,
         work: impl std::future::Future<Output = Result<(), SessionError>>,
-    ) -> Option<String> {
+    ) -> Option<Failed> {
         tokio::pin!(work);
         let _quiet = self.input.quiet();
         // One listener for the whole turn: a Ctrl-C that comes while the
@@ -277,11 +279,20 @@ impl Chat {
     }
 }
 
-/// Why a turn failed, if it did.
-fn failure(result: Result<(), SessionError>) -> Option<String> {
-    match result {
-        Ok(()) => None,
+/// A turn that failed.
+struct Failed {
+    /// Why, when the session did not show it already (a model error is
+    /// an ERROR event, drawn once).
+    unshown: Option<String>,
+}
+
+/// Whether a turn failed, and why.
+fn failure(result: Result<(), SessionError>) -> Option<Failed> {
+    let unshown = match result {
+        Ok(()) => return None,
+        Err(SessionError::Llm(_)) => None,
         Err(SessionError::Closed) => Some("the session is closed".into()),
         Err(err) => Some(err.to_string()),
-    }
+    };
+    Some(Failed { unshown })
 }

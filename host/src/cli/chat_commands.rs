@@ -6,7 +6,7 @@ use super::chat_state::Chat;
 use super::render::Renderer;
 use super::terminal::{Sink, sanitize, write_styled};
 use super::view::diff_view::{render_change, render_titled};
-use super::view::style::{Style, Styled};
+use super::view::style::{Style, Styled, width_of, word_wrap};
 
 /// The commands Tab completes.
 pub const COMMANDS: &[&str] = &[
@@ -158,10 +158,27 @@ pub(super) async fn run(chat: &mut Chat, command: Command) {
 
 fn help(chat: &Chat) {
     let mut out = Styled::new(chat.look.color);
+    // One column for the names, as wide as the widest and two more; the
+    // descriptions wrap at the terminal's width under their column.
+    let column = HELP
+        .iter()
+        .map(|(name, _)| width_of(name))
+        .max()
+        .unwrap_or(0)
+        + 2;
+    let room = chat
+        .look
+        .width
+        .map_or(usize::MAX, |w| w.saturating_sub(column + 1).max(20));
     for (name, what) in HELP {
-        out.styled(Style::Bold, &format!("{name:<15}"))
-            .text(what)
-            .text("\n");
+        out.styled(Style::Bold, name)
+            .text(&" ".repeat(column - width_of(name)));
+        for (i, line) in word_wrap(what, room).iter().enumerate() {
+            if i > 0 {
+                out.text(&" ".repeat(column));
+            }
+            out.text(line).text("\n");
+        }
     }
     out.styled(
         Style::Dim,
@@ -276,10 +293,10 @@ fn sessions(chat: &Chat) {
                     ""
                 };
                 errln!(
-                    "{}  {}  {:>4} turns  {}{mark}",
+                    "{}  {}  {:>10}  {}{mark}",
                     s.id,
                     s.updated_at,
-                    s.turns,
+                    super::terminal::count(s.turns, "turn"),
                     super::terminal::one_line(s.title.as_deref().unwrap_or("(untitled)"), 60)
                 );
             }
@@ -329,8 +346,8 @@ async fn resume(chat: &mut Chat, id: Option<String>, force: bool) {
         .finish()
         .await;
     errln!(
-        "resumed session {id} ({} turns); the previous one is saved",
-        chat.session.history().len()
+        "resumed session {id} ({}); the previous one is saved",
+        super::terminal::count(chat.session.inputs() as u64, "turn")
     );
 }
 

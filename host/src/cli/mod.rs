@@ -20,6 +20,7 @@ mod mentions;
 mod plugins;
 mod render;
 mod replay_cmd;
+mod run_cmd;
 mod sandbox_cmd;
 mod serve_cmd;
 mod sessions_cmd;
@@ -51,8 +52,12 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run one input to completion: assistant text on stdout, tool activity
-    /// on stderr (or every event as JSON lines with --json).
+    /// Run one input to completion: the final answer on stdout, narration
+    /// and tool activity on stderr (or every event as JSON lines and a last
+    /// RESULT line with --json).
+    #[command(
+        after_help = "Exit status: 0 the agent finished; 1 an error stopped it; 2 the command line was wrong; 3 --max-turns or --max-tool-rounds stopped it; 128+N a signal N (130: Ctrl-C)."
+    )]
     Run {
         #[command(flatten)]
         agent: agent_cmd::AgentArgs,
@@ -60,8 +65,12 @@ enum Command {
         /// agent is done (then they are cancelled).
         #[arg(long, value_name = "SECS", default_value_t = 60)]
         wait_jobs: u64,
-        /// What to ask the agent.
-        prompt: String,
+        /// Also write the final answer to FILE.
+        #[arg(long, value_name = "FILE")]
+        output_last_message: Option<std::path::PathBuf>,
+        /// What to ask the agent (`-`, or none with stdin not a terminal:
+        /// read it from stdin).
+        prompt: Option<String>,
     },
     /// An interactive session (Ctrl-C interrupts the current turn, /exit quits).
     Chat {
@@ -139,8 +148,16 @@ pub fn main() -> ExitCode {
             Command::Run {
                 agent,
                 wait_jobs,
+                output_last_message,
                 prompt,
-            } => until_stopped(agent_cmd::run(agent, prompt, wait_jobs)).await,
+            } => {
+                let request = run_cmd::RunRequest {
+                    prompt,
+                    wait_jobs,
+                    output_last_message,
+                };
+                until_stopped(run_cmd::run(agent, request)).await
+            }
             Command::Chat {
                 agent,
                 watch_plugins,

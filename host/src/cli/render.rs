@@ -31,8 +31,15 @@ pub struct Renderer {
 
 impl Renderer {
     /// Start drawing `events`: as JSON lines when `json`, else for a
-    /// terminal that takes `look`.
+    /// terminal that takes `look`, every answer's text on stdout as it
+    /// comes.
     pub fn spawn(events: EventStream, json: bool, look: Look) -> Renderer {
+        Self::spawn_with(events, json, look, Answers::Streamed)
+    }
+
+    /// Like [`Renderer::spawn`], with `answers` saying where the model's
+    /// text goes.
+    pub fn spawn_with(events: EventStream, json: bool, look: Look, answers: Answers) -> Renderer {
         let (sender, requests) = mpsc::unbounded_channel();
         let usage = Arc::new(Mutex::new(None));
         let (turns_sender, turns) = watch::channel(0);
@@ -47,6 +54,10 @@ impl Renderer {
             partial: Styled::new(look.color),
             answer_open: false,
             deferred: Vec::new(),
+            held_answer: match answers {
+                Answers::Streamed => None,
+                Answers::FinalOnStdout => Some(Styled::new(look.color)),
+            },
         };
         Renderer {
             requests: sender,
@@ -112,6 +123,17 @@ impl Renderer {
         drop(self.requests);
         let _ = self.task.await;
     }
+}
+
+/// Where the model's text goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answers {
+    /// Every answer on stdout as it streams (chat).
+    Streamed,
+    /// Only the final answer on stdout, once it is known to be final;
+    /// what the model says before a tool call (narration) on stderr
+    /// (`run`: stdout is the result a script reads).
+    FinalOnStdout,
 }
 
 /// While alive, the renderer draws nothing (see [`Renderer::hold`]).
@@ -223,6 +245,7 @@ async fn render(
         }
     }
     screen.end_line();
+    screen.release_answer(Sink::Out);
 }
 
 /// What is on the terminal: where the cursor is in the answer's text, the
@@ -243,6 +266,9 @@ struct Screen {
     answer_open: bool,
     /// Notices waiting for the answer's end.
     deferred: Vec<Styled>,
+    /// With [`Answers::FinalOnStdout`]: the answer so far, until it is
+    /// known whether a tool call follows it.
+    held_answer: Option<Styled>,
 }
 
 impl Screen {
@@ -256,6 +282,29 @@ impl Screen {
         self.partial.append(text);
         if let Some(lines) = self.partial.take_lines() {
             above.print(lines.as_terminal_bytes().to_string());
+        }
+    }
+
+    /// Write the model's text: on stdout, or held until it is known
+    /// whether it is the final answer.
+    fn answer(&mut self, text: &Styled) {
+        match &mut self.held_answer {
+            Some(held) => {
+                held.append(text);
+            }
+            None => self.write(Sink::Out, text),
+        }
+    }
+
+    /// The held answer was narration (a tool call follows: `Sink::Err`)
+    /// or the final answer (`Sink::Out`).
+    fn release_answer(&mut self, sink: Sink) {
+        let Some(held) = &mut self.held_answer else {
+            return;
+        };
+        let text = std::mem::replace(held, Styled::new(self.look.color));
+        if !text.is_empty() {
+            self.write(sink, &text);
         }
     }
 
@@ -301,12 +350,12 @@ impl Screen {
     fn end_line(&mut self) {
         let (rest, open) = self.markdown.finish();
         if !rest.is_empty() {
-            self.write(Sink::Out, &rest);
+            self.answer(&rest);
         }
         if !self.at_line_start || open {
             let mut line = Styled::new(self.look.color);
             line.text("\n");
-            self.write(Sink::Out, &line);
+            self.answer(&line);
             self.at_line_start = true;
         }
         self.answer_open = false;
@@ -351,13 +400,15 @@ impl Screen {
                 self.write(Sink::Err, &erase);
                 let text = self.markdown.push(&d.delta);
                 if !text.is_empty() {
-                    self.write(Sink::Out, &text);
+                    self.answer(&text);
                     self.at_line_start = text.as_terminal_bytes().ends_with('\n');
                 }
             }
             EventData::AssistantTextEnd(_) => self.end_line(),
             EventData::ToolCallStart(d) => {
                 self.make_room();
+                // What the model said before a call was narration.
+                self.release_answer(Sink::Err);
                 self.refresh_width();
                 // The name is the model's text: one row, however it is made.
                 let name = cut_to(&d.name, 60);
@@ -394,6 +445,8 @@ impl Screen {
                 }
             }
             EventData::ProcessingEnd(d) => {
+                self.end_line();
+                self.release_answer(Sink::Out);
                 if let Ok(mut usage) = self.usage.lock() {
                     *usage = Some(d.usage);
                 }
@@ -415,8 +468,14 @@ impl Screen {
         };
         // A message of several lines (a provider's error body) keeps its
         // later lines indented under its first: none passes for a line of
-        // sandcrab's own.
-        let line = line.trim_end().replace('\n', "\n  ");
+        // sandcrab's own. On a terminal, a line longer than its width is
+        // broken between words (a tool's row is cut to one row already).
+        let line = match self.look.width {
+            Some(width) if !line.starts_with("  ") => {
+                hang(line.trim_end(), width.saturating_sub(1))
+            }
+            _ => line.trim_end().replace('\n', "\n  "),
+        };
         let mut out = Styled::new(self.look.color);
         let style = if line.starts_with("error:") || line.starts_with("  ✗") {
             Some(Style::Red)
@@ -442,6 +501,29 @@ impl Screen {
     }
 }
 
+/// `text` with every line after its first indented by two columns, each
+/// longer than `width` broken between words (a line that fits is kept as
+/// it is: an error's caret under its column stays there).
+fn hang(text: &str, width: usize) -> String {
+    let mut rows: Vec<String> = Vec::new();
+    for (i, line) in text.split('\n').enumerate() {
+        let indent = if i == 0 { "" } else { "  " };
+        let room = width.saturating_sub(2).max(20);
+        if width_of(line) + indent.len() <= width {
+            rows.push(format!("{indent}{line}"));
+            continue;
+        }
+        for (j, part) in super::view::style::word_wrap(line, room)
+            .into_iter()
+            .enumerate()
+        {
+            let indent = if i == 0 && j == 0 { "" } else { "  " };
+            rows.push(format!("{indent}{part}"));
+        }
+    }
+    rows.join("\n")
+}
+
 /// Most diff lines shown for one change as it happens.
 const MAX_DIFF_LINES: usize = 40;
 
@@ -464,8 +546,8 @@ fn notice(data: &EventData, columns: usize) -> Option<String> {
             format!("  {mark} {}{more}", cut_to(last_frame(first), room))
         }
         EventData::TurnLimit(d) => format!(
-            "note: turn limit reached ({} = {})",
-            d.limit.as_str(),
+            "note: stopped before the agent was done: {} reached ({}; raise it to go on)",
+            d.limit.setting(),
             d.value
         ),
         EventData::LoopDetection(_) => {

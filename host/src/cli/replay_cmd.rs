@@ -44,10 +44,10 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         };
         let forked = fork(store.as_ref(), &args.id, at, &options).await?;
         outln!(
-            "forked session {} after model call {at} as {} ({} turns); continue it with `sandcrab chat --workspace {} --resume {}`",
+            "forked session {} after model call {at} as {} ({}); continue it with `sandcrab chat --workspace {} --resume {}`",
             args.id,
             forked.id,
-            forked.turns,
+            super::terminal::count(forked.turns as u64, "turn"),
             sanitize(&forked.workspace),
             forked.id
         );

@@ -140,10 +140,10 @@ fn list(store: &dyn Store, workspace: Option<String>) -> anyhow::Result<ExitCode
             None => s.state.to_string(),
         };
         outln!(
-            "{}  {}  {:>4} turns  {}  {}  {}{}",
+            "{}  {}  {:>10}  {}  {}  {}{}",
             s.id,
             s.updated_at,
-            s.turns,
+            super::terminal::count(s.turns, "turn"),
             if s.host.is_empty() {
                 "-".to_string()
             } else {
@@ -221,12 +221,12 @@ pub async fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
                 .session(&id)?
                 .ok_or_else(|| crate::store::StoreError::UnknownSession(id.clone()))?;
             outln!(
-                "session {} — {} / {} in {}, {} turns, updated {}",
+                "session {} — {} / {} in {}, {}, updated {}",
                 record.id,
                 record.provider,
                 record.model,
                 record.workspace,
-                record.turns,
+                super::terminal::count(record.turns, "turn"),
                 record.updated_at
             );
             let links = store.chain(&id)?;
@@ -347,11 +347,14 @@ pub async fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
             let export = export.into_local(&workspace, &crate::time::now_rfc3339());
             store.import_session(&export)?;
             outln!(
-                "imported session {} as {} in {} ({} turns, chain head {})",
+                "imported session {} as {} in {} ({}, chain head {})",
                 super::terminal::sanitize(&origin),
                 export.session.id,
                 super::terminal::sanitize(&workspace.display().to_string()),
-                export.turns.len(),
+                super::terminal::count(
+                    export.turns.iter().filter(|t| t.kind == "user").count() as u64,
+                    "turn"
+                ),
                 export.head()
             );
             Ok(ExitCode::SUCCESS)

@@ -174,3 +174,13 @@ mod tests {
         }
     }
 }
+
+/// `1 turn`, `2 turns`: a count and its noun, singular or plural.
+pub fn count(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::checked::{Keep, check};
 use super::read::{project_file, trusted_file};
 use super::trust::{self, TrustState};
 use super::{Config, ConfigError, resolve_dir};
@@ -33,8 +34,10 @@ pub const PROJECT_KEYS: &[&str] = &[
     "agent.tools.exclude",
     "truncation",
     "jobs",
-    // Its own rules may only ask and deny (checked when they are read).
+    // Its own rules may only ask and deny (checked when they are read);
+    // its mode is a floor (read, then kept out of the merge).
     "approvals.rules",
+    "approvals.mode",
     "providers.*.model",
     "providers.*.max_tokens",
     "summarization.chunk_size",
@@ -79,21 +82,20 @@ impl LoadedConfig {
     }
 }
 
-pub fn parse_table(text: &str, path: &Path) -> Result<toml::Table, ConfigError> {
-    toml::from_str(text).map_err(|e: toml::de::Error| ConfigError::Parse {
-        path: path.to_path_buf(),
-        message: e.to_string().trim_end().replace('\n', " "),
-    })
-}
-
-/// Deserialize a table, resolving `plugin_dirs` against the file's folder.
+/// Deserialize a merged table, then [`settle`] it.
 pub fn into_config(table: toml::Table, path: &Path) -> Result<Config, ConfigError> {
-    let mut config: Config = table
+    let config: Config = table
         .try_into()
         .map_err(|e: toml::de::Error| ConfigError::Parse {
             path: path.to_path_buf(),
-            message: e.to_string().trim_end().replace('\n', " "),
+            message: e.message().trim_end().to_string(),
         })?;
+    settle(config, path)
+}
+
+/// Check what no type says (the summarization's numbers) and resolve
+/// `plugin_dirs` against the file's folder.
+pub fn settle(mut config: Config, path: &Path) -> Result<Config, ConfigError> {
     config
         .summarization
         .validate()
@@ -108,6 +110,59 @@ pub fn into_config(table: toml::Table, path: &Path) -> Result<Config, ConfigErro
         .map(|dir| resolve_dir(base, dir))
         .collect();
     Ok(config)
+}
+
+/// What the project file adds to the operator's: its keys to merge, its
+/// rules (ask and deny only) and its approvals floor.
+struct ProjectOver {
+    table: toml::Table,
+    rules: crate::approvals::Rules,
+    floor: Option<crate::approvals::Mode>,
+}
+
+/// Read the project file `path` (its `text`), keeping what a project
+/// trusted as `trusted` may set; the keys it may not set are warnings.
+fn project_over(
+    text: &str,
+    path: &Path,
+    trusted: bool,
+    workspace: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<ProjectOver, ConfigError> {
+    let keep = if trusted {
+        Keep::All
+    } else {
+        Keep::ProjectKeys
+    };
+    let checked = check(text, path, keep)?;
+    let config = settle(checked.config, path)?;
+    let rules = approval_rules(&config, text, path, false)?;
+    let mut table = checked.table;
+    // A project, trusted or not, may make asking stricter, never looser:
+    // its mode is a floor, and it names no rules file.
+    if let Some(approvals) = table.get_mut("approvals").and_then(|v| v.as_table_mut()) {
+        approvals.remove("mode");
+        approvals.remove("rules_file");
+    }
+    if table.remove("trust").is_some() {
+        warnings.push(ignored(path, "trust", workspace));
+    }
+    for key in checked.dropped {
+        warnings.push(ignored(path, &key, workspace));
+    }
+    Ok(ProjectOver {
+        table: absolutize_plugin_dirs(table, path),
+        rules,
+        floor: config.approvals.mode,
+    })
+}
+
+/// A project file that cannot be used: the run goes on without it.
+fn project_unusable(err: &ConfigError) -> String {
+    format!(
+        "{err}
+  {PROJECT_FILE} is ignored: sandcrab goes on without the project's settings (its rules and approvals floor included); fix the file to use them"
+    )
 }
 
 /// Read the trusted file and the project file of `workspace`; combine them.
@@ -125,8 +180,8 @@ pub fn load(workspace: &Path, explicit: Option<&Path>) -> Result<LoadedConfig, C
     let (mut table, trust_records) = match &trusted_path {
         Some(path) => {
             let text = trusted_file(path)?;
-            let table = parse_table(&text, path)?;
-            let trusted = into_config(table.clone(), path)?;
+            let checked = check(&text, path, Keep::All)?;
+            let (table, trusted) = (checked.table, settle(checked.config, path)?);
             // Rules written for another workspace stay out.
             rules = approval_rules(&trusted, &text, path, true)?.for_workspace(workspace);
             if let Some(file) = &trusted.approvals.rules_file {
@@ -143,7 +198,12 @@ pub fn load(workspace: &Path, explicit: Option<&Path>) -> Result<LoadedConfig, C
     }
     let mut warnings = Vec::new();
     let project_path = workspace.join(PROJECT_FILE);
-    let project_text = project_file(&project_path)?;
+    // A project file that cannot be read is a warning: a repository
+    // must not lock the operator out.
+    let project_text = project_file(&project_path).unwrap_or_else(|err| {
+        warnings.push(project_unusable(&err));
+        None
+    });
     let has_dot_dir = std::fs::symlink_metadata(workspace.join(PROJECT_DIR)).is_ok();
     let project = if project_text.is_some() || has_dot_dir {
         let (state, found) = trust::state_of(workspace, &trust_records);
@@ -165,27 +225,15 @@ pub fn load(workspace: &Path, explicit: Option<&Path>) -> Result<LoadedConfig, C
     };
 
     if let (Some(text), Some(layer)) = (&project_text, &project) {
-        let mut over = parse_table(text, &project_path)?;
-        let project_config = into_config(over.clone(), &project_path)?;
-        rules.extend(approval_rules(&project_config, text, &project_path, false)?);
-        // A project, trusted or not, may make asking stricter, never
-        // looser: its mode is a floor, and it names no rules file.
-        project_floor = project_config.approvals.mode;
-        if let Some(approvals) = over.get_mut("approvals").and_then(|v| v.as_table_mut()) {
-            approvals.remove("mode");
-            approvals.remove("rules_file");
-        }
-        if over.remove("trust").is_some() {
-            warnings.push(ignored(&project_path, "trust", workspace));
-        }
-        if !layer.trusted {
-            for key in keep_project_keys(&mut over) {
-                warnings.push(ignored(&project_path, &key, workspace));
+        match project_over(text, &project_path, layer.trusted, workspace, &mut warnings) {
+            Ok(over) => {
+                rules.extend(over.rules);
+                project_floor = over.floor;
+                note_grant_files(&over.table, &project_path, &mut grant_files);
+                merge(&mut table, over.table);
             }
+            Err(err) => warnings.push(project_unusable(&err)),
         }
-        let over = absolutize_plugin_dirs(over, &project_path);
-        note_grant_files(&over, &project_path, &mut grant_files);
-        merge(&mut table, over);
     }
     let mut config = into_config(table, trusted_path.as_deref().unwrap_or(&project_path))?;
     config.policy.sources = grant_files;
@@ -271,45 +319,7 @@ fn ignored(file: &Path, key: &str, workspace: &Path) -> String {
     )
 }
 
-/// Remove every key of `table` that is not a project setting; returns
-/// their dotted paths.
-fn keep_project_keys(table: &mut toml::Table) -> Vec<String> {
-    let mut removed = Vec::new();
-    filter(table, "", &mut removed);
-    removed
-}
-
-fn filter(table: &mut toml::Table, prefix: &str, removed: &mut Vec<String>) {
-    let keys: Vec<String> = table.keys().cloned().collect();
-    for key in keys {
-        let path = if prefix.is_empty() {
-            key.clone()
-        } else {
-            format!("{prefix}.{key}")
-        };
-        match allowance(&path) {
-            Allowance::Whole => {}
-            Allowance::Inside => match table.get_mut(&key) {
-                Some(toml::Value::Table(inner)) => {
-                    filter(inner, &path, removed);
-                    if inner.is_empty() {
-                        table.remove(&key);
-                    }
-                }
-                _ => {
-                    table.remove(&key);
-                    removed.push(path);
-                }
-            },
-            Allowance::None => {
-                table.remove(&key);
-                removed.push(path);
-            }
-        }
-    }
-}
-
-enum Allowance {
+pub(super) enum Allowance {
     /// The key and everything under it.
     Whole,
     /// Some keys below it.
@@ -317,7 +327,7 @@ enum Allowance {
     None,
 }
 
-fn allowance(path: &str) -> Allowance {
+pub(super) fn allowance(path: &str) -> Allowance {
     let parts: Vec<&str> = path.split('.').collect();
     let mut inside = false;
     for pattern in PROJECT_KEYS {
@@ -441,9 +451,8 @@ mod tests {
     }
 
     fn filtered(text: &str) -> (toml::Table, Vec<String>) {
-        let mut t: toml::Table = toml::from_str(text).unwrap();
-        let removed = keep_project_keys(&mut t);
-        (t, removed)
+        let checked = check(text, Path::new("/p/sandcrab.toml"), Keep::ProjectKeys).unwrap();
+        (checked.table, checked.dropped)
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! mode = "default"
 //! ```
 
+mod checked;
 pub mod edit;
 mod layers;
 mod project;
@@ -266,8 +267,8 @@ impl Config {
     /// Parse configuration text; `path` is used in messages and to resolve
     /// relative plugin directories.
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
-        let table = layers::parse_table(text, path)?;
-        let mut config = layers::into_config(table, path)?;
+        let checked = checked::check(text, path, checked::Keep::All)?;
+        let mut config = layers::settle(checked.config, path)?;
         config.approvals.parsed = layers::approval_rules(&config, text, path, true)?;
         Ok(config)
     }

@@ -109,9 +109,11 @@ pub async fn run_call(
     let output_limit = tools
         .get(&request.name)
         .and_then(|t| t.spec.traits.output_limit);
-    // Told to the tool in its call context (it may then use its whole time
-    // budget instead of a short default).
-    ctx.background = force;
+    // Told to the tool in its call context: nobody waits for this call
+    // past `settings.after` (it becomes a job then), so a short default
+    // time limit would only stop it just after it moved to the background.
+    // It may use its whole time budget (or the limit the model named).
+    ctx.background = true;
     let thread = ctx.session_id.clone();
     let call_id = request.id.clone();
     let name = request.name.clone();
@@ -121,7 +123,7 @@ pub async fn run_call(
     let seen: Arc<std::sync::Mutex<(Option<String>, Vec<crate::llm::LlmError>)>> = Arc::default();
     let observer: crate::llm::retry::RetryObserver = {
         let (registry, seen) = (jobs.clone(), seen.clone());
-        Arc::new(move |err: &crate::llm::LlmError| {
+        Arc::new(move |err: &crate::llm::LlmError, _| {
             let mut seen = seen.lock().expect("retry notes");
             match &seen.0 {
                 Some(id) => registry.note_internal_error(id, err),

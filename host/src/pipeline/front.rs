@@ -9,7 +9,7 @@ use async_trait::async_trait;
 
 use crate::approvals::{ApprovalRecord, Approvals, Reach, Rules, Subject, Verdict, verdict_record};
 use crate::checkpoint::FileChange;
-use crate::tools::{PreparedCall, ToolOutcome};
+use crate::tools::{PreparedCall, Receipt, ToolOutcome};
 
 /// How a call was judged before anyone was asked: the verdict (what a
 /// refusal names) and the record its receipt keeps.
@@ -104,4 +104,10 @@ pub trait CallFront: Send + Sync {
 
     /// Keep the call's outcome, receipt and all (a recording, a log).
     fn receipted(&self, _call: &PreparedCall, _outcome: &ToolOutcome) {}
+
+    /// `call` was allowed and started, and its caller stopped waiting
+    /// before it ended (an interrupt): keep its receipt, `interrupted`,
+    /// with the decision that let it start. Called from a drop: it must
+    /// not block.
+    fn unfinished(&self, _call: &PreparedCall, _receipt: Receipt) {}
 }

@@ -29,11 +29,46 @@ enum Flow {
     Played,
 }
 
+/// A call that was allowed and has no receipt yet. If the caller stops
+/// waiting (an interrupt drops the call path), it still leaves a receipt:
+/// `interrupted`, with the decision that let it start.
+struct Unreceipted<'a> {
+    front: &'a dyn CallFront,
+    call: &'a PreparedCall,
+    approval: Option<crate::approvals::ApprovalRecord>,
+    started: bool,
+}
+
+impl Drop for Unreceipted<'_> {
+    fn drop(&mut self) {
+        if !self.started {
+            return;
+        }
+        let Some(record) = self.approval.take() else {
+            return;
+        };
+        let call = self.call;
+        let mut receipt = Receipt::of(
+            &call.id,
+            &call.name,
+            call.standing.clone(),
+            ToolStatus::Interrupted,
+        );
+        receipt.approvals.push(Approval::Record(record));
+        self.front.unfinished(call, receipt);
+    }
+}
+
 /// Take `call` through every stage, with `front` supplying what differs.
 pub async fn run_call(front: &dyn CallFront, call: &PreparedCall) -> Finished {
     let mut flow = Flow::Next;
     let mut trace = Vec::with_capacity(STAGES.len());
-    let mut approval = None;
+    let mut approval = Unreceipted {
+        front,
+        call,
+        approval: None,
+        started: false,
+    };
     let mut network = false;
     let mut outcome = None;
     let mut changes = Vec::new();
@@ -54,10 +89,13 @@ pub async fn run_call(front: &dyn CallFront, call: &PreparedCall) -> Finished {
             Stage::Approve => {
                 let (record, refused) = approve(front, call).await;
                 network = call.asks_network;
-                approval = Some(record);
-                if let Some(refused) = refused {
-                    outcome = Some(refused);
-                    flow = Flow::Refused;
+                approval.approval = Some(record);
+                match refused {
+                    Some(refused) => {
+                        outcome = Some(refused);
+                        flow = Flow::Refused;
+                    }
+                    None => approval.started = true,
                 }
             }
             Stage::CheckpointBefore => front.checkpoint_before(call).await,
@@ -68,7 +106,8 @@ pub async fn run_call(front: &dyn CallFront, call: &PreparedCall) -> Finished {
                 let receipt = done.receipt.get_or_insert_with(|| {
                     Receipt::of(&call.id, &call.name, call.standing.clone(), done.status)
                 });
-                if let Some(record) = approval.take() {
+                approval.started = false;
+                if let Some(record) = approval.approval.take() {
                     receipt.approvals.insert(0, Approval::Record(record));
                 }
                 front.receipted(call, done);

@@ -137,7 +137,10 @@ pub async fn fork(
     }
     Ok(Forked {
         id: new_id,
-        turns: turns.len(),
+        turns: turns
+            .iter()
+            .filter(|t| matches!(t.kind, crate::agent::TurnKind::User { .. }))
+            .count(),
         workspace: source.workspace,
     })
 }

@@ -80,7 +80,9 @@ pub async fn dispatch(
     call: &ToolCallRequest,
     ctx: &ToolContext,
 ) -> ToolOutcome {
-    let log = crate::plugin::ActivityLog::default();
+    // The caller's log when it keeps one (an interrupted call's receipt
+    // still lists its programs), else the call's own.
+    let log = ctx.programs.clone().unwrap_or_default();
     let mut ctx = ctx.clone();
     ctx.programs = Some(log.clone());
     let mut outcome = run(registry, call, &ctx).await;

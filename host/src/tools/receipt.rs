@@ -188,7 +188,8 @@ impl Receipt {
         }
     }
 
-    /// One line for `sandcrab audit`: tool, allowed by, ran under.
+    /// One line for `sandcrab audit`: who decided, tool, how it ended,
+    /// grants, ran under.
     pub fn summary(&self) -> String {
         let who = match (
             &self.standing.principal.version,
@@ -229,11 +230,21 @@ impl Receipt {
         } else {
             format!(" — refused: {}", self.files_refused.join("; "))
         };
+        // Who decided comes first: the operator's answer, a rule or a mode.
+        let decided = match self.approvals.first() {
+            Some(approval) => format!("{} — ", approval.decision_phrase()),
+            None => String::new(),
+        };
+        // How it ended, in the status's own word (`denied`, `interrupted`);
+        // receipts written before statuses say ok/error.
+        let ended = match self.status {
+            Some(status) => status.name(),
+            None => self.outcome.clone(),
+        };
         format!(
-            "{} by {} — {} — allowed by: {} — ran under: {}{}{}{refused}",
+            "{decided}{} by {} — {ended} — grants: {} — ran under: {}{}{}{refused}",
             self.tool,
             who,
-            self.outcome,
             if allowed.is_empty() {
                 "nothing beyond the host".into()
             } else {
@@ -275,7 +286,7 @@ fn program_line(p: &ProgramRun) -> String {
                 (_, _, true) => "timed out".to_string(),
                 (Some(code), _, _) => format!("exit {code}"),
                 (None, Some(sig), _) => format!("signal {sig}"),
-                _ => "running".to_string(),
+                _ => "did not end (stopped with its call)".to_string(),
             }
         ),
         (None, None) => p.program.clone(),

@@ -40,6 +40,15 @@ impl ToolStatus {
         )
     }
 
+    /// The status's own word, as it is spelled in JSON (`denied`,
+    /// `interrupted`, `timed-out`).
+    pub fn name(self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
+
     /// The receipt's coarse outcome (`ok`, `error`, `timed-out`), as
     /// receipts have always spelled it.
     pub fn outcome(self) -> &'static str {

@@ -41,7 +41,7 @@ impl Tool for Shell {
     fn writes() -> Writes {
         Writes::Workspace
     }
-    const DESCRIPTION: &'static str = "Run a shell command with `sh -c` in the workspace directory. Returns stdout, stderr, the exit code and the duration. Default timeout 10000 ms, maximum 600000 ms; on timeout the command's process group gets SIGTERM, then SIGKILL 2 s later, and the partial output is returned with an error note. For long-running commands (servers, watchers, long builds) set run_in_background: the call returns a job id at once and the result arrives later. The command runs in a sandbox: it can write only inside the workspace and $TMPDIR, and it has no network unless you set network: true (for package installs, fetches, downloads), which the user's rules or approval must allow.";
+    const DESCRIPTION: &'static str = "Run a shell command with `sh -c` in the workspace directory. Returns stdout, stderr, the exit code and the duration. Default timeout 10000 ms when the call is waited for, 600000 ms (the maximum) when it runs or moves to the background; on timeout the command's process group gets SIGTERM, then SIGKILL 2 s later, and the partial output is returned with an error note. For long-running commands (servers, watchers, long builds) set run_in_background: the call returns a job id at once and the result arrives later. The command runs in a sandbox: it can write only inside the workspace and $TMPDIR, and it has no network unless you set network: true (for package installs, fetches, downloads), which the user's rules or approval must allow.";
     type Args = Args;
 
     fn parameters() -> Schema {
@@ -52,7 +52,7 @@ impl Tool for Shell {
             )
             .optional(
                 "timeout_ms",
-                Schema::integer("Timeout in milliseconds (default 10000, max 600000)")
+                Schema::integer("Timeout in milliseconds (default 10000, or 600000 when the call runs or moves to the background; max 600000)")
                     .minimum(1)
                     .maximum(MAX_TIMEOUT_MS as i64),
             )
@@ -83,8 +83,9 @@ impl Tool for Shell {
         if args.command.trim().is_empty() {
             return Err(ToolError::invalid("the command is empty"));
         }
-        // A background call has nobody waiting: it gets the longest
-        // timeout, not the default, unless the model named one.
+        // A call nobody waits for (a background job, or one that moves to
+        // the background when it takes long) gets the longest timeout, not
+        // the default, unless the model named one.
         let default = if ctx.background {
             MAX_TIMEOUT_MS
         } else {

@@ -17,18 +17,29 @@ pub(crate) async fn run(
 ) -> Result<ProcessOutput, ProcessDenied> {
     let program = command.program.clone();
     let left = state.clock.remaining();
-    let result = if left.is_zero() {
-        Err(ProcessDenied::SpawnFailed(
+    if left.is_zero() {
+        let refused = Err(ProcessDenied::SpawnFailed(
             "the call's time limit has passed".into(),
-        ))
-    } else {
-        command.timeout_ms = Some(program_timeout(command.timeout_ms, left));
-        state
-            .sandbox
-            .run(command, state.live_output.clone(), state.network)
-            .await
-    };
-    record(state, program, &result);
+        ));
+        record(state, None, program, &refused);
+        return refused;
+    }
+    command.timeout_ms = Some(program_timeout(command.timeout_ms, left));
+    // Noted as it starts: a call cut off while it runs still lists it.
+    let entry = note_start(state, &program);
+    let result = state
+        .sandbox
+        .run(command, state.live_output.clone(), state.network)
+        .await;
+    record(state, entry, program, &result);
+    finish(state, result)
+}
+
+/// The program's output with the host's notes on why it failed.
+fn finish(
+    state: &HostState,
+    result: Result<ProcessOutput, ProcessDenied>,
+) -> Result<ProcessOutput, ProcessDenied> {
     result.map(|mut out| {
         if out.exit_code != Some(0) {
             // Without the network it needed: say how to ask for it.
@@ -83,9 +94,37 @@ const GIT_METADATA_NOTE: &str = "\n[sandcrab: git's configuration and hooks (`.g
 /// network, when its call could have asked for it.
 const NO_NETWORK_NOTE: &str = "\n[sandcrab: this command ran without the network; if it needs it, call the tool again with `network: true` (the operator's rules or approval then decide)]\n";
 
-/// Note the program in the call's receipt: how it was confined and how
-/// it ended, or why it was refused.
-fn record(state: &HostState, program: String, result: &Result<ProcessOutput, ProcessDenied>) {
+/// Note in the call's receipt that `program` started (confined as the
+/// call's programs are, not ended yet): its place in the log.
+fn note_start(state: &HostState, program: &str) -> Option<usize> {
+    use crate::types::{ProgramConfinement, ProgramRun};
+    let mut activity = state.programs.as_ref()?.lock().ok()?;
+    if activity.programs.len() >= MAX_RECORDED {
+        return None;
+    }
+    activity.programs.push(ProgramRun {
+        program: program.to_string(),
+        confinement: Some(ProgramConfinement::of(
+            state.sandbox.confinement_spec_for(state.network),
+        )),
+        exit_code: None,
+        signal: None,
+        timed_out: false,
+        duration_ms: 0,
+        refused: None,
+    });
+    Some(activity.programs.len() - 1)
+}
+
+/// Note the program in the call's receipt (in place of its start entry,
+/// when it has one): how it was confined and how it ended, or why it was
+/// refused.
+fn record(
+    state: &HostState,
+    entry: Option<usize>,
+    program: String,
+    result: &Result<ProcessOutput, ProcessDenied>,
+) {
     use crate::types::{ProgramConfinement, ProgramRun};
     let Some(log) = &state.programs else { return };
     let run = match result {
@@ -116,8 +155,11 @@ fn record(state: &HostState, program: String, result: &Result<ProcessOutput, Pro
                 activity.refuse_file(note.clone());
             }
         }
-        if activity.programs.len() < MAX_RECORDED {
-            activity.programs.push(run);
+        let recorded = activity.programs.len();
+        match entry.and_then(|i| activity.programs.get_mut(i)) {
+            Some(started) => *started = run,
+            None if recorded < MAX_RECORDED => activity.programs.push(run),
+            None => {}
         }
     }
 }

@@ -12,7 +12,7 @@ use crate::{
     packing,
 };
 
-const SESSION_COLUMNS: &str = "s.id, s.workspace, s.provider, s.profile, s.model, s.title, s.created_at, s.updated_at, s.state, (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id), s.host";
+const SESSION_COLUMNS: &str = "s.id, s.workspace, s.provider, s.profile, s.model, s.title, s.created_at, s.updated_at, s.state, (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id AND t.kind = 'user'), s.host";
 
 fn session_row(r: &Row) -> SessionRecord {
     SessionRecord {

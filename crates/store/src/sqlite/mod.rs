@@ -136,7 +136,7 @@ fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRecord> {
     })
 }
 
-const SESSION_COLUMNS: &str = "s.id, s.workspace, s.provider, s.profile, s.model, s.title, s.created_at, s.updated_at, s.state, (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id), s.host";
+const SESSION_COLUMNS: &str = "s.id, s.workspace, s.provider, s.profile, s.model, s.title, s.created_at, s.updated_at, s.state, (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id AND t.kind = 'user'), s.host";
 
 fn block_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ArchivalBlock> {
     Ok(ArchivalBlock {

@@ -196,6 +196,34 @@ pub fn width_of(text: &str) -> usize {
         .sum()
 }
 
+/// `text` (one paragraph) in lines of at most `columns` columns, broken
+/// between words; a word longer than a line is broken inside.
+pub fn word_wrap(text: &str, columns: usize) -> Vec<String> {
+    let columns = columns.max(1);
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        let needed = width_of(&line) + usize::from(!line.is_empty()) + width_of(word);
+        if !line.is_empty() && needed > columns {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        for c in word.chars() {
+            if width_of(&line) + width_of(c.encode_utf8(&mut [0; 4])) > columns && !line.is_empty()
+            {
+                lines.push(std::mem::take(&mut line));
+            }
+            line.push(c);
+        }
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
 /// `text` made safe (as [`Styled::text`] would show it) and cut to at
 /// most `columns` columns, with `…` when cut; line breaks and tabs are
 /// escaped too, so the result is always one row.
@@ -221,6 +249,17 @@ pub fn cut_to(text: &str, columns: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn word_wrap_breaks_between_words_and_inside_only_words_too_long() {
+        assert_eq!(
+            word_wrap("put back the files the last turn changed", 16),
+            ["put back the", "files the last", "turn changed"]
+        );
+        assert_eq!(word_wrap("abcdefgh ij", 4), ["abcd", "efgh", "ij"]);
+        assert_eq!(word_wrap("", 10), [""]);
+    }
+
     use super::*;
 
     #[test]

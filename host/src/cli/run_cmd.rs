@@ -1,0 +1,194 @@
+//! `sandcrab run`: one input to completion, for scripts and CI. The prompt
+//! comes from the argument or stdin; stdout carries the final answer only
+//! (narration and tool activity go to stderr) or, with `--json`, every
+//! event and a last RESULT line; the exit code says how it ended.
+
+use std::io::{IsTerminal, Read};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::agent_cmd::{AgentArgs, warn_session};
+use super::render::{Answers, Renderer};
+use super::view::style::Look;
+use crate::agent::{EndReason, Session, SessionError, TurnLimitKind};
+use crate::llm::Usage;
+
+/// The most of stdin read as a prompt.
+const MAX_STDIN_PROMPT: u64 = 10 * 1024 * 1024;
+
+/// What `run` was asked to do besides the agent's options.
+#[derive(Debug)]
+pub struct RunRequest {
+    /// The prompt as given: `-` or none reads stdin.
+    pub prompt: Option<String>,
+    /// Most seconds to wait for background jobs at the end.
+    pub wait_jobs: u64,
+    /// Where to write the final answer too.
+    pub output_last_message: Option<PathBuf>,
+}
+
+/// How a run ended; each has its exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// The model finished: exit 0.
+    Success,
+    /// An error stopped it (the provider, the store): exit 1.
+    Error,
+    /// `--max-turns` / `[agent] max_turns` stopped it: exit 3.
+    MaxTurns,
+    /// `--max-tool-rounds` / `[agent] max_tool_rounds` stopped it: exit 3.
+    MaxToolRounds,
+}
+
+impl RunStatus {
+    /// The process's exit code (2 is the usage error of a bad command
+    /// line; 130 and 143 a signal).
+    pub fn exit_code(self) -> u8 {
+        match self {
+            RunStatus::Success => 0,
+            RunStatus::Error => 1,
+            RunStatus::MaxTurns | RunStatus::MaxToolRounds => 3,
+        }
+    }
+
+    fn of_limit(limit: TurnLimitKind) -> Self {
+        match limit {
+            TurnLimitKind::MaxTurns => RunStatus::MaxTurns,
+            TurnLimitKind::MaxToolRoundsPerInput => RunStatus::MaxToolRounds,
+        }
+    }
+}
+
+/// The last line of `run --json`: how the run ended, in one object.
+#[derive(Debug, Serialize)]
+struct RunResult {
+    status: RunStatus,
+    /// Model turns taken by this run.
+    turns: u32,
+    usage: Usage,
+    duration_ms: u64,
+    /// The final answer's text.
+    result: Option<String>,
+    error: Option<String>,
+}
+
+/// The prompt: the argument, or stdin when it is `-` or missing and stdin
+/// is not a terminal.
+fn read_prompt(given: Option<String>) -> anyhow::Result<String> {
+    let from_stdin = match given.as_deref() {
+        Some("-") => true,
+        Some(_) => false,
+        None if !std::io::stdin().is_terminal() => true,
+        None => anyhow::bail!(
+            "no prompt: give it as an argument (`sandcrab run \"…\"`), or `-` to read it from stdin"
+        ),
+    };
+    let prompt = if from_stdin {
+        let mut text = String::new();
+        std::io::stdin()
+            .take(MAX_STDIN_PROMPT + 1)
+            .read_to_string(&mut text)
+            .map_err(|e| anyhow::anyhow!("reading the prompt from stdin: {e}"))?;
+        if text.len() as u64 > MAX_STDIN_PROMPT {
+            anyhow::bail!("the prompt on stdin is over {MAX_STDIN_PROMPT} bytes");
+        }
+        text
+    } else {
+        given.unwrap_or_default()
+    };
+    if prompt.trim().is_empty() {
+        anyhow::bail!("the prompt is empty");
+    }
+    Ok(prompt)
+}
+
+/// Run one input to completion.
+pub async fn run(args: AgentArgs, request: RunRequest) -> anyhow::Result<ExitCode> {
+    let prompt = read_prompt(request.prompt)?;
+    let started = Instant::now();
+    let (setup, kit) = args.kit(false).await?;
+    let session = args.session(&kit).await?;
+    warn_session(&setup, &kit, &session);
+    let answers = if args.json {
+        Answers::Streamed
+    } else {
+        Answers::FinalOnStdout
+    };
+    let renderer = Renderer::spawn_with(
+        session.events(),
+        args.json,
+        Look::detect(args.json),
+        answers,
+    );
+    let (first_turn, turns_before) = (session.history().len(), session.model_turns());
+    let result = work(&session, &prompt, request.wait_jobs).await;
+    let status = match (&result, session.stopped_by()) {
+        (Err(_), _) => RunStatus::Error,
+        (Ok(()), Some(limit)) => RunStatus::of_limit(limit),
+        (Ok(()), None) => RunStatus::Success,
+    };
+    session
+        .end(match status {
+            RunStatus::Success => EndReason::Completed,
+            RunStatus::Error => EndReason::Error,
+            _ => EndReason::Aborted,
+        })
+        .await;
+    renderer.finish().await;
+    let last = session.last_assistant_text();
+    if let (Some(path), Some(text)) = (&request.output_last_message, &last) {
+        std::fs::write(path, text)
+            .map_err(|e| anyhow::anyhow!("--output-last-message {}: {e}", path.display()))?;
+    }
+    // A model error was shown already (an ERROR event); others were not.
+    let error = result.err();
+    if let Some(err) = &error
+        && !matches!(err, SessionError::Llm(_))
+    {
+        errln!("sandcrab: {}", super::terminal::sanitize(&err.to_string()));
+    }
+    if args.json {
+        let outcome = RunResult {
+            status,
+            turns: session.model_turns() - turns_before,
+            usage: session.usage_since(first_turn),
+            duration_ms: started.elapsed().as_millis() as u64,
+            result: last,
+            error: error.map(|e| e.to_string()),
+        };
+        outln!(
+            "{}",
+            super::terminal::json(&serde_json::json!({
+                "kind": "RESULT",
+                "timestamp": crate::time::now_rfc3339(),
+                "session_id": session.id(),
+                "data": outcome,
+            }))
+        );
+    }
+    Ok(ExitCode::from(status.exit_code()))
+}
+
+/// Submit `prompt`, then wait for background jobs still running (each
+/// that finishes gives the agent a turn to react), at most `wait_jobs`
+/// seconds.
+async fn work(
+    session: &std::sync::Arc<Session>,
+    prompt: &str,
+    wait_jobs: u64,
+) -> Result<(), SessionError> {
+    session.submit(prompt).await?;
+    if !session.settle(Duration::from_secs(wait_jobs)).await? {
+        let cancelled = session.cancel_jobs();
+        session.warn(&format!(
+            "{} background job(s) still running after {wait_jobs} s were cancelled: {} (raise --wait-jobs to wait longer)",
+            cancelled.len(),
+            cancelled.join(", ")
+        ));
+    }
+    Ok(())
+}
