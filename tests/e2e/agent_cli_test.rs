@@ -227,8 +227,10 @@ async fn failures_exit_non_zero_with_a_one_line_reason() {
     let last = stderr.trim().lines().last().unwrap();
     assert_eq!(
         last,
-        "sandcrab: anthropic: authentication failed (HTTP 401): invalid x-api-key"
+        "error: anthropic: authentication failed (HTTP 401): invalid x-api-key"
     );
+    // Said once, not twice.
+    assert_eq!(stderr.matches("invalid x-api-key").count(), 1, "{stderr}");
     // A bad flag.
     let out = sandcrab(&scene, ProviderKind::Anthropic, &server, "run")
         .args(["--max-turns", "lots", "hi"])
@@ -327,7 +329,7 @@ async fn a_background_command_reports_back_in_a_later_turn() {
     assert!(started_at < finished_at);
     assert_eq!(events[finished_at]["data"]["job_id"], job_id);
     assert_eq!(events[finished_at]["data"]["status"], "completed");
-    assert_eq!(k.last(), Some(&"SESSION_END"));
+    assert_eq!(k[k.len() - 2..], ["SESSION_END", "RESULT"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

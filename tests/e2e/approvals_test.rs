@@ -118,24 +118,30 @@ async fn a_project_may_deny_but_never_allow() {
     let (_, end, _) = run_shell(&scene, "touch x", &[]).await;
     assert_eq!(end["data"]["status"], "denied", "{end}");
     assert!(!scene.workspace().join("x").exists());
-    // An allow rule in a project is an error naming the file and line.
+    // An allow rule in a project is refused, naming the file and line;
+    // the project file is left out and the run goes on without it (a
+    // repository cannot lock the operator out).
     std::fs::write(
         &project,
         "model = \"m\"\n\n[[approvals.rules]]\nshell = [\"curl\"]\ndecision = \"allow\"\n",
     )
     .unwrap();
     let server = MockLlm::start().await;
+    server.push(stream(KIND, &Answer::Text(vec!["went on"])));
     let out = sandcrab(&scene, KIND, &server, "run")
         .arg("go")
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
+    assert!(out.status.success(), "{stderr}");
     assert!(
         stderr.contains(&format!("{}: line 3:", project.display()))
-            && stderr.contains("never `allow`"),
+            && stderr.contains("never `allow`")
+            && stderr.contains("sandcrab.toml is ignored"),
         "{stderr}"
     );
+    // Left out whole: its model is not the one asked.
+    assert_ne!(server.requests()[0].body["model"], "m");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -72,7 +72,7 @@ async fn the_next_prompt_waits_for_the_whole_answer() {
     slow_turn(&mut term, "talk\n", 1, "FIRST-END");
 
     term.send("again\n");
-    term.expect("sandcrab: ");
+    term.expect("error: openai-compatible: server error");
     term.expect("> ");
     slow_turn(&mut term, "/retry\n", 5, "SECOND-END");
     term.exit();

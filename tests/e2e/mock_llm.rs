@@ -118,6 +118,8 @@ struct Inner {
     /// Answers to the questions a client asks a local server about itself
     /// (`/v1/models`, `/props`, `/api/show`), by path; unset ones are 404.
     info: std::collections::HashMap<String, Value>,
+    /// The paths of those questions, as they were asked.
+    info_asked: Vec<String>,
 }
 
 /// Paths where a server describes itself (not model calls).
@@ -193,6 +195,11 @@ impl MockLlm {
         self.inner.lock().unwrap().replies.push_back(reply);
     }
 
+    /// The questions a client asked about the server itself (paths).
+    pub fn info_asked(&self) -> Vec<String> {
+        self.inner.lock().unwrap().info_asked.clone()
+    }
+
     /// Every request so far.
     pub fn requests(&self) -> Vec<Recorded> {
         self.inner.lock().unwrap().requests.clone()
@@ -213,6 +220,7 @@ async fn handle(
     let reply = {
         let mut inner = inner.lock().unwrap();
         if INFO_PATHS.contains(&uri.path()) {
+            inner.info_asked.push(uri.path().to_string());
             return match inner.info.get(uri.path()) {
                 Some(body) => Response::builder()
                     .status(200)

@@ -253,3 +253,86 @@ async fn keys_are_never_sent_over_plain_http_to_another_host() {
     );
     assert!(!stderr.contains("sk-ant-user-secret-2"));
 }
+
+/// A cloned repository cannot lock the operator out: a project file that
+/// does not parse, names a key nothing knows, or sets sections only the
+/// operator may set is a warning naming the file and line, and every
+/// command goes on without it (or without those keys). The operator's own
+/// broken file stays an error (control).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_or_foreign_project_file_is_a_warning_not_a_lockout() {
+    let kind = ProviderKind::Anthropic;
+    for (body, says) in [
+        ("model = \n", "line 1, column"),
+        ("[agent]\nmax_turnz = 3\n", "did you mean `max_turns`?"),
+        ("model = \"m\"\n[policy]\nfoo = 1\n", "line 3, column 1"),
+    ] {
+        let scene = Scene::new();
+        let project = scene.workspace().join("sandcrab.toml");
+        std::fs::write(&project, body).unwrap();
+        let server = MockLlm::start().await;
+        server.push(stream(kind, &Answer::Text(vec!["still here"])));
+        let out = crate::cli_support::sandcrab(&scene, kind, &server, "run")
+            .arg("hi")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{body}: {stderr}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "still here\n");
+        assert!(
+            stderr.contains(&project.display().to_string()) && stderr.contains(says),
+            "{body}: {stderr}"
+        );
+        assert!(stderr.contains("sandcrab.toml is ignored"), "{stderr}");
+        let listed = sandcrab_cmd(&scene)
+            .args(["sessions", "list", "-w"])
+            .arg(scene.workspace())
+            .output()
+            .unwrap();
+        assert!(listed.status.success(), "{listed:?}");
+    }
+
+    // Keys a project may not set, known ones: dropped with a warning each;
+    // the rest of the file counts.
+    let scene = Scene::new();
+    let project = scene.workspace().join("sandcrab.toml");
+    std::fs::write(
+        &project,
+        "model = \"project-model\"\n[policy]\nsandbox = \"off\"\n",
+    )
+    .unwrap();
+    let server = MockLlm::start().await;
+    server.push(stream(kind, &Answer::Text(vec!["ok"])));
+    let out = sandcrab_cmd(&scene)
+        .env("ANTHROPIC_API_KEY", "sk-test")
+        .args(["run", "--provider", "anthropic", "--base-url"])
+        .arg(server.base_url())
+        .arg("-w")
+        .arg(scene.workspace())
+        .arg("hi")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("ignored `policy`"), "{stderr}");
+    assert_eq!(server.requests()[0].body["model"], "project-model");
+
+    // Control: the operator's own broken file is an error.
+    let scene = Scene::new();
+    scene.write_user_config("[approvals]\nmdoe = \"always\"\n");
+    let out = sandcrab_cmd(&scene)
+        .args(["sessions", "list", "-w"])
+        .arg(scene.workspace())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("line 2, column 1") && stderr.contains("did you mean `mode`?"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("2 | mdoe = \"always\""),
+        "the line is shown: {stderr}"
+    );
+}

@@ -78,9 +78,10 @@ pub async fn describe(config: &ProviderConfig, model: Option<&str>) -> LocalServ
     let context_window = match listed.as_ref().map(|v| server_of(v, model.as_deref())) {
         Some(Server::LlamaCpp) => props().await,
         Some(Server::Ollama) => show(model.clone()).await,
-        Some(Server::Says(window)) => window,
-        // Not listed (the model was named): llama.cpp, then Ollama.
-        None => match props().await {
+        Some(Server::Says(Some(window))) => Some(window),
+        // Unknown, or not listed (the model was named): llama.cpp, then
+        // Ollama.
+        Some(Server::Says(None)) | None => match props().await {
             Some(window) => Some(window),
             None => show(model.clone()).await,
         },
@@ -98,7 +99,7 @@ enum Server {
     /// Ollama (`owned_by: "library"` and the like): `/api/show` has it.
     Ollama,
     /// Anything else: the window its list gives (vLLM's
-    /// `max_model_len`), if any; nothing more is asked.
+    /// `max_model_len`), if any (then nothing more is asked).
     Says(Option<u64>),
 }
 

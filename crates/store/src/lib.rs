@@ -71,6 +71,13 @@ pub enum StoreError {
     LeaseLost { session: String },
     #[error("no session with id '{0}' (see `sandcrab sessions list --all`)")]
     UnknownSession(String),
+    /// An id prefix more than one session has.
+    #[error("'{given}' starts the ids of {count} sessions: {candidates}; give more of the id")]
+    AmbiguousSession {
+        given: String,
+        count: usize,
+        candidates: String,
+    },
     #[error(
         "session {id} belongs to the workspace {session_workspace}, not to {workspace}: its conversation stays with its workspace (resume it there: `sandcrab chat --workspace {session_workspace} --resume {id}`)"
     )]

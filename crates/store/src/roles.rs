@@ -15,6 +15,38 @@ pub trait SessionStore: Send + Sync {
     fn session(&self, id: &str) -> Result<Option<SessionRecord>, StoreError>;
     /// Sessions, most recently updated first; only `workspace`'s if given.
     fn sessions(&self, workspace: Option<&str>) -> Result<Vec<SessionRecord>, StoreError>;
+    /// The whole id of the one session `given` names: its id, or the start
+    /// of its id that no other session's has (`9a171cc7`).
+    fn resolve_id(&self, given: &str) -> Result<String, StoreError> {
+        if given.is_empty() {
+            return Err(StoreError::UnknownSession(given.to_string()));
+        }
+        if self.session(given)?.is_some() {
+            return Ok(given.to_string());
+        }
+        let found: Vec<SessionRecord> = self
+            .sessions(None)?
+            .into_iter()
+            .filter(|s| s.id.starts_with(given))
+            .collect();
+        match found.as_slice() {
+            [] => Err(StoreError::UnknownSession(given.to_string())),
+            [one] => Ok(one.id.clone()),
+            many => Err(StoreError::AmbiguousSession {
+                given: given.to_string(),
+                count: many.len(),
+                candidates: many
+                    .iter()
+                    .take(5)
+                    .map(|s| match &s.title {
+                        Some(title) => format!("{} ({title})", s.id),
+                        None => s.id.clone(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }),
+        }
+    }
     /// Set a session's title (when still unset) and state.
     fn update_session(
         &self,

@@ -148,8 +148,10 @@ impl AgentKit {
             ))
         })?;
         let profile = Arc::new(profile);
+        let still_waiting_every = provider_config.read_timeout;
         let client = client_for(provider_config);
         let mut session_config = SessionConfig::new(model);
+        session_config.still_waiting_every = still_waiting_every;
         session_config.max_tokens = per_provider
             .max_tokens
             .or(Some(profile.info.max_output_tokens).filter(|n| *n > 0));
@@ -288,6 +290,7 @@ impl AgentKit {
             .store
             .as_ref()
             .ok_or_else(|| crate::store::StoreError::UnknownSession(id.to_string()))?;
+        let id = &store.resolve_id(id)?;
         let record = store
             .session(id)?
             .ok_or_else(|| crate::store::StoreError::UnknownSession(id.to_string()))?;

@@ -47,6 +47,9 @@ pub struct SessionConfig {
     /// The operator's configuration file, where an "always in this
     /// workspace" answer is written (None: that answer is not offered).
     pub remember_in: Option<std::path::PathBuf>,
+    /// How long a model that has not begun to answer goes unmentioned
+    /// (the provider's read timeout: silence longer than that is news).
+    pub still_waiting_every: std::time::Duration,
 }
 
 impl SessionConfig {
@@ -72,6 +75,7 @@ impl SessionConfig {
             approvals: Default::default(),
             asker: None,
             remember_in: None,
+            still_waiting_every: std::time::Duration::from_secs(30),
         }
     }
 

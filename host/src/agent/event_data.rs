@@ -315,6 +315,9 @@ event_kinds! {
     PermissionRequired(crate::approvals::PermissionRequest),
     /// The operator answered (or nobody did in time).
     PermissionResolved(PermissionResolved),
+    /// News for the operator that is not a warning (a plugin loaded,
+    /// reloaded or unloaded).
+    Notice(Text),
 }
 
 impl EventData {

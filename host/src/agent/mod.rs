@@ -48,5 +48,15 @@ pub use subagents::Subagents;
 pub use tool_set::{Offer, ToolSelection};
 pub use turns::{ToolResult, Turn, TurnKind, to_messages};
 
+/// The names of the tools the host itself gives every session (jobs,
+/// subagents, memory): a plugin tool of the same name is never offered.
+pub fn host_tool_names() -> impl Iterator<Item = &'static str> {
+    crate::jobs::TOOL_NAMES
+        .iter()
+        .chain(subagents::TOOL_NAMES)
+        .chain(session_memory::tools::TOOL_NAMES)
+        .copied()
+}
+
 #[cfg(test)]
 mod tests;

@@ -1,7 +1,8 @@
 //! While the model is asked: what the operator sees instead of silence.
 //! A retry after a provider error is a WARNING naming the error, the wait
 //! and which retry it is; a provider that has not begun to answer is a
-//! WARNING every [`STILL_WAITING_EVERY`], naming the limit that ends it.
+//! WARNING each time the provider's read timeout passes without a word
+//! (30 s unless set), naming the limit that ends the wait.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -12,13 +13,10 @@ use tokio::sync::mpsc;
 use super::session::Session;
 use crate::llm::retry::{RetryObserver, Retrying, observed};
 
-/// How often a model that has not begun to answer is noted.
-pub const STILL_WAITING_EVERY: Duration = Duration::from_secs(30);
-
 impl Session {
     /// Await `work` (the opening of a model call, or its first event),
-    /// telling the operator of each retry and of every
-    /// [`STILL_WAITING_EVERY`] without an answer since `since`.
+    /// telling the operator of each retry and of each
+    /// `still_waiting_every` without an answer since `since`.
     pub(super) async fn awaiting_model<T>(
         &self,
         since: Instant,
@@ -30,8 +28,11 @@ impl Session {
         });
         let work = observed(observer, work);
         tokio::pin!(work);
-        let start = tokio::time::Instant::now() + STILL_WAITING_EVERY;
-        let mut ticks = tokio::time::interval_at(start, STILL_WAITING_EVERY);
+        let every = self
+            .config
+            .still_waiting_every
+            .max(Duration::from_millis(100));
+        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         let out = loop {
             tokio::select! {
                 out = &mut work => break out,

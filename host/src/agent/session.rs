@@ -677,6 +677,13 @@ impl Session {
         }));
     }
 
+    /// Tell whoever watches this session some news that is not a warning
+    /// (a plugin reloaded): a NOTICE event, drawn where notes are (above
+    /// the line being typed, never onto it).
+    pub fn notice(&self, message: &str) {
+        self.emit(EventData::Notice(EventData::text(message)));
+    }
+
     /// Emit an event from this session.
     pub(super) fn emit(&self, data: EventData) {
         self.bus.emit(data);

@@ -8,6 +8,12 @@ use super::setup::HostArgs;
 use crate::agent::{AgentKit, AgentOptions, PluginReport, Session};
 use crate::llm::ProviderKind;
 
+/// The approvals mode of a command whose operator can answer (`chat`,
+/// `serve`) when neither the flag nor the configuration names one.
+pub const ASKING_DEFAULT: crate::approvals::Mode = crate::approvals::Mode::OnRisk;
+/// The same for `run`, where nobody can answer.
+pub const UNATTENDED_DEFAULT: crate::approvals::Mode = crate::approvals::Mode::Never;
+
 /// Options shared by `run` and `chat`.
 #[derive(Debug, Clone, Args)]
 pub struct AgentArgs {
@@ -117,17 +123,26 @@ impl AgentArgs {
         Ok((setup, kit))
     }
 
-    /// A new session, or the saved one `--resume`/`--continue` names.
+    /// A new session, or the saved one `--resume`/`--continue` names
+    /// (`--resume` alone: chosen from a list on a terminal).
     pub(super) async fn session(&self, kit: &AgentKit) -> anyhow::Result<Arc<Session>> {
-        let id = match (&self.resume, self.continue_last) {
-            (Some(id), _) if !id.is_empty() => id.clone(),
-            (Some(_), _) | (None, true) => kit.latest_session()?.ok_or_else(|| {
-                anyhow::anyhow!(
-                    "no saved session in {} to continue (see `sandcrab sessions list --all`)",
-                    kit.workspace.display()
-                )
-            })?,
-            (None, false) => return Ok(kit.session().await),
+        let workspace = kit.workspace.display().to_string();
+        let none_here = || {
+            anyhow::anyhow!(
+                "no saved session in {} to continue (see `sandcrab sessions list --all`)",
+                kit.workspace.display()
+            )
+        };
+        let id = match (&self.resume, self.continue_last, &kit.store) {
+            (None, false, _) => return Ok(kit.session().await),
+            (Some(given), _, Some(store)) if !given.is_empty() => {
+                super::session_pick::chosen(store.as_ref(), &workspace, given)?
+            }
+            (Some(given), _, None) if !given.is_empty() => given.clone(),
+            (Some(_), _, Some(store)) if !self.json => {
+                super::session_pick::pick(store.as_ref(), &workspace)?.ok_or_else(none_here)?
+            }
+            _ => kit.latest_session()?.ok_or_else(none_here)?,
         };
         let session = kit.resume(&id).await?;
         errln!(
@@ -181,8 +196,8 @@ pub(super) fn reporter(shown: ShownSession) -> impl Fn(PluginReport) + Send + Sy
         failed @ PluginReport::Failed { .. } => shown.get().warn(&failed.to_string()),
         report => {
             let (headline, notes) = report.split_notes();
-            errln!("plugins: {headline}");
             let session = shown.get();
+            session.notice(&format!("plugins: {headline}"));
             for note in &notes {
                 session.warn(note);
             }

@@ -39,8 +39,32 @@ fn read_reply(line: &str, request: &PermissionRequest) -> Reply {
             "no single rule can say what this call does, so only a yes for this call (y) is offered".into(),
         ),
         "n" | "no" => Reply::Deny((!rest.is_empty()).then(|| rest.to_string())),
-        _ => Reply::Unclear("answer y, s, a or n (n NOTE tells the model why)".into()),
+        _ => Reply::Unclear(format!(
+            "answer {} (n NOTE tells the model why)",
+            keys(request).join(", ")
+        )),
     }
+}
+
+/// The answers `request` takes: y, then s and a where a rule can say what
+/// the call does, then n.
+fn keys(request: &PermissionRequest) -> Vec<&'static str> {
+    let offered = |scope: Scope| request.scopes.iter().any(|o| o.scope == scope);
+    let mut keys = vec!["y"];
+    if offered(Scope::Session) {
+        keys.push("s");
+    }
+    if offered(Scope::Workspace) {
+        keys.push("a");
+    }
+    keys.push("n");
+    keys
+}
+
+/// The prompt for `request`: `answer [y/s/a/n]: `, or `answer [y/n]: `
+/// where only this call can be allowed.
+fn prompt(request: &PermissionRequest) -> String {
+    format!("answer [{}]: ", keys(request).join("/"))
 }
 
 /// Longest command or argument text shown (on one line).
@@ -140,7 +164,7 @@ pub async fn answer_waiting(queue: &Arc<PermissionQueue>, input: &mut LineInput,
             if set_aside > 0 {
                 errln!("   ({set_aside} bytes typed before this question were set aside)");
             }
-            let line = match input.read_answer("answer [y/s/a/n]: ").await {
+            let line = match input.read_answer(&prompt(&request)).await {
                 Ok(Line::Text(line)) => line,
                 Ok(Line::Interrupted) => {
                     errln!("\n(Ctrl-C: denied)");

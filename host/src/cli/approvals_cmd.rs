@@ -61,7 +61,9 @@ fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
     let workspace = super::setup::resolve_workspace(args.workspace.as_deref())?;
     let loaded = Config::load(&workspace, args.config.as_deref())?;
     let approvals = &loaded.config.approvals;
-    let mode = approvals.mode_or(Default::default());
+    // Unset, the mode depends on the command (chat asks, run cannot).
+    let asking = approvals.mode_or(super::agent_cmd::ASKING_DEFAULT);
+    let unattended = approvals.mode_or(super::agent_cmd::UNATTENDED_DEFAULT);
     let rules: Vec<Rule> = if args.all {
         operator_rules(args.config.clone())?
             .iter()
@@ -87,17 +89,26 @@ fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
                 })
             })
             .collect();
-        let mode = mode.as_str();
-        outln!(
-            "{}",
-            super::terminal::json_pretty(&json!({"mode": mode, "rules": list}))
-        );
+        let doc = json!({
+            "mode": approvals.mode.map(|m| m.as_str()),
+            "effective": {"chat": asking.as_str(), "serve": asking.as_str(), "run": unattended.as_str()},
+            "rules": list,
+        });
+        outln!("{}", super::terminal::json_pretty(&doc));
         return Ok(ExitCode::SUCCESS);
     }
-    outln!(
-        "mode: {} (for calls no rule speaks to; `--approvals` overrides it per run)",
-        mode.as_str()
-    );
+    if asking == unattended {
+        outln!(
+            "mode: {} (for calls no rule speaks to; `--approvals` overrides it per run)",
+            asking.as_str()
+        );
+    } else {
+        outln!(
+            "mode: {} in chat and serve, {} in run (not set: each command's default; set [approvals] mode, or `--approvals` per run)",
+            asking.as_str(),
+            unattended.as_str()
+        );
+    }
     if rules.is_empty() {
         outln!("no approval rules (add [[approvals.rules]] to your configuration)");
     }

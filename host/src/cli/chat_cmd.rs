@@ -21,7 +21,7 @@ const CHAT_APPROVAL_TIMEOUT: std::time::Duration = std::time::Duration::from_sec
 
 /// An interactive session.
 pub async fn chat(mut args: AgentArgs, watch_plugins: bool) -> anyhow::Result<ExitCode> {
-    args.default_approvals = crate::approvals::Mode::OnRisk;
+    args.default_approvals = super::agent_cmd::ASKING_DEFAULT;
     // Ctrl-C is ours from the first instant: while plugins load and MCP
     // servers start, it quits cleanly (what was typed stays in the
     // terminal for the first prompt otherwise).
@@ -70,6 +70,11 @@ pub async fn chat(mut args: AgentArgs, watch_plugins: bool) -> anyhow::Result<Ex
             "Type a message (@path attaches a file; Alt-Enter or a line ending in \\ for a new line). /help lists commands, /exit quits, Ctrl-C interrupts a turn.\n",
         );
     super::terminal::write_styled(&banner, super::terminal::Sink::Err);
+    // A conversation taken up again shows where it stood.
+    if !args.json {
+        let recap = super::view::recap::recap(&session.history(), look, session.id());
+        super::terminal::write_styled(&recap, super::terminal::Sink::Err);
+    }
     let renderer = Renderer::spawn(session.events(), args.json, look);
     let input = LineInput::open(&setup.workspace, COMMANDS);
     let signals = tokio::spawn(super::tty_mode::restore_on_signals());

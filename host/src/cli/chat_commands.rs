@@ -114,10 +114,10 @@ const HELP: &[(&str, &str)] = &[
         "/model [NAME]",
         "show the model, or ask NAME from the next turn on",
     ),
-    ("/sessions", "this workspace's saved sessions"),
+    ("/sessions", "this workspace's saved sessions, numbered"),
     (
-        "/resume ID [force]",
-        "continue a saved session here; force: even if that cancels this session's running jobs",
+        "/resume N|ID [force]",
+        "continue a saved session here: its number in /sessions, or its id (the start is enough); force: even if that cancels this session's running jobs",
     ),
     (
         "/approvals",
@@ -284,34 +284,39 @@ fn sessions(chat: &Chat) {
         return;
     };
     let workspace = chat.kit.workspace.display().to_string();
-    match store.sessions(Some(&workspace)) {
+    match super::session_pick::recent(store.as_ref(), &workspace) {
         Ok(list) => {
-            for s in list.iter().take(20) {
-                let mark = if s.id == chat.session.id() {
-                    " (this one)"
-                } else {
-                    ""
-                };
+            for row in super::session_pick::rows(&list, Some(chat.session.id())) {
+                errln!("{row}");
+            }
+            if list.len() > super::session_pick::SHOWN {
                 errln!(
-                    "{}  {}  {:>10}  {}{mark}",
-                    s.id,
-                    s.updated_at,
-                    super::terminal::count(s.turns, "turn"),
-                    super::terminal::one_line(s.title.as_deref().unwrap_or("(untitled)"), 60)
+                    "… {} more (sandcrab sessions list --here)",
+                    list.len() - super::session_pick::SHOWN
                 );
             }
-            if list.len() > 20 {
-                errln!("… {} more (sandcrab sessions list --here)", list.len() - 20);
-            }
+            errln!("/resume N (its number) or /resume ID (or the start of it) continues one");
         }
         Err(err) => errln!("cannot list sessions: {err}"),
     }
 }
 
 async fn resume(chat: &mut Chat, id: Option<String>, force: bool) {
-    let Some(id) = id else {
-        errln!("/resume ID — the ids are in /sessions");
+    let Some(given) = id else {
+        sessions(chat);
         return;
+    };
+    let Some(store) = &chat.kit.store else {
+        errln!("sessions are not saved here (no store)");
+        return;
+    };
+    let workspace = chat.kit.workspace.display().to_string();
+    let id = match super::session_pick::chosen(store.as_ref(), &workspace, &given) {
+        Ok(id) => id,
+        Err(err) => {
+            errln!("cannot resume: {err}");
+            return;
+        }
     };
     if id == chat.session.id() {
         errln!("this is session {id} already");
@@ -349,6 +354,8 @@ async fn resume(chat: &mut Chat, id: Option<String>, force: bool) {
         "resumed session {id} ({}); the previous one is saved",
         super::terminal::count(chat.session.inputs() as u64, "turn")
     );
+    let recap = super::view::recap::recap(&chat.session.history(), chat.look, chat.session.id());
+    write_styled(&recap, Sink::Err);
 }
 
 /// The mode, the configured rules, and what was allowed in this

@@ -23,6 +23,7 @@ mod replay_cmd;
 mod run_cmd;
 mod sandbox_cmd;
 mod serve_cmd;
+mod session_pick;
 mod sessions_cmd;
 mod setup;
 mod store_cmd;

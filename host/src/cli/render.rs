@@ -558,6 +558,7 @@ fn notice(data: &EventData, columns: usize) -> Option<String> {
             format!("note: the conversation uses about {pct:.0}% of the model's context window")
         }
         EventData::Warning(d) => format!("warning: {}", clean(&d.message)),
+        EventData::Notice(d) => format!("● {}", clean(&d.text)),
         EventData::Error(d) => format!("error: {}", clean(&d.error)),
         EventData::JobStarted(d) => format!(
             "● background job {} started ({})",

@@ -35,12 +35,17 @@ pub struct ReplayArgs {
 /// Longest value shown of a difference.
 const SHOWN: usize = 400;
 
-pub async fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
+pub async fn run(mut args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let (_, store) = args.place.open()?;
+    args.id = store.resolve_id(&args.id)?;
     if let Some(at) = args.fork_at {
         let options = ForkOptions {
             model: args.model,
             provider: args.provider.map(|p| p.id().to_string()),
+            workspace: args
+                .place
+                .given_workspace()?
+                .map(|w| w.display().to_string()),
         };
         let forked = fork(store.as_ref(), &args.id, at, &options).await?;
         outln!(

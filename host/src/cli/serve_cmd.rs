@@ -117,7 +117,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // The bridge can ask: by default, shell commands no rule allows wait
     // for the operator.
     let mut agent = args.agent.clone();
-    agent.default_approvals = crate::approvals::Mode::OnRisk;
+    agent.default_approvals = super::agent_cmd::ASKING_DEFAULT;
     let harness = Arc::new(
         Harness::with_log(
             Arc::new(CliFactory { args: agent }),

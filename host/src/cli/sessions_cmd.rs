@@ -96,6 +96,14 @@ impl Place {
         Ok(Config::load(&workspace, self.config.as_deref())?.config)
     }
 
+    /// The workspace given with `-w`, resolved (None: none was given).
+    pub(super) fn given_workspace(&self) -> anyhow::Result<Option<PathBuf>> {
+        self.workspace
+            .as_deref()
+            .map(|dir| super::setup::resolve_workspace(Some(dir)))
+            .transpose()
+    }
+
     pub(super) fn open(&self) -> anyhow::Result<(PathBuf, Arc<dyn Store>)> {
         let workspace = super::setup::resolve_workspace(self.workspace.as_deref())?;
         let loaded = Config::load(&workspace, self.config.as_deref())?;
@@ -170,6 +178,7 @@ async fn reindex(id: Option<String>, place: Place) -> anyhow::Result<ExitCode> {
         );
     };
     let store = open_store(&config)?;
+    let id = id.map(|id| store.resolve_id(&id)).transpose()?;
     let embedder = crate::embeddings::Embedder::new(settings, |v| std::env::var(v).ok())?;
     let (model, dims) = (embedder.model().to_string(), embedder.dimensions());
     let semantic = crate::agent::recall::Semantic::new(embedder);
@@ -217,6 +226,7 @@ pub async fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
             place,
         } => {
             let (_, store) = place.open()?;
+            let id = store.resolve_id(&id)?;
             let record = store
                 .session(&id)?
                 .ok_or_else(|| crate::store::StoreError::UnknownSession(id.clone()))?;
@@ -255,6 +265,7 @@ pub async fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
         }
         SessionsCommand::Verify { id, place } => {
             let (_, store) = place.open()?;
+            let id = store.resolve_id(&id)?;
             let Some(record) = store.session(&id)? else {
                 return Err(crate::store::StoreError::UnknownSession(id).into());
             };
@@ -329,6 +340,7 @@ pub async fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
         }
         SessionsCommand::Export { id, place } => {
             let (_, store) = place.open()?;
+            let id = store.resolve_id(&id)?;
             let export = crate::store::export::SessionExport::of(store.as_ref(), &id)?;
             super::terminal::write_out(&export.to_jsonl());
             Ok(ExitCode::SUCCESS)
@@ -361,6 +373,7 @@ pub async fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
         }
         SessionsCommand::Delete { id, place } => {
             let (_, store) = place.open()?;
+            let id = store.resolve_id(&id)?;
             if !store.delete_session(&id)? {
                 return Err(crate::store::StoreError::UnknownSession(id).into());
             }
@@ -377,11 +390,9 @@ pub async fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
 
 /// Every tool call's receipt in a stored session, in order.
 pub fn receipts(store: &dyn SessionStore, id: &str) -> anyhow::Result<Vec<crate::tools::Receipt>> {
-    if store.session(id)?.is_none() {
-        return Err(crate::store::StoreError::UnknownSession(id.to_string()).into());
-    }
+    let id = store.resolve_id(id)?;
     let mut out = Vec::new();
-    for stored in store.turns(id)? {
+    for stored in store.turns(&id)? {
         if let Ok(Turn {
             kind: TurnKind::ToolResults { results },
             ..

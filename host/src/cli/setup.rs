@@ -12,7 +12,7 @@ use crate::plugin::discovery::{self, PluginSource};
 use crate::plugin::{PluginHost, PluginHostConfig, SandboxMode};
 
 /// Where to work and which plugins to load.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Default, Args)]
 pub struct HostArgs {
     /// Workspace directory (default: the current directory).
     #[arg(long, short = 'w', value_name = "DIR")]
@@ -183,6 +183,18 @@ impl HostArgs {
             sources.into_iter().partition(|s| {
                 defer_uncompiled && matches!(s, PluginSource::Dir(_)) && !host.is_compiled(s)
             });
+        // A first load compiles the component (seconds for Python or
+        // JavaScript): say so before it starts, not after.
+        for source in &now {
+            if let PluginSource::Dir(dir) = source
+                && !host.is_compiled(source)
+            {
+                errln!(
+                    "plugins: compiling {} (first load: a Python or JavaScript plugin takes 10-15 s; cached afterwards)",
+                    super::terminal::sanitize(&dir.display().to_string())
+                );
+            }
+        }
         host.load_all(&now).await;
         Ok(Setup {
             workspace,

@@ -42,6 +42,9 @@ pub enum ForkError {
 pub struct ForkOptions {
     pub model: Option<String>,
     pub provider: Option<String>,
+    /// Where the fork goes on (None: the source's workspace). A session
+    /// imported from another machine names a folder of that machine.
+    pub workspace: Option<String>,
 }
 
 /// Fork session `id` of `store` after model call `at`.
@@ -98,9 +101,13 @@ pub async fn fork(
             .as_ref()
             .map_or(source.model.clone(), |s| s.settings.model.clone())
     });
+    let workspace = options
+        .workspace
+        .clone()
+        .unwrap_or_else(|| source.workspace.clone());
     store.create_session(&SessionRecord {
         id: new_id.clone(),
-        workspace: source.workspace.clone(),
+        workspace: workspace.clone(),
         provider: options.provider.clone().unwrap_or(source.provider.clone()),
         profile: source.profile.clone(),
         model,
@@ -141,6 +148,6 @@ pub async fn fork(
             .iter()
             .filter(|t| matches!(t.kind, crate::agent::TurnKind::User { .. }))
             .count(),
-        workspace: source.workspace,
+        workspace,
     })
 }

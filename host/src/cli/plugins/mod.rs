@@ -76,6 +76,6 @@ pub async fn run(cmd: PluginsCommand) -> anyhow::Result<ExitCode> {
         } => check::check(dir, config, no_cache),
         PluginsCommand::Pin { name, host } => pin::pin(host, &name),
         PluginsCommand::Grant { name, host } => grant::grant(host, &name),
-        PluginsCommand::New(args) => new::new(args),
+        PluginsCommand::New(args) => new::new(args).await,
     }
 }

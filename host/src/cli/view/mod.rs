@@ -8,4 +8,5 @@ pub mod diff_view;
 mod highlight;
 pub mod live_area;
 pub mod markdown;
+pub mod recap;
 pub mod style;

@@ -267,9 +267,9 @@ fn temp_name(name: &str, n: usize) -> String {
 
 fn failed(shown: &str, e: &std::io::Error) -> ToolError {
     match e.kind() {
-        std::io::ErrorKind::PermissionDenied => ToolError::denied(format!(
-            "writing {shown} was denied by the sandcrab sandbox ({e})"
-        )),
+        std::io::ErrorKind::PermissionDenied => {
+            ToolError::denied(format!("cannot write {shown}: {e}"))
+        }
         _ => ToolError::failed(format!("{shown}: {e}")),
     }
 }

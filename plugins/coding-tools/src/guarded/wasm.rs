@@ -16,16 +16,24 @@ use super::Kind;
 #[derive(Clone)]
 pub struct Dir(std::rc::Rc<Descriptor>);
 
+/// The error in words, saying who refused: the file system (the file or
+/// folder is not writable by the user sandcrab runs as) or the plugin's
+/// grant (the workspace was given read-only).
 fn io_err(e: ErrorCode) -> io::Error {
-    let kind = match e {
-        ErrorCode::Access | ErrorCode::NotPermitted | ErrorCode::ReadOnly => {
-            io::ErrorKind::PermissionDenied
-        }
-        ErrorCode::NoEntry => io::ErrorKind::NotFound,
-        ErrorCode::Exist => io::ErrorKind::AlreadyExists,
-        _ => io::ErrorKind::Other,
+    let (kind, why) = match e {
+        ErrorCode::Access => (
+            io::ErrorKind::PermissionDenied,
+            "permission denied by the file system: the file or its folder is not writable by the user sandcrab runs as".to_string(),
+        ),
+        ErrorCode::NotPermitted | ErrorCode::ReadOnly => (
+            io::ErrorKind::PermissionDenied,
+            "refused: this tool was given the workspace read-only".to_string(),
+        ),
+        ErrorCode::NoEntry => (io::ErrorKind::NotFound, "no such file or folder".to_string()),
+        ErrorCode::Exist => (io::ErrorKind::AlreadyExists, "it exists already".to_string()),
+        other => (io::ErrorKind::Other, other.message().to_string()),
     };
-    io::Error::new(kind, format!("{e:?}"))
+    io::Error::new(kind, why)
 }
 
 const DIR_FLAGS: DescriptorFlags = DescriptorFlags::READ.union(DescriptorFlags::MUTATE_DIRECTORY);

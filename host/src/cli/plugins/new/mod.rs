@@ -141,8 +141,9 @@ const JS: &[File] = &[
     ("README.md", include_str!("templates/js/README.md")),
 ];
 
-pub fn new(args: NewArgs) -> anyhow::Result<ExitCode> {
+pub async fn new(args: NewArgs) -> anyhow::Result<ExitCode> {
     let names = Names::new(&args.name)?;
+    taken(&names.tool).await?;
     let dir = args.dir.unwrap_or_else(|| PathBuf::from(&args.name));
     let occupied = std::fs::read_dir(&dir).is_ok_and(|mut entries| entries.next().is_some());
     if occupied {
@@ -182,6 +183,26 @@ pub fn new(args: NewArgs) -> anyhow::Result<ExitCode> {
         dir.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Refuse a tool name the host or a plugin it loads already has: the new
+/// plugin's tool would never be called (the built-in one would).
+async fn taken(tool: &str) -> anyhow::Result<()> {
+    if crate::agent::host_tool_names().any(|name| name == tool) {
+        bail!(
+            "the tool name '{tool}' is sandcrab's own (a tool every session has): choose another plugin name"
+        );
+    }
+    let host = super::super::setup::HostArgs::default().setup().await?.host;
+    if let Some(owner) = host.tool_owner(tool) {
+        bail!(
+            "the tool name '{tool}' is taken by the plugin '{}' ({}): a second would never be called; choose another plugin name (e.g. {}-2)",
+            owner.name(),
+            owner.origin.label(),
+            tool.replace('_', "-")
+        );
+    }
+    Ok(())
 }
 
 /// The names a template is filled with.
