@@ -293,6 +293,7 @@ pub fn translate(event: &Event) -> Option<(&'static str, Value)> {
         EventData::ProcessingEnd(_) => "agent:session-completed",
         EventData::Error(_) => "agent:error",
         EventData::Warning(_) => "agent:warning",
+        EventData::Notice(_) => "agent:notice",
         EventData::JobStarted(_) => "agent:job-started",
         EventData::JobFinished(_) => "agent:job-finished",
         EventData::CompactionStart(_) => "agent:compaction-started",
