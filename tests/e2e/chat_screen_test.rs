@@ -812,3 +812,154 @@ async fn a_signal_leaves_the_terminal_as_chat_found_it() {
         );
     }
 }
+
+/// `chat --continue` shows where the conversation stood (the last
+/// exchanges), and `--resume` without an id offers the sessions of this
+/// workspace by number; `/help` lines its descriptions up in one column,
+/// wrapped between words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_chat_shows_its_last_exchanges_and_help_reads_in_columns() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.push(stream(KIND, &text(&["The first answer, remembered."])));
+    server.push(stream(KIND, &text(&["A second conversation."])));
+    server.push(stream(KIND, &text(&["Back in the first."])));
+    let mut term = Terminal::spawn_sized(chat(&scene, &server, &[]), COLS, ROWS);
+    term.expect("> ");
+    term.send("remember the blue door\r");
+    term.expect("The first answer, remembered.");
+    term.expect("> ");
+    term.exit();
+
+    let mut term = Terminal::spawn_sized(chat(&scene, &server, &["--continue"]), COLS, ROWS);
+    term.expect("> ");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let screen = term.screen(COLS, ROWS).join("\n");
+    assert!(
+        screen.contains("> remember the blue door")
+            && screen.contains("The first answer, remembered.")
+            && screen.contains("the last 1 of 1 exchanges"),
+        "{screen}"
+    );
+    term.exit();
+
+    // A second conversation, then --resume picks the first by number.
+    let mut term = Terminal::spawn_sized(chat(&scene, &server, &[]), COLS, ROWS);
+    term.expect("> ");
+    term.send("something else\r");
+    term.expect("A second conversation.");
+    term.expect("> ");
+    term.exit();
+    let mut term = Terminal::spawn_sized(chat(&scene, &server, &["--resume"]), COLS, ROWS);
+    let listed = term.expect("resume which [1]: ");
+    assert!(
+        listed.contains("  1  ") && listed.contains("  2  "),
+        "{listed}"
+    );
+    term.send("2\r");
+    term.expect("remember the blue door");
+    term.expect("> ");
+    term.send("/help\r");
+    term.expect("/exit");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let screen = term.screen(COLS, ROWS);
+    let rows: Vec<&String> = screen.iter().filter(|r| r.starts_with('/')).collect();
+    assert!(rows.len() > 8, "{}", screen.join("\n"));
+    let column = |row: &str| {
+        row.find("  ")
+            .map(|i| i + row[i..].len() - row[i..].trim_start().len())
+    };
+    let first = column(rows[0]).unwrap();
+    for row in &rows {
+        assert_eq!(
+            column(row),
+            Some(first),
+            "not in one column:\n{}",
+            screen.join("\n")
+        );
+    }
+    // Wrapped lines continue under the column, not at the edge.
+    let continued = screen
+        .iter()
+        .filter(|r| r.starts_with(&" ".repeat(first)) && !r.trim().is_empty())
+        .count();
+    assert!(continued > 0, "{}", screen.join("\n"));
+    term.send("now in the first\r");
+    term.expect("Back in the first.");
+    term.exit();
+    assert!(
+        sent(&server, 2).contains("remember the blue door"),
+        "{}",
+        sent(&server, 2)
+    );
+}
+
+/// Where only this one call can be allowed (no single rule can say what a
+/// compound command does), the prompt offers y and n, not s and a.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_offers_only_the_answers_that_apply() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.push(stream(
+        KIND,
+        &Answer::Tools(vec![tool(
+            "c1",
+            "shell",
+            json!({"command": "ls; echo two"}),
+        )]),
+    ));
+    server.push(stream(KIND, &text(&["ran"])));
+    server.push(stream(
+        KIND,
+        &Answer::Tools(vec![tool("c2", "shell", json!({"command": "echo one"}))]),
+    ));
+    server.push(stream(KIND, &text(&["ran again"])));
+    let mut term = Terminal::spawn_sized(
+        chat(&scene, &server, &["--approvals", "always"]),
+        COLS,
+        ROWS,
+    );
+    term.expect("> ");
+    term.send("two commands\r");
+    term.expect("answer [y/n]: ");
+    term.send("y\r");
+    term.expect("ran");
+    term.expect("> ");
+    // Control: a plain command offers every scope.
+    term.send("one command\r");
+    term.expect("answer [y/s/a/n]: ");
+    term.send("y\r");
+    term.expect("ran again");
+    term.exit();
+}
+
+/// A long paste stands in the line as one mark, not 4,000 drawn lines;
+/// what is sent is the whole paste, in its place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_paste_is_one_mark_on_screen_and_whole_when_sent() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.push(stream(KIND, &text(&["Read it all."])));
+    let mut term = Terminal::spawn_sized(chat(&scene, &server, &[]), COLS, ROWS);
+    term.expect("> ");
+    let log: String = (1..=4000).map(|i| format!("log line {i:05}\r")).collect();
+    term.send("look: ");
+    term.send(&format!("\x1b[200~{log}\x1b[201~"));
+    term.expect("[Pasted text #1 +4000 lines]");
+    let drawn = term.seen();
+    assert!(
+        !drawn.contains("log line 02000"),
+        "the paste was drawn line by line"
+    );
+    term.send(" what failed?\r");
+    term.expect("Read it all.");
+    term.exit();
+    let asked = sent(&server, 0);
+    assert!(
+        // (as JSON text: line breaks escaped)
+        asked.contains(r"look: log line 00001\nlog line 00002\n")
+            && asked.contains(r"log line 04000\n what failed?"),
+        "{}",
+        &asked[asked.len().saturating_sub(300)..]
+    );
+}

@@ -162,3 +162,78 @@ fn a_panicking_plugin_says_its_panic_message_first_and_frames_only_with_v() {
         "-v shows the frames: {stderr}"
     );
 }
+
+/// A plugin that must be compiled first says so before the wait, once:
+/// the next start takes it from the cache and says nothing.
+#[test]
+fn a_first_load_says_it_compiles_and_a_cached_one_does_not() {
+    let scene = Scene::new();
+    install_plugin(&scene.plugins(), "examples/hello-tool", "hello", |m| m);
+    let list = || {
+        run(sandcrab(&scene)
+            .args(["plugins", "list", "--plugins"])
+            .arg(scene.plugins())
+            .arg("-w")
+            .arg(scene.workspace()))
+    };
+    let (ok, _, stderr) = list();
+    assert!(ok, "{stderr}");
+    assert!(stderr.contains("plugins: compiling"), "{stderr}");
+    let (ok, _, stderr) = list();
+    assert!(ok, "{stderr}");
+    assert!(!stderr.contains("compiling"), "{stderr}");
+}
+
+/// A workspace the user cannot write is named as what it is (the file
+/// system's permissions), in words, not blamed on the sandbox with a
+/// debug dump of an error code.
+#[test]
+fn a_read_only_workspace_is_named_as_the_file_systems_refusal() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    // Root writes anyway: run as nobody, with everything it needs where
+    // nobody can reach it (a copy of the binary included).
+    let root = tempfile::tempdir().unwrap();
+    let dir = |name: &str| {
+        let d = root.path().join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();
+        d
+    };
+    std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = dir("bin").join("sandcrab");
+    std::fs::copy(env!("CARGO_BIN_EXE_sandcrab"), &bin).unwrap();
+    let ws = dir("ws");
+    std::fs::write(ws.join("kept.txt"), "as it was\n").unwrap();
+    let call = |mode: u32| {
+        std::fs::set_permissions(&ws, std::fs::Permissions::from_mode(mode)).unwrap();
+        let mut cmd = Command::new(&bin);
+        cmd.current_dir(&ws)
+            .env("HOME", root.path())
+            .env("XDG_CONFIG_HOME", dir("config"))
+            .env("XDG_DATA_HOME", dir("data"))
+            .env("XDG_CACHE_HOME", dir("cache"))
+            .env_remove("RUST_LOG")
+            .args(["tool", "call", "write_file", "--args"])
+            .arg(r#"{"file_path": "new.txt", "content": "x"}"#);
+        if unsafe { libc::geteuid() } == 0 {
+            cmd.uid(65534).gid(65534);
+        }
+        run(&mut cmd)
+    };
+    let (ok, stdout, stderr) = call(0o555);
+    let said = format!("{stdout}{stderr}");
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains("permission denied by the file system"),
+        "{said}"
+    );
+    assert!(
+        !said.contains("ErrorCode") && !said.contains("sandcrab sandbox"),
+        "{said}"
+    );
+    // Control: writable, the same call writes.
+    let (ok, stdout, stderr) = call(0o777);
+    assert!(ok, "{stdout}{stderr}");
+    assert!(ws.join("new.txt").exists());
+}

@@ -262,3 +262,40 @@ async fn after_resume_a_broken_reload_is_still_reported() {
     let status = child.wait().unwrap();
     assert!(status.success(), "{}", stderr.lock().unwrap());
 }
+
+/// A plugin reloaded while the operator types is told above the line
+/// being typed, never drawn onto it; the line stays to finish.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_notice_lands_above_the_line_being_typed() {
+    let (scene, dir) = scene_with_v1();
+    let kind = ProviderKind::OpenAiCompatible;
+    let server = MockLlm::strict(kind).await;
+    server.push(stream(kind, &Answer::Text(vec!["Noted."])));
+    let plugins = scene.plugins();
+    let mut chat = crate::cli_support::sandcrab(&scene, kind, &server, "chat");
+    chat.arg("--plugins").arg(&plugins);
+    let (cols, rows) = (100, 30);
+    let mut term = crate::pty::Terminal::spawn_sized(chat, cols, rows);
+    term.expect("> ");
+    term.send("half a tho");
+    term.expect("half a tho");
+    put_version(&dir, 2);
+    term.expect("2.0.0 reloaded");
+    std::thread::sleep(Duration::from_millis(500));
+    let screen = term.screen(cols, rows);
+    let last = screen
+        .iter()
+        .rfind(|r| !r.is_empty())
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(last, "> half a tho", "{}", screen.join("\n"));
+    let notice = screen
+        .iter()
+        .find(|r| r.contains("2.0.0 reloaded"))
+        .unwrap();
+    assert!(notice.starts_with("● plugins:"), "{}", screen.join("\n"));
+    assert!(!notice.contains("half a tho"), "{}", screen.join("\n"));
+    term.send("ught\r");
+    term.expect("Noted.");
+    term.exit();
+}

@@ -130,3 +130,37 @@ fn a_new_javascript_plugin_builds_and_loads() {
         );
     });
 }
+
+/// A plugin whose tool would be shadowed (a built-in tool, or one of the
+/// host's own) is refused before anything is written; a free name is not.
+#[test]
+fn a_new_plugin_may_not_take_a_tool_name_that_is_taken() {
+    let scene = Scene::new();
+    for (name, owner) in [
+        ("read-file", "coding-tools"),
+        ("list-jobs", "sandcrab's own"),
+    ] {
+        let dir = scene.root.path().join(name);
+        let out = sandcrab_cmd(&scene)
+            .args(["plugins", "new", name, "--dir"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{name}: {said}");
+        assert!(
+            said.contains(owner) && said.contains("choose another"),
+            "{said}"
+        );
+        assert!(!dir.exists(), "nothing written for {name}");
+    }
+    // Control: a free name is made.
+    let dir = scene.root.path().join("read-file-extra");
+    ok(
+        sandcrab_cmd(&scene)
+            .args(["plugins", "new", "read-file-extra", "--dir"])
+            .arg(&dir),
+        "plugins new",
+    );
+    assert!(dir.join("plugin.toml").exists());
+}

@@ -198,3 +198,105 @@ async fn a_fork_continues_from_a_model_call_as_a_normal_session() {
     let (ok, said) = sandcrab_in(&scene, &["replay", &id, "--fork-at", "9"]);
     assert!(!ok && said.contains("has 2 recorded model calls"), "{said}");
 }
+
+/// Ids can be given by their start (unique) everywhere an id is taken; a
+/// start two sessions share is refused naming both; `sessions list`
+/// counts the operator's inputs, in words a person reads ("1 turn"), and a
+/// finished run is closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_is_named_by_the_start_of_its_id_and_listed_as_closed_with_its_inputs() {
+    let scene = Scene::new();
+    let kind = ProviderKind::Anthropic;
+    let id = recorded_run(&scene, kind, "echo first-session").await;
+    let short = &id[..8];
+    for args in [
+        vec!["sessions", "show", short],
+        vec!["sessions", "verify", short],
+        vec!["audit", short],
+        vec!["replay", short],
+    ] {
+        let (ok, said) = sandcrab_in(&scene, &args);
+        assert!(ok, "{args:?}: {said}");
+    }
+    let (ok, listed) = sandcrab_in(&scene, &["sessions", "list"]);
+    assert!(ok, "{listed}");
+    let row = listed.lines().find(|l| l.starts_with(&id)).unwrap();
+    assert!(row.contains(" 1 turn ") && row.contains("closed"), "{row}");
+
+    // A second session; a start both share is refused with both named.
+    let other = recorded_run(&scene, kind, "echo second-session").await;
+    let common: String = id
+        .chars()
+        .zip(other.chars())
+        .take_while(|(a, b)| a == b)
+        .map(|(a, _)| a)
+        .collect();
+    let (ok, said) = sandcrab_in(&scene, &["sessions", "show", &common]);
+    if common.is_empty() {
+        // Nothing shared: an empty id names nothing (control of the
+        // refusal below, which needs a shared start).
+        assert!(!ok, "{said}");
+    } else {
+        assert!(!ok && said.contains(&id) && said.contains(&other), "{said}");
+    }
+    // A start nobody has.
+    let (ok, said) = sandcrab_in(&scene, &["sessions", "show", "zzzz"]);
+    assert!(!ok && said.contains("no session with id 'zzzz'"), "{said}");
+}
+
+/// A fork of a session imported from another machine goes on in the
+/// workspace given with `-w`, not in a folder of that machine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_goes_on_in_the_workspace_it_is_given() {
+    let there = Scene::new();
+    let kind = ProviderKind::OpenAi;
+    let id = recorded_run(&there, kind, "echo from-there").await;
+    let export = sandcrab_cmd(&there)
+        .args(["sessions", "export", &id, "-w"])
+        .arg(there.workspace())
+        .output()
+        .unwrap();
+    assert!(export.status.success());
+    let here = Scene::new();
+    let file = here.root.path().join("s.jsonl");
+    std::fs::write(&file, &export.stdout).unwrap();
+    let (ok, said) = sandcrab_in(&here, &["sessions", "import", file.to_str().unwrap()]);
+    assert!(ok, "{said}");
+    let imported = said
+        .split(" as ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    let elsewhere = here.root.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let out = sandcrab_cmd(&here)
+        .args(["replay", &imported, "--fork-at", "1", "-w"])
+        .arg(&elsewhere)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let elsewhere = elsewhere.canonicalize().unwrap();
+    assert!(
+        said.contains(&format!("--workspace {}", elsewhere.display())),
+        "{said}"
+    );
+    // Control: without -w, the fork stays where its source is.
+    let out = sandcrab_cmd(&here)
+        .args(["replay", &imported, "--fork-at", "1"])
+        .current_dir(here.root.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}");
+    let workspace = here.workspace().canonicalize().unwrap();
+    assert!(
+        said.contains(&format!("--workspace {}", workspace.display())),
+        "{said}"
+    );
+}

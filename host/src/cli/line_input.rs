@@ -22,6 +22,7 @@ use tokio::io::AsyncBufReadExt;
 use tokio::sync::oneshot;
 
 use super::above_prompt::{AbovePrompt, WhilePrompting};
+use super::paste::{PasteCollector, SharedPastes};
 use super::tty_mode;
 
 /// One thing the operator did at a prompt.
@@ -165,10 +166,15 @@ impl EditorThread {
             workspace: workspace.to_path_buf(),
             commands,
         }));
+        let pastes = SharedPastes::default();
         editor.bind_sequence(KeyEvent(KeyCode::Enter, Modifiers::ALT), Cmd::Newline);
         editor.bind_sequence(
             KeyEvent(KeyCode::Enter, Modifiers::NONE),
-            EventHandler::Conditional(Box::new(BackslashContinues)),
+            EventHandler::Conditional(Box::new(BackslashContinues(pastes.clone()))),
+        );
+        editor.bind_sequence(
+            Event::Any,
+            EventHandler::Conditional(Box::new(PasteCollector(pastes.clone()))),
         );
         let above = editor
             .create_external_printer()
@@ -187,9 +193,15 @@ impl EditorThread {
                         Ask::Input => editor.readline(&prompt),
                         Ask::Answer => read_answer(&prompt),
                     };
+                    // Long pastes stood in the line as marks.
+                    let read = read.map(|text| match pastes.lock() {
+                        Ok(mut pastes) => pastes.expand(&text),
+                        Err(_) => text,
+                    });
                     let line = match read {
                         Ok(text) => {
-                            if ask == Ask::Input && !text.trim().is_empty() {
+                            let worth_keeping = text.len() <= MAX_HISTORY_ENTRY;
+                            if ask == Ask::Input && !text.trim().is_empty() && worth_keeping {
                                 let _ = editor.add_history_entry(text.as_str());
                                 if let Some(file) = &history {
                                     save_history(&mut editor, file);
@@ -252,13 +264,24 @@ fn read_answer(prompt: &str) -> rustyline::Result<String> {
     rustyline::DefaultEditor::with_config(config)?.readline(prompt)
 }
 
+/// The longest input kept in the history (a long paste is not).
+const MAX_HISTORY_ENTRY: usize = 10_000;
+
 /// Enter after a `\` typed at the end of the input goes on to a new line:
 /// the `\` becomes the line break. Only the key does this, so a pasted
-/// text keeps its backslashes.
-struct BackslashContinues;
+/// text keeps its backslashes; an Enter inside a paste is part of it.
+struct BackslashContinues(SharedPastes);
 
 impl ConditionalEventHandler for BackslashContinues {
-    fn handle(&self, _: &Event, _: RepeatCount, _: bool, ctx: &EventContext) -> Option<Cmd> {
+    fn handle(&self, evt: &Event, _: RepeatCount, _: bool, ctx: &EventContext) -> Option<Cmd> {
+        if let Ok(mut pastes) = self.0.lock()
+            && pastes.collecting()
+        {
+            if let Some(c) = evt.get(0).copied().and_then(super::paste::pasted_char) {
+                pastes.push(c);
+            }
+            return Some(Cmd::Noop);
+        }
         continues(ctx.line(), ctx.pos())
             .then(|| Cmd::Replace(Movement::BackwardChar(1), Some("\n".into())))
     }

@@ -17,6 +17,7 @@ mod kept_setup;
 mod line_input;
 mod mcp_cmd;
 mod mentions;
+mod paste;
 mod plugins;
 mod render;
 mod replay_cmd;
