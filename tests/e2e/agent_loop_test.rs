@@ -913,3 +913,30 @@ async fn a_30_turn_chat_survives_two_interrupts_and_a_provider_outage() {
         took.as_secs_f64()
     );
 }
+
+/// A local server that serves several models, with none named: the error
+/// says which it serves, so the operator can pick one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_model_the_error_names_what_the_local_server_serves() {
+    let scene = Scene::new();
+    let server = MockLlm::start().await;
+    server.describe(
+        "/v1/models",
+        json!({"data": [{"id": "qwen2.5-coder:7b"}, {"id": "llama3.2:3b"}]}),
+    );
+    let out = sandcrab_cmd(&scene)
+        .args(["run", "--provider", "openai-compatible", "--base-url"])
+        .arg(server.base_url())
+        .arg("-w")
+        .arg(scene.workspace())
+        .arg("hi")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("serves: qwen2.5-coder:7b, llama3.2:3b") && stderr.contains("--model"),
+        "{stderr}"
+    );
+    assert!(server.requests().is_empty(), "no model call was made");
+}

@@ -963,3 +963,49 @@ async fn a_long_paste_is_one_mark_on_screen_and_whole_when_sent() {
         &asked[asked.len().saturating_sub(300)..]
     );
 }
+
+/// sandcrab's own long lines (a warning) break between words, each row
+/// after the first indented under it, instead of at the terminal's edge
+/// in the middle of a word.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sandcrabs_own_long_lines_wrap_between_words() {
+    let scene = Scene::new();
+    std::fs::write(
+        scene.workspace().join("sandcrab.toml"),
+        "[policy]\nsandbox = \"off\"\n",
+    )
+    .unwrap();
+    let server = MockLlm::strict(KIND).await;
+    let (cols, rows) = (60, 40);
+    let mut term = Terminal::spawn_sized(chat(&scene, &server, &[]), cols, rows);
+    term.expect("> ");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let screen = term.screen(cols, rows);
+    let first = screen
+        .iter()
+        .position(|r| r.starts_with("warning:") && r.contains("ignored"))
+        .unwrap_or_else(|| panic!("{}", screen.join("\n")));
+    let rest: Vec<&String> = screen[first + 1..]
+        .iter()
+        .take_while(|r| r.starts_with("  "))
+        .collect();
+    assert!(
+        rest.len() >= 2,
+        "the warning was not wrapped:\n{}",
+        screen.join("\n")
+    );
+    // Joined back, the rows are the message's words in order: nothing was
+    // cut inside a word.
+    let joined: Vec<String> = std::iter::once(&screen[first])
+        .chain(rest)
+        .map(|r| r.trim().to_string())
+        .collect();
+    assert!(
+        joined
+            .join(" ")
+            .contains("only the operator may set it, and this project is not trusted"),
+        "{}",
+        screen.join("\n")
+    );
+    term.exit();
+}

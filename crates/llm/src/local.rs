@@ -18,7 +18,7 @@ const ASK_TIMEOUT: Duration = Duration::from_secs(3);
 const OLLAMA_DEFAULT_CONTEXT: u64 = 4096;
 
 /// What the server said.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LocalServer {
     /// Model ids it serves.
     pub models: Vec<String>,

@@ -129,7 +129,7 @@ impl AgentKit {
             // (nothing when the operator said both).
             let server = match (&named_model, per_provider.context_window) {
                 (Some(_), Some(_)) => Default::default(),
-                _ => crate::llm::local::describe(&provider_config, named_model.as_deref()).await,
+                _ => super::server_facts::described(&provider_config, named_model.as_deref()).await,
             };
             if let Some(window) = per_provider.context_window.or(server.context_window) {
                 profile.info.context_window = window;

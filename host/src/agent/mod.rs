@@ -22,6 +22,7 @@ pub mod recorder;
 pub mod recording;
 pub mod repo_facts;
 mod run_loop;
+mod server_facts;
 mod session;
 pub mod session_memory;
 mod subagents;

@@ -96,7 +96,8 @@ pub async fn chat(mut args: AgentArgs, watch_plugins: bool) -> anyhow::Result<Ex
         watching.abort();
     }
     let closed_by_error = chat.session.state() == SessionState::Closed;
-    chat.session.abort().await;
+    // The operator left: the conversation is complete as it stands.
+    chat.session.end(crate::agent::EndReason::Completed).await;
     chat.renderer.finish().await;
     result?;
     Ok(if closed_by_error {
