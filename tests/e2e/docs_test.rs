@@ -154,10 +154,36 @@ fn every_link_between_pages_leads_to_a_page() {
                 "{}: the link to {target} leads nowhere",
                 page.display()
             );
+            if let Some(anchor) = found.get(2) {
+                let anchor = &anchor.as_str()[1..];
+                let text = std::fs::read_to_string(&resolved).unwrap();
+                assert!(
+                    text.lines()
+                        .filter(|l| l.starts_with('#'))
+                        .any(|l| slug(l.trim_start_matches('#')) == anchor),
+                    "{}: {target} has no heading #{anchor}",
+                    page.display()
+                );
+            }
             checked += 1;
         }
     }
     assert!(checked > 10, "only {checked} links found");
+}
+
+/// A heading's anchor as GitHub makes it: lower case, spaces as dashes,
+/// only letters, digits, dashes and underscores kept.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
 }
 
 #[test]

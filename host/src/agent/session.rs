@@ -651,10 +651,10 @@ impl Session {
     /// Keep in the store that this conversation is closed (a later
     /// `--resume` opens it again).
     fn mark_closed(&self) {
-        if let Some(memory) = &self.memory {
-            if let Err(err) = memory.close() {
-                tracing::warn!("session {}: could not mark it closed: {err}", self.id);
-            }
+        if let Some(memory) = &self.memory
+            && let Err(err) = memory.close()
+        {
+            tracing::warn!("session {}: could not mark it closed: {err}", self.id);
         }
     }
 

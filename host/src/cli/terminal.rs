@@ -150,6 +150,16 @@ macro_rules! err {
     ($($arg:tt)*) => { $crate::cli::terminal::write_err(&format!($($arg)*)) };
 }
 
+/// `1 turn`, `2 turns`: a count and its noun, singular or plural.
+pub fn count(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,15 +182,5 @@ mod tests {
             let back: serde_json::Value = serde_json::from_str(&text).unwrap();
             assert_eq!(back, value);
         }
-    }
-}
-
-/// `1 turn`, `2 turns`: a count and its noun, singular or plural.
-pub fn count(n: impl Into<u64>, noun: &str) -> String {
-    let n = n.into();
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
     }
 }

@@ -23,7 +23,7 @@ pub fn recap(history: &[Turn], look: Look, session_id: &str) -> Styled {
         .filter(|(_, t)| matches!(t.kind, TurnKind::User { .. }))
         .map(|(i, _)| i)
         .collect();
-    let Some(&from) = inputs.iter().rev().take(EXCHANGES).last() else {
+    let Some(&from) = inputs.get(inputs.len().saturating_sub(EXCHANGES)) else {
         return out;
     };
     let shown = inputs.len().min(EXCHANGES);
