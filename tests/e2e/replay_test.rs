@@ -193,7 +193,7 @@ async fn a_fork_continues_from_a_model_call_as_a_normal_session() {
         "the continued fork sent its history"
     );
     let (ok, said) = sandcrab_in(&scene, &["replay", &fork]);
-    assert!(ok && said.contains("1 model calls"), "{said}");
+    assert!(ok && said.contains("1 model call,"), "{said}");
     // Out of range: said so.
     let (ok, said) = sandcrab_in(&scene, &["replay", &id, "--fork-at", "9"]);
     assert!(!ok && said.contains("has 2 recorded model calls"), "{said}");

@@ -500,10 +500,13 @@ fn plugins_check_takes_the_component_from_the_cache_the_second_time() {
         String::from_utf8_lossy(&out.stdout).to_string()
     };
     let first = check();
-    assert!(first.contains("compiled: compiled and cached"), "{first}");
+    assert!(
+        first.contains("native code: compiled and cached"),
+        "{first}"
+    );
     let second = check();
     assert!(
-        second.contains("compiled: taken from the cache"),
+        second.contains("native code: taken from the cache"),
         "{second}"
     );
 }
@@ -531,7 +534,7 @@ fn two_processes_loading_a_new_plugin_compile_it_once() {
             let stdout = String::from_utf8_lossy(&out.stdout).to_string();
             stdout
                 .lines()
-                .find_map(|l| l.strip_prefix("compiled: "))
+                .find_map(|l| l.strip_prefix("native code: "))
                 .unwrap_or_else(|| panic!("{stdout}"))
                 .to_string()
         })

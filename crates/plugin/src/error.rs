@@ -17,7 +17,10 @@ pub enum LoadError {
     #[error("{path}: invalid manifest: {message}")]
     ManifestInvalid { path: PathBuf, message: String },
     /// The `.wasm` named by the manifest is missing or unreadable.
-    #[error("{path}: cannot read plugin wasm (named in {manifest}): {source}")]
+    #[error(
+        "{path}: cannot read plugin wasm (named in {manifest}): {source}{}",
+        if source.kind() == std::io::ErrorKind::NotFound { " — not built yet? build the plugin first (its README names the command), then load it again" } else { "" }
+    )]
     WasmUnreadable {
         path: PathBuf,
         manifest: PathBuf,

@@ -241,7 +241,8 @@ impl Manifest {
     pub fn parse(text: &str, path: &Path) -> Result<Manifest, LoadError> {
         let manifest: Manifest = toml::from_str(text).map_err(|e| LoadError::ManifestInvalid {
             path: path.to_path_buf(),
-            message: e.to_string().trim_end().replace('\n', " "),
+            // toml's own layout: the line, and a caret under the spot.
+            message: e.to_string().trim_end().replace('\n', "\n  "),
         })?;
         manifest.validate(path)?;
         Ok(manifest)

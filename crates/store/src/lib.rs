@@ -69,7 +69,7 @@ pub enum StoreError {
         "this host no longer drives session {session}: its lease lapsed (the process was frozen or cut off from the store) and another host took the session over; nothing more is written to it from here (resume it again to go on from its stored history)"
     )]
     LeaseLost { session: String },
-    #[error("no session with id '{0}' (see `sandcrab sessions list --all`)")]
+    #[error("no session with id '{0}' (see `sandcrab sessions list`)")]
     UnknownSession(String),
     /// An id prefix more than one session has.
     #[error("'{given}' starts the ids of {count} sessions: {candidates}; give more of the id")]

@@ -16,8 +16,8 @@ pub struct Profile {
 /// Why a profile could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
-    #[error("no profile plugin provides profile '{0}' (see `sandcrab plugins list`)")]
-    NotFound(String),
+    #[error("no profile plugin provides profile '{id}' (the profiles here: {known})")]
+    NotFound { id: String, known: String },
     #[error("profile plugin '{plugin}' failed: {message}")]
     Plugin { plugin: String, message: String },
 }
@@ -25,6 +25,7 @@ pub enum ProfileError {
 impl Profile {
     /// Load the profile `id` from the host's profile plugins.
     pub async fn load(host: &PluginHost, id: &str) -> Result<Profile, ProfileError> {
+        let mut known = Vec::new();
         for plugin in host
             .plugins()
             .iter()
@@ -34,6 +35,7 @@ impl Profile {
                 .profile_info()
                 .await
                 .map_err(|e| plugin_error(plugin, e))?;
+            known.push(info.id.clone());
             if info.id == id {
                 validate(&info).map_err(|why| {
                     plugin_error(plugin, format!("it returned an invalid profile: {why}"))
@@ -48,7 +50,10 @@ impl Profile {
                 });
             }
         }
-        Err(ProfileError::NotFound(id.to_string()))
+        Err(ProfileError::NotFound {
+            id: id.to_string(),
+            known: known.join(", "),
+        })
     }
 
     /// The profile's tools from `all` (the tools it names that exist).

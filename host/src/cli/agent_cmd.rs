@@ -45,8 +45,10 @@ pub struct AgentArgs {
     /// needs approval is refused with what would allow it.
     #[arg(long, value_name = "MODE")]
     pub approvals: Option<crate::approvals::Mode>,
-    /// Allow calls matching RULE without asking: `shell:git push`,
-    /// `path:src/**` or `tool:NAME` (repeatable).
+    /// Allow calls matching RULE without asking (repeatable):
+    /// `tool:NAME`, `shell:WORDS` (a command starting so), `command:WORDS`
+    /// (exactly this command), `path:GLOB`; `net:` before one also gives
+    /// its calls the network (`net:shell:npm install`).
     #[arg(long = "approve", value_name = "RULE")]
     pub approve: Vec<String>,
     /// The approvals mode when neither the flag nor the configuration
@@ -59,8 +61,9 @@ pub struct AgentArgs {
     /// Continue this workspace's most recent saved session.
     #[arg(long = "continue", conflicts_with = "resume")]
     pub continue_last: bool,
-    /// Continue the saved session ID (without ID: the most recent one in
-    /// this workspace); see `sandcrab sessions list`.
+    /// Continue the saved session ID, or the start of its id (without ID:
+    /// chosen from this workspace's sessions on a terminal, else the most
+    /// recent one); see `sandcrab sessions list`.
     #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
     pub resume: Option<String>,
 }
@@ -84,9 +87,15 @@ impl AgentArgs {
         } else {
             self.host.setup().await?
         };
+        // A session taken up again goes on with the provider and model it
+        // was made with, unless the flags name others.
+        let (stored_provider, stored_model) = match self.provider {
+            None => self.stored_choice(&setup),
+            Some(_) => (None, None),
+        };
         let options = AgentOptions {
-            provider: self.provider,
-            model: self.model.clone(),
+            provider: self.provider.or(stored_provider),
+            model: self.model.clone().or(stored_model),
             base_url: self.base_url.clone(),
             profile: self.profile.clone(),
             max_turns: self.max_turns,
@@ -123,21 +132,47 @@ impl AgentArgs {
         Ok((setup, kit))
     }
 
+    /// The provider and model of the saved session `--resume ID` or
+    /// `--continue` names (the latest of this workspace for `--resume`
+    /// alone), when there is one.
+    fn stored_choice(&self, setup: &super::setup::Setup) -> (Option<ProviderKind>, Option<String>) {
+        if self.resume.is_none() && !self.continue_last {
+            return (None, None);
+        }
+        let Ok(store) = super::sessions_cmd::open_store(&setup.config) else {
+            return (None, None);
+        };
+        let id = match self.resume.as_deref() {
+            Some(given) if !given.is_empty() => store.resolve_id(given).ok(),
+            _ => store
+                .sessions(Some(&setup.workspace.display().to_string()))
+                .ok()
+                .and_then(|list| list.first().map(|s| s.id.clone())),
+        };
+        let Some(record) = id.and_then(|id| store.session(&id).ok().flatten()) else {
+            return (None, None);
+        };
+        match record.provider.parse::<ProviderKind>() {
+            Ok(kind) => (Some(kind), Some(record.model).filter(|m| !m.is_empty())),
+            Err(_) => (None, None),
+        }
+    }
+
     /// A new session, or the saved one `--resume`/`--continue` names
     /// (`--resume` alone: chosen from a list on a terminal).
     pub(super) async fn session(&self, kit: &AgentKit) -> anyhow::Result<Arc<Session>> {
         let workspace = kit.workspace.display().to_string();
         let none_here = || {
             anyhow::anyhow!(
-                "no saved session in {} to continue (see `sandcrab sessions list --all`)",
+                "no saved session in {} to continue (see `sandcrab sessions list`)",
                 kit.workspace.display()
             )
         };
         let id = match (&self.resume, self.continue_last, &kit.store) {
             (None, false, _) => return Ok(kit.session().await),
-            (Some(given), _, Some(store)) if !given.is_empty() => {
-                super::session_pick::chosen(store.as_ref(), &workspace, given)?
-            }
+            (Some(given), _, Some(store)) if !given.is_empty() => store
+                .resolve_id(given)
+                .map_err(|err| not_a_session(err, given))?,
             (Some(given), _, None) if !given.is_empty() => given.clone(),
             (Some(_), _, Some(store)) if !self.json => {
                 super::session_pick::pick(store.as_ref(), &workspace)?.ok_or_else(none_here)?
@@ -151,6 +186,19 @@ impl AgentArgs {
             super::terminal::count(session.inputs() as u64, "turn")
         );
         Ok(session)
+    }
+}
+
+/// A `--resume` value that names no session; one with spaces was most
+/// likely the prompt, taken as the id.
+fn not_a_session(err: crate::store::StoreError, given: &str) -> anyhow::Error {
+    if given.contains(char::is_whitespace) {
+        anyhow::anyhow!(
+            "'{}' is not a saved session: `--resume` took the prompt as its id. Give the id first (`--resume ID \"…\"`), or `--continue \"…\"` for this workspace's latest",
+            super::terminal::one_line(given, 60)
+        )
+    } else {
+        err.into()
     }
 }
 

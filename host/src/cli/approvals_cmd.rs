@@ -60,6 +60,11 @@ pub fn run(cmd: ApprovalsCommand) -> anyhow::Result<ExitCode> {
 fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
     let workspace = super::setup::resolve_workspace(args.workspace.as_deref())?;
     let loaded = Config::load(&workspace, args.config.as_deref())?;
+    // What was left out (a project file that could not be used) is said,
+    // or its rules would silently be missing from the list.
+    for warning in &loaded.warnings {
+        errln!("warning: {}", super::terminal::sanitize(warning));
+    }
     let approvals = &loaded.config.approvals;
     // Unset, the mode depends on the command (chat asks, run cannot).
     let asking = approvals.mode_or(super::agent_cmd::ASKING_DEFAULT);

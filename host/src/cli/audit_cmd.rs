@@ -10,7 +10,7 @@ use super::sessions_cmd::{Place, receipts};
 
 #[derive(Debug, Args)]
 pub struct AuditArgs {
-    /// The session (see `sandcrab sessions list --all`).
+    /// The session (see `sandcrab sessions list`).
     id: String,
     /// Print the receipts as JSON instead.
     #[arg(long)]

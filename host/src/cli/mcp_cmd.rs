@@ -41,8 +41,8 @@ pub struct ServeArgs {
     #[command(flatten)]
     host: HostArgs,
     /// Serve streamable HTTP at http://127.0.0.1:PORT/mcp instead of stdio
-    /// (0: any free port, printed at start). Every request needs the
-    /// bridge's bearer token.
+    /// (0: any free port, printed at start). Every request needs the MCP
+    /// bearer token (see --token-file; not the bridge's).
     #[arg(long, value_name = "PORT")]
     http: Option<u16>,
     /// A web origin allowed to call over HTTP (repeatable).
@@ -57,13 +57,14 @@ pub struct ServeArgs {
     #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     watch_plugins: bool,
     /// When to ask the MCP client (elicitation) before a call no rule
-    /// speaks to: never (default, else the configuration's `[approvals]
-    /// mode`), on-risk or always. A client that cannot answer gets a
+    /// speaks to: never, on-risk or always (default: the configuration's
+    /// `[approvals] mode`, else never). A client that cannot answer gets a
     /// refusal naming what would allow the call.
     #[arg(long, value_name = "MODE")]
     approvals: Option<crate::approvals::Mode>,
-    /// Allow calls matching RULE without asking (`shell:git status`,
-    /// `path:src/**`, `tool:NAME`; repeatable).
+    /// Allow calls matching RULE without asking (repeatable): `tool:NAME`,
+    /// `shell:WORDS`, `command:WORDS`, `path:GLOB`, each with `net:` before
+    /// it to give the network too.
     #[arg(long = "approve", value_name = "RULE")]
     approve: Vec<String>,
 }

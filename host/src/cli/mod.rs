@@ -84,7 +84,8 @@ enum Command {
         #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
         watch_plugins: bool,
     },
-    /// List, inspect and check plugins.
+    /// Plugins: list, inspect, check, pin, grant, and new (a buildable
+    /// plugin project in Rust, Python or JavaScript).
     #[command(subcommand)]
     Plugins(plugins::PluginsCommand),
     /// Call a tool directly.
@@ -94,20 +95,23 @@ enum Command {
     /// until then it may set project settings only, and its plugins are
     /// not loaded.
     Trust(trust_cmd::TrustArgs),
-    /// What this host's kernel lets sandcrab enforce.
+    /// What this host's kernel lets sandcrab enforce (status, check), and
+    /// what the host keeps from every tool and program (kept).
     #[command(subcommand)]
     Sandbox(sandbox_cmd::SandboxCommand),
     /// Serve the agent over HTTP on 127.0.0.1 (the lifecycle harness and
     /// its event stream; see `sandcrab agent` for a client).
     Serve(serve_cmd::ServeArgs),
     /// Drive a running `sandcrab serve`: init, start, stop, send,
-    /// interrupt, status, clear, history, events.
+    /// interrupt, status, clear, history, events; permissions, approve,
+    /// deny.
     Agent(bridge_client_cmd::AgentClientArgs),
-    /// The Model Context Protocol: serve sandcrab's tools to MCP clients.
+    /// The Model Context Protocol: serve sandcrab's tools to MCP clients
+    /// (serve), and the configured MCP servers' tools (list).
     #[command(subcommand)]
     Mcp(mcp_cmd::McpCommand),
-    /// Saved sessions: list, show, delete (continue one with
-    /// `chat --resume ID` or `--continue`).
+    /// Saved sessions: list, show, verify, export, import, reindex,
+    /// delete (continue one with `chat --resume ID` or `--continue`).
     #[command(subcommand)]
     Sessions(sessions_cmd::SessionsCommand),
     /// Re-run a saved session offline against its recording (no network,
@@ -189,10 +193,22 @@ pub fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) => {
             errln!("sandcrab: {}", terminal::sanitize(&format!("{err:#}")));
-            ExitCode::FAILURE
+            // A command line that cannot work exits 2, as clap's own
+            // refusals do.
+            if err.downcast_ref::<UsageError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }
+
+/// A command line that cannot work as given (a missing or empty prompt, a
+/// workspace or file that is not there): exit status 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
 
 /// Run `work` until it ends or a signal stops sandcrab (SIGINT, SIGTERM,
 /// SIGHUP): then every program still running is killed and what it made
@@ -227,7 +243,9 @@ async fn until_stopped(
 
 fn init_logging(verbose: u8) {
     let default = match verbose {
-        0 => "warn",
+        // rmcp warns of every error answer it sends, as a debug dump: the
+        // client already has the answer.
+        0 => "warn,rmcp=error",
         1 => "info,sandcrab=info",
         2 => "debug,cranelift_codegen=info,wasmtime=info",
         _ => "trace",

@@ -16,11 +16,12 @@ pub struct ReplayArgs {
     /// The saved session (`sandcrab sessions list`).
     id: String,
     /// Stop after this many model calls.
-    #[arg(long, value_name = "N", conflicts_with = "fork_at")]
+    #[arg(long, value_name = "N", conflicts_with = "fork_at", value_parser = clap::value_parser!(u64).range(1..))]
     until: Option<u64>,
     /// Start a new session from the state after model call N (a normal
     /// session: continue it with `sandcrab chat --resume NEW`).
     #[arg(long, value_name = "N")]
+    #[arg(value_parser = clap::value_parser!(u64).range(1..))]
     fork_at: Option<u64>,
     /// The fork's model.
     #[arg(long, requires = "fork_at")]
@@ -65,15 +66,16 @@ pub async fn run(mut args: ReplayArgs) -> anyhow::Result<ExitCode> {
         ReplayOptions { until: args.until },
     )
     .await?;
+    let count = super::terminal::count;
     let counts = format!(
-        "{} inputs, {} model calls, {} tool answers{}",
-        report.inputs,
-        report.model_calls,
-        report.tool_answers,
-        if report.starts > 1 {
-            format!(", resumed {} times", report.starts - 1)
-        } else {
-            String::new()
+        "{}, {}, {}{}",
+        count(report.inputs as u64, "input"),
+        count(report.model_calls as u64, "model call"),
+        count(report.tool_answers as u64, "tool answer"),
+        match report.starts {
+            0 | 1 => String::new(),
+            2 => ", resumed once".to_string(),
+            n => format!(", resumed {} times", n - 1),
         }
     );
     match report.stop {

@@ -63,7 +63,17 @@ impl RunStatus {
     }
 }
 
-/// The last line of `run --json`: how the run ended, in one object.
+/// The last line of `run --json`, laid out as events are.
+#[derive(Debug, Serialize)]
+struct ResultLine {
+    kind: &'static str,
+    timestamp: String,
+    /// None when the run failed before a session existed.
+    session_id: Option<String>,
+    data: RunResult,
+}
+
+/// How the run ended, in one object.
 #[derive(Debug, Serialize)]
 struct RunResult {
     status: RunStatus,
@@ -83,9 +93,11 @@ fn read_prompt(given: Option<String>) -> anyhow::Result<String> {
         Some("-") => true,
         Some(_) => false,
         None if !std::io::stdin().is_terminal() => true,
-        None => anyhow::bail!(
-            "no prompt: give it as an argument (`sandcrab run \"…\"`), or `-` to read it from stdin"
-        ),
+        None => {
+            return Err(usage(
+                "no prompt: give it as an argument (`sandcrab run \"…\"`), or `-` to read it from stdin",
+            ));
+        }
     };
     let prompt = if from_stdin {
         let mut text = String::new();
@@ -101,15 +113,49 @@ fn read_prompt(given: Option<String>) -> anyhow::Result<String> {
         given.unwrap_or_default()
     };
     if prompt.trim().is_empty() {
-        anyhow::bail!("the prompt is empty");
+        return Err(usage("the prompt is empty"));
     }
     Ok(prompt)
 }
 
-/// Run one input to completion.
+fn usage(why: &str) -> anyhow::Error {
+    super::UsageError(why.to_string()).into()
+}
+
+/// Run one input to completion. With `--json`, a run that could not start
+/// (no key, a wrong session) still ends with its RESULT line.
 pub async fn run(args: AgentArgs, request: RunRequest) -> anyhow::Result<ExitCode> {
-    let prompt = read_prompt(request.prompt)?;
     let started = Instant::now();
+    let json = args.json;
+    let outcome = run_started(args, request, started).await;
+    if let (Err(err), true) = (&outcome, json) {
+        print_result(ResultLine {
+            kind: "RESULT",
+            timestamp: crate::time::now_rfc3339(),
+            session_id: None,
+            data: RunResult {
+                status: RunStatus::Error,
+                turns: 0,
+                usage: Usage::default(),
+                duration_ms: started.elapsed().as_millis() as u64,
+                result: None,
+                error: Some(format!("{err:#}")),
+            },
+        });
+    }
+    outcome
+}
+
+fn print_result(line: ResultLine) {
+    outln!("{}", super::terminal::json(&line));
+}
+
+async fn run_started(
+    args: AgentArgs,
+    request: RunRequest,
+    started: Instant,
+) -> anyhow::Result<ExitCode> {
+    let prompt = read_prompt(request.prompt)?;
     let (setup, kit) = args.kit(false).await?;
     let session = args.session(&kit).await?;
     warn_session(&setup, &kit, &session);
@@ -160,15 +206,12 @@ pub async fn run(args: AgentArgs, request: RunRequest) -> anyhow::Result<ExitCod
             result: last,
             error: error.map(|e| e.to_string()),
         };
-        outln!(
-            "{}",
-            super::terminal::json(&serde_json::json!({
-                "kind": "RESULT",
-                "timestamp": crate::time::now_rfc3339(),
-                "session_id": session.id(),
-                "data": outcome,
-            }))
-        );
+        print_result(ResultLine {
+            kind: "RESULT",
+            timestamp: crate::time::now_rfc3339(),
+            session_id: Some(session.id().to_string()),
+            data: outcome,
+        });
     }
     Ok(ExitCode::from(status.exit_code()))
 }

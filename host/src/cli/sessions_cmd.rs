@@ -29,6 +29,7 @@ pub enum SessionsCommand {
     },
     /// A saved session's transcript.
     Show {
+        /// The session: its id, or the start of it no other id has.
         id: String,
         /// Show each tool call's receipt: who ran it, under which grants
         /// and where each came from, its programs and their confinement.
@@ -41,6 +42,7 @@ pub enum SessionsCommand {
     /// receipts in it) and every compaction since the session began.
     /// Names the first record that does not match and exits 1.
     Verify {
+        /// The session: its id, or the start of it no other id has.
         id: String,
         #[command(flatten)]
         place: Place,
@@ -48,6 +50,7 @@ pub enum SessionsCommand {
     /// Write a saved session as one self-contained file of JSON lines
     /// (turns, receipts, hash chain, summaries) to standard output.
     Export {
+        /// The session: its id, or the start of it no other id has.
         id: String,
         #[command(flatten)]
         place: Place,
@@ -73,6 +76,7 @@ pub enum SessionsCommand {
     },
     /// Delete a saved session (its turns and archived summaries).
     Delete {
+        /// The session: its id, or the start of it no other id has.
         id: String,
         #[command(flatten)]
         place: Place,
@@ -129,7 +133,7 @@ fn list(store: &dyn Store, workspace: Option<String>) -> anyhow::Result<ExitCode
         errln!(
             "no saved sessions{}",
             if workspace.is_some() {
-                " in this workspace (without --here: every workspace's)"
+                " in this workspace (without --here or -w: every workspace's)"
             } else {
                 ""
             }

@@ -73,8 +73,20 @@ pub fn resolve_workspace(dir: Option<&std::path::Path>) -> anyhow::Result<PathBu
         Some(dir) => dir.to_path_buf(),
         None => std::env::current_dir().context("cannot determine the current directory")?,
     };
-    dir.canonicalize()
-        .with_context(|| format!("workspace {} is not usable", dir.display()))
+    match dir.canonicalize() {
+        Ok(dir) if dir.is_dir() => Ok(dir),
+        Ok(_) => Err(super::UsageError(format!(
+            "workspace {}: not a folder (give -w a folder)",
+            dir.display()
+        ))
+        .into()),
+        Err(err) => Err(super::UsageError(format!(
+            "workspace {}: {} (give -w a folder that exists)",
+            dir.display(),
+            super::terminal::io_reason(&err)
+        ))
+        .into()),
+    }
 }
 
 impl HostArgs {
@@ -131,6 +143,14 @@ impl HostArgs {
             warnings.push(
                 "sandbox mode is off: programs started by plugins run unconfined".to_string(),
             );
+        }
+        for dir in &self.plugins {
+            if !dir.is_dir() {
+                warnings.push(format!(
+                    "--plugins {}: no such folder; no plugin was loaded from it",
+                    dir.display()
+                ));
+            }
         }
         let ws_plugins = discovery::workspace_plugin_dir(&workspace);
         if ws_plugins.exists() && !loaded.workspace_plugins_allowed() {

@@ -46,14 +46,28 @@ pub fn run(cmd: StoreCommand) -> anyhow::Result<ExitCode> {
         StoreCommand::Migrate { url, config } => {
             let config = load(config.as_deref())?;
             let location = locate(url.as_deref(), &config)?;
+            let new = matches!(&location, StoreLocation::Sqlite(path) if !path.exists());
             let store = crate::store::open(&location, &config.store.options())?;
             let (place, version) = store.describe();
-            outln!("{place}: schema at version {version} (up to date)");
+            if new {
+                outln!("{place}: created, schema at version {version}");
+            } else {
+                outln!("{place}: schema at version {version} (up to date)");
+            }
             Ok(ExitCode::SUCCESS)
         }
         StoreCommand::Copy { from, to, config } => {
             let config = load(config.as_deref())?;
             let (from, to) = (locate(Some(&from), &config)?, locate(Some(&to), &config)?);
+            // A mistyped source must not become a new, empty store.
+            if let StoreLocation::Sqlite(path) = &from
+                && !path.exists()
+            {
+                anyhow::bail!(
+                    "--from {}: no such store (a SQLite file that exists, `sqlite:PATH`, or `postgres://…`)",
+                    path.display()
+                );
+            }
             if from == to {
                 anyhow::bail!("--from and --to name the same store");
             }

@@ -150,6 +150,15 @@ macro_rules! err {
     ($($arg:tt)*) => { $crate::cli::terminal::write_err(&format!($($arg)*)) };
 }
 
+/// An I/O error in words, without the `(os error N)` code.
+pub fn io_reason(err: &std::io::Error) -> String {
+    let text = err.to_string();
+    match text.find(" (os error") {
+        Some(at) => text[..at].to_lowercase(),
+        None => text,
+    }
+}
+
 /// `1 turn`, `2 turns`: a count and its noun, singular or plural.
 pub fn count(n: impl Into<u64>, noun: &str) -> String {
     let n = n.into();

@@ -58,22 +58,24 @@ pub fn run(args: TrustArgs) -> anyhow::Result<ExitCode> {
 fn describe(workspace: &std::path::Path) {
     let project = workspace.join(PROJECT_FILE);
     match std::fs::read_to_string(&project) {
-        Ok(text) => {
-            let keys: Vec<String> = text
-                .parse::<toml::Table>()
-                .map(|t| t.keys().cloned().collect())
-                .unwrap_or_default();
-            outln!(
+        Ok(text) => match text.parse::<toml::Table>() {
+            Ok(table) if table.is_empty() => outln!("{} sets: nothing", project.display()),
+            Ok(table) => outln!(
                 "{} sets: {}",
                 project.display(),
-                if keys.is_empty() {
-                    "nothing".to_string()
-                } else {
-                    keys.join(", ")
-                }
-            );
-        }
-        Err(_) => outln!("{}: none", project.display()),
+                table.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+            // Trusted, it is still a file that cannot be used: say so now.
+            Err(err) => outln!(
+                "{} does not parse ({}): it will be ignored until it is fixed",
+                project.display(),
+                err.message().trim_end()
+            ),
+        },
+        Err(_) => outln!(
+            "{}: no such file (nothing of the project's own to trust but its plugins)",
+            project.display()
+        ),
     }
     let plugins = crate::plugin::discovery::workspace_plugin_dir(workspace);
     if let Ok(entries) = std::fs::read_dir(&plugins) {

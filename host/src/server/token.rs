@@ -30,11 +30,17 @@ pub enum TokenError {
     #[error("{path} is readable by others (mode {mode:o}): run `chmod 600 {path}` or delete it")]
     Readable { path: PathBuf, mode: u32 },
     #[error(
-        "cannot read the bridge's token from {path}: {source} (is `sandcrab serve` running? pass --token-file)"
+        "{}",
+        if reason.kind() == std::io::ErrorKind::NotFound {
+            format!("no bridge is running here: its token file {} does not exist (start one with `sandcrab serve -w DIR`, or pass --token-file)", path.display())
+        } else {
+            format!("cannot read the bridge's token from {}: {reason} (pass --token-file)", path.display())
+        }
     )]
     Unreadable {
         path: PathBuf,
-        source: std::io::Error,
+        /// Why (kept out of the error chain: the message says it).
+        reason: std::io::Error,
     },
     #[error("cannot write the token to {path}: {source}")]
     Write {
@@ -108,9 +114,9 @@ pub fn issue(file: &Path) -> Result<String, TokenError> {
 /// Read the token a running bridge uses (for `sandcrab agent …`), after
 /// checking that the file and its directory are the user's own.
 pub fn read(file: &Path) -> Result<String, TokenError> {
-    let unreadable = |source| TokenError::Unreadable {
+    let unreadable = |reason| TokenError::Unreadable {
         path: file.to_path_buf(),
-        source,
+        reason,
     };
     if let Some(dir) = file.parent() {
         check_private_dir(dir)?;
@@ -183,13 +189,13 @@ fn check_private_dir(dir: &Path) -> Result<(), TokenError> {
     };
     let dir = dir
         .canonicalize()
-        .map_err(|source| TokenError::Unreadable {
+        .map_err(|reason| TokenError::Unreadable {
             path: dir.to_path_buf(),
-            source,
+            reason,
         })?;
-    let meta = std::fs::metadata(&dir).map_err(|source| TokenError::Unreadable {
+    let meta = std::fs::metadata(&dir).map_err(|reason| TokenError::Unreadable {
         path: dir.clone(),
-        source,
+        reason,
     })?;
     check_owner(&dir, &meta)?;
     if meta.mode() & 0o022 != 0 {

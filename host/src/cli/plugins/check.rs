@@ -28,7 +28,7 @@ pub fn check(dir: PathBuf, config: Option<PathBuf>, no_cache: bool) -> anyhow::R
     match host.check(&PluginSource::Dir(dir.clone())) {
         Ok(checked) => {
             print_ok(&dir, &checked.manifest, &checked.version.to_string());
-            outln!("compiled: {}", checked.cache.describe());
+            outln!("native code: {}", checked.cache.describe());
             Ok(ExitCode::SUCCESS)
         }
         Err(err) => {

@@ -56,6 +56,20 @@ pub(super) fn find(
             return Ok((source.manifest_path(), manifest, sha));
         }
     }
+    // A built-in plugin has no pin or grant to give: it is part of the
+    // binary, and it gets what its manifest asks.
+    let builtin = sources.iter().any(|s| match s {
+        PluginSource::Bundled(b) => {
+            crate::plugin::Manifest::parse(b.manifest, std::path::Path::new(b.name))
+                .is_ok_and(|m| m.name == name)
+        }
+        PluginSource::Dir(_) => false,
+    });
+    if builtin {
+        bail!(
+            "'{name}' is built into sandcrab: it is pinned by the binary itself and gets what its manifest asks; only third-party plugins are pinned and granted"
+        );
+    }
     bail!(
         "no third-party plugin named '{name}' was found (looked in --plugins, plugin_dirs and the trusted workspace's .sandcrab/plugins; see `sandcrab plugins list`)"
     )

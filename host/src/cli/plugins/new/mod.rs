@@ -170,9 +170,13 @@ pub async fn new(args: NewArgs) -> anyhow::Result<ExitCode> {
         make_executable(&dir.join("build.sh"))?;
     }
     outln!(
-        "created {} ({:?} tool plugin '{}', tool {})",
+        "created {} ({} tool plugin '{}', tool {})",
         dir.display(),
-        args.lang,
+        match args.lang {
+            Lang::Rust => "Rust",
+            Lang::Python => "Python",
+            Lang::Js => "JavaScript",
+        },
         names.plugin,
         names.tool
     );
