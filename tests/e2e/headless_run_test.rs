@@ -337,3 +337,68 @@ async fn a_provider_slow_to_begin_is_said_to_be_waited_for() {
         .unwrap();
     assert!(!String::from_utf8_lossy(&out.stderr).contains("no answer from"));
 }
+
+/// A call `run` refuses (nobody to ask) shows its whole reason on stderr,
+/// with the flag that would allow it: never cut to one row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_call_shows_the_whole_way_to_allow_it() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.push(stream(
+        KIND,
+        &Answer::Tools(vec![tool(
+            "c1",
+            "shell",
+            json!({"command": "ls -la some/rather/long/path/that/pushes/the/suggestion/past/one/row"}),
+        )]),
+    ));
+    server.push(stream(KIND, &Answer::Text(vec!["I could not."])));
+    let out = sandcrab(&scene, KIND, &server, "run")
+        .args(["--approvals", "always", "list it"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let refusal = stderr
+        .lines()
+        .find(|l| l.contains("✗"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(refusal.contains("--approve '"), "{refusal}");
+    assert!(!refusal.contains('…'), "cut: {refusal}");
+}
+
+/// A run that cannot start still ends `--json` with its RESULT line, and a
+/// command line that cannot work exits 2, as clap's own refusals do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_cannot_start_still_says_so_in_json_and_usage_exits_2() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    let out = sandcrab(&scene, KIND, &server, "run")
+        .env_remove("ANTHROPIC_API_KEY")
+        .args(["--json", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let events = events(&out.stdout);
+    let result = events.last().expect("a RESULT line");
+    assert_eq!(result["kind"], "RESULT", "{result}");
+    assert_eq!(result["data"]["status"], "error", "{result}");
+    assert!(
+        result["data"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("ANTHROPIC_API_KEY"),
+        "{result}"
+    );
+    // The line is laid out as events are: kind first.
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("{\"kind\":\"RESULT\""));
+
+    for args in [vec!["run", ""], vec!["run", "-w", "/no/such/folder", "hi"]] {
+        let out = crate::support::sandcrab_cmd(&scene)
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+    }
+    assert!(server.requests().is_empty());
+}

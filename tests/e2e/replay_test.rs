@@ -300,3 +300,26 @@ async fn a_fork_goes_on_in_the_workspace_it_is_given() {
         "{said}"
     );
 }
+
+/// `run --continue` goes on with the provider and model the session was
+/// made with when the flags name none: it does not ask for another
+/// provider's key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_continued_session_keeps_its_provider_and_model() {
+    let scene = Scene::new();
+    let kind = ProviderKind::OpenAiCompatible;
+    recorded_run(&scene, kind, "echo made-here").await;
+    let server = MockLlm::strict(kind).await;
+    server.push(stream(kind, &Answer::Text(vec!["still me"])));
+    let out = sandcrab_cmd(&scene)
+        .env("OPENAI_BASE_URL", server.base_url())
+        .args(["run", "--continue", "-w"])
+        .arg(scene.workspace())
+        .arg("again")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "still me\n");
+    assert_eq!(server.requests()[0].body["model"], "test-model");
+}

@@ -470,10 +470,9 @@ impl Screen {
         // later lines indented under its first: none passes for a line of
         // sandcrab's own. On a terminal, a line longer than its width is
         // broken between words (a tool's row is cut to one row already).
+        let one_row = matches!(data, EventData::ToolCallEnd(d) if d.status != crate::tools::ToolStatus::Denied);
         let line = match self.look.width {
-            Some(width) if !line.starts_with("  ") => {
-                hang(line.trim_end(), width.saturating_sub(1))
-            }
+            Some(width) if !one_row => hang(line.trim_end(), width.saturating_sub(1)),
             _ => line.trim_end().replace('\n', "\n  "),
         };
         let mut out = Styled::new(self.look.color);
@@ -531,6 +530,16 @@ const MAX_DIFF_LINES: usize = 40;
 fn notice(data: &EventData, columns: usize) -> Option<String> {
     let clean = |text: &str| sanitize(text).into_owned();
     Some(match data {
+        // A refusal is read whole: it says what would allow the call.
+        EventData::ToolCallEnd(d) if d.status == crate::tools::ToolStatus::Denied => {
+            format!(
+                "  ✗ {}",
+                clean(&d.output)
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )
+        }
         EventData::ToolCallEnd(d) => {
             let first = d.output.lines().next().unwrap_or("");
             let lines = d.output.lines().count();
