@@ -85,7 +85,7 @@ async fn every_wire_format_replays_offline_in_a_read_only_workspace() {
         set_mode(&scene.workspace(), 0o755);
         assert!(ok, "{kind:?}: {said}");
         assert!(
-            said.contains("1 inputs, 2 model calls, 1 tool answers")
+            said.contains("1 input, 2 model calls, 1 tool answer ")
                 && said.contains("every request the host built is the recorded one"),
             "{kind:?}: {said}"
         );

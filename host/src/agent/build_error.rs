@@ -7,6 +7,6 @@ use super::profile::ProfileError;
 pub enum BuildError {
     #[error(transparent)]
     Profile(#[from] ProfileError),
-    #[error("configuration: {0}")]
+    #[error("{0}")]
     Config(String),
 }

@@ -114,10 +114,16 @@ impl AgentKit {
             .check_key_transport()
             .map_err(BuildError::Config)?;
         let configured = !provider.requires_key() || provider_config.api_key.is_some();
-        let unconfigured_reason = format!(
-            "LLM provider not configured: set {} (or choose another provider with --provider)",
-            provider.key_vars().join(" or ")
-        );
+        // Nobody chose a provider and no key is set: every way in, named.
+        let chosen = options.provider.is_some() || config.provider.is_some();
+        let unconfigured_reason = if chosen {
+            format!(
+                "LLM provider not configured: set {} (or choose another provider with --provider)",
+                provider.key_vars().join(" or ")
+            )
+        } else {
+            "no LLM provider configured: set ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY, or use a local model with `--provider openai-compatible --base-url http://127.0.0.1:11434 --model NAME` (see docs/local-models.md)".to_string()
+        };
         let named_model = options
             .model
             .clone()
