@@ -237,3 +237,37 @@ fn a_read_only_workspace_is_named_as_the_file_systems_refusal() {
     assert!(ok, "{stdout}{stderr}");
     assert!(ws.join("new.txt").exists());
 }
+
+/// A mistyped tool name is answered with the name it most likely meant
+/// (the model reads the same answer); bad `--args` are a usage error.
+#[test]
+fn a_mistyped_tool_gets_a_did_you_mean_and_bad_args_exit_2() {
+    let scene = Scene::new();
+    let call = |name: &str, args: &str| {
+        let out = sandcrab(&scene)
+            .args(["tool", "call", name, "--args", args, "-w"])
+            .arg(scene.workspace())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    };
+    let (code, said) = call("read_fil", r#"{"file_path": "x"}"#);
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.contains("did you mean read_file?"), "{said}");
+    // Control: a name nothing is close to gets no guess.
+    let (_, said) = call("zzzzzzzzzz", "{}");
+    assert!(
+        said.contains("Unknown tool") && !said.contains("did you mean"),
+        "{said}"
+    );
+    let (code, said) = call("read_file", "{bad");
+    assert_eq!(code, Some(2), "{said}");
+    assert!(said.contains("--args is not valid JSON"), "{said}");
+}

@@ -28,6 +28,14 @@ fn asked(server: &MockLlm, n: usize) -> String {
     }
 }
 
+/// `sandcrab run ARGS…` against `server`, to its end.
+fn run(scene: &Scene, server: &MockLlm, args: &[&str]) -> Output {
+    sandcrab(scene, KIND, server, "run")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 /// An Anthropic answer that says `text`, then calls `name`.
 fn narrated_call(text: &str, id: &str, name: &str, args: serde_json::Value) -> Reply {
     let start = json!({"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-test","content":[],"stop_reason":null,"usage":{"input_tokens":8,"output_tokens":1}}});
@@ -149,10 +157,7 @@ async fn json_ends_with_session_end_completed_and_a_result_line() {
         &Answer::Tools(vec![tool("c1", "shell", json!({"command": "true"}))]),
     ));
     server.push(stream(KIND, &Answer::Text(vec!["Finished."])));
-    let out = sandcrab(&scene, KIND, &server, "run")
-        .args(["--json", "go"])
-        .output()
-        .unwrap();
+    let out = run(&scene, &server, &["--json", "go"]);
     assert!(
         out.status.success(),
         "{}",
@@ -187,10 +192,11 @@ async fn a_limit_that_stops_the_agent_exits_3_and_names_the_flag() {
             &Answer::Tools(vec![tool(id, "shell", json!({"command": "true"}))]),
         ));
     }
-    let out = sandcrab(&scene, KIND, &server, "run")
-        .args(["--max-tool-rounds", "1", "--json", "loop"])
-        .output()
-        .unwrap();
+    let out = run(
+        &scene,
+        &server,
+        &["--max-tool-rounds", "1", "--json", "loop"],
+    );
     assert_eq!(out.status.code(), Some(3), "{out:?}");
     let events = events(&out.stdout);
     let result = events.last().unwrap();
@@ -201,10 +207,7 @@ async fn a_limit_that_stops_the_agent_exits_3_and_names_the_flag() {
         KIND,
         &Answer::Tools(vec![tool("c3", "shell", json!({"command": "true"}))]),
     ));
-    let out = sandcrab(&scene, KIND, &server, "run")
-        .args(["--max-turns", "1", "again"])
-        .output()
-        .unwrap();
+    let out = run(&scene, &server, &["--max-turns", "1", "again"]);
     assert_eq!(out.status.code(), Some(3), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -214,10 +217,7 @@ async fn a_limit_that_stops_the_agent_exits_3_and_names_the_flag() {
 
     // Control: the same run with room ends 0.
     server.push(stream(KIND, &Answer::Text(vec!["fine"])));
-    let out = sandcrab(&scene, KIND, &server, "run")
-        .args(["--max-turns", "5", "once"])
-        .output()
-        .unwrap();
+    let out = run(&scene, &server, &["--max-turns", "5", "once"]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
 
@@ -231,10 +231,7 @@ async fn a_retry_is_said_once_with_its_wait_and_the_error_is_not_repeated() {
         error_body(KIND, 500, "overloaded-for-a-moment"),
     ));
     server.push(stream(KIND, &Answer::Text(vec!["recovered"])));
-    let out = sandcrab(&scene, KIND, &server, "run")
-        .arg("hi")
-        .output()
-        .unwrap();
+    let out = run(&scene, &server, &["hi"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "recovered\n");
@@ -317,10 +314,7 @@ async fn a_provider_slow_to_begin_is_said_to_be_waited_for() {
     server.push(
         stream(KIND, &Answer::Text(vec!["late but here"])).delayed(Duration::from_millis(1200)),
     );
-    let out = sandcrab(&scene, KIND, &server, "run")
-        .arg("hi")
-        .output()
-        .unwrap();
+    let out = run(&scene, &server, &["hi"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "late but here\n");
@@ -331,10 +325,7 @@ async fn a_provider_slow_to_begin_is_said_to_be_waited_for() {
 
     // Control: a provider that answers at once is not said to be late.
     server.push(stream(KIND, &Answer::Text(vec!["prompt"])));
-    let out = sandcrab(&scene, KIND, &server, "run")
-        .arg("hi")
-        .output()
-        .unwrap();
+    let out = run(&scene, &server, &["hi"]);
     assert!(!String::from_utf8_lossy(&out.stderr).contains("no answer from"));
 }
 
@@ -353,10 +344,7 @@ async fn a_refused_call_shows_the_whole_way_to_allow_it() {
         )]),
     ));
     server.push(stream(KIND, &Answer::Text(vec!["I could not."])));
-    let out = sandcrab(&scene, KIND, &server, "run")
-        .args(["--approvals", "always", "list it"])
-        .output()
-        .unwrap();
+    let out = run(&scene, &server, &["--approvals", "always", "list it"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let refusal = stderr
@@ -393,7 +381,16 @@ async fn a_run_that_cannot_start_still_says_so_in_json_and_usage_exits_2() {
     // The line is laid out as events are: kind first.
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("{\"kind\":\"RESULT\""));
 
-    for args in [vec!["run", ""], vec!["run", "-w", "/no/such/folder", "hi"]] {
+    for args in [
+        vec!["run", ""],
+        vec!["run", "-w", "/no/such/folder", "hi"],
+        vec![
+            "run",
+            "--output-last-message",
+            "/no/such/folder/last.md",
+            "hi",
+        ],
+    ] {
         let out = crate::support::sandcrab_cmd(&scene)
             .args(&args)
             .output()

@@ -4,6 +4,7 @@
 //! plugin runtime.
 
 pub mod approval;
+pub mod spelling;
 pub mod terminal_safe;
 pub mod time;
 pub mod user_files;

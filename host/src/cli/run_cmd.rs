@@ -156,6 +156,20 @@ async fn run_started(
     started: Instant,
 ) -> anyhow::Result<ExitCode> {
     let prompt = read_prompt(request.prompt)?;
+    // Where the answer goes must be writable before the work is done.
+    if let Some(path) = &request.output_last_message {
+        let folder = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => std::path::Path::new("."),
+        };
+        if !folder.is_dir() {
+            return Err(usage(&format!(
+                "--output-last-message {}: {} is not a folder that exists",
+                path.display(),
+                folder.display()
+            )));
+        }
+    }
     let (setup, kit) = args.kit(false).await?;
     let session = args.session(&kit).await?;
     warn_session(&setup, &kit, &session);

@@ -3,7 +3,6 @@
 
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::Subcommand;
 
 use super::setup::HostArgs;
@@ -35,8 +34,12 @@ pub async fn run(cmd: ToolCommand) -> anyhow::Result<ExitCode> {
         truncated,
         host,
     } = cmd;
-    let arguments: serde_json::Value =
-        serde_json::from_str(&args).with_context(|| format!("--args is not valid JSON: {args}"))?;
+    let arguments: serde_json::Value = serde_json::from_str(&args).map_err(|e| {
+        super::UsageError(format!(
+            "--args is not valid JSON ({e}): {}",
+            super::terminal::one_line(&args, 200)
+        ))
+    })?;
     let setup = host.setup().await?;
     setup.print_warnings();
     // The tool the model would get under this name: its owner after the

@@ -129,33 +129,12 @@ fn did_you_mean(message: &str) -> Option<String> {
     }
     let mut names = message.split('`').skip(1).step_by(2);
     let given = names.next()?;
-    let (distance, best) = names
-        .map(|name| (edit_distance(given, name), name))
-        .min_by_key(|(d, _)| *d)?;
-    (distance <= 2.max(given.chars().count() / 3) && distance > 0).then(|| best.to_string())
+    sandcrab_core::spelling::closest(given, names).map(str::to_string)
 }
 
 /// Whether serde's `message` is about a name it does not know.
 fn is_unknown_name(message: &str) -> bool {
     message.starts_with("unknown field") || message.starts_with("unknown variant")
-}
-
-/// Levenshtein distance between `a` and `b`, by characters.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (above + 1)
-                .min(row[j] + 1)
-                .min(diagonal + usize::from(ca != *cb));
-            diagonal = above;
-        }
-    }
-    row[b.len()]
 }
 
 #[cfg(test)]
@@ -204,12 +183,5 @@ mod tests {
         );
         let shown = error("model = \"m\"\n[policy]\nfoo = 1\n", Keep::ProjectKeys);
         assert!(shown.contains("line 3") && shown.contains("foo"), "{shown}");
-    }
-
-    #[test]
-    fn edit_distance_counts_changes() {
-        assert_eq!(edit_distance("mdoe", "mode"), 2);
-        assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(edit_distance("same", "same"), 0);
     }
 }

@@ -106,10 +106,17 @@ pub async fn dispatch(
 
 async fn run(registry: &ToolRegistry, call: &ToolCallRequest, ctx: &ToolContext) -> ToolOutcome {
     let Some(tool) = registry.get(&call.name) else {
-        let known = registry.names().join(", ");
+        let names = registry.names();
+        let guess = sandcrab_core::spelling::closest(&call.name, names.iter().map(String::as_str))
+            .map(|name| format!("did you mean {name}? "))
+            .unwrap_or_default();
         return ToolOutcome::with_status(
             ToolStatus::UnknownTool,
-            format!("Unknown tool: {} (available tools: {known})", call.name),
+            format!(
+                "Unknown tool: {} ({guess}available tools: {})",
+                call.name,
+                names.join(", ")
+            ),
         );
     };
     let args = match super::prepared::read_arguments(&call.arguments) {
