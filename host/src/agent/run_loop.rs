@@ -66,7 +66,8 @@ impl Session {
             });
             self.emit(EventData::UserInput(EventData::text(input)));
         }
-        let first_turn = self.lock().history.len();
+        // Counted, not read back from the history: compaction may shorten it.
+        let used_before = self.used();
         self.drain_steering();
         let result = self.run_rounds(&cancel).await;
         {
@@ -85,7 +86,7 @@ impl Session {
             Ok(ended) => {
                 if !self.cancel.is_cancelled() {
                     let interrupted = matches!(ended, Ended::Interrupted);
-                    let usage = self.usage_since(first_turn);
+                    let usage = self.used().since(&used_before);
                     self.emit(EventData::ProcessingEnd(ed::ProcessingEnded {
                         interrupted,
                         usage,
@@ -236,23 +237,6 @@ impl Session {
         self.push(TurnKind::ToolResults { results });
         self.record_tools_interrupted();
         self.repair_history();
-    }
-
-    /// Token usage of the model answers from turn `first` on (cached input
-    /// included, as the provider reported it).
-    pub fn usage_since(&self, first: usize) -> crate::llm::Usage {
-        let inner = self.lock();
-        let mut total = crate::llm::Usage::default();
-        for turn in inner.history.iter().skip(first) {
-            if let TurnKind::Assistant { usage, .. } = &turn.kind {
-                total.input_tokens += usage.input_tokens;
-                total.output_tokens += usage.output_tokens;
-                total.cached_tokens += usage.cached_tokens;
-                total.reasoning_tokens += usage.reasoning_tokens;
-                total.cache_write_tokens += usage.cache_write_tokens;
-            }
-        }
-        total
     }
 
     /// Make the history valid for every provider (see [`history::repair`]).

@@ -37,7 +37,12 @@ pub async fn described(config: &ProviderConfig, model: Option<&str>) -> LocalSer
         return kept.server;
     }
     let server = describe(config, model).await;
-    if let Some(file) = &file {
+    // A server that said nothing may not be running yet: ask again next
+    // time rather than believe the silence for an hour.
+    let said_something = !server.models.is_empty() || server.context_window.is_some();
+    if let Some(file) = &file
+        && said_something
+    {
         keep(
             file,
             &Kept {

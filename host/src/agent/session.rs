@@ -148,6 +148,8 @@ pub(super) struct Inner {
     pub current: Option<CancellationToken>,
     /// The limit that stopped the last input, if one did.
     pub stopped_by: Option<super::event_data::TurnLimitKind>,
+    /// Tokens used by the model answers of this process.
+    pub used: crate::llm::Usage,
 }
 
 /// A conversation.
@@ -284,6 +286,7 @@ impl Session {
                     follow_ups: VecDeque::new(),
                     model_turns: 0,
                     stopped_by: None,
+                    used: Default::default(),
                     loops: LoopDetector::new(parts.config.loop_detection_window),
                     current: None,
                 }),
@@ -695,7 +698,17 @@ impl Session {
 
     /// Append a turn.
     pub(super) fn push(&self, kind: TurnKind) {
-        self.lock().history.push(Turn::new(kind));
+        let mut inner = self.lock();
+        if let TurnKind::Assistant { usage, .. } = &kind {
+            inner.used.add(usage);
+        }
+        inner.history.push(Turn::new(kind));
+    }
+
+    /// Every token the model answers of this process used, as the provider
+    /// reported them (compaction does not take any back).
+    pub fn used(&self) -> crate::llm::Usage {
+        self.lock().used
     }
 }
 

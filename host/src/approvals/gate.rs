@@ -109,9 +109,11 @@ pub fn refusal(subject: &Subject, verdict: &Verdict) -> String {
                 None if online => "it asks for the network, and no approval rule gives the network to it; without `network: true` it runs with no network".to_string(),
                 None => "no approval rule allows it".to_string(),
             };
-            let how = match suggestion(subject) {
+            // Quoted as one shell word, whatever the model's command holds:
+            // the operator may paste it into a shell.
+            let how = match suggestion(subject).and_then(|flag| shlex::try_quote(&flag).ok().map(|q| q.into_owned())) {
                 Some(flag) => format!(
-                    "The operator can allow it with `--approve '{flag}'` or an allow rule in their configuration."
+                    "The operator can allow it with `--approve {flag}` or an allow rule in their configuration."
                 ),
                 None => "No single rule can allow it as written (several commands, or shell syntax rules cannot read): split it into plain commands, or ask the user to run it.".to_string(),
             };

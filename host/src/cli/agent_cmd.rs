@@ -89,9 +89,12 @@ impl AgentArgs {
         };
         // A session taken up again goes on with the provider and model it
         // was made with, unless the flags name others.
+        // Only where the operator pinned no provider or address: a stored
+        // session never moves a key to another endpoint.
+        let pinned = setup.config.provider.is_some() || setup.config.base_url.is_some();
         let (stored_provider, stored_model) = match self.provider {
-            None => self.stored_choice(&setup),
-            Some(_) => (None, None),
+            None if !pinned => self.stored_choice(&setup),
+            _ => (None, None),
         };
         let options = AgentOptions {
             provider: self.provider.or(stored_provider),
@@ -144,6 +147,8 @@ impl AgentArgs {
         };
         let id = match self.resume.as_deref() {
             Some(given) if !given.is_empty() => store.resolve_id(given).ok(),
+            // A picker will ask which: nothing is known yet.
+            Some(_) if !self.json && super::session_pick::will_ask() => None,
             _ => store
                 .sessions(Some(&setup.workspace.display().to_string()))
                 .ok()

@@ -193,11 +193,18 @@ impl EditorThread {
                         Ask::Input => editor.readline(&prompt),
                         Ask::Answer => read_answer(&prompt),
                     };
-                    // Long pastes stood in the line as marks.
-                    let read = read.map(|text| match pastes.lock() {
-                        Ok(mut pastes) => pastes.expand(&text),
-                        Err(_) => text,
-                    });
+                    // Long pastes stood in the line as marks; a line not
+                    // sent takes its pastes with it.
+                    let read = match pastes.lock() {
+                        Ok(mut pastes) => match read {
+                            Ok(text) => Ok(pastes.expand(&text)),
+                            Err(err) => {
+                                pastes.forget();
+                                Err(err)
+                            }
+                        },
+                        Err(_) => read,
+                    };
                     let line = match read {
                         Ok(text) => {
                             let worth_keeping = text.len() <= MAX_HISTORY_ENTRY;

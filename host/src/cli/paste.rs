@@ -58,11 +58,21 @@ impl Pastes {
     /// forgotten (the next line starts afresh).
     pub fn expand(&mut self, line: &str) -> String {
         let mut out = line.to_string();
-        for (mark, text) in self.kept.drain(..) {
-            out = out.replacen(&mark, &text, 1);
+        // The last mark first, found from the end: a paste's own text is
+        // never searched for another mark.
+        for (mark, text) in self.kept.drain(..).rev() {
+            if let Some(at) = out.rfind(&mark) {
+                out.replace_range(at..at + mark.len(), &text);
+            }
         }
         self.collecting = None;
         out
+    }
+
+    /// Forget what this line pasted (it was not sent: Ctrl-C, Ctrl-D).
+    pub fn forget(&mut self) {
+        self.kept.clear();
+        self.collecting = None;
     }
 }
 

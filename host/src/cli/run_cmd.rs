@@ -184,12 +184,12 @@ async fn run_started(
         Look::detect(args.json),
         answers,
     );
-    let (first_turn, turns_before) = (session.history().len(), session.model_turns());
+    let (used_before, turns_before) = (session.used(), session.model_turns());
     let result = work(&session, &prompt, request.wait_jobs).await;
-    let status = match (&result, session.stopped_by()) {
-        (Err(_), _) => RunStatus::Error,
-        (Ok(()), Some(limit)) => RunStatus::of_limit(limit),
-        (Ok(()), None) => RunStatus::Success,
+    let status = match &result {
+        Err(_) => RunStatus::Error,
+        Ok(Some(limit)) => RunStatus::of_limit(*limit),
+        Ok(None) => RunStatus::Success,
     };
     session
         .end(match status {
@@ -199,10 +199,14 @@ async fn run_started(
         })
         .await;
     renderer.finish().await;
-    let last = session.last_assistant_text();
+    // This run's answer only: a resumed session's earlier answer is not it.
+    let last = if session.model_turns() > turns_before {
+        session.last_assistant_text()
+    } else {
+        None
+    };
     if let (Some(path), Some(text)) = (&request.output_last_message, &last) {
-        std::fs::write(path, text)
-            .map_err(|e| anyhow::anyhow!("--output-last-message {}: {e}", path.display()))?;
+        write_answer(path, text)?;
     }
     // A model error was shown already (an ERROR event); others were not.
     let error = result.err();
@@ -215,7 +219,7 @@ async fn run_started(
         let outcome = RunResult {
             status,
             turns: session.model_turns() - turns_before,
-            usage: session.usage_since(first_turn),
+            usage: session.used().since(&used_before),
             duration_ms: started.elapsed().as_millis() as u64,
             result: last,
             error: error.map(|e| e.to_string()),
@@ -230,15 +234,43 @@ async fn run_started(
     Ok(ExitCode::from(status.exit_code()))
 }
 
+/// Write the final answer to `path` as the host writes for a session:
+/// never into what the host keeps, and never through a link (a link
+/// planted at that name, by a repository or a program, is replaced by the
+/// file, not followed).
+fn write_answer(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
+    let fail = |why: String| anyhow::anyhow!("--output-last-message {}: {why}", path.display());
+    let name = path
+        .file_name()
+        .ok_or_else(|| fail("names no file".into()))?;
+    let folder = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => std::path::Path::new("."),
+    };
+    let folder = crate::kept::real(folder);
+    crate::kept::current()
+        .host_write(&folder.join(name), None)
+        .map_err(|refusal| fail(refusal.to_string()))?;
+    crate::kept::safe_fs::write_beneath(
+        &folder,
+        std::path::Path::new(name),
+        text.as_bytes(),
+        Some(0o644),
+    )
+    .map_err(|e| fail(e.to_string()))
+}
+
 /// Submit `prompt`, then wait for background jobs still running (each
 /// that finishes gives the agent a turn to react), at most `wait_jobs`
-/// seconds.
+/// seconds; the limit that stopped the agent, if one did (the input's, or
+/// a later turn a finished job woke).
 async fn work(
     session: &std::sync::Arc<Session>,
     prompt: &str,
     wait_jobs: u64,
-) -> Result<(), SessionError> {
+) -> Result<Option<TurnLimitKind>, SessionError> {
     session.submit(prompt).await?;
+    let stopped = session.stopped_by();
     if !session.settle(Duration::from_secs(wait_jobs)).await? {
         let cancelled = session.cancel_jobs();
         session.warn(&format!(
@@ -247,5 +279,5 @@ async fn work(
             cancelled.join(", ")
         ));
     }
-    Ok(())
+    Ok(stopped.or(session.stopped_by()))
 }

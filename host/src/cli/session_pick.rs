@@ -56,6 +56,12 @@ pub fn chosen(store: &dyn Store, workspace: &str, given: &str) -> Result<String,
     store.resolve_id(given)
 }
 
+/// Whether [`pick`] asks (a terminal to ask on), rather than taking the
+/// newest.
+pub fn will_ask() -> bool {
+    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+}
+
 /// On a terminal: show this workspace's sessions, numbered, and read which
 /// to continue (Enter: the newest). Elsewhere (a script): the newest.
 pub fn pick(store: &dyn Store, workspace: &str) -> anyhow::Result<Option<String>> {
@@ -63,7 +69,7 @@ pub fn pick(store: &dyn Store, workspace: &str) -> anyhow::Result<Option<String>
     if list.is_empty() {
         return Ok(None);
     }
-    if list.len() == 1 || !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+    if list.len() == 1 || !will_ask() {
         return Ok(Some(list[0].id.clone()));
     }
     for row in rows(&list, None) {

@@ -76,7 +76,7 @@ pub enum SessionsCommand {
     },
     /// Delete a saved session (its turns and archived summaries).
     Delete {
-        /// The session: its id, or the start of it no other id has.
+        /// The session's whole id.
         id: String,
         #[command(flatten)]
         place: Place,
@@ -377,7 +377,14 @@ pub async fn run(cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
         }
         SessionsCommand::Delete { id, place } => {
             let (_, store) = place.open()?;
-            let id = store.resolve_id(&id)?;
+            // Deleting takes the whole id: a start of one is too easy to
+            // get wrong for what cannot be undone.
+            let whole = store.resolve_id(&id)?;
+            if whole != id {
+                anyhow::bail!(
+                    "'{id}' is the start of session {whole}: give the whole id to delete it"
+                );
+            }
             if !store.delete_session(&id)? {
                 return Err(crate::store::StoreError::UnknownSession(id).into());
             }
