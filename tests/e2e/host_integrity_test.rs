@@ -844,8 +844,9 @@ echo CONTROL > control.txt && echo RAN"#,
     .await;
     assert!(!said.contains("CONNECTED"), "{said}");
     assert!(said.contains("network"), "{said}");
+    // (quoted as one shell word: the command holds single quotes)
     assert!(
-        said.contains("--approve 'net:command:python3"),
+        said.contains("--approve \"net:command:python3"),
         "the refusal says how: {said}"
     );
     // Not asked for: the program runs without it, and hears how to ask.
