@@ -342,6 +342,12 @@ async fn each_error_status_maps_to_its_kind() {
             ErrorKind::ContextLength,
             "This model's maximum context length is 8192 tokens",
         ),
+        // llama.cpp's own words for the same refusal.
+        (
+            400,
+            ErrorKind::ContextLength,
+            "request (4476 tokens) exceeds the available context size (4096 tokens), try increasing it",
+        ),
         (429, ErrorKind::RateLimit, "slow down"),
         (500, ErrorKind::Server, "internal"),
         (503, ErrorKind::Server, "overloaded"),

@@ -140,6 +140,9 @@ pub fn mentions_context_length(message: &str) -> bool {
         "input is too long",
         "exceeds the maximum number of tokens",
         "token limit",
+        // llama.cpp: "request (4476 tokens) exceeds the available context
+        // size (4096 tokens)", type `exceed_context_size_error`.
+        "context size",
     ]
     .iter()
     .any(|needle| m.contains(needle))
