@@ -382,17 +382,8 @@ async fn local_servers_get_their_own_profile_model_and_window() {
         json!({"default_generation_settings": {"n_ctx": 2048}}),
     );
     server.push(stream(kind, &Answer::Text(vec!["hi"])));
-    let out = sandcrab_cmd(&scene)
-        .args([
-            "run",
-            "--json",
-            "--provider",
-            "openai-compatible",
-            "--base-url",
-        ])
-        .arg(server.base_url())
-        .arg("-w")
-        .arg(scene.workspace())
+    let out = crate::cli_support::local_server(&scene, &server, "run")
+        .arg("--json")
         .arg(format!("hello {}", "and more ".repeat(900)))
         .output()
         .unwrap();
@@ -924,11 +915,7 @@ async fn without_a_model_the_error_names_what_the_local_server_serves() {
         "/v1/models",
         json!({"data": [{"id": "qwen2.5-coder:7b"}, {"id": "llama3.2:3b"}]}),
     );
-    let out = sandcrab_cmd(&scene)
-        .args(["run", "--provider", "openai-compatible", "--base-url"])
-        .arg(server.base_url())
-        .arg("-w")
-        .arg(scene.workspace())
+    let out = crate::cli_support::local_server(&scene, &server, "run")
         .arg("hi")
         .output()
         .unwrap();

@@ -32,6 +32,18 @@ pub fn sandcrab(scene: &Scene, kind: ProviderKind, server: &MockLlm, subcommand:
     cmd
 }
 
+/// `sandcrab SUBCOMMAND` against `server` as a local OpenAI-compatible
+/// server, with no model named (the server is asked what it serves).
+pub fn local_server(scene: &Scene, server: &MockLlm, subcommand: &str) -> Command {
+    let mut cmd = sandcrab_cmd(scene);
+    cmd.arg(subcommand)
+        .args(["--provider", "openai-compatible", "--base-url"])
+        .arg(server.base_url())
+        .arg("-w")
+        .arg(scene.workspace());
+    cmd
+}
+
 pub fn events(stdout: &[u8]) -> Vec<Value> {
     String::from_utf8_lossy(stdout)
         .lines()

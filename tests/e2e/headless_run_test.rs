@@ -11,7 +11,7 @@ use std::time::Duration;
 use sandcrab::llm::ProviderKind;
 use serde_json::json;
 
-use crate::cli_support::{events, sandcrab};
+use crate::cli_support::{events, local_server, sandcrab};
 use crate::llm_transcripts::{Answer, error_body, stream, tool};
 use crate::mock_llm::{MockLlm, Reply};
 use crate::support::Scene;
@@ -287,22 +287,52 @@ async fn requests_say_who_sends_them_and_a_described_local_model_is_not_probed()
         "/props",
         json!({"default_generation_settings": {"n_ctx": 4096}}),
     );
-    server.push(stream(kind, &Answer::Text(vec!["hello"])));
-    let out = crate::support::sandcrab_cmd(&scene)
-        .env("OPENAI_API_KEY", "sk-test")
-        .args(["run", "--provider", "openai-compatible", "--base-url"])
-        .arg(server.base_url())
-        .arg("-w")
-        .arg(scene.workspace())
-        .arg("hi")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let asked = |answer: &'static str| {
+        server.push(stream(kind, &Answer::Text(vec![answer])));
+        let out = local_server(&scene, &server, "run")
+            .arg("hi")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        server.info_asked()
+    };
+    assert_eq!(asked("hello"), ["/v1/models", "/props"]);
+    // What it said is kept: the next run asks it nothing more.
+    assert_eq!(asked("again"), ["/v1/models", "/props"]);
+    assert_eq!(server.requests().len(), 2);
+}
+
+/// A local server that answered none of the questions is asked again at
+/// the next start (it may not have been running yet), not believed silent
+/// for an hour.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_local_server_is_asked_again_next_time() {
+    let scene = Scene::new();
+    scene.write_user_config("[providers.openai-compatible]\nmodel = \"m\"\n");
+    let kind = ProviderKind::OpenAiCompatible;
+    let server = MockLlm::start().await;
+    for answer in ["one", "two"] {
+        server.push(stream(kind, &Answer::Text(vec![answer])));
+        let out = local_server(&scene, &server, "run")
+            .arg("hi")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // Both runs asked (llama.cpp's, then Ollama's question, each time).
+    assert_eq!(
+        server.info_asked(),
+        ["/props", "/api/show", "/props", "/api/show"]
     );
-    assert_eq!(server.info_asked(), ["/v1/models", "/props"]);
+    assert_eq!(server.requests().len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -132,13 +132,16 @@ impl ComponentCache {
         format!("{}-{}.cwasm", &content.to_hex()[..32], self.engine_key)
     }
 
-    /// Load `wasm` compiled for `engine`, from the cache when possible.
+    /// Load `wasm` compiled for `engine`, from the cache when possible;
+    /// `compiling` is called just before it is compiled instead.
     pub fn load(
         &self,
         engine: &Engine,
         wasm: &[u8],
+        compiling: &dyn Fn(),
     ) -> wasmtime::Result<(Component, CacheOutcome)> {
         let (Some(path), Some(key)) = (self.entry_path(wasm), self.key) else {
+            compiling();
             return Ok((Component::new(engine, wasm)?, CacheOutcome::Disabled));
         };
         let entry = Entry {
@@ -159,6 +162,7 @@ impl ComponentCache {
         {
             return Ok((component, CacheOutcome::Hit));
         }
+        compiling();
         let component = Component::new(engine, wasm)?;
         if let Err(err) = self.write_entry(&entry, &component) {
             tracing::warn!("cannot write component cache {}: {err}", path.display());

@@ -51,7 +51,8 @@ pub fn load(
         }
         Err(why) => why,
     };
-    let (component, outcome) = cache.load(engine, wasm)?;
+    // Said in the note below, once it is done.
+    let (component, outcome) = cache.load(engine, wasm, &|| {})?;
     // A cache hit was compiled (and noted) by an earlier start.
     let note = (outcome != CacheOutcome::Hit).then(|| {
         format!(

@@ -48,6 +48,19 @@ pub struct PluginHostConfig {
     /// (true, the default) or compile them like any other plugin (to
     /// compare the two, or to rule the embedded code out).
     pub embedded_code: bool,
+    /// Told a plugin directory's component is about to be compiled (the
+    /// cache has no code for it): a first load can take seconds.
+    pub compiling: Option<CompilingNotice>,
+}
+
+/// See [`PluginHostConfig::compiling`]: called with the plugin's folder.
+#[derive(Clone)]
+pub struct CompilingNotice(pub Arc<dyn Fn(&Path) + Send + Sync>);
+
+impl std::fmt::Debug for CompilingNotice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CompilingNotice")
+    }
 }
 
 /// The operator's trust in where a plugin comes from, asked with the
@@ -85,6 +98,7 @@ impl PluginHostConfig {
             max_shards: default_max_shards(),
             admission: None,
             embedded_code: true,
+            compiling: None,
         }
     }
 }
@@ -144,6 +158,8 @@ pub struct PluginHost {
     admission: Option<Arc<dyn Admission>>,
     /// See [`PluginHostConfig::embedded_code`].
     embedded_code: bool,
+    /// See [`PluginHostConfig::compiling`].
+    compiling: Option<CompilingNotice>,
     /// Idle instances kept for reuse, across every plugin.
     warm_allowance: Arc<tokio::sync::Semaphore>,
 }
@@ -220,6 +236,7 @@ impl PluginHost {
             cache,
             admission: config.admission,
             embedded_code: config.embedded_code,
+            compiling: config.compiling,
             warm_allowance: Arc::new(tokio::sync::Semaphore::new(
                 super::warm_pool::HOST_WARM_INSTANCES,
             )),
@@ -490,7 +507,11 @@ impl PluginHost {
             }
             _ => self
                 .cache
-                .load(engine, &bytes)
+                .load(engine, &bytes, &|| {
+                    if let (PluginSource::Dir(dir), Some(tell)) = (source, &self.compiling) {
+                        (tell.0)(dir);
+                    }
+                })
                 .map(|(component, outcome)| embedded::Loaded {
                     component,
                     outcome,

@@ -39,8 +39,8 @@ pub use discovery::PluginSource;
 pub use engine::{EPOCH_TICK, EngineOptions, PluginEngine};
 pub use error::{CallError, EngineError, LoadError};
 pub use host::{
-    Admission, Checked, Diagnostic, HostError, MAX_SHARDS, PluginHost, PluginHostConfig, Severity,
-    default_max_shards,
+    Admission, Checked, CompilingNotice, Diagnostic, HostError, MAX_SHARDS, PluginHost,
+    PluginHostConfig, Severity, default_max_shards,
 };
 pub use loaded::{LoadedPlugin, ToolCallError};
 pub use manifest::{Access, Manifest, PluginKind};

@@ -47,7 +47,7 @@ pub use session::{
 };
 pub use subagents::Subagents;
 pub use tool_set::{Offer, ToolSelection};
-pub use turns::{ToolResult, Turn, TurnKind, to_messages};
+pub use turns::{ToolResult, Turn, TurnKind, inputs, to_messages};
 
 /// The names of the tools the host itself gives every session (jobs,
 /// subagents, memory): a plugin tool of the same name is never offered.

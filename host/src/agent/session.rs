@@ -368,11 +368,7 @@ impl Session {
     /// The operator's inputs in the history (a turn, as `sessions list`
     /// counts them).
     pub fn inputs(&self) -> usize {
-        self.lock()
-            .history
-            .iter()
-            .filter(|t| matches!(t.kind, super::turns::TurnKind::User { .. }))
-            .count()
+        super::turns::inputs(&self.lock().history)
     }
 
     /// The events: the first call gets every event since SESSION_START,

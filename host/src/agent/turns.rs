@@ -129,6 +129,15 @@ impl Turn {
     }
 }
 
+/// How many of `history`'s turns are the operator's inputs (a turn, as
+/// `sessions list` counts them).
+pub fn inputs(history: &[Turn]) -> usize {
+    history
+        .iter()
+        .filter(|t| matches!(t.kind, TurnKind::User { .. }))
+        .count()
+}
+
 /// Every message of `turns`, in order.
 pub fn to_messages(turns: &[Turn]) -> Vec<Message> {
     turns.iter().flat_map(Turn::messages).collect()

@@ -91,9 +91,13 @@ impl AgentArgs {
         // was made with, unless the flags name others.
         // Only where the operator pinned no provider or address: a stored
         // session never moves a key to another endpoint.
+        // The store is opened here only when a session is taken up again
+        // (and used for it below); otherwise once the agent is built.
+        let resuming = self.resume.is_some() || self.continue_last;
+        let store = resuming.then(|| super::sessions_cmd::open_store(&setup.config));
         let pinned = setup.config.provider.is_some() || setup.config.base_url.is_some();
-        let (stored_provider, stored_model) = match self.provider {
-            None if !pinned => self.stored_choice(&setup),
+        let (stored_provider, stored_model) = match (self.provider, &store) {
+            (None, Some(Ok(store))) if !pinned => self.stored_choice(&setup, store.as_ref()),
             _ => (None, None),
         };
         let options = AgentOptions {
@@ -122,7 +126,8 @@ impl AgentArgs {
                 return Err(err.into());
             }
         };
-        let kit = match super::sessions_cmd::open_store(&setup.config) {
+        let store = store.unwrap_or_else(|| super::sessions_cmd::open_store(&setup.config));
+        let kit = match store {
             Ok(store) => kit.with_store(store),
             Err(err) => {
                 errln!(
@@ -138,13 +143,11 @@ impl AgentArgs {
     /// The provider and model of the saved session `--resume ID` or
     /// `--continue` names (the latest of this workspace for `--resume`
     /// alone), when there is one.
-    fn stored_choice(&self, setup: &super::setup::Setup) -> (Option<ProviderKind>, Option<String>) {
-        if self.resume.is_none() && !self.continue_last {
-            return (None, None);
-        }
-        let Ok(store) = super::sessions_cmd::open_store(&setup.config) else {
-            return (None, None);
-        };
+    fn stored_choice(
+        &self,
+        setup: &super::setup::Setup,
+        store: &dyn crate::store::Store,
+    ) -> (Option<ProviderKind>, Option<String>) {
         let id = match self.resume.as_deref() {
             Some(given) if !given.is_empty() => store.resolve_id(given).ok(),
             // A picker will ask which: nothing is known yet.

@@ -470,7 +470,7 @@ impl Screen {
         // later lines indented under its first: none passes for a line of
         // sandcrab's own. On a terminal, a line longer than its width is
         // broken between words (a tool's row is cut to one row already).
-        let one_row = matches!(data, EventData::ToolCallEnd(d) if d.status != crate::tools::ToolStatus::Denied);
+        let one_row = matches!(data, EventData::ToolCallEnd(_)) && !refusal(data);
         let line = match self.look.width {
             Some(width) if !one_row => hang(line.trim_end(), width.saturating_sub(1)),
             _ => line.trim_end().replace('\n', "\n  "),
@@ -498,6 +498,12 @@ impl Screen {
         self.make_room();
         self.write(Sink::Err, &out);
     }
+}
+
+/// A call's end that is a refusal: read whole, since it says what would
+/// allow the call (any other call's end is one row).
+fn refusal(data: &EventData) -> bool {
+    matches!(data, EventData::ToolCallEnd(d) if d.status == crate::tools::ToolStatus::Denied)
 }
 
 /// `text` with every line after its first indented by two columns, each
@@ -531,7 +537,7 @@ fn notice(data: &EventData, columns: usize) -> Option<String> {
     let clean = |text: &str| sanitize(text).into_owned();
     Some(match data {
         // A refusal is read whole: it says what would allow the call.
-        EventData::ToolCallEnd(d) if d.status == crate::tools::ToolStatus::Denied => {
+        EventData::ToolCallEnd(d) if refusal(data) => {
             format!(
                 "  ✗ {}",
                 clean(&d.output)

@@ -73,6 +73,18 @@ struct ResultLine {
     data: RunResult,
 }
 
+impl ResultLine {
+    fn print(session_id: Option<String>, data: RunResult) {
+        let line = ResultLine {
+            kind: "RESULT",
+            timestamp: crate::time::now_rfc3339(),
+            session_id,
+            data,
+        };
+        outln!("{}", super::terminal::json(&line));
+    }
+}
+
 /// How the run ended, in one object.
 #[derive(Debug, Serialize)]
 struct RunResult {
@@ -129,11 +141,9 @@ pub async fn run(args: AgentArgs, request: RunRequest) -> anyhow::Result<ExitCod
     let json = args.json;
     let outcome = run_started(args, request, started).await;
     if let (Err(err), true) = (&outcome, json) {
-        print_result(ResultLine {
-            kind: "RESULT",
-            timestamp: crate::time::now_rfc3339(),
-            session_id: None,
-            data: RunResult {
+        ResultLine::print(
+            None,
+            RunResult {
                 status: RunStatus::Error,
                 turns: 0,
                 usage: Usage::default(),
@@ -141,13 +151,9 @@ pub async fn run(args: AgentArgs, request: RunRequest) -> anyhow::Result<ExitCod
                 result: None,
                 error: Some(format!("{err:#}")),
             },
-        });
+        );
     }
     outcome
-}
-
-fn print_result(line: ResultLine) {
-    outln!("{}", super::terminal::json(&line));
 }
 
 async fn run_started(
@@ -158,10 +164,7 @@ async fn run_started(
     let prompt = read_prompt(request.prompt)?;
     // Where the answer goes must be writable before the work is done.
     if let Some(path) = &request.output_last_message {
-        let folder = match path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir,
-            _ => std::path::Path::new("."),
-        };
+        let folder = folder_of(path);
         if !folder.is_dir() {
             return Err(usage(&format!(
                 "--output-last-message {}: {} is not a folder that exists",
@@ -224,14 +227,17 @@ async fn run_started(
             result: last,
             error: error.map(|e| e.to_string()),
         };
-        print_result(ResultLine {
-            kind: "RESULT",
-            timestamp: crate::time::now_rfc3339(),
-            session_id: Some(session.id().to_string()),
-            data: outcome,
-        });
+        ResultLine::print(Some(session.id().to_string()), outcome);
     }
     Ok(ExitCode::from(status.exit_code()))
+}
+
+/// The folder the answer file `path` goes in (`.` for a bare name).
+fn folder_of(path: &std::path::Path) -> &std::path::Path {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => std::path::Path::new("."),
+    }
 }
 
 /// Write the final answer to `path` as the host writes for a session:
@@ -243,11 +249,7 @@ fn write_answer(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
     let name = path
         .file_name()
         .ok_or_else(|| fail("names no file".into()))?;
-    let folder = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => std::path::Path::new("."),
-    };
-    let folder = crate::kept::real(folder);
+    let folder = crate::kept::real(folder_of(path));
     crate::kept::current()
         .host_write(&folder.join(name), None)
         .map_err(|refusal| fail(refusal.to_string()))?;

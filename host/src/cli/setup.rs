@@ -198,23 +198,25 @@ impl HostArgs {
                 link_targets: &link_targets,
             },
         ));
+        // A first load compiles the component (seconds for Python or
+        // JavaScript): said before it starts, where nothing else draws
+        // (chat loads what must be compiled in the background, and says
+        // so through the session).
+        if !defer_uncompiled {
+            host_config.compiling = Some(crate::plugin::CompilingNotice(std::sync::Arc::new(
+                |dir: &std::path::Path| {
+                    errln!(
+                        "plugins: compiling {} (first load: a Python or JavaScript plugin takes 10-15 s; cached afterwards)",
+                        super::terminal::sanitize(&dir.display().to_string())
+                    );
+                },
+            )));
+        }
         let mut host = PluginHost::new(host_config)?;
         let (deferred, now): (Vec<PluginSource>, Vec<PluginSource>) =
             sources.into_iter().partition(|s| {
                 defer_uncompiled && matches!(s, PluginSource::Dir(_)) && !host.is_compiled(s)
             });
-        // A first load compiles the component (seconds for Python or
-        // JavaScript): say so before it starts, not after.
-        for source in &now {
-            if let PluginSource::Dir(dir) = source
-                && !host.is_compiled(source)
-            {
-                errln!(
-                    "plugins: compiling {} (first load: a Python or JavaScript plugin takes 10-15 s; cached afterwards)",
-                    super::terminal::sanitize(&dir.display().to_string())
-                );
-            }
-        }
         host.load_all(&now).await;
         Ok(Setup {
             workspace,

@@ -144,10 +144,7 @@ pub async fn fork(
     }
     Ok(Forked {
         id: new_id,
-        turns: turns
-            .iter()
-            .filter(|t| matches!(t.kind, crate::agent::TurnKind::User { .. }))
-            .count(),
+        turns: crate::agent::inputs(&turns),
         workspace,
     })
 }
