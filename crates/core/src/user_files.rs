@@ -38,6 +38,20 @@ pub fn data_dir() -> Option<PathBuf> {
     Some(xdg("XDG_DATA_HOME", ".local/share")?.join("sandcrab"))
 }
 
+/// Write a small file of what sandcrab learned (in the data folder):
+/// its folder created private (0700) first. A failure only means it is
+/// learned again next time, so callers may ignore it.
+pub fn write_private(file: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if let Some(dir) = file.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+    }
+    std::fs::write(file, text)
+}
+
 /// The host's own keys (`data_dir()/keys`).
 pub fn keys_dir() -> Option<PathBuf> {
     Some(data_dir()?.join("keys"))

@@ -68,6 +68,8 @@ pub struct AgentKit {
     pub embedder: Option<crate::embeddings::Embedder>,
     /// The workspace's protected paths (`/undo` never writes them).
     pub protected: crate::kept::Protected,
+    /// The model's window, shared by the sessions this kit starts.
+    pub window: Arc<super::window::Window>,
 }
 
 impl AgentKit {
@@ -130,6 +132,9 @@ impl AgentKit {
             .or(per_provider.model.clone())
             .or_else(|| config.model.clone())
             .or_else(|| Some(profile.info.default_model.clone()).filter(|m| !m.is_empty()));
+        let mut told_window = per_provider
+            .context_window
+            .map(|w| (w, super::window::WindowSource::Configured));
         let (model, served) = if provider == ProviderKind::OpenAiCompatible {
             // Ask the local server what it serves and with how much context
             // (nothing when the operator said both).
@@ -137,9 +142,9 @@ impl AgentKit {
                 (Some(_), Some(_)) => Default::default(),
                 _ => super::server_facts::described(&provider_config, named_model.as_deref()).await,
             };
-            if let Some(window) = per_provider.context_window.or(server.context_window) {
-                profile.info.context_window = window;
-            }
+            told_window = told_window.or(server
+                .context_window
+                .map(|w| (w, super::window::WindowSource::Server)));
             let picked = named_model
                 .or_else(|| (server.models.len() == 1).then(|| server.models[0].clone()));
             (picked, Some(server.models))
@@ -153,6 +158,12 @@ impl AgentKit {
                 served_models_hint(&provider_config, served.as_deref())
             ))
         })?;
+        let window = Arc::new(model_window(
+            &mut profile,
+            told_window,
+            &model,
+            &provider_config.root(),
+        ));
         let profile = Arc::new(profile);
         let still_waiting_every = provider_config.read_timeout;
         let client = client_for(provider_config);
@@ -237,6 +248,7 @@ impl AgentKit {
             recording: recording_settings(&config.store),
             embedder,
             protected: host.sandbox_context().judge.protected().clone(),
+            window,
         })
     }
 
@@ -365,6 +377,7 @@ impl AgentKit {
                 Vec::new()
             },
             memory,
+            window: Some(self.window.clone()),
             ..SessionParts::new(
                 self.client.clone(),
                 self.profile.clone(),
@@ -456,4 +469,23 @@ fn served_models_hint(config: &crate::llm::ProviderConfig, served: Option<&[Stri
             models.join(", ")
         ),
     }
+}
+
+/// The model's window: what the operator or the server said, else the
+/// known-model table, else the profile's default; then smaller if a
+/// refusal taught so within the day. The profile carries the result (a
+/// recording keeps it).
+fn model_window(
+    profile: &mut Profile,
+    told: Option<(u64, super::window::WindowSource)>,
+    model: &str,
+    root: &str,
+) -> super::window::Window {
+    use super::window::{Window, WindowSource, kept_at, known_model_window};
+    let (tokens, source) = told
+        .or_else(|| known_model_window(model).map(|w| (w, WindowSource::KnownModel)))
+        .unwrap_or((profile.info.context_window, WindowSource::Profile));
+    let window = Window::remembered(tokens, source, kept_at(root, model));
+    profile.info.context_window = window.facts().tokens;
+    window
 }

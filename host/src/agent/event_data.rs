@@ -27,6 +27,15 @@ pub struct SessionStarted {
     /// 0 for a top-level session, 1 for its subagents, …
     pub depth: usize,
     pub working_dir: PathBuf,
+    /// The model's context window in tokens, and where that came from.
+    #[serde(default)]
+    pub context_window: u64,
+    #[serde(default = "profile_source")]
+    pub window_source: crate::agent::window::WindowSource,
+}
+
+fn profile_source() -> crate::agent::window::WindowSource {
+    crate::agent::window::WindowSource::Profile
 }
 
 /// A text: USER_INPUT, ASSISTANT_TEXT_END, STEERING_INJECTED.
@@ -190,6 +199,13 @@ pub struct ProcessingEnded {
     pub interrupted: bool,
     /// Tokens used while processing this input.
     pub usage: Usage,
+    /// The model's context window as the session knows it now.
+    #[serde(default)]
+    pub context_window: u64,
+    /// The largest request the session sent so far (the provider's
+    /// tokens, as estimated).
+    #[serde(default)]
+    pub largest_request: u64,
 }
 
 /// Why a session ended.
@@ -363,8 +379,11 @@ mod tests {
                     model: "m".into(),
                     depth: 0,
                     working_dir: "/w".into(),
+                    context_window: 8000,
+                    window_source: crate::agent::window::WindowSource::Learned,
                 }),
-                json!({"session_id": "s1", "profile": "anthropic", "model": "m", "depth": 0, "working_dir": "/w"}),
+                json!({"session_id": "s1", "profile": "anthropic", "model": "m", "depth": 0, "working_dir": "/w",
+                       "context_window": 8000, "window_source": "learned"}),
             ),
             (
                 EventData::UserInput(EventData::text("hi")),
@@ -468,8 +487,11 @@ mod tests {
                 EventData::ProcessingEnd(ProcessingEnded {
                     interrupted: false,
                     usage: Usage::default(),
+                    context_window: 4096,
+                    largest_request: 3000,
                 }),
-                json!({"interrupted": false, "usage": serde_json::to_value(Usage::default()).unwrap()}),
+                json!({"interrupted": false, "usage": serde_json::to_value(Usage::default()).unwrap(),
+                       "context_window": 4096, "largest_request": 3000}),
             ),
             (
                 EventData::SessionEnd(SessionEnded {

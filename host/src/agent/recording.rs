@@ -127,6 +127,10 @@ pub struct ForkOrigin {
 pub struct ProfileFacts {
     pub id: String,
     pub context_window: u64,
+    /// Provider tokens per estimated token, as the session started
+    /// (above 1.0 when refusals taught that estimates were low).
+    #[serde(default = "one")]
+    pub window_ratio: f64,
     pub parallel_tool_calls: bool,
     pub base_instructions: String,
 }
@@ -400,4 +404,8 @@ pub struct UnreadableEntry {
     pub seq: u64,
     pub kind: String,
     pub message: String,
+}
+
+fn one() -> f64 {
+    1.0
 }

@@ -7,7 +7,8 @@
 //! run, an answer cut off by the output limit, a provider error — the
 //! history stays valid for every provider (see [`super::history`]) and the
 //! session stays usable, except for the errors after which it cannot be
-//! (authentication, context length, exhausted rate limits).
+//! (authentication, exhausted rate limits). Every request is fitted to the
+//! model's window first ([`super::context_fit`]).
 
 use std::sync::{Arc, Mutex};
 
@@ -90,6 +91,8 @@ impl Session {
                     self.emit(EventData::ProcessingEnd(ed::ProcessingEnded {
                         interrupted,
                         usage,
+                        context_window: self.context_window(),
+                        largest_request: self.largest_request(),
                     }));
                 }
                 Ok(())
@@ -100,7 +103,8 @@ impl Session {
     async fn run_rounds(self: &Arc<Self>, cancel: &CancellationToken) -> Result<Ended, LlmError> {
         let mut rounds = 0u32;
         let mut context_warned = false;
-        let mut compacted_after_error = false;
+        // Refusals of the request for the model call being made.
+        let mut refusals = 0u32;
         loop {
             if self.stop_requested(cancel) {
                 return Ok(Ended::Interrupted);
@@ -121,10 +125,14 @@ impl Session {
                 context_warned = self.check_context(tokens);
             }
             self.compact_if_over_budget(tokens).await;
+            let request = match self.next_request().await {
+                Ok((request, _)) => request,
+                Err(too_big) => return Err(self.too_big(too_big)),
+            };
             let mut partial = String::new();
             let mut in_flight = None;
             let response = tokio::select! {
-                r = self.call_model(&mut partial, &mut in_flight) => r,
+                r = self.call_model(&request, &mut partial, &mut in_flight) => r,
                 _ = cancel.cancelled() => {
                     if let Some(call) = in_flight {
                         self.record(call.finish(None, true));
@@ -137,20 +145,18 @@ impl Session {
                 self.record(call.finish(response.as_ref().err(), false));
             }
             let response = match response {
-                // The context is too long: compact once and ask again.
-                Err(err)
-                    if err.kind == ErrorKind::ContextLength
-                        && self.memory.is_some()
-                        && !compacted_after_error =>
-                {
-                    compacted_after_error = true;
-                    if self.compact().await.messages_compressed > 0 {
+                // Too long for the model: learn its window, compact
+                // harder, and ask again.
+                Err(err) if err.kind == ErrorKind::ContextLength => {
+                    refusals += 1;
+                    if self.answer_refusal(&err, &request, refusals).await {
                         continue;
                     }
                     return Err(err);
                 }
                 other => other?,
             };
+            refusals = 0;
             self.lock().model_turns += 1;
             let cut_off = response.finish_reason == FinishReason::Length;
             let calls = response.tool_calls.clone();
@@ -300,11 +306,16 @@ impl Session {
     }
 
     /// The request for the next model call, from a valid history, offering
-    /// `tools`.
-    fn request(&self, tools: &[crate::plugin::ToolSpec]) -> Request {
+    /// `tools`, and the index of the operator's latest input among its
+    /// messages.
+    pub(super) fn request(&self, tools: &[crate::plugin::ToolSpec]) -> (Request, Option<usize>) {
         self.repair_history();
         let mut messages = vec![Message::system(self.system_prompt())];
-        messages.extend(to_messages(&self.lock().history));
+        let input = {
+            let inner = self.lock();
+            messages.extend(to_messages(&inner.history));
+            super::context_fit::current_input(&inner.history)
+        };
         let tools = tools
             .iter()
             .cloned()
@@ -314,7 +325,7 @@ impl Session {
                 parameters: t.parameters,
             })
             .collect();
-        Request {
+        let request = Request {
             model: self.model(),
             messages,
             tools,
@@ -322,7 +333,8 @@ impl Session {
             temperature: self.config.temperature,
             reasoning_effort: self.config.reasoning_effort.clone(),
             ..Request::default()
-        }
+        };
+        (request, input)
     }
 
     /// Stream one answer, emitting its text as it arrives (also kept in
@@ -330,14 +342,10 @@ impl Session {
     /// session is recorded).
     async fn call_model(
         &self,
+        request: &Request,
         partial: &mut String,
         in_flight: &mut Option<super::recorder::InFlight>,
     ) -> Result<Response, LlmError> {
-        // Plugins still compiling in the background join the tool set
-        // before the model is asked.
-        self.catalog.ready().await;
-        let tools = self.tools_for_request();
-        let request = self.request(&tools);
         // Every turn so far is committed before the model is asked; a
         // session another host has taken over is not driven from here.
         if let Err(
@@ -351,10 +359,10 @@ impl Session {
                 format!("the model was not asked: {lost}"),
             ));
         }
-        *in_flight = self.recorder().map(|r| r.begin(&request));
+        *in_flight = self.recorder().map(|r| r.begin(request));
         let asked = std::time::Instant::now();
         let mut stream = self
-            .awaiting_model(asked, self.client.stream(&request))
+            .awaiting_model(asked, self.client.stream(request))
             .await?;
         // The first event may be long in coming; the rest stream.
         let mut first = Some(self.awaiting_model(asked, stream.next()).await);
@@ -393,18 +401,9 @@ impl Session {
         ))
     }
 
-    /// Estimated tokens (characters / 4) of everything sent to the model.
-    pub fn estimated_tokens(&self) -> u64 {
-        let history: usize = to_messages(&self.lock().history)
-            .iter()
-            .map(Message::char_len)
-            .sum();
-        ((self.system_prompt().len() + history) / 4) as u64
-    }
-
     /// Emit CONTEXT_WARNING above the threshold; true if emitted.
     fn check_context(&self, tokens: u64) -> bool {
-        let window = self.profile.info.context_window.max(1);
+        let window = self.context_window().max(1);
         let usage = tokens as f64 / window as f64;
         if usage > self.config.context_warning_threshold {
             self.emit(EventData::ContextWarning(ed::ContextUsage {
@@ -470,12 +469,13 @@ impl Session {
     }
 
     /// Report a model error. The session closes only when going on cannot
-    /// help: the key is refused, the conversation no longer fits, or the
-    /// provider still rate-limits after the retries. Any other error leaves
-    /// the session idle with its history, to retry or continue.
+    /// help: the key is refused, or the provider still rate-limits after
+    /// the retries. Any other error leaves the session idle with its
+    /// history, to retry or continue (an input too long for the model
+    /// among them: the next one is fitted again).
     fn fail(&self, err: &LlmError) {
         if err.kind == ErrorKind::ContextLength {
-            let window = self.profile.info.context_window;
+            let window = self.context_window();
             self.emit(EventData::ContextWarning(ed::ContextUsage {
                 usage_percent: 1.0,
                 estimated_tokens: self.estimated_tokens(),
@@ -499,8 +499,5 @@ impl Session {
 
 /// Errors after which the session cannot go on.
 pub fn closes_session(kind: ErrorKind) -> bool {
-    matches!(
-        kind,
-        ErrorKind::Authentication | ErrorKind::ContextLength | ErrorKind::RateLimit
-    )
+    matches!(kind, ErrorKind::Authentication | ErrorKind::RateLimit)
 }

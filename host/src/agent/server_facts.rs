@@ -65,14 +65,7 @@ fn file_for(config: &ProviderConfig, model: Option<&str>) -> Option<PathBuf> {
 }
 
 fn keep(file: &std::path::Path, kept: &Kept) {
-    use std::os::unix::fs::DirBuilderExt;
-    if let Some(dir) = file.parent() {
-        let _ = std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir);
-    }
     if let Ok(text) = serde_json::to_string(kept) {
-        let _ = std::fs::write(file, text);
+        let _ = crate::user_files::write_private(file, &text);
     }
 }

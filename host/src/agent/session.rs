@@ -104,6 +104,9 @@ pub struct SessionParts {
     pub world: Option<super::world::World>,
     /// A replay: the recording stands in for the world (None: live).
     pub playback: Option<Arc<dyn super::playback::Playback>>,
+    /// The model's window (None: the profile's; subagents share their
+    /// parent's, so what one refusal teaches serves all).
+    pub window: Option<Arc<super::window::Window>>,
 }
 
 impl SessionParts {
@@ -133,6 +136,7 @@ impl SessionParts {
             host_tools: Vec::new(),
             world: None,
             playback: None,
+            window: None,
         }
     }
 }
@@ -190,6 +194,10 @@ pub struct Session {
     pub(super) checkpoints: std::sync::OnceLock<Arc<crate::checkpoint::Checkpoints>>,
     /// The model the operator switched to (`/model`), if any.
     model_override: Mutex<Option<String>>,
+    /// What the session knows of the model's window.
+    pub(super) window: Arc<super::window::Window>,
+    /// The largest request sent, in the provider's tokens as estimated.
+    pub(super) largest_request: Mutex<u64>,
 }
 
 impl Session {
@@ -217,9 +225,14 @@ impl Session {
             .unwrap_or_default()
     }
 
-    /// The profile's context window, in tokens.
+    /// The model's context window, in tokens, as far as the session knows.
     pub fn context_window(&self) -> u64 {
-        self.profile.info.context_window
+        self.window.facts().tokens
+    }
+
+    /// The model's window and where its size came from.
+    pub fn window_facts(&self) -> super::window::WindowFacts {
+        self.window.facts()
     }
 
     /// Start a session: builds the system prompt and emits SESSION_START.
@@ -239,6 +252,13 @@ impl Session {
                 &working_dir,
                 parts.repo.clone(),
             )
+        });
+        let window = parts.window.clone().unwrap_or_else(|| {
+            Arc::new(super::window::Window::new(
+                parts.profile.info.context_window,
+                super::window::WindowSource::Profile,
+                None,
+            ))
         });
         let session = Arc::new_cyclic(|weak| {
             let mut local = ToolRegistry::new();
@@ -270,6 +290,8 @@ impl Session {
                 model: parts.config.model.clone(),
                 depth: parts.depth,
                 working_dir: working_dir.clone(),
+                context_window: window.facts().tokens,
+                window_source: window.facts().source,
             }));
             Session {
                 id,
@@ -306,6 +328,8 @@ impl Session {
                 playback: parts.playback,
                 checkpoints: std::sync::OnceLock::new(),
                 model_override: Mutex::new(None),
+                window,
+                largest_request: Mutex::new(0),
             }
         });
         session.record_start();

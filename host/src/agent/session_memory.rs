@@ -6,7 +6,7 @@ use super::event_data::EventData;
 use super::memory::{SUMMARY_TURN_ID, entry, summary_turn};
 use super::session::Session;
 use super::turns::Turn;
-use crate::compaction::{CompactionStats, Entry};
+use crate::compaction::{CompactionStats, CompressPlan, Entry};
 
 impl Session {
     /// Commit the turns not stored yet (before a model request, and when
@@ -24,22 +24,26 @@ impl Session {
         saved
     }
 
-    /// Compact when the context (`tokens`, estimated) is over the budget.
+    /// Compact when the context (`tokens`, the provider's count as
+    /// estimated) is over the budget: the configured share of what the
+    /// window leaves beside the answer.
     pub(super) async fn compact_if_over_budget(&self, tokens: u64) {
         let Some(memory) = &self.memory else { return };
+        let keep = memory.compactor.config().keep_recent;
         let compressible = self
             .lock()
             .history
             .iter()
             .filter(|t| t.id != SUMMARY_TURN_ID)
             .count()
-            > memory.compactor.config().keep_recent;
+            > keep;
         if !compressible {
             return;
         }
-        let window = self.profile.info.context_window.max(1);
-        if memory.compactor.should_compress(tokens, window) {
-            self.compact().await;
+        let window = self.window.facts().tokens;
+        let room = window.saturating_sub(self.window.answer_reserve(self.config.max_tokens));
+        if memory.compactor.should_compress(tokens, room.max(1)) {
+            self.compact_keeping(keep).await;
         }
     }
 
@@ -71,6 +75,18 @@ impl Session {
     /// Compact the history now (nothing when the session has no store or
     /// the history is short); the stats.
     pub async fn compact(&self) -> CompactionStats {
+        match &self.memory {
+            Some(memory) => {
+                self.compact_keeping(memory.compactor.config().keep_recent)
+                    .await
+            }
+            None => CompactionStats::default(),
+        }
+    }
+
+    /// Compact, keeping the last `keep` turns verbatim (at least one), and
+    /// handing the summarizer no more at a time than its window takes.
+    pub(super) async fn compact_keeping(&self, keep: usize) -> CompactionStats {
         let Some(memory) = &self.memory else {
             return CompactionStats::default();
         };
@@ -80,7 +96,14 @@ impl Session {
         let history = self.lock().history.clone();
         let body: Vec<&Turn> = history.iter().filter(|t| t.id != SUMMARY_TURN_ID).collect();
         let entries: Vec<Entry> = body.iter().map(|t| entry(t)).collect();
-        let outcome = memory.compactor.compress(memory.id(), &entries).await;
+        let plan = CompressPlan {
+            keep_recent: keep.max(1),
+            chunk_tokens: Some(self.summarizer_chunk_tokens()),
+        };
+        let outcome = memory
+            .compactor
+            .compress_with(memory.id(), &entries, plan)
+            .await;
         let stats = match outcome {
             Ok(result) if result.kept_from > 0 => {
                 let kept_first = body.get(result.kept_from).map(|t| t.id.clone());

@@ -231,8 +231,12 @@ impl Subagents {
         }
         child_config.max_turns = child_turns(config, args.max_turns);
         let repo = super::repo_facts::read(&parent.workspace, &working_dir).await;
+        // The same model has the same window: what one refusal teaches
+        // serves both.
+        let window = (child_config.model == parent.model()).then(|| parent.window.clone());
         let child = Session::new(SessionParts {
             working_dir: Some(working_dir),
+            window,
             depth: parent.depth + 1,
             repo,
             jobs: parent.jobs.clone(),

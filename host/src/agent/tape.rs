@@ -38,7 +38,8 @@ impl Session {
             mode: recorder.mode(),
             profile: ProfileFacts {
                 id: self.profile.info.id.clone(),
-                context_window: self.profile.info.context_window,
+                context_window: self.window.facts().tokens,
+                window_ratio: self.window.facts().ratio,
                 parallel_tool_calls: self.profile.info.parallel_tool_calls,
                 base_instructions: self.profile.base_instructions.clone(),
             },

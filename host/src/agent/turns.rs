@@ -99,6 +99,14 @@ impl Turn {
         }
     }
 
+    /// How many messages [`Self::messages`] gives.
+    pub fn message_count(&self) -> usize {
+        match &self.kind {
+            TurnKind::ToolResults { results } => results.len(),
+            _ => 1,
+        }
+    }
+
     /// The messages this turn contributes.
     pub fn messages(&self) -> Vec<Message> {
         match &self.kind {

@@ -54,6 +54,42 @@ pub struct Compactor {
     config: SummarizationConfig,
 }
 
+/// How much one compaction keeps and how much the summarizer reads at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompressPlan {
+    /// Most recent entries kept verbatim.
+    pub keep_recent: usize,
+    /// Most estimated tokens of entries per summarizer request (none: no
+    /// limit but `chunk_size`).
+    pub chunk_tokens: Option<u64>,
+}
+
+/// Entries as the summarizer reads them: none longer than a chunk may be
+/// (a pasted file is cut in the middle, with a note).
+fn fit_for_summarizer(entries: &[Entry], chunk_tokens: Option<u64>) -> Vec<Entry> {
+    let Some(limit) = chunk_tokens else {
+        return entries.to_vec();
+    };
+    let bytes = (limit * 3) as usize;
+    entries
+        .iter()
+        .map(|e| {
+            let mut e = e.clone();
+            if e.text.len() > bytes {
+                let head = e.text.floor_char_boundary(bytes * 2 / 3);
+                let tail = e.text.ceil_char_boundary(e.text.len() - bytes / 4);
+                e.text = format!(
+                    "{}\n[… {} bytes not shown to the summarizer …]\n{}",
+                    &e.text[..head],
+                    tail - head,
+                    &e.text[tail..]
+                );
+            }
+            e
+        })
+        .collect()
+}
+
 /// A stored batch and its archival id.
 struct Stored {
     id: Option<i64>,
@@ -90,12 +126,28 @@ impl Compactor {
     }
 
     /// Compress `entries` (the history without its summary message) of
-    /// `conversation`. A failed summarization changes nothing (zero stats,
-    /// `kept_from` 0); a store failure is an error and changes nothing.
+    /// `conversation`, as configured. A failed summarization changes
+    /// nothing (zero stats, `kept_from` 0); a store failure is an error
+    /// and changes nothing.
     pub async fn compress(
         &self,
         conversation: &str,
         entries: &[Entry],
+    ) -> Result<CompactionResult, StoreError> {
+        let plan = CompressPlan {
+            keep_recent: self.config.keep_recent,
+            chunk_tokens: None,
+        };
+        self.compress_with(conversation, entries, plan).await
+    }
+
+    /// [`Self::compress`], keeping `plan.keep_recent` entries verbatim and
+    /// handing the summarizer no more than `plan.chunk_tokens` at a time.
+    pub async fn compress_with(
+        &self,
+        conversation: &str,
+        entries: &[Entry],
+        plan: CompressPlan,
     ) -> Result<CompactionResult, StoreError> {
         let mut batches = self.stored_batches(conversation)?;
         let current = self.clip(&batches);
@@ -105,7 +157,7 @@ impl Compactor {
             stats: CompactionStats::default(),
             failure,
         };
-        let cut = split_history(entries, self.config.keep_recent);
+        let cut = split_history(entries, plan.keep_recent);
         if cut == 0 {
             return Ok(unchanged(None));
         }
@@ -119,7 +171,8 @@ impl Compactor {
             .map(|b| b.batch.summary.clone())
             .unwrap_or_default();
         let mut created = Vec::new();
-        for chunk in chunk_entries(old, self.config.chunk_size) {
+        let old = fit_for_summarizer(old, plan.chunk_tokens);
+        for chunk in chunk_entries(&old, self.config.chunk_size, plan.chunk_tokens) {
             summary = match self.summarizer.summarize(&summary, chunk).await {
                 Ok(s) => s,
                 Err(why) => return Ok(unchanged(Some(why))),

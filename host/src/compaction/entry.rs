@@ -42,9 +42,25 @@ pub fn split_history(entries: &[Entry], keep_recent: usize) -> usize {
     cut
 }
 
-/// `entries` in chunks of `size` (the last may be shorter).
-pub fn chunk_entries(entries: &[Entry], size: usize) -> Vec<&[Entry]> {
-    entries.chunks(size.max(1)).collect()
+/// `entries` in chunks of at most `size` entries and, when given, at most
+/// `tokens` estimated tokens (an entry larger than that is a chunk alone).
+pub fn chunk_entries(entries: &[Entry], size: usize, tokens: Option<u64>) -> Vec<&[Entry]> {
+    let size = size.max(1);
+    let limit = tokens.unwrap_or(u64::MAX);
+    let mut chunks = Vec::new();
+    let (mut start, mut used) = (0, 0u64);
+    for (i, entry) in entries.iter().enumerate() {
+        let cost = crate::llm::estimate::text_tokens(&entry.text);
+        if i > start && (i - start >= size || used + cost > limit) {
+            chunks.push(&entries[start..i]);
+            (start, used) = (i, 0);
+        }
+        used += cost;
+    }
+    if start < entries.len() {
+        chunks.push(&entries[start..]);
+    }
+    chunks
 }
 
 /// Estimated tokens of `entries` (characters / 4).
@@ -98,9 +114,23 @@ pub(super) mod tests {
     #[test]
     fn ac1_2_entries_are_chunked_by_chunk_size() {
         let h = msgs(10);
-        let sizes: Vec<usize> = chunk_entries(&h, 3).iter().map(|c| c.len()).collect();
+        let sizes: Vec<usize> = chunk_entries(&h, 3, None).iter().map(|c| c.len()).collect();
         assert_eq!(sizes, [3, 3, 3, 1]);
-        assert!(chunk_entries(&[], 3).is_empty());
-        assert_eq!(chunk_entries(&h, 50).len(), 1);
+        assert!(chunk_entries(&[], 3, None).is_empty());
+        assert_eq!(chunk_entries(&h, 50, None).len(), 1);
+    }
+
+    #[test]
+    fn a_batch_that_would_not_fit_the_summarizer_is_split() {
+        let mut h = msgs(6);
+        h[2].text = "x".repeat(400);
+        // Each small entry is ~6 tokens, the large one 134.
+        let sizes: Vec<usize> = chunk_entries(&h, 20, Some(50))
+            .iter()
+            .map(|c| c.len())
+            .collect();
+        assert_eq!(sizes, [2, 1, 3]);
+        let all: usize = sizes.iter().sum();
+        assert_eq!(all, 6);
     }
 }

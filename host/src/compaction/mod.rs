@@ -16,7 +16,9 @@ mod prompt;
 
 pub use batch::{SummaryBatch, parse_batch_metadata};
 pub use clip::{CLIP_HEADER, build_clip_archive};
-pub use compactor::{CompactionResult, CompactionStats, Compactor, Summarizer, batch_label_prefix};
+pub use compactor::{
+    CompactionResult, CompactionStats, Compactor, CompressPlan, Summarizer, batch_label_prefix,
+};
 pub use config::{ConfigError, SummarizationConfig};
 pub use entry::{Entry, chunk_entries, estimate_tokens, split_history};
 pub use llm_summarizer::{LlmSummarizer, PromptSource};

@@ -212,6 +212,10 @@ fn start_session(
         host_tools,
         world: Some(start.world.clone()),
         playback: Some(player.clone()),
+        window: Some(Arc::new(crate::agent::window::Window::restored(
+            start.profile.context_window,
+            start.profile.window_ratio,
+        ))),
         ..SessionParts::new(
             Arc::new(ReplayClient(player.clone())),
             Arc::new(profile),

@@ -45,13 +45,14 @@ fn echo_tools() -> ToolRegistry {
 
 /// A recorded session on `store` answering with `client`.
 fn recorded_session(store: &Arc<SqliteStore>, client: Arc<ScriptedClient>) -> Arc<Session> {
-    recorded_with(store, client, RecordingSettings::default())
+    recorded_with(store, client, RecordingSettings::default(), 900)
 }
 
 fn recorded_with(
     store: &Arc<SqliteStore>,
     client: Arc<ScriptedClient>,
     settings: RecordingSettings,
+    window: u64,
 ) -> Arc<Session> {
     let (recorder, compactor) = recorded_compactor(
         settings,
@@ -86,7 +87,7 @@ fn recorded_with(
                     id: "p".into(),
                     default_model: "m".into(),
                     // Small: the history compacts as it grows.
-                    context_window: 900,
+                    context_window: window,
                     parallel_tool_calls: true,
                     tool_names: vec![],
                     project_doc_files: vec![],
@@ -252,7 +253,7 @@ async fn a_digests_recording_replays_and_names_the_message_that_differs() {
         mode: crate::store::RecordingMode::Digests,
         ..RecordingSettings::default()
     };
-    let session = recorded_with(&store, client, settings);
+    let session = recorded_with(&store, client, settings, 900);
     session.submit("hello there").await.unwrap();
     let id = session.id().to_string();
     let bodies: Vec<String> = store
@@ -297,7 +298,8 @@ async fn past_the_size_cap_recording_stops_with_a_note_and_replay_says_so() {
         cap_bytes: 6_000,
         ..RecordingSettings::default()
     };
-    let session = recorded_with(&store, client, settings);
+    // Room for the long second input.
+    let session = recorded_with(&store, client, settings, 8000);
     session.submit("one").await.unwrap();
     session.submit(&"two ".repeat(2_000)).await.unwrap();
     let id = session.id().to_string();

@@ -313,12 +313,12 @@ async fn ac7_2_the_budget_triggers_compaction_before_a_request() {
     s.submit("below the budget").await.unwrap();
     assert!(!kinds(&drain(&mut events)).contains(&EventKind::CompactionStart));
 
-    // The same history with a 100-token window is over budget: compacted
-    // before the request, which starts with the summary.
+    // The same history with a 1,200-token window is over budget:
+    // compacted before the request, which starts with the summary.
     let store: Arc<dyn Store> = f.store.clone();
     let resumed = SessionMemory::resume(store, f.compactor.clone(), s.id()).unwrap();
     let client = Arc::new(ScriptedClient::new([text("ok")]));
-    let s = session(&f, client.clone(), 100, resumed);
+    let s = session(&f, client.clone(), 1200, resumed);
     let mut events = s.subscribe();
     s.submit("over the budget").await.unwrap();
     let seen = kinds(&drain(&mut events));

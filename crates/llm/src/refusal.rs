@@ -1,0 +1,140 @@
+//! The numbers inside a provider's "prompt too long" refusal: how many
+//! tokens the request was and how many the model takes. Each API words it
+//! its own way; what is found here lets the host learn the window from
+//! the refusal itself and size the next request to it.
+
+/// What a context-length refusal said (either number may be missing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ContextRefusal {
+    /// The model's window, in the provider's tokens.
+    pub limit: Option<u64>,
+    /// The size of the refused request, in the provider's tokens.
+    pub sent: Option<u64>,
+}
+
+/// Read `message` (the provider's own error text) for its numbers:
+///
+/// - Anthropic: `prompt is too long: 8021 tokens > 8000 maximum`
+/// - OpenAI: `This model's maximum context length is 8192 tokens. However,
+///   your messages resulted in 9100 tokens.`, or `… tokens allowed (8192)`
+/// - Gemini: `The input token count (9100) exceeds the maximum number of
+///   tokens allowed (8192).`
+/// - llama.cpp: `request (9100 tokens) exceeds the available context size
+///   (8192 tokens), try increasing it`
+/// - vLLM: `… maximum context length is 8192 tokens. However, you
+///   requested 9100 tokens …`
+pub fn context_refusal(message: &str) -> ContextRefusal {
+    let m = message.to_ascii_lowercase();
+    let mut found = ContextRefusal::default();
+    // "N tokens > M maximum" (Anthropic).
+    if let Some(at) = m.find(" tokens > ") {
+        found.sent = number_before(&m[..at]);
+        found.limit = number_after(&m[at + " tokens > ".len()..]);
+    }
+    for (needle, into_limit) in [
+        ("maximum context length is", true),
+        ("context length is", true),
+        ("available context size (", true),
+        ("context size (", true),
+        ("maximum number of tokens allowed (", true),
+        ("tokens allowed (", true),
+        ("context window of", true),
+        ("resulted in", false),
+        ("you requested", false),
+        ("input token count (", false),
+        ("request (", false),
+        ("prompt has", false),
+    ] {
+        if let Some(at) = m.find(needle)
+            && let Some(n) = number_after(&m[at + needle.len()..])
+        {
+            let slot = if into_limit {
+                &mut found.limit
+            } else {
+                &mut found.sent
+            };
+            slot.get_or_insert(n);
+        }
+    }
+    // A "limit" not above what was sent is a misreading.
+    if let (Some(limit), Some(sent)) = (found.limit, found.sent)
+        && limit >= sent
+    {
+        return ContextRefusal::default();
+    }
+    found
+}
+
+/// The first whole number at the start of `text` (after spaces and `(`).
+fn number_after(text: &str) -> Option<u64> {
+    let text = text.trim_start_matches([' ', '(']);
+    let digits: String = text
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == ',')
+        .filter(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// The whole number that ends `text` (before trailing spaces).
+fn number_before(text: &str) -> Option<u64> {
+    let text = text.trim_end();
+    let start = text
+        .rfind(|c: char| !(c.is_ascii_digit() || c == ','))
+        .map_or(0, |i| i + 1);
+    let digits: String = text[start..].chars().filter(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(message: &str) -> (Option<u64>, Option<u64>) {
+        let r = context_refusal(message);
+        (r.sent, r.limit)
+    }
+
+    #[test]
+    fn each_apis_own_words_give_both_numbers() {
+        assert_eq!(
+            read("prompt is too long: 8021 tokens > 8000 maximum"),
+            (Some(8021), Some(8000))
+        );
+        assert_eq!(
+            read(
+                "This model's maximum context length is 8192 tokens. However, your messages resulted in 9,100 tokens. Please reduce the length of the messages."
+            ),
+            (Some(9100), Some(8192))
+        );
+        assert_eq!(
+            read(
+                "The input token count (9100) exceeds the maximum number of tokens allowed (8192)."
+            ),
+            (Some(9100), Some(8192))
+        );
+        assert_eq!(
+            read(
+                "request (9100 tokens) exceeds the available context size (4096 tokens), try increasing it"
+            ),
+            (Some(9100), Some(4096))
+        );
+        assert_eq!(
+            read(
+                "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the completion)."
+            ),
+            (Some(5000), Some(4096))
+        );
+    }
+
+    #[test]
+    fn a_refusal_without_numbers_gives_none_and_nonsense_is_not_believed() {
+        assert_eq!(read("prompt is too long"), (None, None));
+        assert_eq!(read("Input is too long for requested model."), (None, None));
+        // A "limit" at or above what was sent cannot be why it was refused.
+        assert_eq!(
+            read("request (100 tokens) exceeds the available context size (4096 tokens)"),
+            (None, None)
+        );
+    }
+}

@@ -1,0 +1,176 @@
+use serde_json::json;
+
+use super::*;
+use crate::llm::{ToolCall, ToolDefinition};
+
+fn result(id: &str, content: String) -> Message {
+    Message::ToolResult {
+        call_id: id.into(),
+        name: "read_file".into(),
+        content,
+        is_error: false,
+    }
+}
+
+fn call(id: &str, arguments: Value) -> Message {
+    Message::Assistant {
+        text: String::new(),
+        tool_calls: vec![ToolCall::new(id, "write_file", arguments)],
+        reasoning: None,
+    }
+}
+
+fn request(messages: Vec<Message>) -> Request {
+    Request {
+        messages,
+        ..Request::default()
+    }
+}
+
+/// Every tool result still follows the call it answers.
+fn pairs_intact(request: &Request) -> bool {
+    let mut open = std::collections::HashSet::new();
+    for m in &request.messages {
+        match m {
+            Message::Assistant { tool_calls, .. } => {
+                open.extend(tool_calls.iter().map(|c| c.id.clone()))
+            }
+            Message::ToolResult { call_id, .. } if !open.remove(call_id) => return false,
+            _ => {}
+        }
+    }
+    true
+}
+
+#[test]
+fn a_request_that_fits_is_sent_as_it_is() {
+    let mut r = request(vec![Message::system("be brief"), Message::user("hello")]);
+    let before = r.clone();
+    let report = fit(&mut r, Some(1), 1000).unwrap();
+    assert!(report.unchanged());
+    assert_eq!(r, before);
+}
+
+#[test]
+fn a_huge_tool_output_is_cut_with_a_marker_and_the_input_stays_whole() {
+    let input = "Now summarize what you read. ".repeat(20);
+    let mut r = request(vec![
+        Message::system("be brief"),
+        Message::user("read the log"),
+        call("c1", json!({"path": "log.txt"})),
+        result("c1", "line of the log\n".repeat(5000)),
+        Message::assistant("read it"),
+        Message::user(input.clone()),
+    ]);
+    let report = fit(&mut r, Some(5), 2000).unwrap();
+    assert!(report.tokens <= 2000, "{report:?}");
+    assert_eq!(report.clipped, 1);
+    assert_eq!(report.dropped, 0);
+    let Message::ToolResult { content, .. } = &r.messages[3] else {
+        panic!("{r:?}")
+    };
+    assert!(content.starts_with("line of the log"), "{content}");
+    assert!(content.contains("bytes cut here"), "{content}");
+    assert!(content.ends_with("line of the log\n"));
+    assert_eq!(r.messages[5], Message::user(input));
+    assert!(pairs_intact(&r));
+}
+
+#[test]
+fn many_old_exchanges_are_left_out_whole_and_said_to_be() {
+    let mut messages = vec![Message::system("be brief")];
+    for i in 0..40 {
+        messages.push(Message::user(format!(
+            "question {i}: {}",
+            "detail ".repeat(60)
+        )));
+        messages.push(call(&format!("c{i}"), json!({"path": format!("f{i}")})));
+        messages.push(result(&format!("c{i}"), "content ".repeat(60)));
+        messages.push(Message::assistant("answer ".repeat(40)));
+    }
+    messages.push(Message::user("the question now"));
+    let input = messages.len() - 1;
+    let mut r = request(messages);
+    let report = fit(&mut r, Some(input), 3000).unwrap();
+    assert!(report.tokens <= 3000, "{report:?}");
+    assert!(report.dropped > 0, "{report:?}");
+    assert!(pairs_intact(&r), "{r:#?}");
+    let Message::System { text } = &r.messages[1] else {
+        panic!("no note: {:?}", r.messages[1])
+    };
+    assert!(text.contains("earlier messages"), "{text}");
+    // What stays starts with the operator, and ends with the input.
+    assert!(matches!(r.messages[2], Message::User { .. }), "{r:#?}");
+    assert_eq!(r.messages.last(), Some(&Message::user("the question now")));
+    // The newest exchange is the one kept.
+    assert!(format!("{r:?}").contains("question 39"));
+}
+
+#[test]
+fn a_huge_tool_argument_is_cut_inside_its_strings_and_stays_json() {
+    let content = "x".repeat(40_000);
+    let mut r = request(vec![
+        Message::system("be brief"),
+        Message::user("write it"),
+        call("c1", json!({"path": "big.txt", "content": content})),
+        result("c1", "written".into()),
+        Message::user("and now?"),
+    ]);
+    let report = fit(&mut r, Some(4), 1500).unwrap();
+    assert!(report.tokens <= 1500, "{report:?}");
+    let Message::Assistant { tool_calls, .. } = &r.messages[2] else {
+        panic!()
+    };
+    let args = &tool_calls[0].arguments;
+    assert_eq!(args["path"], "big.txt");
+    let cut = args["content"].as_str().unwrap();
+    assert!(
+        cut.len() < 5000 && cut.contains("bytes cut here"),
+        "{}",
+        cut.len()
+    );
+}
+
+#[test]
+fn an_input_that_cannot_fit_is_refused_with_the_numbers() {
+    let mut r = request(vec![
+        Message::system("be brief"),
+        Message::user("earlier"),
+        Message::assistant("ok"),
+        Message::user("y".repeat(30_000)),
+    ]);
+    let too_big = fit(&mut r, Some(3), 4000).unwrap_err();
+    assert!(too_big.input > 10_000, "{too_big:?}");
+    assert_eq!(too_big.budget, 4000);
+    assert!(too_big.fixed < 100, "{too_big:?}");
+}
+
+#[test]
+fn tools_that_take_a_third_of_the_window_are_described_shortly() {
+    let tool = |name: &str| ToolDefinition {
+        name: name.into(),
+        description: format!(
+            "Read a file. {}",
+            "It does many careful things, described at length. ".repeat(30)
+        ),
+        parameters: json!({"type":"object","properties":{
+            "path":{"type":"string","description":"The path. ".repeat(20)},
+            "description":{"type":"string"}}}),
+    };
+    let mut r = Request {
+        tools: (0..10).map(|i| tool(&format!("t{i}"))).collect(),
+        ..request(vec![Message::system("be brief"), Message::user("go")])
+    };
+    let before = tools_tokens(&r.tools);
+    let report = fit(&mut r, Some(1), before).unwrap();
+    assert!(report.tools_shortened);
+    assert!(
+        tools_tokens(&r.tools) * 5 < before,
+        "{}",
+        tools_tokens(&r.tools)
+    );
+    assert_eq!(r.tools[0].description, "Read a file.");
+    // A parameter named `description` is a parameter, not a description.
+    assert!(r.tools[0].parameters["properties"]["description"].is_object());
+    assert!(r.tools[0].parameters["properties"]["path"]["description"].is_null());
+}
