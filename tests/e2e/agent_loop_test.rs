@@ -379,12 +379,12 @@ async fn local_servers_get_their_own_profile_model_and_window() {
     );
     server.describe(
         "/props",
-        json!({"default_generation_settings": {"n_ctx": 2048}}),
+        json!({"default_generation_settings": {"n_ctx": 4096}}),
     );
     server.push(stream(kind, &Answer::Text(vec!["hi"])));
     let out = crate::cli_support::local_server(&scene, &server, "run")
         .arg("--json")
-        .arg(format!("hello {}", "and more ".repeat(900)))
+        .arg(format!("hello {}", "and more ".repeat(90)))
         .output()
         .unwrap();
     assert!(
@@ -408,11 +408,19 @@ async fn local_servers_get_their_own_profile_model_and_window() {
         "{tools:?}"
     );
     let events = events(&out.stdout);
-    let warning = events
+    let start = events
         .iter()
-        .find(|e| e["kind"] == "CONTEXT_WARNING")
-        .expect("about 2,000 tokens of prompt in a 2048-token window");
-    assert_eq!(warning["data"]["context_window"], 2048);
+        .find(|e| e["kind"] == "SESSION_START")
+        .unwrap();
+    assert_eq!(start["data"]["context_window"], 4096, "{start}");
+    assert_eq!(start["data"]["window_source"], "server", "{start}");
+    let end = events
+        .iter()
+        .find(|e| e["kind"] == "PROCESSING_END")
+        .unwrap();
+    assert_eq!(end["data"]["context_window"], 4096, "{end}");
+    let largest = end["data"]["largest_request"].as_u64().unwrap();
+    assert!(largest > 500 && largest < 3072, "{end}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -58,3 +58,4 @@ mod store_backends_test;
 mod surfaces_test;
 mod third_party_tools_test;
 mod trust_config_test;
+mod window_edge_test;

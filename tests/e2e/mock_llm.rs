@@ -120,7 +120,19 @@ struct Inner {
     info: std::collections::HashMap<String, Value>,
     /// The paths of those questions, as they were asked.
     info_asked: Vec<String>,
+    /// A model window: requests counted larger are refused (see
+    /// [`MockLlm::window`]).
+    window: Option<(sandcrab::llm::ProviderKind, u64)>,
+    /// Sizes of the requests the window let through, and of those it
+    /// refused, as counted.
+    accepted: Vec<u64>,
+    refused: Vec<u64>,
+    /// Answers a request when nothing is queued for it.
+    fallback: Option<Fallback>,
 }
+
+/// Builds a reply for a request's path and body.
+pub type Fallback = Box<dyn Fn(&str, &Value) -> Reply + Send>;
 
 /// Paths where a server describes itself (not model calls).
 const INFO_PATHS: &[&str] = &["/v1/models", "/props", "/api/show"];
@@ -180,6 +192,26 @@ impl MockLlm {
             .insert(path.to_string(), body);
     }
 
+    /// Act as a model with a window of `tokens`, refusing a longer request
+    /// with `kind`'s own "prompt too long" answer and its numbers. A
+    /// request counts a token per three bytes of its body (more than the
+    /// client's estimate, which counts the text alone).
+    pub fn window(&self, kind: sandcrab::llm::ProviderKind, tokens: u64) {
+        self.inner.lock().unwrap().window = Some((kind, tokens));
+    }
+
+    /// Sizes (as counted) of the requests the window let through, and of
+    /// those it refused.
+    pub fn counted(&self) -> (Vec<u64>, Vec<u64>) {
+        let inner = self.inner.lock().unwrap();
+        (inner.accepted.clone(), inner.refused.clone())
+    }
+
+    /// Answer with `reply(path, body)` when no queued reply is left.
+    pub fn fallback(&self, reply: impl Fn(&str, &Value) -> Reply + Send + 'static) {
+        self.inner.lock().unwrap().fallback = Some(Box::new(reply));
+    }
+
     /// Why requests were rejected (strict mode).
     pub fn rejections(&self) -> Vec<String> {
         self.inner.lock().unwrap().rejections.clone()
@@ -230,6 +262,7 @@ async fn handle(
                 None => Response::builder().status(404).body(Body::empty()).unwrap(),
             };
         }
+        let size = body.len() as u64 / 3;
         let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         inner.requests.push(Recorded {
             path_and_query: uri
@@ -252,6 +285,13 @@ async fn handle(
                 ))
                 .unwrap();
         }
+        if let Some((kind, window)) = inner.window {
+            if size > window {
+                inner.refused.push(size);
+                return too_long(kind, size, window);
+            }
+            inner.accepted.push(size);
+        }
         let last = ["messages", "input", "contents"]
             .iter()
             .find_map(|k| body[*k].as_array().and_then(|a| a.last()))
@@ -262,7 +302,12 @@ async fn handle(
             .iter_mut()
             .find(|(needle, queue)| !queue.is_empty() && last.contains(needle.as_str()))
             .and_then(|(_, queue)| queue.pop_front());
-        let reply = routed.or_else(|| inner.replies.pop_front());
+        let reply = routed.or_else(|| inner.replies.pop_front()).or_else(|| {
+            inner
+                .fallback
+                .as_ref()
+                .map(|answer| answer(uri.path(), &body))
+        });
         if let (Some(kind), Some(reply)) = (inner.rules, &reply) {
             let text: Vec<u8> = reply.chunks.iter().flat_map(|c| c.to_vec()).collect();
             inner
@@ -292,6 +337,32 @@ async fn handle(
         builder = builder.header(k, v);
     }
     builder.body(Body::from_stream(stream)).unwrap()
+}
+
+/// `kind`'s own answer to a prompt longer than its window.
+fn too_long(kind: sandcrab::llm::ProviderKind, size: u64, window: u64) -> Response {
+    use sandcrab::llm::ProviderKind;
+    let body = match kind {
+        ProviderKind::Anthropic => serde_json::json!({"type": "error", "error": {
+            "type": "invalid_request_error",
+            "message": format!("prompt is too long: {size} tokens > {window} maximum")}}),
+        ProviderKind::OpenAi => serde_json::json!({"error": {
+            "message": format!("This model's maximum context length is {window} tokens. However, your messages resulted in {size} tokens. Please reduce the length of the messages."),
+            "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}),
+        ProviderKind::OpenAiCompatible => serde_json::json!({"error": {
+            "code": 400,
+            "message": format!("request ({size} tokens) exceeds the available context size ({window} tokens), try increasing it"),
+            "type": "exceed_context_size_error", "n_prompt_tokens": size, "n_ctx": window}}),
+        ProviderKind::Gemini => serde_json::json!({"error": {
+            "code": 400,
+            "message": format!("The input token count ({size}) exceeds the maximum number of tokens allowed ({window})."),
+            "status": "INVALID_ARGUMENT"}}),
+    };
+    Response::builder()
+        .status(400)
+        .header("content-type", "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap()
 }
 
 fn async_stream(

@@ -4,10 +4,10 @@
 //! harder and asking again; an input that cannot fit whatever is cut is
 //! said once, with the numbers, and the session goes on.
 
-use super::request_fit::{FitReport, TooBig, fit};
+use super::request_fit::{FitReport, TooBig, brief_if_small, fit};
 use super::session::Session;
 use super::turns::{Turn, TurnKind};
-use crate::llm::estimate::request_tokens;
+use crate::llm::estimate::{message_tokens, request_tokens};
 use crate::llm::refusal::context_refusal;
 use crate::llm::{ErrorKind, LlmError, Request};
 
@@ -30,8 +30,9 @@ impl Session {
         self.catalog.ready().await;
         let tools = self.tools_for_request();
         let (mut request, input) = self.request(&tools);
-        let reserve = self.window.answer_reserve(self.config.max_tokens);
-        let report = fit(&mut request, input, self.window.request_budget(reserve))?;
+        let report = fit(&mut request, input, self.budget(), || {
+            self.brief_system_prompt()
+        })?;
         if !report.unchanged() {
             tracing::debug!(
                 "request fitted to the window: {} messages cut, {} left out, tools shortened: {}",
@@ -74,11 +75,49 @@ impl Session {
     }
 
     /// Estimated tokens of everything the next request would send, as the
-    /// provider counts them (before any fitting).
+    /// provider counts them: the tools as a small window gets them, every
+    /// message whole (before any is cut).
     pub fn estimated_tokens(&self) -> u64 {
         let tools = self.tools_for_request();
-        let (request, _) = self.request(&tools);
+        let (mut request, _) = self.request(&tools);
+        brief_if_small(&mut request, self.budget(), || self.brief_system_prompt());
         self.provider_tokens(request_tokens(&request))
+    }
+
+    /// How many of the latest turns a compaction keeps verbatim: at most
+    /// `keep_recent`, and no more than fill half of what the window leaves
+    /// beside the instructions and tools (so one compaction frees room for
+    /// several turns, not one), at least one.
+    pub(super) fn turns_to_keep(&self, keep_recent: usize) -> usize {
+        let tools = self.tools_for_request();
+        let (mut request, _) = self.request(&tools);
+        brief_if_small(&mut request, self.budget(), || self.brief_system_prompt());
+        let fixed = request_tokens(&Request {
+            messages: request.messages.into_iter().take(1).collect(),
+            tools: request.tools,
+            ..Request::default()
+        });
+        let mut room = self.budget().saturating_sub(fixed) / 2;
+        let inner = self.lock();
+        let mut keep = 0;
+        for turn in inner.history.iter().rev() {
+            if keep >= keep_recent.max(1) || turn.id == super::memory::SUMMARY_TURN_ID {
+                break;
+            }
+            let size: u64 = turn.messages().iter().map(message_tokens).sum();
+            if keep > 0 && size > room {
+                break;
+            }
+            room = room.saturating_sub(size);
+            keep += 1;
+        }
+        keep.max(1)
+    }
+
+    /// What a request may be, in estimated tokens.
+    fn budget(&self) -> u64 {
+        let reserve = self.window.answer_reserve(self.config.max_tokens);
+        self.window.request_budget(reserve)
     }
 
     /// Answer a context-length refusal of `sent` (the `refusals`th for

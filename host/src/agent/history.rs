@@ -6,6 +6,11 @@
 
 use super::turns::{ToolResult, Turn, TurnKind};
 
+/// Stands first when what is kept of a compacted conversation starts
+/// with the model's turn (providers want the operator's first).
+pub const EARLIER_TURNS: &str =
+    "(The conversation before this point is summarized above; it continues here.)";
+
 /// The result recorded for a call that never finished.
 pub const INTERRUPTED: &str =
     "[interrupted by the user before this tool call finished; its effects, if any, are unknown]";

@@ -24,9 +24,23 @@ pub struct PromptInputs<'a> {
 
 /// The whole system prompt.
 pub fn build(inputs: &PromptInputs) -> String {
+    build_with(inputs, tool_section(inputs.tools))
+}
+
+/// The system prompt for a small window: the tools named, not described
+/// again (each request carries their definitions).
+pub fn build_brief(inputs: &PromptInputs) -> String {
+    let names: Vec<&str> = inputs.tools.iter().map(|t| t.name.as_str()).collect();
+    build_with(
+        inputs,
+        format!("# Tools\n\nYou can call these tools: {}.", names.join(", ")),
+    )
+}
+
+fn build_with(inputs: &PromptInputs, tools: String) -> String {
     let mut layers = vec![inputs.profile.base_instructions.trim().to_string()];
     layers.push(environment(inputs.world, inputs.model));
-    layers.push(tool_section(inputs.tools));
+    layers.push(tools);
     if !inputs.world.project_docs.is_empty() {
         layers.push(inputs.world.project_docs.clone());
     }

@@ -1,8 +1,9 @@
 //! Make one request fit the model's window, changing only what is sent
 //! (the history and the store keep everything). In order, until it fits:
 //!
-//! 1. tool descriptions shortened, when the tools alone take a third of
-//!    the budget;
+//! 1. tool descriptions shortened, and the system prompt's own list of
+//!    them replaced by their names, when the tools take a third of the
+//!    budget;
 //! 2. the largest messages cut down to a common size (never below a
 //!    floor), each with a marker saying what was cut;
 //! 3. the oldest exchanges left out, whole (a tool call never without its
@@ -59,8 +60,14 @@ pub struct TooBig {
 
 /// Fit `request` into `budget` estimated tokens. `input` is the index of
 /// the current input among its messages (never cut; none: every message
-/// but the first, the system prompt, may be cut).
-pub fn fit(request: &mut Request, input: Option<usize>, budget: u64) -> Result<FitReport, TooBig> {
+/// but the first, the system prompt, may be cut); `brief_system` gives
+/// the system prompt that names the tools without describing them.
+pub fn fit(
+    request: &mut Request,
+    input: Option<usize>,
+    budget: u64,
+    brief_system: impl FnOnce() -> String,
+) -> Result<FitReport, TooBig> {
     let mut report = FitReport {
         tokens: request_tokens(request),
         ..FitReport::default()
@@ -68,10 +75,7 @@ pub fn fit(request: &mut Request, input: Option<usize>, budget: u64) -> Result<F
     if report.tokens <= budget {
         return Ok(report);
     }
-    if tools_tokens(&request.tools) > budget / 3 {
-        shorten_tools(request);
-        report.tools_shortened = true;
-    }
+    report.tools_shortened = brief_if_small(request, budget, brief_system);
     let mut input = input;
     let fixed = tools_tokens(&request.tools) + request.messages.first().map_or(0, message_tokens);
     let input_tokens = input
@@ -108,6 +112,23 @@ pub fn fit(request: &mut Request, input: Option<usize>, budget: u64) -> Result<F
         });
     }
     Ok(report)
+}
+
+/// Step 1 alone: when the tools take a third of `budget`, shorten their
+/// descriptions and name them only in the system prompt; whether it did.
+pub fn brief_if_small(
+    request: &mut Request,
+    budget: u64,
+    brief_system: impl FnOnce() -> String,
+) -> bool {
+    if tools_tokens(&request.tools) <= budget / 3 {
+        return false;
+    }
+    shorten_tools(request);
+    if let Some(Message::System { text }) = request.messages.first_mut() {
+        *text = brief_system();
+    }
+    true
 }
 
 /// Indexes of the messages that may be cut.
@@ -246,7 +267,7 @@ fn note_left_out(request: &mut Request, dropped: usize) {
 }
 
 /// Each tool description cut to its first sentence, and the descriptions
-/// inside the parameter schemas removed.
+/// and bounds inside the parameter schemas removed.
 fn shorten_tools(request: &mut Request) {
     for tool in &mut request.tools {
         let first = tool
@@ -262,11 +283,17 @@ fn shorten_tools(request: &mut Request) {
     }
 }
 
+/// Schema keywords a small window does without (only as keywords: a
+/// property of that name has an object as its value, and stays).
+const SPARED_KEYWORDS: &[&str] = &["description", "additionalProperties", "minimum", "maximum"];
+
 fn drop_schema_descriptions(schema: &mut Value) {
     match schema {
         Value::Object(map) => {
-            if map.get("description").is_some_and(Value::is_string) {
-                map.remove("description");
+            for keyword in SPARED_KEYWORDS {
+                if map.get(*keyword).is_some_and(|v| !v.is_object()) {
+                    map.remove(*keyword);
+                }
             }
             map.values_mut().for_each(drop_schema_descriptions);
         }

@@ -20,6 +20,10 @@ fn call(id: &str, arguments: Value) -> Message {
     }
 }
 
+fn brief() -> String {
+    "be brief; tools: t0".into()
+}
+
 fn request(messages: Vec<Message>) -> Request {
     Request {
         messages,
@@ -46,7 +50,7 @@ fn pairs_intact(request: &Request) -> bool {
 fn a_request_that_fits_is_sent_as_it_is() {
     let mut r = request(vec![Message::system("be brief"), Message::user("hello")]);
     let before = r.clone();
-    let report = fit(&mut r, Some(1), 1000).unwrap();
+    let report = fit(&mut r, Some(1), 1000, brief).unwrap();
     assert!(report.unchanged());
     assert_eq!(r, before);
 }
@@ -62,7 +66,7 @@ fn a_huge_tool_output_is_cut_with_a_marker_and_the_input_stays_whole() {
         Message::assistant("read it"),
         Message::user(input.clone()),
     ]);
-    let report = fit(&mut r, Some(5), 2000).unwrap();
+    let report = fit(&mut r, Some(5), 2000, brief).unwrap();
     assert!(report.tokens <= 2000, "{report:?}");
     assert_eq!(report.clipped, 1);
     assert_eq!(report.dropped, 0);
@@ -91,7 +95,7 @@ fn many_old_exchanges_are_left_out_whole_and_said_to_be() {
     messages.push(Message::user("the question now"));
     let input = messages.len() - 1;
     let mut r = request(messages);
-    let report = fit(&mut r, Some(input), 3000).unwrap();
+    let report = fit(&mut r, Some(input), 3000, brief).unwrap();
     assert!(report.tokens <= 3000, "{report:?}");
     assert!(report.dropped > 0, "{report:?}");
     assert!(pairs_intact(&r), "{r:#?}");
@@ -116,7 +120,7 @@ fn a_huge_tool_argument_is_cut_inside_its_strings_and_stays_json() {
         result("c1", "written".into()),
         Message::user("and now?"),
     ]);
-    let report = fit(&mut r, Some(4), 1500).unwrap();
+    let report = fit(&mut r, Some(4), 1500, brief).unwrap();
     assert!(report.tokens <= 1500, "{report:?}");
     let Message::Assistant { tool_calls, .. } = &r.messages[2] else {
         panic!()
@@ -139,7 +143,7 @@ fn an_input_that_cannot_fit_is_refused_with_the_numbers() {
         Message::assistant("ok"),
         Message::user("y".repeat(30_000)),
     ]);
-    let too_big = fit(&mut r, Some(3), 4000).unwrap_err();
+    let too_big = fit(&mut r, Some(3), 4000, brief).unwrap_err();
     assert!(too_big.input > 10_000, "{too_big:?}");
     assert_eq!(too_big.budget, 4000);
     assert!(too_big.fixed < 100, "{too_big:?}");
@@ -162,7 +166,7 @@ fn tools_that_take_a_third_of_the_window_are_described_shortly() {
         ..request(vec![Message::system("be brief"), Message::user("go")])
     };
     let before = tools_tokens(&r.tools);
-    let report = fit(&mut r, Some(1), before).unwrap();
+    let report = fit(&mut r, Some(1), before, brief).unwrap();
     assert!(report.tools_shortened);
     assert!(
         tools_tokens(&r.tools) * 5 < before,
@@ -170,6 +174,7 @@ fn tools_that_take_a_third_of_the_window_are_described_shortly() {
         tools_tokens(&r.tools)
     );
     assert_eq!(r.tools[0].description, "Read a file.");
+    assert_eq!(r.messages[0], Message::system(brief()));
     // A parameter named `description` is a parameter, not a description.
     assert!(r.tools[0].parameters["properties"]["description"].is_object());
     assert!(r.tools[0].parameters["properties"]["path"]["description"].is_null());

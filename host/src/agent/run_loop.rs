@@ -311,11 +311,21 @@ impl Session {
     pub(super) fn request(&self, tools: &[crate::plugin::ToolSpec]) -> (Request, Option<usize>) {
         self.repair_history();
         let mut messages = vec![Message::system(self.system_prompt())];
-        let input = {
+        let mut input = {
             let inner = self.lock();
             messages.extend(to_messages(&inner.history));
             super::context_fit::current_input(&inner.history)
         };
+        // What compaction kept may start with the model's turn; every
+        // provider wants the operator's first.
+        if let Some(first) = messages
+            .iter()
+            .position(|m| !matches!(m, Message::System { .. }))
+            && !matches!(messages[first], Message::User { .. })
+        {
+            messages.insert(first, Message::user(history::EARLIER_TURNS));
+            input = input.map(|i| i + 1);
+        }
         let tools = tools
             .iter()
             .cloned()

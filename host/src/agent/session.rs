@@ -426,6 +426,18 @@ impl Session {
         prompt.1.clone()
     }
 
+    /// The system prompt for a small window (see [`prompt::build_brief`]).
+    pub(super) fn brief_system_prompt(&self) -> String {
+        let specs: Vec<ToolSpec> = self.tools().definitions();
+        prompt::build_brief(&PromptInputs {
+            profile: &self.profile,
+            tools: &specs,
+            world: &self.world,
+            model: &self.config.model,
+            user_instructions: self.config.user_instructions.as_deref(),
+        })
+    }
+
     /// The profile in use.
     pub fn profile(&self) -> &Profile {
         &self.profile

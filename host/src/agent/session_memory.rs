@@ -43,7 +43,7 @@ impl Session {
         let window = self.window.facts().tokens;
         let room = window.saturating_sub(self.window.answer_reserve(self.config.max_tokens));
         if memory.compactor.should_compress(tokens, room.max(1)) {
-            self.compact_keeping(keep).await;
+            self.compact_keeping(self.turns_to_keep(keep)).await;
         }
     }
 

@@ -118,11 +118,12 @@ impl Window {
     }
 
     /// Tokens kept free for the answer: what the answer may use
-    /// (`max_tokens`, else 4,096), at most a quarter of the window.
+    /// (`max_tokens`, else 4,096), at most an eighth of the window (a
+    /// small window's answers are asked no longer than what is left).
     pub fn answer_reserve(&self, max_tokens: Option<u32>) -> u64 {
         let window = self.facts().tokens;
         u64::from(max_tokens.unwrap_or(4096))
-            .min(window / 4)
+            .min(window / 8)
             .max(MIN_ANSWER)
     }
 

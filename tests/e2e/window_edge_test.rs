@@ -1,0 +1,271 @@
+//! Long sessions at the edge of a small window, through the binary, on
+//! every wire format: a provider that refuses any request over 4,096
+//! tokens with its own API's "prompt too long" answer, a conversation of
+//! fifty ~900-token inputs with a tool call each (one reading a file
+//! nearly as large as the window, one input larger than the window, a
+//! `/compact` between them). Every turn answers or says once why it
+//! cannot; the session goes on, `memory_read` still finds the first
+//! turn's fact, a continued session starts from the learned window, and
+//! the flight recorder replays the session.
+
+use std::io::Write;
+use std::process::{Output, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use sandcrab::llm::ProviderKind;
+use serde_json::{Value, json};
+
+use crate::cli_support::{events, sandcrab, tool_result};
+use crate::llm_transcripts::{Answer, complete, stream, tool};
+use crate::mock_llm::{MockLlm, Reply};
+use crate::support::{Scene, sandcrab_cmd};
+
+/// The model's window, as the provider enforces it.
+const WINDOW: u64 = 4096;
+
+/// What the default summarizer plugin's prompt always contains.
+const SUMMARY_PROMPT: &str = "New messages to fold into the summary";
+
+/// The input about the first turn's fact.
+const QUESTION: &str = "Which code word did turn 1 give?";
+
+fn leak(text: String) -> &'static str {
+    Box::leak(text.into_boxed_str())
+}
+
+/// An input of about 900 tokens carrying the code word of turn `n`.
+fn input(n: usize) -> String {
+    format!(
+        "Turn {n}: the code word is FACT-{n:02}. Read notes.txt and keep it in mind. {}",
+        "Some context about the task at hand, to be weighed. ".repeat(50)
+    )
+}
+
+/// The last message, item or content of a request body, as text.
+fn last_entry(body: &Value) -> String {
+    ["messages", "input", "contents"]
+        .iter()
+        .find_map(|k| body[*k].as_array().and_then(|a| a.last()))
+        .map(Value::to_string)
+        .unwrap_or_default()
+}
+
+fn answers_a_tool(last: &str) -> bool {
+    [
+        "tool_result",
+        "function_call_output",
+        "\"role\":\"tool\"",
+        "functionResponse",
+    ]
+    .iter()
+    .any(|marker| last.contains(marker))
+}
+
+/// A scripted model: a summary that keeps every code word it read; a
+/// tool call for each input (`read_file`, or `memory_read` for the
+/// question); a short answer after each tool result.
+fn model(kind: ProviderKind) -> impl Fn(&str, &Value) -> Reply + Send + 'static {
+    let calls = Arc::new(AtomicUsize::new(0));
+    move |_path, body| {
+        let text = body.to_string();
+        if text.contains(SUMMARY_PROMPT) {
+            let mut words: Vec<&str> = text
+                .match_indices("FACT-")
+                .map(|(at, _)| &text[at..at + 7])
+                .collect();
+            words.sort_unstable();
+            words.dedup();
+            let summary = format!("The user gave the code words {}.", words.join(", "));
+            return complete(kind, &Answer::Text(vec![leak(summary)]));
+        }
+        let last = last_entry(body);
+        if answers_a_tool(&last) {
+            return stream(kind, &Answer::Text(vec!["Noted."]));
+        }
+        let id = format!("call{}", calls.fetch_add(1, Ordering::Relaxed));
+        let call = if last.contains(QUESTION) {
+            tool(&id, "memory_read", json!({"query": "FACT-01"}))
+        } else if last.contains("Turn 7:") {
+            tool(&id, "read_file", json!({"file_path": "big.log"}))
+        } else {
+            tool(&id, "read_file", json!({"file_path": "notes.txt"}))
+        };
+        stream(kind, &Answer::Tools(vec![call]))
+    }
+}
+
+/// `sandcrab chat --json` with `lines` on its stdin.
+fn chat(
+    scene: &Scene,
+    kind: ProviderKind,
+    server: &MockLlm,
+    args: &[&str],
+    lines: &[String],
+) -> Output {
+    let mut child = sandcrab(scene, kind, server, "chat")
+        .args(["--json", "--approvals", "never"])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Written from a thread: the child's events fill its stdout pipe
+    // while the lines are still going in.
+    let mut stdin = child.stdin.take().unwrap();
+    let lines = lines.to_vec();
+    let writer = std::thread::spawn(move || {
+        for line in lines {
+            writeln!(stdin, "{line}").unwrap();
+        }
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
+}
+
+fn of_kind<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["kind"] == kind).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_turns_against_a_4096_token_model_never_brick_on_any_wire_format() {
+    for kind in ProviderKind::ALL {
+        let scene = Scene::new();
+        std::fs::write(
+            scene.workspace().join("notes.txt"),
+            "The build runs with make; the tests with make check.\n",
+        )
+        .unwrap();
+        // A tool output nearly the size of the window.
+        std::fs::write(
+            scene.workspace().join("big.log"),
+            "2026-11-26 12:00:00 INFO a line of the service's log\n".repeat(220),
+        )
+        .unwrap();
+        let server = MockLlm::strict(kind).await;
+        server.window(kind, WINDOW);
+        server.fallback(model(kind));
+
+        let oversized = format!(
+            "Turn 20: here is a whole file. {}",
+            "a line of a file pasted whole into the input; ".repeat(400)
+        );
+        let mut lines: Vec<String> = (1..50)
+            .map(|n| if n == 20 { oversized.clone() } else { input(n) })
+            .collect();
+        lines.insert(30, "/compact".into());
+        lines.push(QUESTION.into());
+        let out = chat(&scene, kind, &server, &[], &lines);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{kind}: {stderr}");
+        assert_eq!(server.rejections(), Vec::<String>::new(), "{kind}");
+        let all = events(&out.stdout);
+
+        // Every input was answered but the one that cannot fit, which was
+        // refused once, saying why and what to do; nothing closed.
+        let errors = of_kind(&all, "ERROR");
+        assert_eq!(errors.len(), 1, "{kind}: {errors:#?}");
+        let said = errors[0]["data"]["message"].as_str().unwrap();
+        assert!(
+            said.contains("this input alone is about")
+                && said.contains(&format!("context window of {WINDOW} tokens"))
+                && said.contains("split the input"),
+            "{kind}: {said}"
+        );
+        assert_eq!(errors[0]["data"]["closes_session"], false, "{kind}");
+        let ends = of_kind(&all, "PROCESSING_END");
+        assert_eq!(ends.len(), 49, "{kind}: {stderr}");
+        assert!(
+            !of_kind(&all, "SESSION_END")
+                .iter()
+                .any(|e| e["data"]["reason"] != "completed"),
+            "{kind}"
+        );
+
+        // The window was learned from the provider's own refusal, and
+        // after that almost nothing more was refused.
+        let notices = of_kind(&all, "NOTICE");
+        assert!(
+            notices.iter().any(|n| n["data"]["text"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("context window is {WINDOW} tokens"))),
+            "{kind}: {notices:#?}"
+        );
+        let last_end = &ends[ends.len() - 1]["data"];
+        assert_eq!(last_end["context_window"], WINDOW, "{kind}");
+        let (accepted, refused) = server.counted();
+        assert!(refused.len() <= 3, "{kind}: refused {refused:?}");
+        let compactions = of_kind(&all, "COMPACTION_END")
+            .iter()
+            .filter(|c| c["data"]["messagesCompressed"].as_u64() > Some(0))
+            .count();
+        assert!(compactions >= 3, "{kind}: {compactions} compactions");
+
+        // memory_read still works and finds the first turn's fact.
+        let requests = server.requests();
+        let last = requests
+            .iter()
+            .rev()
+            .find(|r| !r.body.to_string().contains(SUMMARY_PROMPT))
+            .unwrap();
+        let call = all
+            .iter()
+            .rfind(|e| e["kind"] == "TOOL_CALL_START" && e["data"]["name"] == "memory_read")
+            .unwrap_or_else(|| panic!("{kind}: memory_read was not called"));
+        let id = call["data"]["call_id"].as_str().unwrap();
+        let found = tool_result(kind, last, id, "memory_read");
+        assert!(found.contains("FACT-01"), "{kind}: {found}");
+
+        eprintln!(
+            "{kind}: window learned {}, {compactions} compactions, largest request sent {} (as the provider counts), {} refused, {} requests",
+            last_end["context_window"],
+            accepted.iter().max().unwrap(),
+            refused.len(),
+            accepted.len() + refused.len(),
+        );
+
+        // The next session starts from the learned window, and goes on.
+        let next = chat(&scene, kind, &server, &["--continue"], &[input(51)]);
+        assert!(next.status.success(), "{kind}");
+        let next = events(&next.stdout);
+        let start = of_kind(&next, "SESSION_START")[0];
+        assert_eq!(start["data"]["context_window"], WINDOW, "{kind}: {start}");
+        assert_eq!(start["data"]["window_source"], "learned", "{kind}");
+        assert!(of_kind(&next, "ERROR").is_empty(), "{kind}");
+        assert_eq!(
+            server.counted().1.len(),
+            refused.len(),
+            "{kind}: refused again"
+        );
+
+        // The flight recorder replays the whole session, refusals and all.
+        let list = sandcrab_cmd(&scene)
+            .args(["sessions", "list", "-w"])
+            .arg(scene.workspace())
+            .output()
+            .unwrap();
+        let id = String::from_utf8_lossy(&list.stdout)
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_string();
+        let replay = sandcrab_cmd(&scene)
+            .args(["replay", &id, "-w"])
+            .arg(scene.workspace())
+            .output()
+            .unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&replay.stdout),
+            String::from_utf8_lossy(&replay.stderr)
+        );
+        assert!(replay.status.success(), "{kind}: {said}");
+        assert!(
+            said.contains("every request the host built is the recorded one"),
+            "{kind}: {said}"
+        );
+    }
+}
