@@ -97,6 +97,7 @@ pub fn fit(
         input = input.map(|i| i - dropped);
     }
     if report.dropped > 0 {
+        // The note stands before every kept message, the input among them.
         note_left_out(request, report.dropped);
         input = input.map(|i| i + 1);
     }
@@ -257,12 +258,15 @@ fn drop_oldest_exchange(request: &mut Request, input: Option<usize>) -> Option<u
     Some(next_user - first)
 }
 
-/// Say, after the system prompt, that earlier messages were left out.
+/// Say, after the system prompt and the summary, that earlier messages
+/// were left out.
 fn note_left_out(request: &mut Request, dropped: usize) {
     let note = format!(
         "[{dropped} earlier messages of this conversation are not shown, so the request fits the model's context window; the session's store keeps them.]"
     );
-    let at = 1.min(request.messages.len());
+    let at = (1..request.messages.len())
+        .find(|i| !matches!(request.messages[*i], Message::System { .. }))
+        .unwrap_or(request.messages.len());
     request.messages.insert(at, Message::system(note));
 }
 
