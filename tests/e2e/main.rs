@@ -31,6 +31,7 @@ mod grant_engine_test;
 mod headless_run_test;
 mod host_integrity_test;
 mod instance_reuse_test;
+mod llama_server_test;
 mod llm_client_test;
 mod llm_request_shape_test;
 mod llm_transcripts;

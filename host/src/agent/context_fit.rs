@@ -42,10 +42,21 @@ impl Session {
             );
         }
         self.clamp_answer(&mut request, report.tokens);
-        if let Ok(mut largest) = self.largest_request.lock() {
-            *largest = (*largest).max(self.provider_tokens(report.tokens));
-        }
         Ok((request, report))
+    }
+
+    /// The provider answered `request`, counting `input_tokens` of it:
+    /// calibrate the estimate, and keep the largest request answered.
+    pub(super) fn answered(&self, request: &Request, input_tokens: u64) {
+        let estimated = request_tokens(request);
+        let sent = if self.window.observe(input_tokens, estimated) {
+            input_tokens
+        } else {
+            self.provider_tokens(estimated)
+        };
+        if let Ok(mut largest) = self.largest_request.lock() {
+            *largest = (*largest).max(sent);
+        }
     }
 
     /// Ask for no longer an answer than the window leaves (a provider that
@@ -68,8 +79,8 @@ impl Session {
         (estimated as f64 * self.window.facts().ratio).ceil() as u64
     }
 
-    /// The largest request sent so far, in the provider's tokens as
-    /// estimated.
+    /// The largest request the provider answered so far, in its tokens
+    /// (as it counted them, or as estimated when it did not say).
     pub fn largest_request(&self) -> u64 {
         self.largest_request.lock().map_or(0, |l| *l)
     }

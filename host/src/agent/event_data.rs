@@ -202,8 +202,8 @@ pub struct ProcessingEnded {
     /// The model's context window as the session knows it now.
     #[serde(default)]
     pub context_window: u64,
-    /// The largest request the session sent so far (the provider's
-    /// tokens, as estimated).
+    /// The largest request the provider answered in this session so far,
+    /// in its tokens (as it counted them, else as estimated).
     #[serde(default)]
     pub largest_request: u64,
 }

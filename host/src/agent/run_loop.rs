@@ -157,6 +157,7 @@ impl Session {
                 other => other?,
             };
             refusals = 0;
+            self.answered(&request, response.usage.input_tokens);
             self.lock().model_turns += 1;
             let cut_off = response.finish_reason == FinishReason::Length;
             let calls = response.tool_calls.clone();

@@ -196,7 +196,7 @@ pub struct Session {
     model_override: Mutex<Option<String>>,
     /// What the session knows of the model's window.
     pub(super) window: Arc<super::window::Window>,
-    /// The largest request sent, in the provider's tokens as estimated.
+    /// The largest request the provider answered, in its tokens.
     pub(super) largest_request: Mutex<u64>,
 }
 

@@ -21,6 +21,9 @@ const KEPT_FOR: Duration = Duration::from_secs(24 * 3600);
 /// Margin added to a learned ratio of provider tokens to estimated ones.
 const RATIO_MARGIN: f64 = 1.05;
 
+/// The least ratio believed: a token per five bytes.
+const LOWEST_RATIO: f64 = 0.6;
+
 /// A refusal that gives no numbers: assume the estimate was this much low.
 const BLIND_RATIO_STEP: f64 = 1.25;
 
@@ -49,8 +52,8 @@ pub enum WindowSource {
 pub struct WindowFacts {
     pub tokens: u64,
     pub source: WindowSource,
-    /// Provider tokens per estimated token (1.0 until a refusal shows the
-    /// estimate was low).
+    /// Provider tokens per estimated token: 1.0 at first, then what the
+    /// provider's counts and refusals showed.
     pub ratio: f64,
 }
 
@@ -94,7 +97,7 @@ impl Window {
     /// A window as a recording says a session started with.
     pub fn restored(tokens: u64, ratio: f64) -> Self {
         let window = Window::new(tokens, WindowSource::Profile, None);
-        window.facts.lock().expect("window lock").ratio = ratio.max(1.0);
+        window.facts.lock().expect("window lock").ratio = ratio.max(LOWEST_RATIO);
         window
     }
 
@@ -163,13 +166,28 @@ impl Window {
         Learned { before, after }
     }
 
+    /// Calibrate the estimate with the provider's own count of a request
+    /// it answered (`actual` tokens, estimated at `estimated`): the ratio
+    /// follows the count, with a margin, never below [`LOWEST_RATIO`]. A
+    /// count below a third of the estimate is not believed (no tokenizer
+    /// packs text that tightly; a scripted provider reports anything).
+    /// Whether the count was believed.
+    pub fn observe(&self, actual: u64, estimated: u64) -> bool {
+        if estimated < 256 || actual * 3 < estimated {
+            return false;
+        }
+        let seen = (actual as f64 / estimated as f64 * RATIO_MARGIN).max(LOWEST_RATIO);
+        self.facts.lock().expect("window lock").ratio = seen;
+        true
+    }
+
     fn read_kept(&self) -> Option<Kept> {
         let text = std::fs::read_to_string(self.kept_at.as_ref()?).ok()?;
         let kept: Kept = serde_json::from_str(&text).ok()?;
         let now = now_secs();
         (now.saturating_sub(kept.learned_at) < KEPT_FOR.as_secs()
             && kept.ratio.is_finite()
-            && kept.ratio >= 1.0)
+            && kept.ratio >= LOWEST_RATIO)
             .then_some(kept)
     }
 
@@ -296,6 +314,25 @@ mod tests {
         // A window the operator made smaller than what was learned stays.
         let smaller = Window::remembered(2048, WindowSource::Configured, Some(file));
         assert_eq!(smaller.facts().tokens, 2048);
+    }
+
+    #[test]
+    fn the_providers_count_calibrates_the_estimate_within_bounds() {
+        let window = Window::new(4096, WindowSource::Server, None);
+        let before = window.request_budget(512);
+        // A tokenizer that packs prose tightly: the budget grows.
+        window.observe(1400, 2000);
+        assert!((window.facts().ratio - 0.735).abs() < 0.01);
+        assert!(window.request_budget(512) > before);
+        // Tighter than a token per five bytes is not believed beyond it.
+        window.observe(800, 2000);
+        assert_eq!(window.facts().ratio, LOWEST_RATIO);
+        // A count below a third of the estimate is not a count.
+        window.observe(10, 2000);
+        assert_eq!(window.facts().ratio, LOWEST_RATIO);
+        // A count above the estimate raises it at once.
+        window.observe(2400, 2000);
+        assert!((window.facts().ratio - 1.26).abs() < 0.01);
     }
 
     #[test]
