@@ -152,9 +152,8 @@ impl Session {
                 learned.after.tokens
             ));
         }
-        if self.memory.is_some() {
-            let keep =
-                KEEP_AFTER_REFUSALS[(refusals as usize - 1).min(KEEP_AFTER_REFUSALS.len() - 1)];
+        let keep = KEEP_AFTER_REFUSALS[(refusals as usize - 1).min(KEEP_AFTER_REFUSALS.len() - 1)];
+        if self.memory.is_some() && self.compressible(keep) {
             self.compact_keeping(keep).await;
         }
         true

@@ -30,14 +30,7 @@ impl Session {
     pub(super) async fn compact_if_over_budget(&self, tokens: u64) {
         let Some(memory) = &self.memory else { return };
         let keep = memory.compactor.config().keep_recent;
-        let compressible = self
-            .lock()
-            .history
-            .iter()
-            .filter(|t| t.id != SUMMARY_TURN_ID)
-            .count()
-            > keep;
-        if !compressible {
+        if !self.compressible(keep) {
             return;
         }
         let window = self.window.facts().tokens;
@@ -45,6 +38,17 @@ impl Session {
         if memory.compactor.should_compress(tokens, room.max(1)) {
             self.compact_keeping(self.turns_to_keep(keep)).await;
         }
+    }
+
+    /// Whether the history holds more than `keep` turns besides its
+    /// summary (so a compaction keeping `keep` has something to do).
+    pub(super) fn compressible(&self, keep: usize) -> bool {
+        self.lock()
+            .history
+            .iter()
+            .filter(|t| t.id != SUMMARY_TURN_ID)
+            .count()
+            > keep
     }
 
     /// Make the vectors of what was just archived, off the request path

@@ -191,7 +191,7 @@ impl Compactor {
         let mut folded_away = Vec::new();
         let limit = self.config.clip_first + self.config.clip_last + self.config.buffer;
         if batches.len() > limit {
-            match self.fold_oldest(&mut batches).await {
+            match self.fold_oldest(&mut batches, plan.chunk_tokens).await {
                 Ok(ids) => folded_away = ids,
                 Err(why) => return Ok(unchanged(Some(why))),
             }
@@ -227,9 +227,15 @@ impl Compactor {
     }
 
     /// Fold the oldest batches into one of greater depth, leaving
-    /// `clip_first + clip_last` in all; the archival ids of stored batches
+    /// `clip_first + clip_last` in all (handing the summarizer no more than
+    /// `chunk_tokens` of them at a time, each part folded into the
+    /// summary of the parts before); the archival ids of stored batches
     /// folded away.
-    async fn fold_oldest(&self, batches: &mut Vec<Stored>) -> Result<Vec<i64>, String> {
+    async fn fold_oldest(
+        &self,
+        batches: &mut Vec<Stored>,
+        chunk_tokens: Option<u64>,
+    ) -> Result<Vec<i64>, String> {
         let keep = (self.config.clip_first + self.config.clip_last).max(1);
         let n = batches.len() + 1 - keep;
         let sources: Vec<Stored> = batches.drain(..n).collect();
@@ -244,7 +250,11 @@ impl Compactor {
                 answers: Vec::new(),
             })
             .collect();
-        let summary = self.summarizer.summarize("", &entries).await?;
+        let entries = fit_for_summarizer(&entries, chunk_tokens);
+        let mut summary = String::new();
+        for part in chunk_entries(&entries, usize::MAX, chunk_tokens) {
+            summary = self.summarizer.summarize(&summary, part).await?;
+        }
         let folded = SummaryBatch {
             depth: sources.iter().map(|s| s.batch.depth).max().unwrap_or(0) + 1,
             start_time: sources[0].batch.start_time.clone(),

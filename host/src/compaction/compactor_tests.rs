@@ -15,6 +15,8 @@ use crate::store::{SessionRecord, SqliteStore, StoredTurn};
 struct Scripted {
     calls: Mutex<Vec<(String, Vec<String>)>>,
     fail: bool,
+    /// Words added to each summary (a wordy summarizer).
+    pad: usize,
 }
 
 #[async_trait::async_trait]
@@ -26,7 +28,12 @@ impl Summarizer for Scripted {
         let mut calls = self.calls.lock().unwrap();
         let ids: Vec<String> = messages.iter().map(|m| m.id.clone()).collect();
         calls.push((existing.to_string(), ids.clone()));
-        Ok(format!("summary {} of [{}]", calls.len(), ids.join(",")))
+        Ok(format!(
+            "summary {} of [{}]{}",
+            calls.len(),
+            ids.join(","),
+            " word".repeat(self.pad)
+        ))
     }
 }
 
@@ -305,4 +312,38 @@ async fn a_history_under_keep_recent_is_left_alone() {
     assert_eq!(r.kept_from, 0);
     assert_eq!(r.stats, CompactionStats::default());
     assert!(f.summarizer.calls.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_summarizer_with_a_small_window_reads_the_history_and_the_folds_in_parts() {
+    let mut f = fixture(config(20, 0), false);
+    // Summaries of ~70 estimated tokens each.
+    f.summarizer = Arc::new(Scripted {
+        pad: 40,
+        ..Scripted::default()
+    });
+    f.compactor = Compactor::new(f.summarizer.clone(), f.store.clone(), config(20, 0));
+    let mut long = msgs(14);
+    for e in &mut long {
+        e.text = format!("{} {}", e.text, "detail ".repeat(40));
+    }
+    // Each entry is ~100 estimated tokens; the summarizer takes 250.
+    let plan = CompressPlan {
+        keep_recent: 0,
+        chunk_tokens: Some(250),
+    };
+    f.compactor.compress_with(CONV, &long, plan).await.unwrap();
+    let calls = f.summarizer.calls.lock().unwrap().clone();
+    // Fourteen entries in parts of two (not one part, as chunk_size 20
+    // alone would make), each folded into the one before...
+    let parts: Vec<usize> = calls.iter().map(|(_, ids)| ids.len()).collect();
+    assert_eq!(&parts[..7], &[2; 7], "{calls:?}");
+    assert!(calls[1].0.starts_with("summary 1 of"), "{calls:?}");
+    // ...then the seven batches (over the 6 allowed) fold into a deeper
+    // one, again in parts that fit, each carrying the one before.
+    let fold = &calls[7..];
+    assert!(fold.len() > 1, "the fold ran in one part: {calls:?}");
+    assert!(fold[0].0.is_empty() && fold[1..].iter().all(|(e, _)| !e.is_empty()));
+    let depths: Vec<u32> = batches(&f).iter().map(|(_, b)| b.depth).collect();
+    assert!(depths.contains(&1), "{depths:?}");
 }
