@@ -183,7 +183,8 @@ impl MockLlm {
         }
     }
 
-    /// Answer `path` (one of the self-description paths) with `body`.
+    /// Answer `path` (one of the self-description paths, or Gemini's
+    /// `/v1beta/models/NAME`) with `body`.
     pub fn describe(&self, path: &str, body: Value) {
         self.inner
             .lock()
@@ -245,13 +246,19 @@ impl MockLlm {
 
 async fn handle(
     State(inner): State<Arc<Mutex<Inner>>>,
+    method: axum::http::Method,
     uri: Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    // Gemini's model metadata: a GET of the model itself (its calls are
+    // POSTs to `model:generateContent`).
+    let gemini_metadata = method == axum::http::Method::GET
+        && uri.path().starts_with("/v1beta/models/")
+        && !uri.path().contains(':');
     let reply = {
         let mut inner = inner.lock().unwrap();
-        if INFO_PATHS.contains(&uri.path()) {
+        if INFO_PATHS.contains(&uri.path()) || gemini_metadata {
             inner.info_asked.push(uri.path().to_string());
             return match inner.info.get(uri.path()) {
                 Some(body) => Response::builder()

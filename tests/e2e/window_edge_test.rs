@@ -269,3 +269,37 @@ async fn fifty_turns_against_a_4096_token_model_never_brick_on_any_wire_format()
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_says_its_models_window_and_it_is_used() {
+    let scene = Scene::new();
+    let kind = ProviderKind::Gemini;
+    let server = MockLlm::strict(kind).await;
+    server.describe(
+        "/v1beta/models/test-model",
+        json!({"name": "models/test-model", "inputTokenLimit": 32768, "outputTokenLimit": 8192}),
+    );
+    server.push(stream(kind, &Answer::Text(vec!["hi"])));
+    let out = sandcrab(&scene, kind, &server, "run")
+        .args(["--json", "hello"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let all = events(&out.stdout);
+    let start = &of_kind(&all, "SESSION_START")[0]["data"];
+    assert_eq!(start["context_window"], 32768, "{start}");
+    assert_eq!(start["window_source"], "server", "{start}");
+    assert_eq!(server.info_asked(), ["/v1beta/models/test-model"]);
+    // Kept: the next run asks nothing.
+    server.push(stream(kind, &Answer::Text(vec!["hi"])));
+    let out = sandcrab(&scene, kind, &server, "run")
+        .args(["--json", "hello"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(server.info_asked().len(), 1);
+}

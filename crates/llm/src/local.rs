@@ -1,7 +1,9 @@
 //! What a local OpenAI-compatible server says about itself: the models it
 //! serves (`GET /v1/models`) and the context window the model runs with
-//! (llama.cpp: `GET /props`; Ollama: `POST /api/show`). Every question is
-//! short-timed and optional: a server that does not answer is simply not
+//! (llama.cpp: `GET /props`; Ollama: `POST /api/show`); and what Gemini's
+//! model metadata says of a model's window (`GET /v1beta/models/{model}`).
+//! Every question is short-timed and optional: a server that does not
+//! answer is simply not
 //! described.
 
 use std::time::Duration;
@@ -40,6 +42,15 @@ pub async fn describe(config: &ProviderConfig, model: Option<&str>) -> LocalServ
         return LocalServer::default();
     };
     let root = config.root();
+    if config.kind == super::config::ProviderKind::Gemini {
+        return LocalServer {
+            models: Vec::new(),
+            context_window: match model {
+                Some(model) => gemini_window(&http, &root, config, model).await,
+                None => None,
+            },
+        };
+    }
     let auth = |r: reqwest::RequestBuilder| match &config.api_key {
         Some(key) => r.bearer_auth(key),
         None => r,
@@ -122,6 +133,25 @@ fn server_of(list: &Value, model: Option<&str>) -> Server {
                 .filter(|n| *n > 0),
         ),
     }
+}
+
+/// Gemini's model metadata: `GET /v1beta/models/{model}`,
+/// `inputTokenLimit`.
+async fn gemini_window(
+    http: &reqwest::Client,
+    root: &str,
+    config: &ProviderConfig,
+    model: &str,
+) -> Option<u64> {
+    let mut request = http.get(format!("{root}/v1beta/models/{model}"));
+    if let Some(key) = &config.api_key {
+        request = request.header("x-goog-api-key", key);
+    }
+    get_json(request)
+        .await?
+        .get("inputTokenLimit")?
+        .as_u64()
+        .filter(|n| *n > 0)
 }
 
 async fn get_json(request: reqwest::RequestBuilder) -> Option<Value> {

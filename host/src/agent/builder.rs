@@ -149,6 +149,16 @@ impl AgentKit {
                 .or_else(|| (server.models.len() == 1).then(|| server.models[0].clone()));
             (picked, Some(server.models))
         } else {
+            if provider == ProviderKind::Gemini
+                && told_window.is_none()
+                && let Some(model) = &named_model
+            {
+                // Gemini's model metadata says the window.
+                told_window = super::server_facts::described(&provider_config, Some(model))
+                    .await
+                    .context_window
+                    .map(|w| (w, super::window::WindowSource::Server));
+            }
             (named_model, None)
         };
         let model = model.ok_or_else(|| {
