@@ -572,6 +572,9 @@ fn provider_closing_on_large_bodies(first: Vec<u8>) -> String {
 async fn a_provider_closing_mid_upload_is_an_error_not_a_silent_death() {
     let kind = ProviderKind::OpenAiCompatible;
     let scene = Scene::new();
+    // A window that takes the whole upload (a smaller one would cut the
+    // huge argument out of the request, which then is not large).
+    scene.write_user_config("[providers.openai-compatible]\ncontext_window = 10000000\n");
     let huge = "x".repeat(12 << 20);
     let first: Vec<u8> = stream(
         kind,

@@ -938,6 +938,8 @@ async fn an_approval_offers_only_the_answers_that_apply() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_paste_is_one_mark_on_screen_and_whole_when_sent() {
     let scene = Scene::new();
+    // A model whose window holds the whole paste (about 20,000 tokens).
+    scene.write_user_config("[providers.openai-compatible]\ncontext_window = 131072\n");
     let server = MockLlm::strict(KIND).await;
     server.push(stream(KIND, &text(&["Read it all."])));
     let mut term = Terminal::spawn_sized(chat(&scene, &server, &[]), COLS, ROWS);

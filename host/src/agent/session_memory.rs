@@ -25,17 +25,19 @@ impl Session {
     }
 
     /// Compact when the context (`tokens`, the provider's count as
-    /// estimated) is over the budget: the configured share of what the
-    /// window leaves beside the answer.
+    /// estimated) is over the budget: the configured share of the window,
+    /// or what the window leaves beside the answer when that is less.
     pub(super) async fn compact_if_over_budget(&self, tokens: u64) {
         let Some(memory) = &self.memory else { return };
         let keep = memory.compactor.config().keep_recent;
         if !self.compressible(keep) {
             return;
         }
+        // Over the configured share of the window, or over what it leaves
+        // beside the answer (a small window's tighter bound).
         let window = self.window.facts().tokens;
         let room = window.saturating_sub(self.window.answer_reserve(self.config.max_tokens));
-        if memory.compactor.should_compress(tokens, room.max(1)) {
+        if memory.compactor.should_compress(tokens, window) || tokens > room {
             self.compact_keeping(self.turns_to_keep(keep)).await;
         }
     }
