@@ -175,18 +175,22 @@ fn clip_to_fit(request: &mut Request, input: Option<usize>, budget: u64, floor: 
     cut
 }
 
+/// Below this many tokens a message is cut with the short marker.
+const LONG_MARKER_FROM: u64 = 200;
+
 /// Cut `message` to about `tokens` estimated tokens.
 fn clip_message(message: &mut Message, tokens: u64) {
+    let long = tokens >= LONG_MARKER_FROM;
     // Room for the text once the overhead and the marker are paid.
-    let bytes = (tokens.saturating_sub(text_tokens(&marker(0)) + 12) * 3) as usize;
+    let bytes = (tokens.saturating_sub(text_tokens(&marker(0, long)) + 12) * 3) as usize;
     match message {
-        Message::System { text } | Message::User { text } => clip_text(text, bytes),
-        Message::ToolResult { content, .. } => clip_text(content, bytes),
+        Message::System { text } | Message::User { text } => clip_text(text, bytes, long),
+        Message::ToolResult { content, .. } => clip_text(content, bytes, long),
         Message::Assistant {
             text, tool_calls, ..
         } => {
             let share = bytes / (1 + tool_calls.len());
-            clip_text(text, share);
+            clip_text(text, share, long);
             for call in tool_calls {
                 clip_strings(&mut call.arguments, share);
             }
@@ -194,23 +198,29 @@ fn clip_message(message: &mut Message, tokens: u64) {
     }
 }
 
-/// What stands where a message was cut.
-fn marker(cut: usize) -> String {
-    format!(
-        "\n[… {cut} bytes cut here so the request fits the model's context window; the session's store keeps the whole. Ask for a smaller part (a line range, a narrower search) if you need what was cut …]\n"
-    )
+/// What stands where a message was cut: what happened and what to do, or
+/// (where a message is cut very short) only what happened.
+fn marker(cut: usize, long: bool) -> String {
+    if long {
+        format!(
+            "\n[… {cut} bytes cut here so the request fits the model's context window; the session's store keeps the whole. Ask for a smaller part (a line range, a narrower search) if you need what was cut …]\n"
+        )
+    } else {
+        format!("\n[… {cut} bytes cut …]\n")
+    }
 }
 
 /// Keep the head (two thirds) and tail (one third) of `text` within
-/// `bytes`, with a marker between.
-fn clip_text(text: &mut String, bytes: usize) {
-    if text.len() <= bytes + marker(text.len()).len() {
+/// `bytes`, with a marker between (nothing changes when the cut text
+/// would be no shorter).
+fn clip_text(text: &mut String, bytes: usize, long: bool) {
+    if text.len() <= bytes + marker(text.len(), long).len() {
         return;
     }
     let head = text.floor_char_boundary(bytes * 2 / 3);
     let tail = text.ceil_char_boundary(text.len() - bytes / 3);
     let cut = tail - head;
-    *text = format!("{}{}{}", &text[..head], marker(cut), &text[tail..]);
+    *text = format!("{}{}{}", &text[..head], marker(cut, long), &text[tail..]);
 }
 
 /// Cut the long strings inside a tool call's arguments so all of them fit
@@ -237,7 +247,7 @@ fn collect_strings(value: &Value, out: &mut Vec<usize>) {
 
 fn cut_strings(value: &mut Value, each: usize) {
     match value {
-        Value::String(s) => clip_text(s, each),
+        Value::String(s) => clip_text(s, each, false),
         Value::Array(items) => items.iter_mut().for_each(|v| cut_strings(v, each)),
         Value::Object(map) => map.values_mut().for_each(|v| cut_strings(v, each)),
         _ => {}

@@ -129,7 +129,7 @@ fn a_huge_tool_argument_is_cut_inside_its_strings_and_stays_json() {
     assert_eq!(args["path"], "big.txt");
     let cut = args["content"].as_str().unwrap();
     assert!(
-        cut.len() < 5000 && cut.contains("bytes cut here"),
+        cut.len() < 5000 && cut.contains("bytes cut …]"),
         "{}",
         cut.len()
     );
@@ -178,4 +178,29 @@ fn tools_that_take_a_third_of_the_window_are_described_shortly() {
     // A parameter named `description` is a parameter, not a description.
     assert!(r.tools[0].parameters["properties"]["description"].is_object());
     assert!(r.tools[0].parameters["properties"]["path"]["description"].is_null());
+}
+
+#[test]
+fn a_message_cut_very_short_gets_a_short_marker_so_the_cut_still_fits() {
+    let mut r = request(vec![
+        Message::system("be brief"),
+        Message::system(format!(
+            "[Context Summary] {}",
+            "what happened. ".repeat(200)
+        )),
+        Message::user("earlier"),
+        Message::assistant("ok"),
+        Message::user("now"),
+    ]);
+    // Room for little more than the prompt, the input and a marker.
+    let report = fit(&mut r, Some(4), 100, brief).unwrap();
+    assert!(report.tokens <= 100, "{report:?} {r:#?}");
+    let Message::System { text } = &r.messages[1] else {
+        panic!("{r:#?}")
+    };
+    assert!(
+        text.contains("bytes cut …]") && !text.contains("cut here"),
+        "{text}"
+    );
+    assert_eq!(r.messages.last(), Some(&Message::user("now")));
 }

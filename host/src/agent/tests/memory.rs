@@ -318,7 +318,7 @@ async fn ac7_2_the_budget_triggers_compaction_before_a_request() {
     let store: Arc<dyn Store> = f.store.clone();
     let resumed = SessionMemory::resume(store, f.compactor.clone(), s.id()).unwrap();
     let client = Arc::new(ScriptedClient::new([text("ok")]));
-    let s = session(&f, client.clone(), 800, resumed);
+    let s = session(&f, client.clone(), 700, resumed);
     let mut events = s.subscribe();
     s.submit("over the budget").await.unwrap();
     let seen = kinds(&drain(&mut events));
