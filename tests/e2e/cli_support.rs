@@ -75,6 +75,36 @@ pub fn chat(scene: &Scene, kind: ProviderKind, server: &MockLlm, lines: &[&str])
     child.wait_with_output().unwrap()
 }
 
+/// Run `cmd` (a `chat`) with `lines` on its stdin and wait for it. The
+/// lines go in from a thread (the child's output fills its pipes while
+/// they are still going in); a chat that ended early takes no more, and
+/// what it said before is what the caller reads.
+pub fn with_lines(mut cmd: Command, lines: &[String]) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let lines = lines.to_vec();
+    let writer = std::thread::spawn(move || {
+        for line in lines {
+            if writeln!(stdin, "{line}").is_err() {
+                break;
+            }
+        }
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
+}
+
+/// The events of `kind` among `events`.
+pub fn of_kind<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["kind"] == kind).collect()
+}
+
 /// The tool result (content) for `call_id`/`name` in a recorded request, in
 /// the provider's own shape.
 pub fn tool_result(kind: ProviderKind, request: &Recorded, call_id: &str, name: &str) -> String {

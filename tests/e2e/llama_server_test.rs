@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::cli_support::events;
+use crate::cli_support::{events, of_kind, with_lines};
 use crate::support::{Scene, sandcrab_cmd};
 
 /// The server's window.
@@ -109,8 +109,8 @@ fn input(n: usize) -> String {
 
 /// `sandcrab chat --json` as `provider` against `llama`, with `inputs`.
 fn chat(scene: &Scene, llama: &Llama, provider: &str, extra: &[&str], inputs: &[String]) -> Output {
-    let mut child = sandcrab_cmd(scene)
-        .env("ANTHROPIC_API_KEY", "sk-local")
+    let mut cmd = sandcrab_cmd(scene);
+    cmd.env("ANTHROPIC_API_KEY", "sk-local")
         .args([
             "chat",
             "--json",
@@ -123,30 +123,8 @@ fn chat(scene: &Scene, llama: &Llama, provider: &str, extra: &[&str], inputs: &[
         .arg(llama.url())
         .arg("-w")
         .arg(scene.workspace())
-        .args(extra)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let lines = inputs.to_vec();
-    let writer = std::thread::spawn(move || {
-        // A chat that ended early takes no more lines; what it said
-        // before is what the test reads.
-        for line in lines {
-            if writeln!(stdin, "{line}").is_err() {
-                break;
-            }
-        }
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    out
-}
-
-fn of_kind<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["kind"] == kind).collect()
+        .args(extra);
+    with_lines(cmd, inputs)
 }
 
 /// Every input answered, nothing refused, the window known and the

@@ -8,15 +8,14 @@
 //! turn's fact, a continued session starts from the learned window, and
 //! the flight recorder replays the session.
 
-use std::io::Write;
-use std::process::{Output, Stdio};
+use std::process::Output;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use sandcrab::llm::ProviderKind;
 use serde_json::{Value, json};
 
-use crate::cli_support::{events, sandcrab, tool_result};
+use crate::cli_support::{events, of_kind, sandcrab, tool_result, with_lines};
 use crate::llm_transcripts::{Answer, complete, stream, tool};
 use crate::mock_llm::{MockLlm, Reply};
 use crate::support::{Scene, sandcrab_cmd};
@@ -103,34 +102,9 @@ fn chat(
     args: &[&str],
     lines: &[String],
 ) -> Output {
-    let mut child = sandcrab(scene, kind, server, "chat")
-        .args(["--json", "--approvals", "never"])
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Written from a thread: the child's events fill its stdout pipe
-    // while the lines are still going in.
-    let mut stdin = child.stdin.take().unwrap();
-    let lines = lines.to_vec();
-    let writer = std::thread::spawn(move || {
-        // A chat that ended early takes no more lines; what it said
-        // before is what the test reads.
-        for line in lines {
-            if writeln!(stdin, "{line}").is_err() {
-                break;
-            }
-        }
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    out
-}
-
-fn of_kind<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["kind"] == kind).collect()
+    let mut cmd = sandcrab(scene, kind, server, "chat");
+    cmd.args(["--json", "--approvals", "never"]).args(args);
+    with_lines(cmd, lines)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -246,16 +220,7 @@ async fn fifty_turns_against_a_4096_token_model_never_brick_on_any_wire_format()
         );
 
         // The flight recorder replays the whole session, refusals and all.
-        let list = sandcrab_cmd(&scene)
-            .args(["sessions", "list", "-w"])
-            .arg(scene.workspace())
-            .output()
-            .unwrap();
-        let id = String::from_utf8_lossy(&list.stdout)
-            .split_whitespace()
-            .next()
-            .unwrap()
-            .to_string();
+        let id = crate::sessions_test::only_session(&scene);
         let replay = sandcrab_cmd(&scene)
             .args(["replay", &id, "-w"])
             .arg(scene.workspace())
