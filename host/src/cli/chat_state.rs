@@ -43,9 +43,15 @@ impl Chat {
         let mut parts = vec![
             session.model(),
             format!(
-                "context ~{}% of {}",
+                "context ~{}% of {}{}",
                 (used * 100 / window).min(999),
-                thousands(window)
+                thousands(window),
+                // A window a refusal taught is worth saying.
+                if session.window_facts().source == crate::agent::window::WindowSource::Learned {
+                    " (learned)"
+                } else {
+                    ""
+                }
             ),
         ];
         if let Some(usage) = self.renderer.last_usage()
