@@ -80,8 +80,9 @@ fn number_after(text: &str) -> Option<u64> {
 fn number_before(text: &str) -> Option<u64> {
     let text = text.trim_end();
     let start = text
-        .rfind(|c: char| !(c.is_ascii_digit() || c == ','))
-        .map_or(0, |i| i + 1);
+        .char_indices()
+        .rfind(|(_, c)| !(c.is_ascii_digit() || *c == ','))
+        .map_or(0, |(i, c)| i + c.len_utf8());
     let digits: String = text[start..].chars().filter(char::is_ascii_digit).collect();
     digits.parse().ok()
 }
@@ -124,6 +125,20 @@ mod tests {
                 "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the completion)."
             ),
             (Some(5000), Some(4096))
+        );
+    }
+
+    #[test]
+    fn text_around_the_numbers_in_any_script_reads_without_a_panic() {
+        assert_eq!(
+            read("prompt is too long: ≈8021 tokens > 8000 maximum").1,
+            Some(8000)
+        );
+        // A narrow no-break space inside the number: misread as 21, which
+        // is no reason for a refusal, so nothing is believed.
+        assert_eq!(
+            read("prompt is too long: 8\u{202f}021 tokens > 8000 maximum"),
+            (None, None)
         );
     }
 

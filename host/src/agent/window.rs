@@ -24,6 +24,10 @@ const RATIO_MARGIN: f64 = 1.05;
 /// The least ratio believed: a token per five bytes.
 const LOWEST_RATIO: f64 = 0.6;
 
+/// The most a ratio is believed: a token per byte (a refusal whose "sent"
+/// counts the answer's limit too must not make every input too big).
+const HIGHEST_RATIO: f64 = 3.0;
+
 /// A refusal that gives no numbers: assume the estimate was this much low.
 const BLIND_RATIO_STEP: f64 = 1.25;
 
@@ -149,12 +153,12 @@ impl Window {
         match refusal.sent {
             Some(sent) if estimated > 0 => {
                 let seen = sent as f64 / estimated as f64 * RATIO_MARGIN;
-                facts.ratio = facts.ratio.max(seen);
+                facts.ratio = facts.ratio.max(seen).min(HIGHEST_RATIO);
             }
             // No count of the request: the estimate is assumed low (when
             // the window did not shrink enough to explain the refusal).
             _ if (estimated as f64 * facts.ratio) < facts.tokens as f64 => {
-                facts.ratio *= BLIND_RATIO_STEP;
+                facts.ratio = (facts.ratio * BLIND_RATIO_STEP).min(HIGHEST_RATIO);
             }
             _ => {}
         }
@@ -173,10 +177,11 @@ impl Window {
     /// packs text that tightly; a scripted provider reports anything).
     /// Whether the count was believed.
     pub fn observe(&self, actual: u64, estimated: u64) -> bool {
-        if estimated < 256 || actual * 3 < estimated {
+        if estimated < 256 || actual.saturating_mul(3) < estimated {
             return false;
         }
-        let seen = (actual as f64 / estimated as f64 * RATIO_MARGIN).max(LOWEST_RATIO);
+        let seen =
+            (actual as f64 / estimated as f64 * RATIO_MARGIN).clamp(LOWEST_RATIO, HIGHEST_RATIO);
         self.facts.lock().expect("window lock").ratio = seen;
         true
     }
@@ -187,8 +192,8 @@ impl Window {
         let now = now_secs();
         (now.saturating_sub(kept.learned_at) < KEPT_FOR.as_secs()
             && kept.ratio.is_finite()
-            && kept.ratio >= LOWEST_RATIO)
-            .then_some(kept)
+            && (LOWEST_RATIO..=HIGHEST_RATIO).contains(&kept.ratio))
+        .then_some(kept)
     }
 
     fn keep(&self, facts: WindowFacts) {
