@@ -7,7 +7,7 @@
 use crate::types::{Message, Request, ToolDefinition};
 
 /// Bytes per token assumed.
-const BYTES_PER_TOKEN: u64 = 3;
+pub const BYTES_PER_TOKEN: u64 = 3;
 
 /// What each message costs beyond its text (role markers, separators).
 const MESSAGE_OVERHEAD: u64 = 8;

@@ -89,9 +89,7 @@ impl Session {
     /// provider counts them: the tools as a small window gets them, every
     /// message whole (before any is cut).
     pub fn estimated_tokens(&self) -> u64 {
-        let tools = self.tools_for_request();
-        let (mut request, _) = self.request(&tools);
-        brief_if_small(&mut request, self.budget(), || self.brief_system_prompt());
+        let request = self.request_as_a_small_window_gets_it();
         self.provider_tokens(request_tokens(&request))
     }
 
@@ -100,9 +98,7 @@ impl Session {
     /// beside the instructions and tools (so one compaction frees room for
     /// several turns, not one), at least one.
     pub(super) fn turns_to_keep(&self, keep_recent: usize) -> usize {
-        let tools = self.tools_for_request();
-        let (mut request, _) = self.request(&tools);
-        brief_if_small(&mut request, self.budget(), || self.brief_system_prompt());
+        let request = self.request_as_a_small_window_gets_it();
         let fixed = request_tokens(&Request {
             messages: request.messages.into_iter().take(1).collect(),
             tools: request.tools,
@@ -123,6 +119,15 @@ impl Session {
             keep += 1;
         }
         keep.max(1)
+    }
+
+    /// The next request with every message whole, its tools as the window
+    /// gets them (described briefly when the window is small).
+    fn request_as_a_small_window_gets_it(&self) -> Request {
+        let tools = self.tools_for_request();
+        let (mut request, _) = self.request(&tools);
+        brief_if_small(&mut request, self.budget(), || self.brief_system_prompt());
+        request
     }
 
     /// What a request may be, in estimated tokens.

@@ -15,7 +15,9 @@
 
 use serde_json::Value;
 
-use crate::llm::estimate::{message_tokens, request_tokens, text_tokens, tools_tokens};
+use crate::llm::estimate::{
+    BYTES_PER_TOKEN, message_tokens, request_tokens, text_tokens, tools_tokens,
+};
 use crate::llm::{Message, Request};
 
 /// No message is cut below this many tokens while older ones can be left
@@ -182,7 +184,8 @@ const LONG_MARKER_FROM: u64 = 200;
 fn clip_message(message: &mut Message, tokens: u64) {
     let long = tokens >= LONG_MARKER_FROM;
     // Room for the text once the overhead and the marker are paid.
-    let bytes = (tokens.saturating_sub(text_tokens(&marker(0, long)) + 12) * 3) as usize;
+    let bytes =
+        (tokens.saturating_sub(text_tokens(&marker(0, long)) + 12) * BYTES_PER_TOKEN) as usize;
     match message {
         Message::System { text } | Message::User { text } => clip_text(text, bytes, long),
         Message::ToolResult { content, .. } => clip_text(content, bytes, long),

@@ -70,7 +70,7 @@ fn fit_for_summarizer(entries: &[Entry], chunk_tokens: Option<u64>) -> Vec<Entry
     let Some(limit) = chunk_tokens else {
         return entries.to_vec();
     };
-    let bytes = (limit * 3) as usize;
+    let bytes = (limit * crate::llm::estimate::BYTES_PER_TOKEN) as usize;
     entries
         .iter()
         .map(|e| {
