@@ -272,3 +272,105 @@ async fn gemini_says_its_models_window_and_it_is_used() {
     assert!(out.status.success());
     assert_eq!(server.info_asked().len(), 1);
 }
+
+/// The operator's request in the tool-loop test.
+const LOOP_INPUT: &str =
+    "Read part 1 to part 14 of the report, one by one, then summarize them. REQUEST-MARK";
+
+/// Parts the tool-loop model reads before it answers.
+const PARTS: usize = 14;
+
+/// Part `n` of the report: about 450 tokens, ending with its own mark.
+fn part(n: usize) -> String {
+    format!(
+        "{}END-OF-PART-{n:02}\n",
+        format!("part {n}: a line of the quarterly report, weighed with care\n").repeat(20)
+    )
+}
+
+/// A scripted model that reads the parts one per round, then answers; a
+/// summary that keeps nothing of what it read.
+fn reader(kind: ProviderKind) -> impl Fn(&str, &Value) -> Reply + Send + 'static {
+    move |_path, body| {
+        let text = body.to_string();
+        if text.contains(SUMMARY_PROMPT) {
+            return complete(kind, &Answer::Text(vec!["Earlier, parts were read."]));
+        }
+        let read = (1..=PARTS)
+            .filter(|n| text.contains(&format!("END-OF-PART-{n:02}")))
+            .max()
+            .unwrap_or(0);
+        if !answers_a_tool(&last_entry(body)) || read < PARTS {
+            let next = if answers_a_tool(&last_entry(body)) {
+                read + 1
+            } else {
+                1
+            };
+            let call = tool(
+                &format!("part{next}"),
+                "read_file",
+                json!({"file_path": format!("part{next}.txt")}),
+            );
+            return stream(kind, &Answer::Tools(vec![call]));
+        }
+        stream(kind, &Answer::Text(vec!["All fourteen parts are read."]))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_tool_loop_keeps_the_operators_request_and_the_newest_output_whole() {
+    for kind in ProviderKind::ALL {
+        let scene = Scene::new();
+        for n in 1..=PARTS {
+            std::fs::write(scene.workspace().join(format!("part{n}.txt")), part(n)).unwrap();
+        }
+        let server = MockLlm::strict(kind).await;
+        server.window(kind, WINDOW);
+        server.fallback(reader(kind));
+        let out = chat(&scene, kind, &server, &[], &[LOOP_INPUT.to_string()]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{kind}: {stderr}");
+        let all = events(&out.stdout);
+        assert!(
+            of_kind(&all, "ERROR").is_empty(),
+            "{kind}: {:#?}",
+            of_kind(&all, "ERROR")
+        );
+        let reads = of_kind(&all, "TOOL_CALL_START").len();
+        assert_eq!(
+            reads, PARTS,
+            "{kind}: the model read every part (the positive control)"
+        );
+
+        // Every request the model got carries the operator's request whole,
+        // and the output just read whole, its end mark included.
+        let mut rounds = 0;
+        for request in server.requests() {
+            let body = request.body.to_string();
+            if body.contains(SUMMARY_PROMPT) {
+                continue;
+            }
+            assert!(
+                body.contains(LOOP_INPUT),
+                "{kind}: the operator's request was not sent:\n{}",
+                last_entry(&request.body)
+            );
+            let last = last_entry(&request.body);
+            if answers_a_tool(&last) {
+                rounds += 1;
+                assert!(
+                    last.contains(&format!("END-OF-PART-{rounds:02}"))
+                        && !last.contains("bytes cut"),
+                    "{kind}: round {rounds}'s output was cut: {last}"
+                );
+            }
+        }
+        assert_eq!(rounds, PARTS, "{kind}");
+        let (accepted, refused) = server.counted();
+        eprintln!(
+            "{kind}: {PARTS} rounds in a {WINDOW}-token window, largest request {} (provider count), {} refused",
+            accepted.iter().max().unwrap(),
+            refused.len()
+        );
+    }
+}

@@ -4,7 +4,7 @@
 //! the estimate is rarely low; the host corrects it with what a refusal
 //! says the real count was.
 
-use crate::types::{Message, Request, ToolDefinition};
+use crate::types::{Message, Reasoning, ReasoningPart, Request, ToolDefinition};
 
 /// Bytes per token assumed.
 pub const BYTES_PER_TOKEN: u64 = 3;
@@ -19,14 +19,51 @@ pub fn text_tokens(text: &str) -> u64 {
 
 /// Estimated tokens of one message.
 pub fn message_tokens(message: &Message) -> u64 {
-    let tokens = match message {
-        Message::Assistant { tool_calls, .. } if !tool_calls.is_empty() => {
-            // Names and arguments travel as JSON.
-            (message.char_len() as u64 + 16 * tool_calls.len() as u64).div_ceil(BYTES_PER_TOKEN)
+    (sent_bytes(message) as u64).div_ceil(BYTES_PER_TOKEN) + MESSAGE_OVERHEAD
+}
+
+/// The bytes of `message` an adapter sends: its text, its calls as JSON,
+/// and of its reasoning only the state sent back (Anthropic's signed
+/// thinking, OpenAI's encrypted items, Gemini's signatures); the readable
+/// reasoning text alone is never sent.
+fn sent_bytes(message: &Message) -> usize {
+    match message {
+        Message::System { text } | Message::User { text } => text.len(),
+        Message::ToolResult { content, .. } => content.len(),
+        Message::Assistant {
+            text,
+            tool_calls,
+            reasoning,
+        } => {
+            let calls: usize = tool_calls
+                .iter()
+                .map(|c| {
+                    // Names and arguments travel as JSON.
+                    16 + c.name.len()
+                        + c.arguments.to_string().len()
+                        + c.signature.as_ref().map_or(0, String::len)
+                })
+                .sum();
+            text.len() + calls + reasoning.as_ref().map_or(0, reasoning_bytes)
         }
-        _ => (message.char_len() as u64).div_ceil(BYTES_PER_TOKEN),
-    };
-    tokens + MESSAGE_OVERHEAD
+    }
+}
+
+/// The reasoning state an adapter sends back.
+pub fn reasoning_bytes(reasoning: &Reasoning) -> usize {
+    let parts: usize = reasoning
+        .parts
+        .iter()
+        .map(|part| match part {
+            ReasoningPart::Thinking {
+                thinking,
+                signature,
+            } => thinking.len() + signature.len(),
+            ReasoningPart::RedactedThinking { data } => data.len(),
+            ReasoningPart::Item { item } => item.to_string().len(),
+        })
+        .sum();
+    parts + reasoning.signature.as_ref().map_or(0, String::len)
 }
 
 /// Estimated tokens of the tool definitions (sent as JSON schemas).
@@ -77,5 +114,31 @@ mod tests {
             request_tokens(&with_system),
             tokens + 1000 + MESSAGE_OVERHEAD
         );
+    }
+
+    #[test]
+    fn reasoning_counts_as_far_as_it_is_sent_back() {
+        let answer = |reasoning| Message::Assistant {
+            text: "done".into(),
+            tool_calls: Vec::new(),
+            reasoning: Some(reasoning),
+        };
+        let plain = message_tokens(&Message::assistant("done"));
+        // Readable reasoning text alone (chat, Gemini) is not sent.
+        let readable = answer(Reasoning {
+            text: "thinking ".repeat(1000),
+            ..Reasoning::default()
+        });
+        assert_eq!(message_tokens(&readable), plain);
+        // Signed thinking (Anthropic) is sent back whole.
+        let signed = answer(Reasoning {
+            text: "thinking ".repeat(1000),
+            signature: None,
+            parts: vec![ReasoningPart::Thinking {
+                thinking: "thinking ".repeat(1000),
+                signature: "s".repeat(300),
+            }],
+        });
+        assert_eq!(message_tokens(&signed), plain + 3100);
     }
 }

@@ -29,51 +29,100 @@ pub fn context_refusal(message: &str) -> ContextRefusal {
     // "N tokens > M maximum" (Anthropic).
     if let Some(at) = m.find(" tokens > ") {
         found.sent = number_before(&m[..at]);
-        found.limit = number_after(&m[at + " tokens > ".len()..]);
+        found.limit = number_after(&m[at + " tokens > ".len()..], false);
     }
-    for (needle, into_limit) in [
-        ("maximum context length is", true),
-        ("context length is", true),
-        ("available context size (", true),
-        ("context size (", true),
-        ("maximum number of tokens allowed (", true),
-        ("tokens allowed (", true),
-        ("context window of", true),
-        ("resulted in", false),
-        ("you requested", false),
-        ("input token count (", false),
-        ("request (", false),
-        ("prompt has", false),
-    ] {
-        if let Some(at) = m.find(needle)
-            && let Some(n) = number_after(&m[at + needle.len()..])
+    // "you requested N tokens (X in the messages, Y in the completion)"
+    // (vLLM): the messages are what was sent; the completion is the
+    // answer's limit.
+    let messages_said = m.find(" in the messages");
+    if let Some(at) = messages_said {
+        found.sent = number_before(&m[..at]);
+    }
+    for needle in NEEDLES {
+        if let Some(at) = m.find(needle.words)
+            && let Some(n) = number_after(&m[at + needle.words.len()..], needle.tokens_follow)
         {
-            let slot = if into_limit {
-                &mut found.limit
-            } else {
-                &mut found.sent
+            let slot = match needle.number {
+                Number::Limit => &mut found.limit,
+                Number::Sent => &mut found.sent,
             };
             slot.get_or_insert(n);
         }
     }
     // A "limit" not above what was sent is a misreading.
+    // (Not when the messages' share is said: the answer's limit filled
+    // the rest.)
     if let (Some(limit), Some(sent)) = (found.limit, found.sent)
         && limit >= sent
+        && messages_said.is_none()
     {
         return ContextRefusal::default();
     }
     found
 }
 
-/// The first whole number at the start of `text` (after spaces and `(`).
-fn number_after(text: &str) -> Option<u64> {
+/// Which of the two numbers a needle finds.
+#[derive(Clone, Copy)]
+enum Number {
+    Limit,
+    Sent,
+}
+
+/// Words a number follows in a refusal.
+struct Needle {
+    words: &'static str,
+    number: Number,
+    /// Whether "tokens" must follow the number (the words alone are too
+    /// common: "bad request (400)").
+    tokens_follow: bool,
+}
+
+const fn needle(words: &'static str, number: Number, tokens_follow: bool) -> Needle {
+    Needle {
+        words,
+        number,
+        tokens_follow,
+    }
+}
+
+/// The needles, the most specific first for each number.
+const NEEDLES: &[Needle] = &[
+    needle("maximum context length is", Number::Limit, false),
+    needle("context length is", Number::Limit, true),
+    needle("available context size (", Number::Limit, false),
+    needle("context size (", Number::Limit, true),
+    needle("maximum number of tokens allowed (", Number::Limit, false),
+    needle("tokens allowed (", Number::Limit, false),
+    needle("context window of", Number::Limit, true),
+    needle("resulted in", Number::Sent, true),
+    needle("you requested", Number::Sent, true),
+    needle("input token count (", Number::Sent, false),
+    needle("request (", Number::Sent, true),
+    needle("prompt has", Number::Sent, true),
+];
+
+/// The first whole number at the start of `text` (after spaces and `(`),
+/// "128k" read as 128,000; with `tokens_follow`, only when the word
+/// "tokens" comes next.
+fn number_after(text: &str, tokens_follow: bool) -> Option<u64> {
     let text = text.trim_start_matches([' ', '(']);
-    let digits: String = text
+    let digits_end = text
+        .find(|c: char| !(c.is_ascii_digit() || c == ','))
+        .unwrap_or(text.len());
+    let digits: String = text[..digits_end]
         .chars()
-        .take_while(|c| c.is_ascii_digit() || *c == ',')
         .filter(char::is_ascii_digit)
         .collect();
-    digits.parse().ok()
+    let mut n: u64 = digits.parse().ok()?;
+    let mut rest = &text[digits_end..];
+    if let Some(after) = rest.strip_prefix('k') {
+        n = n.checked_mul(1000)?;
+        rest = after;
+    }
+    if tokens_follow && !rest.trim_start().starts_with("token") {
+        return None;
+    }
+    Some(n)
 }
 
 /// The whole number that ends `text` (before trailing spaces).
@@ -124,7 +173,22 @@ mod tests {
             read(
                 "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the completion)."
             ),
-            (Some(5000), Some(4096))
+            (Some(4000), Some(4096))
+        );
+    }
+
+    #[test]
+    fn common_words_without_tokens_and_short_limits_are_read_right() {
+        // "request (400)" is an HTTP status, not the request's size.
+        assert_eq!(
+            read(
+                "Bad request (400): this model's maximum context length is 8192 tokens. However, your messages resulted in 9100 tokens."
+            ),
+            (Some(9100), Some(8192))
+        );
+        assert_eq!(
+            read("the prompt has 140,000 tokens, over the context window of 128k tokens"),
+            (Some(140_000), Some(128_000))
         );
     }
 

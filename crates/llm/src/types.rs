@@ -50,26 +50,6 @@ impl Message {
             reasoning: None,
         }
     }
-
-    /// Rough size in characters (for token estimates: chars / 4).
-    pub fn char_len(&self) -> usize {
-        match self {
-            Message::System { text } | Message::User { text } => text.len(),
-            Message::Assistant {
-                text,
-                tool_calls,
-                reasoning,
-            } => {
-                text.len()
-                    + tool_calls
-                        .iter()
-                        .map(|c| c.name.len() + c.arguments.to_string().len())
-                        .sum::<usize>()
-                    + reasoning.as_ref().map_or(0, |r| r.text.len())
-            }
-            Message::ToolResult { content, .. } => content.len(),
-        }
-    }
 }
 
 /// A tool call the model made.
@@ -154,6 +134,11 @@ pub struct Request {
     pub tools: Vec<ToolDefinition>,
     pub tool_choice: ToolChoice,
     pub max_tokens: Option<u32>,
+    /// The most the answer may take, reasoning included, where the window
+    /// leaves no more (an adapter that grows `max_tokens` for reasoning
+    /// stays below it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer_ceiling: Option<u32>,
     pub temperature: Option<f32>,
     /// `low`, `medium` or `high`; mapped to each provider's knob.
     pub reasoning_effort: Option<String>,

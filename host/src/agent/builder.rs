@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::config::SessionConfig;
 use super::profile::Profile;
 use super::session::{Session, SessionJobs, SessionParts};
+use super::window::{Told, Window, WindowSource};
 use crate::config::Config;
 use crate::jobs::{BackgroundSettings, JobRegistry};
 use crate::llm::{LlmClient, ProviderConfig, ProviderKind, client_for};
@@ -69,7 +70,7 @@ pub struct AgentKit {
     /// The workspace's protected paths (`/undo` never writes them).
     pub protected: crate::kept::Protected,
     /// The model's window, shared by the sessions this kit starts.
-    pub window: Arc<super::window::Window>,
+    pub window: Arc<Window>,
 }
 
 impl AgentKit {
@@ -132,9 +133,10 @@ impl AgentKit {
             .or(per_provider.model.clone())
             .or_else(|| config.model.clone())
             .or_else(|| Some(profile.info.default_model.clone()).filter(|m| !m.is_empty()));
-        let mut told_window = per_provider
-            .context_window
-            .map(|w| (w, super::window::WindowSource::Configured));
+        let mut told_window = per_provider.context_window.map(|tokens| Told {
+            tokens,
+            source: WindowSource::Configured,
+        });
         let (model, served) = if provider == ProviderKind::OpenAiCompatible {
             // Ask the local server what it serves and with how much context
             // (nothing when the operator said both).
@@ -142,9 +144,10 @@ impl AgentKit {
                 (Some(_), Some(_)) => Default::default(),
                 _ => super::server_facts::described(&provider_config, named_model.as_deref()).await,
             };
-            told_window = told_window.or(server
-                .context_window
-                .map(|w| (w, super::window::WindowSource::Server)));
+            told_window = told_window.or(server.context_window.map(|tokens| Told {
+                tokens,
+                source: WindowSource::Server,
+            }));
             let picked = named_model
                 .or_else(|| (server.models.len() == 1).then(|| server.models[0].clone()));
             (picked, Some(server.models))
@@ -157,7 +160,10 @@ impl AgentKit {
                 told_window = super::server_facts::described(&provider_config, Some(model))
                     .await
                     .context_window
-                    .map(|w| (w, super::window::WindowSource::Server));
+                    .map(|tokens| Told {
+                        tokens,
+                        source: WindowSource::Server,
+                    });
             }
             (named_model, None)
         };
@@ -387,7 +393,7 @@ impl AgentKit {
                 Vec::new()
             },
             memory,
-            window: Some(self.window.clone()),
+            window: Some(Arc::new(self.window.fresh())),
             ..SessionParts::new(
                 self.client.clone(),
                 self.profile.clone(),
@@ -481,21 +487,10 @@ fn served_models_hint(config: &crate::llm::ProviderConfig, served: Option<&[Stri
     }
 }
 
-/// The model's window: what the operator or the server said, else the
-/// known-model table, else the profile's default; then smaller if a
-/// refusal taught so within the day. The profile carries the result (a
-/// recording keeps it).
-fn model_window(
-    profile: &mut Profile,
-    told: Option<(u64, super::window::WindowSource)>,
-    model: &str,
-    root: &str,
-) -> super::window::Window {
-    use super::window::{Window, WindowSource, kept_at, known_model_window};
-    let (tokens, source) = told
-        .or_else(|| known_model_window(model).map(|w| (w, WindowSource::KnownModel)))
-        .unwrap_or((profile.info.context_window, WindowSource::Profile));
-    let window = Window::remembered(tokens, source, kept_at(root, model));
+/// The model's window (see [`Window::of_model`]); the profile carries
+/// its size (a recording keeps it).
+fn model_window(profile: &mut Profile, told: Option<Told>, model: &str, root: &str) -> Window {
+    let window = Window::of_model(told, model, root, profile.info.context_window);
     profile.info.context_window = window.facts().tokens;
     window
 }

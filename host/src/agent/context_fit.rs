@@ -62,16 +62,15 @@ impl Session {
     /// Ask for no longer an answer than the window leaves (a provider that
     /// counts the answer's limit against the window refuses otherwise).
     fn clamp_answer(&self, request: &mut Request, tokens: u64) {
-        let Some(limit) = request.max_tokens else {
-            return;
-        };
         let left = self
             .window
             .facts()
             .tokens
             .saturating_sub(self.provider_tokens(tokens))
             .max(256);
-        request.max_tokens = Some(limit.min(u32::try_from(left).unwrap_or(u32::MAX)));
+        let left = u32::try_from(left).unwrap_or(u32::MAX);
+        request.max_tokens = request.max_tokens.map(|limit| limit.min(left));
+        request.answer_ceiling = Some(left);
     }
 
     /// Estimated tokens in the provider's count.
@@ -138,7 +137,7 @@ impl Session {
 
     /// Answer a context-length refusal of `sent` (the `refusals`th for
     /// this call): learn the window from it, compact harder, and say
-    /// whether to ask again.
+    /// whether to ask again (not when nothing changed).
     pub(super) async fn answer_refusal(
         &self,
         err: &LlmError,
@@ -153,15 +152,17 @@ impl Session {
             .learn(context_refusal(&err.message), request_tokens(sent));
         if learned.after.tokens != learned.before.tokens {
             self.notice(&format!(
-                "the model's context window is {} tokens (the provider said so when it refused a request); sandcrab fits every request to it from now on",
-                learned.after.tokens
+                "the model's context window is {} tokens, not {} (the provider said so when it refused a request); sandcrab fits every request to it from now on",
+                learned.after.tokens, learned.before.tokens
             ));
         }
         let keep = KEEP_AFTER_REFUSALS[(refusals as usize - 1).min(KEEP_AFTER_REFUSALS.len() - 1)];
-        if self.memory.is_some() && self.compressible(keep) {
-            self.compact_keeping(keep).await;
-        }
-        true
+        let compacted = self.memory.is_some()
+            && self.compressible(keep)
+            && self.compact_keeping(keep).await.messages_compressed > 0;
+        // Asking again is worth it only when the next request will be
+        // smaller: the window or the estimate changed, or history went.
+        learned.after != learned.before || compacted
     }
 
     /// The error for an input that cannot fit, with what to do.

@@ -131,6 +131,9 @@ pub struct ProfileFacts {
     /// (above 1.0 when refusals taught that estimates were low).
     #[serde(default = "one")]
     pub window_ratio: f64,
+    /// Where the window's size came from.
+    #[serde(default = "profile_source")]
+    pub window_source: super::window::WindowSource,
     pub parallel_tool_calls: bool,
     pub base_instructions: String,
 }
@@ -404,6 +407,10 @@ pub struct UnreadableEntry {
     pub seq: u64,
     pub kind: String,
     pub message: String,
+}
+
+fn profile_source() -> super::window::WindowSource {
+    super::window::WindowSource::Profile
 }
 
 fn one() -> f64 {

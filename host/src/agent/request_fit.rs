@@ -1,14 +1,7 @@
 //! Make one request fit the model's window, changing only what is sent
-//! (the history and the store keep everything). In order, until it fits:
-//!
-//! 1. tool descriptions shortened, and the system prompt's own list of
-//!    them replaced by their names, when the tools take a third of the
-//!    budget;
-//! 2. the largest messages cut down to a common size (never below a
-//!    floor), each with a marker saying what was cut;
-//! 3. the oldest exchanges left out, whole (a tool call never without its
-//!    result), with a note saying so;
-//! 4. every message but the current input cut further.
+//! (the history and the store keep everything). The [`STEPS`], in order,
+//! each only while the request is still too big: what is oldest and least
+//! needed goes first, the latest round of tool calls last.
 //!
 //! The system prompt and the current input are never cut: when they alone
 //! do not fit, the answer is [`TooBig`] with the numbers.
@@ -60,6 +53,40 @@ pub struct TooBig {
     pub budget: u64,
 }
 
+/// One way of making a request smaller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// The reasoning sent back with answers before the current input left
+    /// out (every API takes a history without it).
+    OlderReasoning,
+    /// The largest messages before the current input cut down to a common
+    /// size, never below [`FLOOR`], each with a marker.
+    CutOlder,
+    /// The oldest exchanges before the current input left out whole (a
+    /// tool call never without its result), with a note.
+    LeaveOutOlder,
+    /// The largest messages of the rounds of tool calls made since the
+    /// current input, but the latest round, cut down to the floor.
+    CutEarlierRounds,
+    /// Those rounds left out whole, oldest first, with a note.
+    LeaveOutEarlierRounds,
+    /// Every message but the current input cut down to the floor.
+    CutAll,
+    /// Every message but the current input cut down to [`LAST_FLOOR`].
+    CutAllFurther,
+}
+
+/// The steps, in the order they are tried.
+pub const STEPS: [Step; 7] = [
+    Step::OlderReasoning,
+    Step::CutOlder,
+    Step::LeaveOutOlder,
+    Step::CutEarlierRounds,
+    Step::LeaveOutEarlierRounds,
+    Step::CutAll,
+    Step::CutAllFurther,
+];
+
 /// Fit `request` into `budget` estimated tokens. `input` is the index of
 /// the current input among its messages (never cut; none: every message
 /// but the first, the system prompt, may be cut); `brief_system` gives
@@ -78,46 +105,176 @@ pub fn fit(
         return Ok(report);
     }
     report.tools_shortened = brief_if_small(request, budget, brief_system);
-    let mut input = input;
     let fixed = tools_tokens(&request.tools) + request.messages.first().map_or(0, message_tokens);
     let input_tokens = input
         .and_then(|i| request.messages.get(i))
         .map_or(0, message_tokens);
+    let too_big = TooBig {
+        input: input_tokens,
+        fixed,
+        budget,
+    };
     if fixed + input_tokens > budget {
-        return Err(TooBig {
-            input: input_tokens,
-            fixed,
-            budget,
-        });
+        return Err(too_big);
     }
-    report.clipped += clip_to_fit(request, input, budget, FLOOR);
-    while request_tokens(request) > budget {
-        let Some(dropped) = drop_oldest_exchange(request, input) else {
+    let mut fitting = Fitting {
+        request,
+        input,
+        budget,
+        report,
+    };
+    for step in STEPS {
+        if !fitting.over() {
             break;
-        };
-        report.dropped += dropped;
-        input = input.map(|i| i - dropped);
+        }
+        fitting.apply(step);
     }
-    if report.dropped > 0 {
-        // The note stands before every kept message, the input among them.
-        note_left_out(request, report.dropped);
-        input = input.map(|i| i + 1);
+    fitting.report.tokens = request_tokens(fitting.request);
+    if fitting.over() {
+        return Err(too_big);
     }
-    if request_tokens(request) > budget {
-        report.clipped += clip_to_fit(request, input, budget, LAST_FLOOR);
-    }
-    report.tokens = request_tokens(request);
-    if report.tokens > budget {
-        return Err(TooBig {
-            input: input_tokens,
-            fixed,
-            budget,
-        });
-    }
-    Ok(report)
+    Ok(fitting.report)
 }
 
-/// Step 1 alone: when the tools take a third of `budget`, shorten their
+/// A request being fitted, and where its current input is.
+struct Fitting<'a> {
+    request: &'a mut Request,
+    input: Option<usize>,
+    budget: u64,
+    report: FitReport,
+}
+
+impl Fitting<'_> {
+    fn over(&self) -> bool {
+        request_tokens(self.request) > self.budget
+    }
+
+    fn apply(&mut self, step: Step) {
+        match step {
+            Step::OlderReasoning => {
+                for i in self.older() {
+                    if let Message::Assistant { reasoning, .. } = &mut self.request.messages[i]
+                        && reasoning.take().is_some()
+                    {
+                        self.report.clipped += 1;
+                    }
+                }
+            }
+            Step::CutOlder => self.cut(self.older(), FLOOR),
+            Step::LeaveOutOlder => {
+                // The note is counted while exchanges are left out (it
+                // stands before every kept message, the input among them).
+                let at = note_at(self.request);
+                self.request
+                    .messages
+                    .insert(at, Message::system(older_note(MANY)));
+                self.input = self.input.map(|i| i + 1);
+                let mut dropped = 0;
+                while self.over() {
+                    let Some(n) = drop_oldest_exchange(self.request, at + 1, self.input) else {
+                        break;
+                    };
+                    dropped += n;
+                    self.input = self.input.map(|i| i - n);
+                }
+                self.settle_note(at, dropped, older_note);
+            }
+            Step::CutEarlierRounds => self.cut(self.earlier_rounds(), FLOOR),
+            Step::LeaveOutEarlierRounds => {
+                let Some(input) = self.input else { return };
+                let at = input + 1;
+                self.request
+                    .messages
+                    .insert(at, Message::system(rounds_note(MANY)));
+                let mut dropped = 0;
+                while self.over() {
+                    let Some(n) = drop_oldest_round(self.request, at) else {
+                        break;
+                    };
+                    dropped += n;
+                }
+                self.settle_note(at, dropped, rounds_note);
+            }
+            Step::CutAll => self.cut(cuttable(self.request, self.input), FLOOR),
+            Step::CutAllFurther => self.cut(cuttable(self.request, self.input), LAST_FLOOR),
+        }
+    }
+
+    /// Say how many messages were left out in the note at `at`, or take
+    /// the note away when none were.
+    fn settle_note(&mut self, at: usize, dropped: usize, note: fn(usize) -> String) {
+        if dropped == 0 {
+            self.request.messages.remove(at);
+            if self.input.is_some_and(|i| i > at) {
+                self.input = self.input.map(|i| i - 1);
+            }
+            return;
+        }
+        self.request.messages[at] = Message::system(note(dropped));
+        self.report.dropped += dropped;
+    }
+
+    fn cut(&mut self, indexes: Vec<usize>, floor: u64) {
+        self.report.clipped += clip_to_fit(self.request, &indexes, self.budget, floor);
+    }
+
+    /// The messages before the current input (all when there is none).
+    fn older(&self) -> Vec<usize> {
+        let end = self.input.unwrap_or(self.request.messages.len());
+        (1..end).collect()
+    }
+
+    /// The messages of the rounds since the current input but the latest.
+    fn earlier_rounds(&self) -> Vec<usize> {
+        let Some(input) = self.input else {
+            return Vec::new();
+        };
+        (input + 1..latest_round(self.request, input)).collect()
+    }
+}
+
+/// Where the latest round of tool calls after the message at `input`
+/// starts (its last answer).
+fn latest_round(request: &Request, input: usize) -> usize {
+    (input + 1..request.messages.len())
+        .rfind(|i| matches!(request.messages[*i], Message::Assistant { .. }))
+        .unwrap_or(request.messages.len())
+}
+
+/// Leave out the oldest round after the message at `after` (an answer
+/// and the results of its calls), never the latest; how many messages.
+fn drop_oldest_round(request: &mut Request, after: usize) -> Option<usize> {
+    let first = (after + 1..request.messages.len())
+        .find(|i| matches!(request.messages[*i], Message::Assistant { .. }))?;
+    let latest = latest_round(request, after);
+    if first >= latest {
+        return None;
+    }
+    let next =
+        (first + 1..=latest).find(|i| matches!(request.messages[*i], Message::Assistant { .. }))?;
+    request.messages.drain(first..next);
+    Some(next - first)
+}
+
+/// A count as large as any, for a note's size before its count is known.
+const MANY: usize = 99_999;
+
+/// The note where rounds of tool calls made for the current input were
+/// left out.
+fn rounds_note(dropped: usize) -> String {
+    format!(
+        "[{dropped} earlier messages of the tool calls made for this request are not shown, so the request fits the model's context window; the session's store keeps them.]"
+    )
+}
+
+/// The note where older exchanges were left out.
+fn older_note(dropped: usize) -> String {
+    format!(
+        "[{dropped} earlier messages of this conversation are not shown, so the request fits the model's context window; the session's store keeps them.]"
+    )
+}
+
+/// Before any step: when the tools take a third of `budget`, shorten their
 /// descriptions and name them only in the system prompt; whether it did.
 pub fn brief_if_small(
     request: &mut Request,
@@ -141,12 +298,12 @@ fn cuttable(request: &Request, input: Option<usize>) -> Vec<usize> {
         .collect()
 }
 
-/// Cut the largest cuttable messages to one size (at least `floor`) so
-/// the request fits, or as near as `floor` allows; how many were cut.
-fn clip_to_fit(request: &mut Request, input: Option<usize>, budget: u64, floor: u64) -> usize {
-    let cuttable = cuttable(request, input);
+/// Cut the largest of the messages at `indexes` to one size (at least
+/// `floor`) so the request fits, or as near as `floor` allows; how many
+/// were cut.
+fn clip_to_fit(request: &mut Request, indexes: &[usize], budget: u64, floor: u64) -> usize {
     let total = request_tokens(request);
-    let sizes: Vec<u64> = cuttable
+    let sizes: Vec<u64> = indexes
         .iter()
         .map(|i| message_tokens(&request.messages[*i]))
         .collect();
@@ -168,7 +325,7 @@ fn clip_to_fit(request: &mut Request, input: Option<usize>, budget: u64, floor: 
         low
     };
     let mut cut = 0;
-    for (i, size) in cuttable.into_iter().zip(sizes) {
+    for (i, size) in indexes.iter().copied().zip(sizes) {
         if size > cap {
             clip_message(&mut request.messages[i], cap);
             cut += 1;
@@ -257,30 +414,26 @@ fn cut_strings(value: &mut Value, each: usize) {
     }
 }
 
-/// Leave out the oldest exchange before the current input: from the first
-/// message after the system prompt up to the next operator message (so
-/// what stays starts with the operator and no result loses its call).
-/// System messages (the summary of what was compacted) stay. How many
-/// messages were left out (none: nothing can be).
-fn drop_oldest_exchange(request: &mut Request, input: Option<usize>) -> Option<usize> {
+/// Leave out the oldest exchange from `from` on, before the current
+/// input: up to the next operator message (so what stays starts with the
+/// operator and no result loses its call). System messages (the summary
+/// of what was compacted) stay. How many messages were left out (none:
+/// nothing can be).
+fn drop_oldest_exchange(request: &mut Request, from: usize, input: Option<usize>) -> Option<usize> {
     let end = input.unwrap_or(request.messages.len().saturating_sub(1));
-    let first = (1..end).find(|i| !matches!(request.messages[*i], Message::System { .. }))?;
+    let first = (from..end).find(|i| !matches!(request.messages[*i], Message::System { .. }))?;
     let next_user =
         (first + 1..=end).find(|i| matches!(request.messages[*i], Message::User { .. }))?;
     request.messages.drain(first..next_user);
     Some(next_user - first)
 }
 
-/// Say, after the system prompt and the summary, that earlier messages
-/// were left out.
-fn note_left_out(request: &mut Request, dropped: usize) {
-    let note = format!(
-        "[{dropped} earlier messages of this conversation are not shown, so the request fits the model's context window; the session's store keeps them.]"
-    );
-    let at = (1..request.messages.len())
+/// Where the note on older exchanges stands: after the system prompt and
+/// the summary.
+fn note_at(request: &Request) -> usize {
+    (1..request.messages.len())
         .find(|i| !matches!(request.messages[*i], Message::System { .. }))
-        .unwrap_or(request.messages.len());
-    request.messages.insert(at, Message::system(note));
+        .unwrap_or(request.messages.len())
 }
 
 /// Each tool description cut to its first sentence, and the descriptions

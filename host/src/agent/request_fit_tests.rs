@@ -204,3 +204,84 @@ fn a_message_cut_very_short_gets_a_short_marker_so_the_cut_still_fits() {
     );
     assert_eq!(r.messages.last(), Some(&Message::user("now")));
 }
+
+#[test]
+fn old_exchanges_go_before_the_newest_tool_output_is_cut() {
+    let mut messages = vec![Message::system("be brief")];
+    for i in 0..10 {
+        messages.push(Message::user(format!(
+            "question {i}: {}",
+            "detail ".repeat(60)
+        )));
+        messages.push(Message::assistant("answer ".repeat(60)));
+    }
+    messages.push(Message::user("read the log"));
+    let input = messages.len() - 1;
+    messages.push(call("now", json!({"path": "log"})));
+    let newest = "line of the log\n".repeat(300);
+    messages.push(result("now", newest.clone()));
+    let mut r = request(messages);
+    let report = fit(&mut r, Some(input), 3000, brief).unwrap();
+    assert!(report.dropped > 0, "{report:?}");
+    assert_eq!(r.messages.last(), Some(&result("now", newest)), "{r:#?}");
+    assert!(pairs_intact(&r));
+}
+
+#[test]
+fn a_long_tool_loop_leaves_out_its_earlier_rounds_and_keeps_the_latest_whole() {
+    let mut messages = vec![Message::system("be brief"), Message::user("fix every file")];
+    for i in 0..30 {
+        messages.push(call(&format!("c{i}"), json!({"path": format!("f{i}")})));
+        messages.push(result(
+            &format!("c{i}"),
+            format!("file {i}: {}", "code ".repeat(300)),
+        ));
+    }
+    let latest = messages[messages.len() - 2..].to_vec();
+    let mut r = request(messages);
+    let report = fit(&mut r, Some(1), 4000, brief).unwrap();
+    assert!(report.tokens <= 4000, "{report:?}");
+    assert!(report.dropped > 0, "{report:?}");
+    // The input, then the note, then what stays; the latest round whole.
+    assert_eq!(r.messages[1], Message::user("fix every file"));
+    let Message::System { text } = &r.messages[2] else {
+        panic!("no note: {:?}", r.messages[2])
+    };
+    assert!(text.contains("tool calls made for this request"), "{text}");
+    assert!(matches!(r.messages[3], Message::Assistant { .. }), "{r:#?}");
+    assert_eq!(r.messages[r.messages.len() - 2..], latest[..]);
+    assert!(pairs_intact(&r), "{r:#?}");
+    assert!(
+        format!("{r:?}").contains("file 28"),
+        "the rounds just before stay too"
+    );
+}
+
+#[test]
+fn reasoning_sent_back_with_older_answers_is_left_out_first() {
+    let thinking = |n: usize| crate::llm::Reasoning {
+        text: String::new(),
+        signature: None,
+        parts: vec![crate::llm::ReasoningPart::Thinking {
+            thinking: "hmm ".repeat(n),
+            signature: "sig".into(),
+        }],
+    };
+    let answer = |text: &str| Message::Assistant {
+        text: text.into(),
+        tool_calls: Vec::new(),
+        reasoning: Some(thinking(1500)),
+    };
+    let mut r = request(vec![
+        Message::system("be brief"),
+        Message::user("first"),
+        answer("one"),
+        Message::user("second"),
+        answer("two"),
+        Message::user("now"),
+    ]);
+    let report = fit(&mut r, Some(5), 2500, brief).unwrap();
+    assert_eq!((report.clipped, report.dropped), (2, 0), "{report:?}");
+    assert_eq!(r.messages[2], Message::assistant("one"));
+    assert_eq!(r.messages[4], Message::assistant("two"));
+}

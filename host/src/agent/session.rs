@@ -215,6 +215,11 @@ impl Session {
         if let Ok(mut m) = self.model_override.lock() {
             *m = Some(model.to_string());
         }
+        // Another model has another window, and its own lessons.
+        self.window.replace_with(
+            self.window
+                .for_model(model, self.profile.info.context_window),
+        );
     }
 
     /// The allow rules the operator added for this conversation.
@@ -257,7 +262,6 @@ impl Session {
             Arc::new(super::window::Window::new(
                 parts.profile.info.context_window,
                 super::window::WindowSource::Profile,
-                None,
             ))
         });
         let session = Arc::new_cyclic(|weak| {

@@ -5,7 +5,7 @@
 use super::event_data::EventData;
 use super::memory::{SUMMARY_TURN_ID, entry, summary_turn};
 use super::session::Session;
-use super::turns::Turn;
+use super::turns::{Turn, TurnKind};
 use crate::compaction::{CompactionStats, CompressPlan, Entry};
 
 impl Session {
@@ -43,14 +43,16 @@ impl Session {
     }
 
     /// Whether the history holds more than `keep` turns besides its
-    /// summary (so a compaction keeping `keep` has something to do).
+    /// summary and the current input's (so a compaction keeping `keep`
+    /// has something to do).
     pub(super) fn compressible(&self, keep: usize) -> bool {
-        self.lock()
+        let inner = self.lock();
+        let body: Vec<&Turn> = inner
             .history
             .iter()
             .filter(|t| t.id != SUMMARY_TURN_ID)
-            .count()
-            > keep
+            .collect();
+        body.len() > keep.max(since_input(&body))
     }
 
     /// Make the vectors of what was just archived, off the request path
@@ -103,7 +105,8 @@ impl Session {
         let body: Vec<&Turn> = history.iter().filter(|t| t.id != SUMMARY_TURN_ID).collect();
         let entries: Vec<Entry> = body.iter().map(|t| entry(t)).collect();
         let plan = CompressPlan {
-            keep_recent: keep.max(1),
+            // Never the operator's current input, nor what answers it.
+            keep_recent: keep.max(since_input(&body)).max(1),
             chunk_tokens: Some(self.summarizer_chunk_tokens()),
         };
         let outcome = memory
@@ -142,6 +145,14 @@ impl Session {
         self.emit(EventData::CompactionEnd(stats));
         stats
     }
+}
+
+/// How many of the latest turns of `body` belong to the operator's
+/// current input: from its turn to the end (none: no input yet).
+fn since_input(body: &[&Turn]) -> usize {
+    body.iter()
+        .rposition(|t| matches!(t.kind, TurnKind::User { .. }))
+        .map_or(0, |at| body.len() - at)
 }
 
 /// The compaction and memory tools of a session with a store.

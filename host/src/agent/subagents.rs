@@ -231,9 +231,9 @@ impl Subagents {
         }
         child_config.max_turns = child_turns(config, args.max_turns);
         let repo = super::repo_facts::read(&parent.workspace, &working_dir).await;
-        // The same model has the same window: what one refusal teaches
-        // serves both.
-        let window = (child_config.model == parent.model()).then(|| parent.window.clone());
+        // The same model has the same window: the child starts from what
+        // the parent learned of it (and learns on its own from there).
+        let window = (child_config.model == parent.model()).then(|| Arc::new(parent.window.copy()));
         let child = Session::new(SessionParts {
             working_dir: Some(working_dir),
             window,

@@ -40,6 +40,7 @@ impl Session {
                 id: self.profile.info.id.clone(),
                 context_window: self.window.facts().tokens,
                 window_ratio: self.window.facts().ratio,
+                window_source: self.window.facts().source,
                 parallel_tool_calls: self.profile.info.parallel_tool_calls,
                 base_instructions: self.profile.base_instructions.clone(),
             },

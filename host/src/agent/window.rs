@@ -68,60 +68,165 @@ pub struct Learned {
     pub after: WindowFacts,
 }
 
-/// A session's window, shared with its subagents.
+/// A session's window. Each session has its own (a subagent's starts
+/// from its parent's); what one learns reaches the others through the
+/// kept file, never by sharing, so a session's window follows only its
+/// own requests (and a replay sees the same).
 #[derive(Debug)]
 pub struct Window {
-    facts: Mutex<WindowFacts>,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Clone)]
+struct State {
+    facts: WindowFacts,
+    /// What the window was said to be before any refusal (a kept lesson
+    /// applies only while the same is said).
+    told: Told,
+    /// The provider address (for the kept file of another model).
+    root: Option<String>,
     /// Where a learned window is kept (none: not kept).
     kept_at: Option<PathBuf>,
+}
+
+/// The window as said before anything was learned, and by whom.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Told {
+    pub tokens: u64,
+    pub source: WindowSource,
 }
 
 #[derive(Serialize, Deserialize)]
 struct Kept {
     /// Seconds since the epoch when it was learned.
     learned_at: u64,
+    /// What the window was said to be when a refusal taught otherwise.
+    #[serde(default)]
+    told: u64,
     tokens: u64,
     ratio: f64,
 }
 
 impl Window {
-    /// A window of `tokens` from `source`, kept at `kept_at` when a refusal
-    /// teaches another.
-    pub fn new(tokens: u64, source: WindowSource, kept_at: Option<PathBuf>) -> Self {
-        Window {
-            facts: Mutex::new(WindowFacts {
+    /// A window as `told`, not kept.
+    pub fn new(tokens: u64, source: WindowSource) -> Self {
+        Window::with_state(State {
+            facts: WindowFacts {
                 tokens: tokens.max(MIN_ANSWER * 2),
                 source,
                 ratio: 1.0,
-            }),
-            kept_at,
+            },
+            told: Told { tokens, source },
+            root: None,
+            kept_at: None,
+        })
+    }
+
+    fn with_state(state: State) -> Self {
+        Window {
+            state: Mutex::new(state),
         }
     }
 
     /// A window as a recording says a session started with.
-    pub fn restored(tokens: u64, ratio: f64) -> Self {
-        let window = Window::new(tokens, WindowSource::Profile, None);
-        window.facts.lock().expect("window lock").ratio = ratio.max(LOWEST_RATIO);
+    pub fn restored(tokens: u64, source: WindowSource, ratio: f64) -> Self {
+        let window = Window::new(tokens, source);
+        window.lock().facts.ratio = ratio.clamp(LOWEST_RATIO, HIGHEST_RATIO);
         window
     }
 
-    /// `new`, then what a refusal taught before (within a day), when it
-    /// is smaller than `tokens`.
-    pub fn remembered(tokens: u64, source: WindowSource, kept_at: Option<PathBuf>) -> Self {
-        let window = Window::new(tokens, source, kept_at);
-        if let Some(kept) = window.read_kept() {
-            let mut facts = window.facts.lock().expect("window lock");
-            if kept.tokens < facts.tokens {
-                facts.tokens = kept.tokens.max(MIN_ANSWER * 2);
-                facts.source = WindowSource::Learned;
-            }
-            facts.ratio = facts.ratio.max(kept.ratio);
+    /// The window of `model` at the provider address `root`: as `told`
+    /// (the operator or the server), else the known-model table, else
+    /// `default`; then what a refusal taught within the day, when the
+    /// same was said then.
+    pub fn of_model(told: Option<Told>, model: &str, root: &str, default: u64) -> Self {
+        let told = told
+            .or_else(|| {
+                known_model_window(model).map(|tokens| Told {
+                    tokens,
+                    source: WindowSource::KnownModel,
+                })
+            })
+            .unwrap_or(Told {
+                tokens: default,
+                source: WindowSource::Profile,
+            });
+        let window = Window::new(told.tokens, told.source);
+        {
+            let mut state = window.lock();
+            state.root = Some(root.to_string());
+            state.kept_at = kept_at(root, model);
         }
+        window.remember();
         window
+    }
+
+    /// A window for a new session: as this one was told, and what was
+    /// learned since (by any session) read back from the kept file.
+    pub fn fresh(&self) -> Self {
+        let state = self.lock().clone();
+        let window = Window::new(state.told.tokens, state.told.source);
+        {
+            let mut fresh = window.lock();
+            fresh.root = state.root;
+            fresh.kept_at = state.kept_at;
+        }
+        window.remember();
+        window
+    }
+
+    /// A copy of what this window knows now (a subagent of the same model).
+    pub fn copy(&self) -> Self {
+        Window::with_state(self.lock().clone())
+    }
+
+    /// The window after the session switched to `model`: the operator's
+    /// setting holds for every model of the provider; else the known-model
+    /// table; else the profile's `default`.
+    pub fn for_model(&self, model: &str, default: u64) -> Self {
+        let state = self.lock().clone();
+        let told = (state.told.source == WindowSource::Configured).then_some(state.told);
+        match &state.root {
+            Some(root) => Window::of_model(told, model, root, default),
+            None => {
+                let told = told.unwrap_or(Told {
+                    tokens: known_model_window(model).unwrap_or(default),
+                    source: WindowSource::Profile,
+                });
+                Window::new(told.tokens, told.source)
+            }
+        }
+    }
+
+    /// Know from now on what `other` knows (the session switched model).
+    pub fn replace_with(&self, other: Window) {
+        let state = other.lock().clone();
+        *self.lock() = state;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Apply the kept lesson, if it was learned against what is said now
+    /// and tells of a smaller window or a larger ratio.
+    fn remember(&self) {
+        let mut state = self.lock();
+        let Some(kept) = read_kept(state.kept_at.as_deref()) else {
+            return;
+        };
+        if kept.told != state.told.tokens {
+            return;
+        }
+        if kept.tokens < state.facts.tokens {
+            state.facts.tokens = kept.tokens.max(MIN_ANSWER * 2);
+            state.facts.source = WindowSource::Learned;
+        }
+        state.facts.ratio = state.facts.ratio.max(kept.ratio);
     }
 
     pub fn facts(&self) -> WindowFacts {
-        *self.facts.lock().expect("window lock")
+        self.lock().facts
     }
 
     /// Tokens kept free for the answer: what the answer may use
@@ -143,9 +248,13 @@ impl Window {
     }
 
     /// Learn from a refusal of a request estimated at `estimated` tokens.
+    /// What a refusal's numbers taught is kept for the next sessions; a
+    /// refusal without numbers only makes this session's estimates
+    /// more careful.
     pub fn learn(&self, refusal: ContextRefusal, estimated: u64) -> Learned {
-        let mut facts = self.facts.lock().expect("window lock");
-        let before = *facts;
+        let mut state = self.lock();
+        let before = state.facts;
+        let facts = &mut state.facts;
         if let Some(limit) = refusal.limit {
             facts.tokens = limit.max(MIN_ANSWER * 2);
             facts.source = WindowSource::Learned;
@@ -163,9 +272,9 @@ impl Window {
             _ => {}
         }
         let after = *facts;
-        drop(facts);
-        if after != before {
-            self.keep(after);
+        let said_numbers = refusal.limit.is_some() || refusal.sent.is_some();
+        if after != before && said_numbers {
+            keep(&state);
         }
         Learned { before, after }
     }
@@ -182,32 +291,31 @@ impl Window {
         }
         let seen =
             (actual as f64 / estimated as f64 * RATIO_MARGIN).clamp(LOWEST_RATIO, HIGHEST_RATIO);
-        self.facts.lock().expect("window lock").ratio = seen;
+        self.lock().facts.ratio = seen;
         true
     }
+}
 
-    fn read_kept(&self) -> Option<Kept> {
-        let text = std::fs::read_to_string(self.kept_at.as_ref()?).ok()?;
-        let kept: Kept = serde_json::from_str(&text).ok()?;
-        let now = now_secs();
-        (now.saturating_sub(kept.learned_at) < KEPT_FOR.as_secs()
-            && kept.ratio.is_finite()
-            && (LOWEST_RATIO..=HIGHEST_RATIO).contains(&kept.ratio))
-        .then_some(kept)
-    }
+fn read_kept(file: Option<&std::path::Path>) -> Option<Kept> {
+    let text = std::fs::read_to_string(file?).ok()?;
+    let kept: Kept = serde_json::from_str(&text).ok()?;
+    let now = now_secs();
+    (now.saturating_sub(kept.learned_at) < KEPT_FOR.as_secs()
+        && kept.ratio.is_finite()
+        && (LOWEST_RATIO..=HIGHEST_RATIO).contains(&kept.ratio))
+    .then_some(kept)
+}
 
-    fn keep(&self, facts: WindowFacts) {
-        let Some(file) = &self.kept_at else { return };
-        let kept = Kept {
-            learned_at: now_secs(),
-            tokens: facts.tokens,
-            ratio: facts.ratio,
-        };
-        let _ = crate::user_files::write_private(
-            file,
-            &serde_json::to_string(&kept).unwrap_or_default(),
-        );
-    }
+fn keep(state: &State) {
+    let Some(file) = &state.kept_at else { return };
+    let kept = Kept {
+        learned_at: now_secs(),
+        told: state.told.tokens,
+        tokens: state.facts.tokens,
+        ratio: state.facts.ratio,
+    };
+    let _ =
+        crate::user_files::write_private(file, &serde_json::to_string(&kept).unwrap_or_default());
 }
 
 /// `DATA/windows/HASH.json`: where what was learned of the window of
@@ -281,7 +389,7 @@ mod tests {
 
     #[test]
     fn a_refusal_with_numbers_sets_the_window_and_the_ratio() {
-        let window = Window::new(200_000, WindowSource::Profile, None);
+        let window = Window::new(200_000, WindowSource::Profile);
         let learned = window.learn(
             ContextRefusal {
                 limit: Some(8000),
@@ -298,14 +406,23 @@ mod tests {
         assert!(budget < 7000 && budget > 5000, "{budget}");
     }
 
+    /// A window told `tokens` by the server, kept in `file`.
+    fn kept_in(tokens: u64, file: &std::path::Path) -> Window {
+        let window = Window::new(tokens, WindowSource::Server);
+        window.lock().kept_at = Some(file.to_path_buf());
+        window.remember();
+        window
+    }
+
     #[test]
-    fn a_refusal_without_numbers_shrinks_the_budget_and_a_kept_window_is_read_back() {
+    fn a_lesson_with_numbers_is_kept_for_what_was_said_then_and_a_blind_one_is_not() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("w.json");
-        let window = Window::new(8000, WindowSource::Server, Some(file.clone()));
+        let window = kept_in(8000, &file);
         let before = window.request_budget(1000);
         window.learn(ContextRefusal::default(), 5000);
         assert!(window.request_budget(1000) < before);
+        assert!(!file.exists(), "a refusal without numbers is not kept");
         window.learn(
             ContextRefusal {
                 limit: Some(4096),
@@ -313,17 +430,32 @@ mod tests {
             },
             5000,
         );
-        let again = Window::remembered(32_768, WindowSource::Profile, Some(file.clone()));
-        assert_eq!(again.facts().tokens, 4096);
-        assert_eq!(again.facts().source, WindowSource::Learned);
-        // A window the operator made smaller than what was learned stays.
-        let smaller = Window::remembered(2048, WindowSource::Configured, Some(file));
-        assert_eq!(smaller.facts().tokens, 2048);
+        assert!(file.exists());
+        // The next session, told the same, starts from the lesson.
+        let next = window.fresh();
+        assert_eq!(next.facts().tokens, 4096);
+        assert_eq!(next.facts().source, WindowSource::Learned);
+        assert_eq!(kept_in(8000, &file).facts().tokens, 4096);
+        // A server restarted with more context says so: it is believed.
+        let restarted = kept_in(16_384, &file);
+        assert_eq!(restarted.facts().tokens, 16_384);
+        assert_eq!(restarted.facts().source, WindowSource::Server);
+        // A subagent's copy learns alone.
+        let child = next.copy();
+        child.learn(
+            ContextRefusal {
+                limit: Some(2048),
+                sent: None,
+            },
+            3000,
+        );
+        assert_eq!(next.facts().tokens, 4096);
+        assert_eq!(child.facts().tokens, 2048);
     }
 
     #[test]
     fn the_providers_count_calibrates_the_estimate_within_bounds() {
-        let window = Window::new(4096, WindowSource::Server, None);
+        let window = Window::new(4096, WindowSource::Server);
         let before = window.request_budget(512);
         // A tokenizer that packs prose tightly: the budget grows.
         window.observe(1400, 2000);
@@ -338,6 +470,26 @@ mod tests {
         // A count above the estimate raises it at once.
         window.observe(2400, 2000);
         assert!((window.facts().ratio - 1.26).abs() < 0.01);
+    }
+
+    #[test]
+    fn another_model_has_its_own_window_but_the_operators_setting_holds() {
+        let root = "http://sandcrab.invalid";
+        let claude = Window::of_model(None, "claude-sonnet-4-5", root, 8000);
+        assert_eq!(claude.facts().tokens, 200_000);
+        let llama = claude.for_model("llama3:8b", 8000);
+        assert_eq!(llama.facts().tokens, 8_192);
+        assert_eq!(llama.facts().source, WindowSource::KnownModel);
+        assert_eq!(llama.for_model("my-own", 8000).facts().tokens, 8000);
+        let told = Told {
+            tokens: 32_768,
+            source: WindowSource::Configured,
+        };
+        let configured = Window::of_model(Some(told), "claude-sonnet-4-5", root, 8000);
+        assert_eq!(
+            configured.for_model("llama3:8b", 8000).facts().tokens,
+            32_768
+        );
     }
 
     #[test]

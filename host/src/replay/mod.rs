@@ -214,6 +214,7 @@ fn start_session(
         playback: Some(player.clone()),
         window: Some(Arc::new(crate::agent::window::Window::restored(
             start.profile.context_window,
+            start.profile.window_source,
             start.profile.window_ratio,
         ))),
         ..SessionParts::new(

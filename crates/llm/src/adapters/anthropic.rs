@@ -28,6 +28,21 @@ pub const API_VERSION: &str = "2023-06-01";
 
 /// The output limit used when the request sets none: the model's own
 /// maximum where known, else a conservative 8192.
+/// The least thinking budget the API takes.
+const MIN_THINKING: u32 = 1024;
+
+/// The thinking budget beside an answer of `max_tokens`: the answer's
+/// limit grows to hold `wanted` and an answer, but never above `ceiling`
+/// (what the window leaves), where the budget shrinks to fit inside it;
+/// none when not even the least budget fits.
+fn thinking_fit(wanted: u32, max_tokens: &mut u32, ceiling: Option<u32>) -> Option<u32> {
+    // Grown, but not above the ceiling (nor below what was asked).
+    let ceiling = ceiling.unwrap_or(u32::MAX).max(*max_tokens);
+    *max_tokens = (*max_tokens).max(wanted + 4096).min(ceiling);
+    let budget = wanted.min(max_tokens.saturating_sub(MIN_THINKING));
+    (budget >= MIN_THINKING).then_some(budget)
+}
+
 pub fn default_max_tokens(model: &str) -> u32 {
     let m = model.to_ascii_lowercase();
     if m.contains("opus-4") {
@@ -106,9 +121,14 @@ impl Adapter for Anthropic {
                 ToolChoice::Named(name) => json!({"type": "tool", "name": name}),
             };
         }
-        if let Some(effort) = &request.reasoning_effort {
-            let budget = thinking_budget(effort);
-            max_tokens = max_tokens.max(budget + 4096);
+        let thinking = request.reasoning_effort.as_ref().and_then(|effort| {
+            thinking_fit(
+                thinking_budget(effort),
+                &mut max_tokens,
+                request.answer_ceiling,
+            )
+        });
+        if let Some(budget) = thinking {
             body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
         } else if let Some(t) = request.temperature {
             body["temperature"] = json!(t);
@@ -421,5 +441,25 @@ impl StreamDecoder for Decoder {
 
     fn summary(&mut self) -> Summary {
         std::mem::take(&mut self.summary)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thinking_grows_the_answer_only_as_far_as_the_window_leaves() {
+        // No ceiling: the answer grows to hold the budget and an answer.
+        let mut max = 8192;
+        assert_eq!(thinking_fit(24_576, &mut max, None), Some(24_576));
+        assert_eq!(max, 24_576 + 4096);
+        // A small window: the budget shrinks inside what is left.
+        let mut max = 3000;
+        assert_eq!(thinking_fit(8192, &mut max, Some(3000)), Some(1976));
+        assert_eq!(max, 3000);
+        // Not even the least budget fits: no thinking.
+        let mut max = 1500;
+        assert_eq!(thinking_fit(8192, &mut max, Some(1500)), None);
     }
 }
