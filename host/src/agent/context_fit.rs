@@ -187,15 +187,20 @@ impl Session {
         )
     }
 
-    /// Tokens the summarizer may read at once: its window (the session's)
-    /// less the prompt, the summary folded in and the summary written.
+    /// Tokens the summarizer may read at once: its window (the session's,
+    /// or that of the model `[summarization]` names, where known) less the
+    /// prompt, the summary folded in and the summary written.
     pub(super) fn summarizer_chunk_tokens(&self) -> u64 {
-        let summary = self
-            .memory
+        let config = self.memory.as_ref().map(|m| m.compactor.config().clone());
+        let summary = config
             .as_ref()
-            .map_or(1024, |m| u64::from(m.compactor.config().max_summary_tokens));
+            .map_or(1024, |c| u64::from(c.max_summary_tokens));
         let facts = self.window.facts();
-        let window = (facts.tokens as f64 / facts.ratio) as u64;
+        let own = config
+            .and_then(|c| c.name)
+            .filter(|name| *name != self.model())
+            .and_then(|name| super::window::known_model_window(&name));
+        let window = (own.unwrap_or(facts.tokens) as f64 / facts.ratio) as u64;
         window
             .saturating_sub(2 * summary + SUMMARY_PROMPT_TOKENS)
             .max(256)
