@@ -1,6 +1,7 @@
 //! sandcrab: a coding-agent host whose tools, provider profiles and
 //! summarization prompt are sandboxed WebAssembly components.
 
+pub mod acp;
 pub mod agent;
 pub mod approvals;
 pub mod checkpoint;

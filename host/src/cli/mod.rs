@@ -5,6 +5,7 @@
 mod terminal;
 
 mod above_prompt;
+mod acp_cmd;
 mod agent_cmd;
 mod approval_prompt;
 mod approvals_cmd;
@@ -99,6 +100,12 @@ enum Command {
     /// what the host keeps from every tool and program (kept).
     #[command(subcommand)]
     Sandbox(sandbox_cmd::SandboxCommand),
+    /// Serve the Agent Client Protocol on stdio, for editors (Zed,
+    /// JetBrains, Neovim, Emacs): see docs/editors.md.
+    Acp {
+        #[command(flatten)]
+        agent: agent_cmd::AgentArgs,
+    },
     /// Serve the agent over HTTP on 127.0.0.1 (the lifecycle harness and
     /// its event stream; see `sandcrab agent` for a client).
     Serve(serve_cmd::ServeArgs),
@@ -179,6 +186,7 @@ pub fn main() -> ExitCode {
             Command::Approvals(cmd) => approvals_cmd::run(cmd),
             Command::Mcp(cmd) => mcp_cmd::run(cmd).await,
             Command::Serve(args) => serve_cmd::run(args).await,
+            Command::Acp { agent } => acp_cmd::run(agent).await,
             Command::Agent(args) => bridge_client_cmd::run(args).await,
         }
     });
