@@ -8,6 +8,7 @@
 mod cli_support;
 mod support;
 
+mod acp_test;
 mod agent_abort_test;
 mod agent_cli_test;
 mod agent_loop_test;

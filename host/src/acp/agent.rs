@@ -24,7 +24,11 @@ pub const PROTOCOL_VERSION: u64 = 1;
 /// as `chat` would, with `queue` as the operator's channel).
 #[async_trait::async_trait]
 pub trait Kits: Send + Sync {
-    async fn kit(&self, workspace: &Path, queue: Arc<PermissionQueue>) -> anyhow::Result<Arc<AgentKit>>;
+    async fn kit(
+        &self,
+        workspace: &Path,
+        queue: Arc<PermissionQueue>,
+    ) -> anyhow::Result<Arc<AgentKit>>;
 }
 
 /// An error a method answers with.
@@ -117,7 +121,13 @@ where
     // session ends as the terminal's would.
     asking.abort();
     agent.asked.lock().map(|mut a| a.clear()).ok();
-    let sessions: Vec<Arc<Driven>> = agent.sessions.lock().await.drain().map(|(_, d)| d).collect();
+    let sessions: Vec<Arc<Driven>> = agent
+        .sessions
+        .lock()
+        .await
+        .drain()
+        .map(|(_, d)| d)
+        .collect();
     for driven in sessions {
         driven.session.interrupt();
         driven.session.end(crate::agent::EndReason::Completed).await;
@@ -246,7 +256,9 @@ impl Agent {
             .ok_or_else(|| invalid("sessionId is missing"))?;
         self.sessions.lock().await.get(id).cloned().ok_or(Failure {
             code: code::NOT_FOUND,
-            message: format!("no session {id} here: create it with session/new or load it with session/load"),
+            message: format!(
+                "no session {id} here: create it with session/new or load it with session/load"
+            ),
         })
     }
 
@@ -300,7 +312,8 @@ impl Agent {
             tokio::spawn(async move {
                 let params = super::permission::params(&request.session_id, &request);
                 let outcome = agent.ask("session/request_permission", params).await;
-                let answer = super::permission::answer(outcome.as_ref().map_err(Clone::clone), &request);
+                let answer =
+                    super::permission::answer(outcome.as_ref().map_err(Clone::clone), &request);
                 let _ = agent.queue.answer(&request.id, answer);
             });
         }
@@ -321,7 +334,8 @@ impl Agent {
         if !sent {
             return Err("the editor is gone".into());
         }
-        rx.await.unwrap_or_else(|_| Err("the editor is gone".into()))
+        rx.await
+            .unwrap_or_else(|_| Err("the editor is gone".into()))
     }
 
     /// The editor answered request `id` (an answer to nothing asked, or
@@ -338,7 +352,9 @@ impl Agent {
 /// What `initialize` answers: the protocol version both speak and what
 /// this agent can do.
 fn initialize(params: &Value) -> Value {
-    let asked = params["protocolVersion"].as_u64().unwrap_or(PROTOCOL_VERSION);
+    let asked = params["protocolVersion"]
+        .as_u64()
+        .unwrap_or(PROTOCOL_VERSION);
     json!({
         "protocolVersion": asked.min(PROTOCOL_VERSION),
         "agentCapabilities": {

@@ -40,7 +40,8 @@ pub fn params(session_id: &str, request: &PermissionRequest) -> Value {
         })
         .collect();
     options.push(json!({"optionId": DENY, "name": "Deny", "kind": "reject_once"}));
-    let mut content = vec![json!({"type": "content", "content": {"type": "text", "text": request.preview}})];
+    let mut content =
+        vec![json!({"type": "content", "content": {"type": "text", "text": request.preview}})];
     if let Some(diff) = &request.diff {
         content.push(json!({"type": "content", "content": {"type": "text", "text": diff}}));
     }

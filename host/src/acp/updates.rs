@@ -74,8 +74,9 @@ pub fn for_history(history: &[Turn]) -> Vec<Value> {
     let mut updates = Vec::new();
     for turn in history {
         match &turn.kind {
-            TurnKind::User { text: said } => updates
-                .push(json!({"sessionUpdate": "user_message_chunk", "content": text(said)})),
+            TurnKind::User { text: said } => {
+                updates.push(json!({"sessionUpdate": "user_message_chunk", "content": text(said)}))
+            }
             TurnKind::Assistant {
                 text: said,
                 tool_calls,

@@ -38,7 +38,10 @@ pub enum Incoming {
         params: Value,
     },
     /// The answer to a request the agent sent.
-    Response { id: Value, outcome: Result<Value, Value> },
+    Response {
+        id: Value,
+        outcome: Result<Value, Value>,
+    },
 }
 
 /// A line that is not a JSON-RPC message: the error to answer with.
@@ -226,10 +229,23 @@ mod tests {
         let read = all(input).await;
         assert_eq!(read.len(), 5, "{read:?}");
         assert!(matches!(&read[0], Ok(Incoming::Request { method, .. }) if method == "initialize"));
-        assert!(matches!(&read[1], Ok(Incoming::Notification { method, .. }) if method == "session/cancel"));
-        assert!(matches!(&read[2], Ok(Incoming::Response { outcome: Ok(_), .. })));
-        assert!(matches!(&read[3], Err(Malformed { code: code::PARSE_ERROR, .. })));
-        assert!(matches!(&read[4], Err(Malformed { code: code::INVALID_REQUEST, id, .. }) if *id == json!(2)));
+        assert!(
+            matches!(&read[1], Ok(Incoming::Notification { method, .. }) if method == "session/cancel")
+        );
+        assert!(matches!(
+            &read[2],
+            Ok(Incoming::Response { outcome: Ok(_), .. })
+        ));
+        assert!(matches!(
+            &read[3],
+            Err(Malformed {
+                code: code::PARSE_ERROR,
+                ..
+            })
+        ));
+        assert!(
+            matches!(&read[4], Err(Malformed { code: code::INVALID_REQUEST, id, .. }) if *id == json!(2))
+        );
     }
 
     #[tokio::test]
@@ -237,7 +253,12 @@ mod tests {
         let mut input = vec![b'x'; MAX_MESSAGE_BYTES + 10];
         input.extend_from_slice(b"\n{\"jsonrpc\":\"2.0\",\"method\":\"ok\"}\n");
         let read = all(&input).await;
-        assert_eq!(read.len(), 2, "{:?}", read.iter().map(|r| r.is_ok()).collect::<Vec<_>>());
+        assert_eq!(
+            read.len(),
+            2,
+            "{:?}",
+            read.iter().map(|r| r.is_ok()).collect::<Vec<_>>()
+        );
         assert!(matches!(&read[0], Err(Malformed { message, .. }) if message.contains("skipped")));
         assert!(matches!(&read[1], Ok(Incoming::Notification { method, .. }) if method == "ok"));
     }

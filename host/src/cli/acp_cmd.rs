@@ -20,7 +20,11 @@ struct FromFlags {
 
 #[async_trait::async_trait]
 impl crate::acp::Kits for FromFlags {
-    async fn kit(&self, workspace: &Path, queue: Arc<PermissionQueue>) -> anyhow::Result<Arc<AgentKit>> {
+    async fn kit(
+        &self,
+        workspace: &Path,
+        queue: Arc<PermissionQueue>,
+    ) -> anyhow::Result<Arc<AgentKit>> {
         let mut args = self.args.clone();
         args.host.workspace = Some(workspace.to_path_buf());
         args.default_approvals = super::agent_cmd::ASKING_DEFAULT;

@@ -1,0 +1,425 @@
+//! `sandcrab acp` driven by the official Agent Client Protocol TypeScript
+//! SDK (`tests/acp/client.mjs`, installed by `scripts/setup-polyglot`): a
+//! scripted editor session — a call that needs approval allowed for the
+//! conversation, the same call again not asked, a long call cancelled —,
+//! the session loaded in a new process and continued in the terminal, and
+//! the protocol attacks: garbage, unknown methods, a forged or cancelled
+//! permission answer, an editor that vanishes mid-question.
+
+use std::path::Path;
+use std::process::Command;
+
+use sandcrab::llm::ProviderKind;
+use serde_json::{Value, json};
+
+use crate::cli_support::sandcrab;
+use crate::llm_transcripts::{Answer, stream, tool};
+use crate::mock_llm::{MockLlm, Reply};
+use crate::support::Scene;
+
+const KIND: ProviderKind = ProviderKind::Anthropic;
+
+/// The last entry of a request body, as text.
+fn last_entry(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .and_then(|a| a.last())
+        .map(Value::to_string)
+        .unwrap_or_default()
+}
+
+/// The scripted model: a shell call for "run the tests" and "again", a
+/// long one for "wait", a short answer after any tool result and for
+/// anything else.
+fn model() -> impl Fn(&str, &Value) -> Reply + Send + 'static {
+    |_path, body| {
+        let last = last_entry(body);
+        if last.contains("tool_result") {
+            return stream(KIND, &Answer::Text(vec!["The call is done."]));
+        }
+        let command = if last.contains("run the tests") || last.contains("again") {
+            "echo tests-pass"
+        } else if last.contains("wait") {
+            "sleep 30"
+        } else {
+            return stream(KIND, &Answer::Text(vec!["Hello from the model."]));
+        };
+        let id = format!("call-{}", body.to_string().len());
+        stream(
+            KIND,
+            &Answer::Tools(vec![tool(&id, "shell", json!({"command": command}))]),
+        )
+    }
+}
+
+/// The official SDK's client running `steps` against `sandcrab acp`; its
+/// report.
+fn editor(scene: &Scene, server: &MockLlm, steps: Value) -> Value {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/acp");
+    assert!(
+        dir.join("node_modules/@agentclientprotocol/sdk").exists(),
+        "the ACP TypeScript SDK is not installed: run ./scripts/setup-polyglot (./scripts/test does)"
+    );
+    let agent = sandcrab(scene, KIND, server, "acp");
+    let mut cmd = Command::new("node");
+    cmd.arg(dir.join("client.mjs"))
+        .arg(steps.to_string())
+        .arg(scene.workspace())
+        .arg("--")
+        .arg(agent.get_program())
+        .args(agent.get_args());
+    for (k, v) in agent.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "client failed:\n{stdout}\n{stderr}");
+    let last = stdout.lines().last().unwrap_or_else(|| panic!("{stderr}"));
+    serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"))
+}
+
+fn kinds(step: &Value) -> Vec<String> {
+    step["updates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["sessionUpdate"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn said(step: &Value) -> String {
+    step["updates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .map(|u| u["content"]["text"].as_str().unwrap_or_default())
+        .collect()
+}
+
+/// The end of the tool call of `step`.
+fn ended(step: &Value) -> Value {
+    step["updates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["sessionUpdate"] == "tool_call_update")
+        .cloned()
+        .unwrap_or_else(|| panic!("no tool call ended: {step:#}"))
+}
+
+/// The receipt of the tool call of `step`.
+fn receipt(step: &Value) -> Value {
+    ended(step)["rawOutput"]["receipt"].clone()
+}
+
+/// Whether the program of the tool call of `step` ran (its output is
+/// the line `tests-pass`, which only `echo` writes).
+fn ran(step: &Value) -> bool {
+    let end = ended(step);
+    end["status"] == "completed"
+        && end["content"][0]["content"]["text"]
+            .as_str()
+            .is_some_and(|t| t.lines().any(|l| l.trim() == "tests-pass"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editor_drives_a_session_whose_approvals_the_host_enforces() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.fallback(model());
+    // Started in the terminal.
+    let run = sandcrab(&scene, KIND, &server, "run")
+        .arg("hello from the terminal")
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let terminal_session = crate::sessions_test::only_session(&scene);
+
+    let report = editor(
+        &scene,
+        &server,
+        json!([
+            {"new": true},
+            {"prompt": "run the tests", "answers": ["allow-conversation"]},
+            {"prompt": "again"},
+            {"prompt": "wait", "answers": ["allow-once"], "cancel_on": "tool_call"},
+            {"list": true},
+        ]),
+    );
+    let init = &report["initialize"];
+    assert_eq!(init["protocolVersion"], 1, "{init}");
+    assert_eq!(init["agentCapabilities"]["loadSession"], true);
+    let steps = report["steps"].as_array().unwrap();
+    let session = steps[0]["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // The first call was asked about, with sandcrab's own options and
+    // facts apart from the model's words; the answer is in the receipt.
+    let first = &steps[1];
+    assert_eq!(first["result"]["stopReason"], "end_turn", "{first:#}");
+    let asked = first["asked"].as_array().unwrap();
+    assert_eq!(asked.len(), 1, "{first:#}");
+    let options: Vec<&str> = asked[0]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["optionId"].as_str().unwrap())
+        .collect();
+    assert!(
+        options.contains(&"allow-conversation") && options.contains(&"deny"),
+        "{options:?}"
+    );
+    assert_eq!(asked[0]["_meta"]["sandcrab"]["tool"], "shell");
+    assert!(kinds(first).contains(&"tool_call".to_string()), "{first:#}");
+    let approvals = receipt(first)["approvals"].to_string();
+    assert!(approvals.contains("\"via\":\"acp\""), "{approvals}");
+    assert!(said(first).contains("The call is done."));
+    assert!(ran(first), "the call ran: {:#}", ended(first));
+
+    // The same call again: allowed for the conversation, not asked.
+    let again = &steps[2];
+    assert_eq!(again["result"]["stopReason"], "end_turn", "{again:#}");
+    assert_eq!(again["asked"], json!([]), "{again:#}");
+    assert!(ran(again), "{again:#}");
+
+    // A long call cancelled as it started: the turn ends cancelled, fast.
+    let wait = &steps[3];
+    assert_eq!(wait["result"]["stopReason"], "cancelled", "{wait:#}");
+
+    // The editor lists this workspace's sessions: the terminal's too.
+    let listed = steps[4]["result"]["sessions"].to_string();
+    assert!(
+        listed.contains(&session) && listed.contains(&terminal_session),
+        "{listed}"
+    );
+
+    // A new editor process loads the terminal's session, sees its
+    // history, and goes on; the terminal then continues it.
+    let report = editor(
+        &scene,
+        &server,
+        json!([{"load": terminal_session}, {"prompt": "hello from the editor"}]),
+    );
+    let steps = report["steps"].as_array().unwrap();
+    let replayed = steps[0]["updates"].to_string();
+    assert!(
+        replayed.contains("hello from the terminal"),
+        "{:#}",
+        steps[0]
+    );
+    assert_eq!(
+        steps[1]["result"]["stopReason"], "end_turn",
+        "{:#}",
+        steps[1]
+    );
+    let back = sandcrab(&scene, KIND, &server, "run")
+        .args(["--resume", &terminal_session, "and back in the terminal"])
+        .output()
+        .unwrap();
+    assert!(
+        back.status.success(),
+        "{}",
+        String::from_utf8_lossy(&back.stderr)
+    );
+    let shown = crate::support::sandcrab_cmd(&scene)
+        .args(["sessions", "show", &terminal_session, "-w"])
+        .arg(scene.workspace())
+        .output()
+        .unwrap();
+    let history = String::from_utf8_lossy(&shown.stdout);
+    for input in [
+        "hello from the terminal",
+        "hello from the editor",
+        "and back in the terminal",
+    ] {
+        assert!(history.contains(input), "{input}: {history}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_or_cancelled_answer_denies_and_garbage_gets_errors() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.fallback(model());
+    let report = editor(
+        &scene,
+        &server,
+        json!([
+            {"raw": "{not json"},
+            {"raw": "{\"jsonrpc\":\"2.0\",\"id\":\"raw-1\",\"method\":\"session/teleport\",\"params\":{}}"},
+            {"new": true},
+            // An option never offered (the model's text cannot make one).
+            {"prompt": "run the tests", "answers": ["allow"]},
+            {"prompt": "run the tests", "answers": ["cancelled"]},
+            // The control: an offered option allows.
+            {"prompt": "run the tests", "answers": ["allow-once"]},
+            {"prompt": "again"},
+        ]),
+    );
+    let raw = report["raw"].as_array().unwrap();
+    assert!(
+        raw.iter().any(|r| r["error"]["code"] == -32700),
+        "garbage is a parse error: {raw:?}"
+    );
+    assert!(
+        raw.iter()
+            .any(|r| r["id"] == "raw-1" && r["error"]["code"] == -32601),
+        "an unknown method is not found: {raw:?}"
+    );
+    let steps = report["steps"].as_array().unwrap();
+    for (i, step) in steps[3..5].iter().enumerate() {
+        assert_eq!(step["asked"].as_array().unwrap().len(), 1, "{i}: {step:#}");
+        let approvals = receipt(step)["approvals"].to_string();
+        assert!(approvals.contains("denied"), "{i}: {approvals}");
+        assert!(!ran(step), "{i}: it ran: {:#}", ended(step));
+    }
+    let allowed = &steps[5];
+    assert!(ran(allowed), "{allowed:#}");
+    // A yes for one call does not reach the next.
+    assert_eq!(
+        steps[6]["asked"].as_array().unwrap().len(),
+        1,
+        "{:#}",
+        steps[6]
+    );
+    assert_eq!(report["agentExit"], 0);
+}
+
+/// `sandcrab acp` with piped stdio, spoken to line by line.
+struct RawAgent {
+    child: std::process::Child,
+    input: Option<std::process::ChildStdin>,
+    lines: std::sync::mpsc::Receiver<Value>,
+}
+
+impl RawAgent {
+    fn start(scene: &Scene, server: &MockLlm) -> Self {
+        use std::io::BufRead;
+        use std::process::Stdio;
+        let mut child = sandcrab(scene, KIND, server, "acp")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let input = child.stdin.take();
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines() {
+                let Ok(line) = line else { return };
+                let value = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("stdout carries protocol only: {e}: {line}"));
+                if tx.send(value).is_err() {
+                    return;
+                }
+            }
+        });
+        RawAgent {
+            child,
+            input,
+            lines,
+        }
+    }
+
+    fn send(&mut self, message: &[u8]) {
+        use std::io::Write;
+        let input = self.input.as_mut().unwrap();
+        input.write_all(message).unwrap();
+        input.write_all(b"\n").unwrap();
+        input.flush().unwrap();
+    }
+
+    /// The next message that satisfies `wanted`.
+    fn until(&self, wanted: impl Fn(&Value) -> bool) -> Value {
+        loop {
+            let message = self
+                .lines
+                .recv_timeout(std::time::Duration::from_secs(30))
+                .expect("the agent answered");
+            if wanted(&message) {
+                return message;
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_message_is_refused_and_an_editor_that_vanishes_mid_question_gets_no_yes() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.fallback(model());
+    let mut agent = RawAgent::start(&scene, &server);
+    let cwd = scene.workspace().display().to_string();
+    // 17 MiB on one line: skipped whole, answered, and the next read.
+    agent.send(&vec![b'x'; 17 * 1024 * 1024]);
+    let refused = agent.until(|m| m.get("error").is_some());
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("skipped"),
+        "{refused}"
+    );
+    agent.send(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#);
+    let init = agent.until(|m| m["id"] == 1);
+    assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+    agent.send(
+        json!({"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd": cwd, "mcpServers": []}})
+            .to_string()
+            .as_bytes(),
+    );
+    let session = agent.until(|m| m["id"] == 2)["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    agent.send(
+        json!({"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId": session, "prompt": [{"type":"text","text":"run the tests"}]}})
+            .to_string()
+            .as_bytes(),
+    );
+    let question = agent.until(|m| m["method"] == "session/request_permission");
+    assert_eq!(
+        question["params"]["sessionId"],
+        session.as_str(),
+        "{question}"
+    );
+    // The editor goes away without answering.
+    drop(agent.input.take());
+    drop(agent.lines);
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = agent.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "sandcrab acp did not exit after its editor left"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+    // The session was saved, and the call it asked about never ran.
+    let shown = crate::support::sandcrab_cmd(&scene)
+        .args(["sessions", "show", &session, "-w"])
+        .arg(scene.workspace())
+        .output()
+        .unwrap();
+    let history = String::from_utf8_lossy(&shown.stdout);
+    assert!(history.contains("run the tests"), "{history}");
+    assert!(
+        !history.lines().any(|l| l.trim() == "tests-pass"),
+        "{history}"
+    );
+}
