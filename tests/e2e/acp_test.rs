@@ -52,18 +52,40 @@ fn model() -> impl Fn(&str, &Value) -> Reply + Send + 'static {
     }
 }
 
-/// The official SDK's client running `steps` against `sandcrab acp`; its
-/// report.
-fn editor(scene: &Scene, server: &MockLlm, steps: Value) -> Value {
+/// An official ACP SDK's client, in the language of the editors that
+/// embed it.
+#[derive(Debug, Clone, Copy)]
+enum Peer {
+    TypeScript,
+    Python,
+}
+
+/// `peer` running `steps` against `sandcrab acp`; its report.
+fn editor(peer: Peer, scene: &Scene, server: &MockLlm, steps: Value) -> Value {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/acp");
-    assert!(
-        dir.join("node_modules/@agentclientprotocol/sdk").exists(),
-        "the ACP TypeScript SDK is not installed: run ./scripts/setup-polyglot (./scripts/test does)"
-    );
+    let mut cmd = match peer {
+        Peer::TypeScript => {
+            assert!(
+                dir.join("node_modules/@agentclientprotocol/sdk").exists(),
+                "the ACP TypeScript SDK is not installed: run ./scripts/setup-polyglot (./scripts/test does)"
+            );
+            let mut cmd = Command::new("node");
+            cmd.arg(dir.join("client.mjs"));
+            cmd
+        }
+        Peer::Python => {
+            let python = dir.join("../../target/acp-peers/venv/bin/python");
+            assert!(
+                python.exists(),
+                "the ACP Python SDK is not installed: run ./scripts/setup-polyglot (./scripts/test does)"
+            );
+            let mut cmd = Command::new(python);
+            cmd.arg(dir.join("client.py"));
+            cmd
+        }
+    };
     let agent = sandcrab(scene, KIND, server, "acp");
-    let mut cmd = Command::new("node");
-    cmd.arg(dir.join("client.mjs"))
-        .arg(steps.to_string())
+    cmd.arg(steps.to_string())
         .arg(scene.workspace())
         .arg("--")
         .arg(agent.get_program())
@@ -77,7 +99,10 @@ fn editor(scene: &Scene, server: &MockLlm, steps: Value) -> Value {
     let out = cmd.output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "client failed:\n{stdout}\n{stderr}");
+    assert!(
+        out.status.success(),
+        "{peer:?} client failed:\n{stdout}\n{stderr}"
+    );
     let last = stdout.lines().last().unwrap_or_else(|| panic!("{stderr}"));
     serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"))
 }
@@ -129,6 +154,12 @@ fn ran(step: &Value) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_editor_drives_a_session_whose_approvals_the_host_enforces() {
+    for peer in [Peer::TypeScript, Peer::Python] {
+        drive_a_session(peer).await;
+    }
+}
+
+async fn drive_a_session(peer: Peer) {
     let scene = Scene::new();
     let server = MockLlm::strict(KIND).await;
     server.fallback(model());
@@ -145,6 +176,7 @@ async fn an_editor_drives_a_session_whose_approvals_the_host_enforces() {
     let terminal_session = crate::sessions_test::only_session(&scene);
 
     let report = editor(
+        peer,
         &scene,
         &server,
         json!([
@@ -207,6 +239,7 @@ async fn an_editor_drives_a_session_whose_approvals_the_host_enforces() {
     // A new editor process loads the terminal's session, sees its
     // history, and goes on; the terminal then continues it.
     let report = editor(
+        peer,
         &scene,
         &server,
         json!([{"load": terminal_session}, {"prompt": "hello from the editor"}]),
@@ -253,6 +286,7 @@ async fn a_forged_or_cancelled_answer_denies_and_garbage_gets_errors() {
     let server = MockLlm::strict(KIND).await;
     server.fallback(model());
     let report = editor(
+        Peer::TypeScript,
         &scene,
         &server,
         json!([
