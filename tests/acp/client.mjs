@@ -4,6 +4,7 @@
 //   {"new": true}                      session/new in CWD
 //   {"load": "ID" | "last"}            session/load (its replayed updates kept)
 //   {"list": true}                     session/list for CWD
+//   {"mode": "ID"}                     session/set_mode
 //   {"prompt": "text", "answers": ["allow-once", …], "cancel_on": "tool_call"}
 //       session/prompt; each permission request is answered with the next
 //       option id in `answers` ("cancelled" answers cancelled); with
@@ -79,6 +80,8 @@ try {
         lastSession = sessionId;
       } else if (step.list) {
         out.result = await ctx.request("session/list", { cwd });
+      } else if (step.mode) {
+        out.result = await ctx.request("session/set_mode", { sessionId: lastSession, modeId: step.mode });
       } else if (step.prompt) {
         out.result = await ctx.request("session/prompt", {
           sessionId: step.session ?? lastSession,

@@ -1,7 +1,7 @@
 """A scripted editor: the official ACP Python SDK's client drives an agent
 started as `python client.py STEPS CWD -- COMMAND ARGS…` and prints one
 JSON report on stdout, in the same shape as client.mjs (the same steps but
-`raw`: new, load, list, prompt with answers and cancel_on)."""
+`raw`: new, load, list, mode, prompt with answers and cancel_on)."""
 
 import asyncio
 import json
@@ -94,6 +94,8 @@ async def main():
                     result = await conn.load_session(cwd=cwd, session_id=last, mcp_servers=[])
                 elif step.get("list"):
                     result = await conn.list_sessions(cwd=cwd)
+                elif step.get("mode"):
+                    result = await conn.set_session_mode(session_id=last, mode_id=step["mode"])
                 elif step.get("prompt"):
                     result = await conn.prompt(
                         session_id=step.get("session", last), prompt=[text_block(step["prompt"])]

@@ -19,11 +19,11 @@ use crate::support::Scene;
 
 const KIND: ProviderKind = ProviderKind::Anthropic;
 
-/// The last entry of a request body, as text.
+/// The last content block of a request body, as text (a tool result
+/// and the next input travel in one user message).
 fn last_entry(body: &Value) -> String {
-    body["messages"]
-        .as_array()
-        .and_then(|a| a.last())
+    let last = body["messages"].as_array().and_then(|a| a.last());
+    last.and_then(|m| m["content"].as_array().and_then(|c| c.last()).or(Some(m)))
         .map(Value::to_string)
         .unwrap_or_default()
 }
@@ -37,18 +37,24 @@ fn model() -> impl Fn(&str, &Value) -> Reply + Send + 'static {
         if last.contains("tool_result") {
             return stream(KIND, &Answer::Text(vec!["The call is done."]));
         }
-        let command = if last.contains("run the tests") || last.contains("again") {
-            "echo tests-pass"
+        let id = format!("call-{}", body.to_string().len());
+        let call = if last.contains("run the tests") || last.contains("again") {
+            tool(&id, "shell", json!({"command": "echo tests-pass"}))
         } else if last.contains("wait") {
-            "sleep 30"
+            tool(&id, "shell", json!({"command": "sleep 30"}))
+        } else if last.contains("list the files") {
+            tool(&id, "shell", json!({"command": "echo listed"}))
+        } else if last.contains("read the notes") {
+            tool(&id, "read_file", json!({"file_path": "notes.txt"}))
+        } else if last.contains("think aloud") {
+            return stream(
+                KIND,
+                &Answer::Reasoned("The user wants to see me think.", "Thought through."),
+            );
         } else {
             return stream(KIND, &Answer::Text(vec!["Hello from the model."]));
         };
-        let id = format!("call-{}", body.to_string().len());
-        stream(
-            KIND,
-            &Answer::Tools(vec![tool(&id, "shell", json!({"command": command}))]),
-        )
+        stream(KIND, &Answer::Tools(vec![call]))
     }
 }
 
@@ -161,6 +167,7 @@ async fn an_editor_drives_a_session_whose_approvals_the_host_enforces() {
 
 async fn drive_a_session(peer: Peer) {
     let scene = Scene::new();
+    std::fs::write(scene.workspace().join("notes.txt"), "the notes\n").unwrap();
     let server = MockLlm::strict(KIND).await;
     server.fallback(model());
     // Started in the terminal.
@@ -185,6 +192,14 @@ async fn drive_a_session(peer: Peer) {
             {"prompt": "again"},
             {"prompt": "wait", "answers": ["allow-once"], "cancel_on": "tool_call"},
             {"list": true},
+            {"prompt": "hello"},
+            {"prompt": "read the notes"},
+            {"mode": "always"},
+            {"prompt": "read the notes", "answers": ["allow-once"]},
+            {"mode": "never"},
+            {"prompt": "list the files"},
+            {"mode": "no-such-mode"},
+            {"prompt": "/compact"},
         ]),
     );
     let init = &report["initialize"];
@@ -236,6 +251,51 @@ async fn drive_a_session(peer: Peer) {
         "{listed}"
     );
 
+    // The session's modes are the approvals modes, on-risk in force; the
+    // slash commands are advertised.
+    let new = &steps[0];
+    assert_eq!(
+        new["result"]["modes"]["currentModeId"], "on-risk",
+        "{new:#}"
+    );
+    assert!(
+        kinds(new).contains(&"available_commands_update".to_string()),
+        "{new:#}"
+    );
+    let hello = &steps[5];
+    assert!(said(hello).contains("Hello from the model."), "{hello:#}");
+    // A file read is not asked about on-risk (the control), but is once
+    // the editor switches to asking before every call; in "never" nothing
+    // asks and the sandbox alone holds.
+    assert_eq!(steps[6]["asked"], json!([]), "{:#}", steps[6]);
+    assert_eq!(
+        steps[8]["asked"].as_array().unwrap().len(),
+        1,
+        "{:#}",
+        steps[8]
+    );
+    assert_eq!(
+        steps[8]["asked"][0]["_meta"]["sandcrab"]["tool"],
+        "read_file"
+    );
+    let listed_files = &steps[10];
+    assert_eq!(listed_files["asked"], json!([]), "{listed_files:#}");
+    assert_eq!(
+        ended(listed_files)["status"],
+        "completed",
+        "{listed_files:#}"
+    );
+    assert!(
+        steps[11]["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("on-risk"),
+        "{:#}",
+        steps[11]
+    );
+    // A slash command runs as one.
+    assert!(said(&steps[12]).contains("ompact"), "{:#}", steps[12]);
+
     // A new editor process loads the terminal's session, sees its
     // history, and goes on; the terminal then continues it.
     let report = editor(
@@ -278,6 +338,31 @@ async fn drive_a_session(peer: Peer) {
     ] {
         assert!(history.contains(input), "{input}: {history}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_models_reasoning_shows_as_thought() {
+    // A server of its own: the strict mock wants the signed thinking it
+    // hands out in every later request, of any session.
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.fallback(model());
+    let report = editor(
+        Peer::TypeScript,
+        &scene,
+        &server,
+        json!([{"new": true}, {"prompt": "think aloud"}]),
+    );
+    let step = &report["steps"][1];
+    let thought: String = step["updates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_thought_chunk")
+        .map(|u| u["content"]["text"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(thought, "The user wants to see me think.", "{step:#}");
+    assert!(said(step).contains("Thought through."), "{step:#}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

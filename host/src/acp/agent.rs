@@ -1,5 +1,6 @@
 //! The ACP methods: `initialize`, `authenticate`, `session/new`,
-//! `session/load`, `session/list`, `session/prompt`, `session/cancel`;
+//! `session/load`, `session/list`, `session/prompt`, `session/set_mode`,
+//! `session/cancel`;
 //! anything else is answered "method not found" (a notification is
 //! ignored, as JSON-RPC says).
 
@@ -15,7 +16,7 @@ use tokio_stream::StreamExt;
 
 use super::wire::{Incoming, Outbox, code};
 use crate::agent::{AgentKit, EventData, Session, SessionError};
-use crate::approvals::{PermissionQueue, QueueEvent};
+use crate::approvals::{Mode, PermissionQueue, QueueEvent};
 
 /// The protocol version spoken.
 pub const PROTOCOL_VERSION: u64 = 1;
@@ -68,6 +69,8 @@ struct Agent {
     queue: Arc<PermissionQueue>,
     built: Mutex<HashMap<PathBuf, Arc<AgentKit>>>,
     sessions: Mutex<HashMap<String, Arc<Driven>>>,
+    /// The session the editor last prompted (or opened).
+    latest: Mutex<Option<String>>,
     asked: std::sync::Mutex<HashMap<String, oneshot::Sender<Result<Value, String>>>>,
     next_id: AtomicU64,
 }
@@ -86,6 +89,7 @@ where
         queue: PermissionQueue::new(std::time::Duration::from_secs(1800)),
         built: Mutex::new(HashMap::new()),
         sessions: Mutex::new(HashMap::new()),
+        latest: Mutex::new(None),
         asked: std::sync::Mutex::new(HashMap::new()),
         next_id: AtomicU64::new(1),
     });
@@ -146,6 +150,7 @@ impl Agent {
             "session/load" => self.load_session(&params).await,
             "session/list" => self.list_sessions(&params).await,
             "session/prompt" => self.prompt(&params).await,
+            "session/set_mode" => self.set_mode(&params).await,
             _ => Err(Failure {
                 code: code::METHOD_NOT_FOUND,
                 message: format!("sandcrab does not implement the ACP method '{method}'"),
@@ -178,8 +183,9 @@ impl Agent {
         let kit = self.kit(params).await?;
         let session = kit.session().await;
         let id = session.id().to_string();
-        self.drive(session).await;
-        Ok(json!({"sessionId": id}))
+        let modes = modes(&session);
+        self.drive(session, params).await;
+        Ok(json!({"sessionId": id, "modes": modes}))
     }
 
     async fn load_session(self: &Arc<Self>, params: &Value) -> Result<Value, Failure> {
@@ -194,8 +200,9 @@ impl Agent {
         for update in super::updates::for_history(&session.history()) {
             self.update(session.id(), update).await;
         }
-        self.drive(session).await;
-        Ok(json!({}))
+        let modes = modes(&session);
+        self.drive(session, params).await;
+        Ok(json!({"modes": modes}))
     }
 
     async fn list_sessions(&self, params: &Value) -> Result<Value, Failure> {
@@ -216,8 +223,17 @@ impl Agent {
         Ok(json!({"sessions": sessions}))
     }
 
-    /// Keep `session` for prompts, and send what it shows as updates.
-    async fn drive(self: &Arc<Self>, session: Arc<Session>) {
+    /// Keep `session` for prompts, and send what it shows as updates;
+    /// tell the editor the slash commands it takes.
+    async fn drive(self: &Arc<Self>, session: Arc<Session>, params: &Value) {
+        if params["mcpServers"]
+            .as_array()
+            .is_some_and(|s| !s.is_empty())
+        {
+            session.warn(
+                "the editor's MCP servers are not started: sandcrab runs MCP servers only from [mcp.servers] in its own configuration, where they are confined and their calls approved (see docs/mcp.md)",
+            );
+        }
         let (shown_tx, shown) = watch::channel(0u64);
         let driven = Arc::new(Driven {
             session: session.clone(),
@@ -227,6 +243,12 @@ impl Agent {
         let id = session.id().to_string();
         self.sessions.lock().await.insert(id.clone(), driven);
         let agent = self.clone();
+        self.update(
+            &id,
+            json!({"sessionUpdate": "available_commands_update", "availableCommands": super::commands::advertised()}),
+        )
+        .await;
+        *self.latest.lock().await = Some(id.clone());
         let mut events = session.events();
         let workspace = session.workspace().to_path_buf();
         tokio::spawn(async move {
@@ -265,6 +287,16 @@ impl Agent {
     async fn prompt(&self, params: &Value) -> Result<Value, Failure> {
         let driven = self.driven(params).await?;
         let text = prompt_text(&params["prompt"])?;
+        *self.latest.lock().await = Some(driven.session.id().to_string());
+        if let Some(command) = super::commands::Command::parse(&text) {
+            let said = command.run(&driven.session).await;
+            self.update(
+                driven.session.id(),
+                json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": said}}),
+            )
+            .await;
+            return Ok(json!({"stopReason": "end_turn"}));
+        }
         driven.cancelled.store(false, Ordering::SeqCst);
         let mut shown = driven.shown.clone();
         let before = *shown.borrow_and_update();
@@ -291,6 +323,19 @@ impl Agent {
         }
     }
 
+    async fn set_mode(&self, params: &Value) -> Result<Value, Failure> {
+        let driven = self.driven(params).await?;
+        let id = params["modeId"].as_str().unwrap_or_default();
+        let mode: Mode = id.parse().map_err(|_| {
+            invalid(format!(
+                "no mode '{id}': the modes are {}",
+                Mode::ALL.map(Mode::as_str).join(", ")
+            ))
+        })?;
+        driven.session.set_approval_mode(mode);
+        Ok(json!({}))
+    }
+
     async fn cancel(&self, params: &Value) {
         if let Ok(driven) = self.driven(params).await {
             driven.cancelled.store(true, Ordering::SeqCst);
@@ -310,7 +355,24 @@ impl Agent {
             };
             let agent = self.clone();
             tokio::spawn(async move {
-                let params = super::permission::params(&request.session_id, &request);
+                // A subagent asks under its own id, which the editor never
+                // saw: the question goes to the session that is working.
+                let session_id = if agent
+                    .sessions
+                    .lock()
+                    .await
+                    .contains_key(&request.session_id)
+                {
+                    request.session_id.clone()
+                } else {
+                    agent
+                        .latest
+                        .lock()
+                        .await
+                        .clone()
+                        .unwrap_or_else(|| request.session_id.clone())
+                };
+                let params = super::permission::params(&session_id, &request);
                 let outcome = agent.ask("session/request_permission", params).await;
                 let answer =
                     super::permission::answer(outcome.as_ref().map_err(Clone::clone), &request);
@@ -347,6 +409,32 @@ impl Agent {
             let _ = tx.send(outcome.map_err(|e| e.to_string()));
         }
     }
+}
+
+/// The session modes: the approvals modes, the one in force current.
+fn modes(session: &Session) -> Value {
+    let described = |mode: Mode| match mode {
+        Mode::Never => (
+            "Run what is granted",
+            "Nothing asks: calls the rules and the plugins' grants allow run, in the sandbox; the rest are refused",
+        ),
+        Mode::OnRisk => (
+            "Ask before risky calls",
+            "Shell commands no rule allows, and anything beyond a plugin's grants, are asked about",
+        ),
+        Mode::Always => (
+            "Ask before every call",
+            "Every tool call no rule allows is asked about",
+        ),
+    };
+    let available: Vec<Value> = Mode::ALL
+        .iter()
+        .map(|mode| {
+            let (name, description) = described(*mode);
+            json!({"id": mode.as_str(), "name": name, "description": description})
+        })
+        .collect();
+    json!({"currentModeId": session.approval_mode().as_str(), "availableModes": available})
 }
 
 /// What `initialize` answers: the protocol version both speak and what

@@ -10,9 +10,11 @@
 //! - [`wire`]: JSON-RPC lines, bounded, one writer;
 //! - [`updates`]: session events and stored history as `session/update`s;
 //! - [`permission`]: the approval question and its answer;
+//! - [`commands`]: the slash commands an editor offers;
 //! - [`agent`]: the methods.
 
 pub mod agent;
+pub mod commands;
 pub mod permission;
 pub mod updates;
 pub mod wire;

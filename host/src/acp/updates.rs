@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use crate::agent::EventData;
 use crate::agent::{Turn, TurnKind};
+use crate::checkpoint::{ChangeKind, FileChange};
 
 /// The ACP kind of a tool, by what it does.
 pub fn tool_kind(tool: &str) -> &'static str {
@@ -39,6 +40,9 @@ pub fn for_event(data: &EventData, workspace: &std::path::Path) -> Option<Value>
         EventData::AssistantTextDelta(delta) => {
             json!({"sessionUpdate": "agent_message_chunk", "content": text(&delta.delta)})
         }
+        EventData::AssistantReasoningDelta(delta) => {
+            json!({"sessionUpdate": "agent_thought_chunk", "content": text(&delta.delta)})
+        }
         EventData::ToolCallStart(call) => json!({
             "sessionUpdate": "tool_call",
             "toolCallId": call.call_id,
@@ -51,7 +55,7 @@ pub fn for_event(data: &EventData, workspace: &std::path::Path) -> Option<Value>
         EventData::ToolCallEnd(end) => {
             let mut content = vec![json!({"type": "content", "content": text(&end.output)})];
             for change in &end.changes {
-                content.push(json!({"type": "content", "content": text(&change.diff)}));
+                content.push(diff(change, workspace));
             }
             json!({
                 "sessionUpdate": "tool_call_update",
@@ -66,6 +70,56 @@ pub fn for_event(data: &EventData, workspace: &std::path::Path) -> Option<Value>
             "content": text(&format!("\n[sandcrab: {}]\n", error.message)),
         }),
         _ => return None,
+    })
+}
+
+/// A file change as an ACP diff: the changed parts of the file before
+/// and after (the hunks of its unified diff, with their context; parts
+/// apart are joined by a line `⋯`), or, for a binary file, its diff's
+/// note as text.
+pub fn diff(change: &FileChange, workspace: &std::path::Path) -> Value {
+    if change.binary || change.diff.is_empty() {
+        return json!({"type": "content", "content": text(&format!("{} ({:?})", change.path, change.kind))});
+    }
+    let (mut old, mut new) = (String::new(), String::new());
+    let mut hunks = 0;
+    for line in change.diff.lines() {
+        if line.starts_with("---") || line.starts_with("+++") {
+            continue;
+        }
+        if line.starts_with("@@") {
+            if hunks > 0 {
+                old.push_str("⋯\n");
+                new.push_str("⋯\n");
+            }
+            hunks += 1;
+            continue;
+        }
+        let (side, rest) = line.split_at(line.len().min(1));
+        match side {
+            "-" => old.push_str(rest),
+            "+" => new.push_str(rest),
+            " " => {
+                old.push_str(rest);
+                new.push_str(rest);
+            }
+            // "\ No newline at end of file", a note of a cut diff.
+            _ => continue,
+        }
+        match side {
+            "-" => old.push('\n'),
+            "+" => new.push('\n'),
+            _ => {
+                old.push('\n');
+                new.push('\n');
+            }
+        }
+    }
+    json!({
+        "type": "diff",
+        "path": workspace.join(&change.path).display().to_string(),
+        "oldText": if change.kind == ChangeKind::Created { Value::Null } else { json!(old) },
+        "newText": new,
     })
 }
 
@@ -112,4 +166,33 @@ pub fn for_history(history: &[Turn]) -> Vec<Value> {
         }
     }
     updates
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_change_becomes_an_acp_diff_of_its_hunks() {
+        let before = "a\nb\nc\n".repeat(20);
+        let after = before.replacen("b\n", "B\n", 1);
+        let change =
+            FileChange::between("src/x.txt", Some(before.as_bytes()), Some(after.as_bytes()))
+                .unwrap();
+        let diff = diff(&change, std::path::Path::new("/w"));
+        assert_eq!(diff["type"], "diff");
+        assert_eq!(diff["path"], "/w/src/x.txt");
+        let (old, new) = (
+            diff["oldText"].as_str().unwrap(),
+            diff["newText"].as_str().unwrap(),
+        );
+        assert!(
+            old.starts_with("a\nb\nc\n") && new.starts_with("a\nB\nc\n"),
+            "{old:?} {new:?}"
+        );
+        let created = FileChange::between("new.txt", None, Some(b"hello\n")).unwrap();
+        let diff = super::diff(&created, std::path::Path::new("/w"));
+        assert!(diff["oldText"].is_null());
+        assert_eq!(diff["newText"], "hello\n");
+    }
 }

@@ -52,12 +52,12 @@ impl CallFront for SessionFront<'_> {
     }
 
     fn judge(&self, subject: &Subject) -> Judgement {
-        let approvals = &self.session.config.approvals;
+        let approvals = self.session.approvals();
         // This conversation's answers count beside the rules (none if
         // their lock was poisoned).
         match self.session.granted.lock() {
-            Ok(granted) => Judgement::by_rules(approvals, subject, Some(&granted)),
-            Err(_) => Judgement::by_rules(approvals, subject, None),
+            Ok(granted) => Judgement::by_rules(&approvals, subject, Some(&granted)),
+            Err(_) => Judgement::by_rules(&approvals, subject, None),
         }
     }
 

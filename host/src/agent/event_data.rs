@@ -308,6 +308,9 @@ event_kinds! {
     AssistantTextStart(Nothing),
     AssistantTextDelta(TextDelta),
     AssistantTextEnd(Text),
+    /// More of the model's readable reasoning (where the provider shows
+    /// it).
+    AssistantReasoningDelta(TextDelta),
     ToolCallStart(ToolCallStarted),
     ToolCallOutputDelta(ToolOutputDelta),
     ToolCallEnd(ToolCallEnded),

@@ -401,6 +401,9 @@ impl Session {
                 StreamEvent::TextEnd => self.emit(EventData::AssistantTextEnd(EventData::text(
                     partial.clone(),
                 ))),
+                StreamEvent::ReasoningDelta(delta) => {
+                    self.emit(EventData::AssistantReasoningDelta(ed::TextDelta { delta }));
+                }
                 StreamEvent::Finish(response) => return Ok(response),
                 _ => {}
             }

@@ -194,6 +194,9 @@ pub struct Session {
     pub(super) checkpoints: std::sync::OnceLock<Arc<crate::checkpoint::Checkpoints>>,
     /// The model the operator switched to (`/model`), if any.
     model_override: Mutex<Option<String>>,
+    /// The approvals mode the operator switched to (an editor's session
+    /// mode), if any.
+    approval_mode: Mutex<Option<crate::approvals::Mode>>,
     /// What the session knows of the model's window.
     pub(super) window: Arc<super::window::Window>,
     /// The largest request the provider answered, in its tokens.
@@ -210,6 +213,12 @@ impl Session {
             .unwrap_or_else(|| self.config.model.clone())
     }
 
+    /// Whether `name` can be a model's name: one word of printable
+    /// ASCII, at most 200 bytes (it goes into requests and the store).
+    pub fn valid_model_name(name: &str) -> bool {
+        !name.is_empty() && name.len() <= 200 && name.chars().all(|c| c.is_ascii_graphic())
+    }
+
     /// Ask `model` from the next call on (same provider and profile).
     pub fn set_model(&self, model: &str) {
         if let Ok(mut m) = self.model_override.lock() {
@@ -220,6 +229,37 @@ impl Session {
             self.window
                 .for_model(model, self.profile.info.context_window),
         );
+    }
+
+    /// The approvals mode in force: the one the operator switched to,
+    /// else the configured one.
+    pub fn approval_mode(&self) -> crate::approvals::Mode {
+        self.approval_mode
+            .lock()
+            .ok()
+            .and_then(|m| *m)
+            .unwrap_or(self.config.approvals.mode)
+    }
+
+    /// Decide calls no rule speaks to in `mode` from now on (the operator
+    /// chose it, as `--approvals` would).
+    pub fn set_approval_mode(&self, mode: crate::approvals::Mode) {
+        if let Ok(mut m) = self.approval_mode.lock() {
+            *m = Some(mode);
+        }
+    }
+
+    /// The approval rules and the mode in force.
+    pub(super) fn approvals(&self) -> std::borrow::Cow<'_, crate::approvals::Approvals> {
+        let mode = self.approval_mode();
+        if mode == self.config.approvals.mode {
+            std::borrow::Cow::Borrowed(&self.config.approvals)
+        } else {
+            std::borrow::Cow::Owned(crate::approvals::Approvals {
+                rules: self.config.approvals.rules.clone(),
+                mode,
+            })
+        }
     }
 
     /// The allow rules the operator added for this conversation.
@@ -332,6 +372,7 @@ impl Session {
                 playback: parts.playback,
                 checkpoints: std::sync::OnceLock::new(),
                 model_override: Mutex::new(None),
+                approval_mode: Mutex::new(None),
                 window,
                 largest_request: Mutex::new(0),
             }

@@ -270,7 +270,7 @@ fn model(chat: &Chat, name: Option<String>) {
             sanitize(&chat.session.model()),
             chat.kit.provider
         ),
-        Some(name) if name.chars().all(|c| c.is_ascii_graphic()) && name.len() <= 200 => {
+        Some(name) if crate::agent::Session::valid_model_name(&name) => {
             chat.session.set_model(&name);
             errln!("the next turn asks {name}");
         }

@@ -307,6 +307,7 @@ pub fn translate(event: &Event) -> Option<(&'static str, Value)> {
         | EventData::PermissionResolved(_)
         | EventData::SteeringInjected(_)
         | EventData::AssistantTextStart(_)
+        | EventData::AssistantReasoningDelta(_)
         | EventData::ToolCallOutputDelta(_)
         | EventData::SessionEnd(_) => return None,
     };
