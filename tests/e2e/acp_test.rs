@@ -420,13 +420,22 @@ struct RawAgent {
     child: std::process::Child,
     input: Option<std::process::ChildStdin>,
     lines: std::sync::mpsc::Receiver<Value>,
+    /// While set, the reader reads nothing (an editor that stops reading).
+    held: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl RawAgent {
     fn start(scene: &Scene, server: &MockLlm) -> Self {
+        Self::start_with(scene, server, &[])
+    }
+
+    fn start_with(scene: &Scene, server: &MockLlm, args: &[&str]) -> Self {
         use std::io::BufRead;
         use std::process::Stdio;
+        let held = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let holding = held.clone();
         let mut child = sandcrab(scene, KIND, server, "acp")
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -436,8 +445,16 @@ impl RawAgent {
         let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
         let (tx, lines) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            for line in stdout.lines() {
-                let Ok(line) = line else { return };
+            let mut stdout = stdout;
+            loop {
+                while holding.load(std::sync::atomic::Ordering::SeqCst) {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                let mut line = String::new();
+                if stdout.read_line(&mut line).unwrap_or(0) == 0 {
+                    return;
+                }
+                let line = line.trim_end();
                 let value = serde_json::from_str(&line)
                     .unwrap_or_else(|e| panic!("stdout carries protocol only: {e}: {line}"));
                 if tx.send(value).is_err() {
@@ -449,7 +466,16 @@ impl RawAgent {
             child,
             input,
             lines,
+            held,
         }
+    }
+
+    fn hold(&self) {
+        self.held.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn resume(&self) {
+        self.held.store(false, std::sync::atomic::Ordering::SeqCst);
     }
 
     fn send(&mut self, message: &[u8]) {
@@ -461,7 +487,7 @@ impl RawAgent {
     }
 
     /// The next message that satisfies `wanted`.
-    fn until(&self, wanted: impl Fn(&Value) -> bool) -> Value {
+    fn until(&self, mut wanted: impl FnMut(&Value) -> bool) -> Value {
         loop {
             let message = self
                 .lines
@@ -540,5 +566,92 @@ async fn an_oversized_message_is_refused_and_an_editor_that_vanishes_mid_questio
     assert!(
         !history.lines().any(|l| l.trim() == "tests-pass"),
         "{history}"
+    );
+}
+
+/// Resident memory of process `pid`, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// How much `sandcrab acp` grows, in KiB, while the model streams an
+/// answer in 300,000 small pieces and the editor reads (or, with `hold`,
+/// does not read until the answer is whole); every piece arrives.
+async fn growth_while_streaming(hold: bool) -> u64 {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    let pieces: Vec<&'static str> = vec!["word "; 300_000];
+    server.push(stream(KIND, &Answer::Text(pieces)));
+    let mut agent = RawAgent::start(&scene, &server);
+    let cwd = scene.workspace().display().to_string();
+    agent.send(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#);
+    agent.until(|m| m["id"] == 1);
+    agent.send(
+        json!({"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd": cwd, "mcpServers": []}})
+            .to_string()
+            .as_bytes(),
+    );
+    let session = agent.until(|m| m["id"] == 2)["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let before = rss_kib(agent.child.id());
+    if hold {
+        agent.hold();
+    }
+    agent.send(
+        json!({"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId": session, "prompt": [{"type":"text","text":"talk"}]}})
+            .to_string()
+            .as_bytes(),
+    );
+    let mut peak = 0;
+    let mut text = 0;
+    let mut done = None;
+    let started = std::time::Instant::now();
+    while started.elapsed() < std::time::Duration::from_secs(60) && done.is_none() {
+        peak = peak.max(rss_kib(agent.child.id()));
+        if hold && started.elapsed() > std::time::Duration::from_secs(8) {
+            agent.resume();
+        }
+        while let Ok(m) = agent
+            .lines
+            .recv_timeout(std::time::Duration::from_millis(50))
+        {
+            if m["params"]["update"]["sessionUpdate"] == "agent_message_chunk" {
+                text += m["params"]["update"]["content"]["text"]
+                    .as_str()
+                    .unwrap()
+                    .len();
+            }
+            if m["id"] == 3 {
+                done = Some(m);
+                break;
+            }
+        }
+    }
+    let done = done.expect("the prompt was answered");
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    assert_eq!(text, 300_000 * "word ".len(), "every piece arrived");
+    peak.saturating_sub(before)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editor_that_stops_reading_does_not_make_the_agent_grow() {
+    let reading = growth_while_streaming(false).await;
+    let not_reading = growth_while_streaming(true).await;
+    eprintln!(
+        "sandcrab acp grew {} MiB while its editor read, {} MiB while it did not",
+        reading / 1024,
+        not_reading / 1024
+    );
+    assert!(
+        not_reading < reading + 32 * 1024,
+        "an editor that stops reading made the agent grow {} MiB more",
+        (not_reading - reading) / 1024
     );
 }

@@ -11,9 +11,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncWrite};
-use tokio::sync::{Mutex, oneshot, watch};
+use tokio::sync::{Mutex, mpsc, oneshot};
 use tokio_stream::StreamExt;
 
+use super::updates::Next;
 use super::wire::{Incoming, Outbox, code};
 use crate::agent::{AgentKit, EventData, Session, SessionError};
 use crate::approvals::{Mode, PermissionQueue, QueueEvent};
@@ -58,7 +59,8 @@ impl From<anyhow::Error> for Failure {
 struct Driven {
     session: Arc<Session>,
     /// Inputs whose events were all sent.
-    shown: watch::Receiver<u64>,
+    /// Asks the forwarder to say when every update so far went out.
+    flush: mpsc::Sender<oneshot::Sender<()>>,
     cancelled: AtomicBool,
 }
 
@@ -234,10 +236,10 @@ impl Agent {
                 "the editor's MCP servers are not started: sandcrab runs MCP servers only from [mcp.servers] in its own configuration, where they are confined and their calls approved (see docs/mcp.md)",
             );
         }
-        let (shown_tx, shown) = watch::channel(0u64);
+        let (flush, flushes) = mpsc::channel(4);
         let driven = Arc::new(Driven {
             session: session.clone(),
-            shown,
+            flush,
             cancelled: AtomicBool::new(false),
         });
         let id = session.id().to_string();
@@ -249,27 +251,71 @@ impl Agent {
         )
         .await;
         *self.latest.lock().await = Some(id.clone());
-        let mut events = session.events();
+        let events = session.events();
         let workspace = session.workspace().to_path_buf();
-        tokio::spawn(async move {
-            while let Some(event) = events.next().await {
-                if let Some(update) = super::updates::for_event(&event.data, &workspace) {
-                    agent.update(&id, update).await;
+        tokio::spawn(async move { agent.forward(&id, events, &workspace, flushes).await });
+    }
+
+    /// Send what session `id` shows, in order, draining its events all the
+    /// while: an editor that does not read holds back updates, never the
+    /// session's events (what it does not see is dropped as it comes, and
+    /// its text waits joined into one chunk). A flush is answered once
+    /// every event emitted before it was asked for went out.
+    async fn forward(
+        &self,
+        id: &str,
+        mut events: crate::agent::EventStream,
+        workspace: &Path,
+        mut flushes: mpsc::Receiver<oneshot::Sender<()>>,
+    ) {
+        use futures::FutureExt;
+        let mut waiting = super::updates::Waiting::default();
+        let mut barriers: HashMap<u64, oneshot::Sender<()>> = HashMap::new();
+        let mut next_barrier = 0;
+        let take = |waiting: &mut super::updates::Waiting, data: &EventData| {
+            if let Some(update) = super::updates::for_event(data, workspace) {
+                waiting.push(update);
+            }
+        };
+        loop {
+            tokio::select! {
+                event = events.next() => {
+                    let Some(event) = event else { break };
+                    take(&mut waiting, &event.data);
                 }
-                if matches!(event.data, EventData::ProcessingEnd(_)) {
-                    shown_tx.send_modify(|n| *n += 1);
+                Some(done) = flushes.recv() => {
+                    // Everything emitted so far is in the stream already.
+                    while let Some(Some(event)) = events.next().now_or_never() {
+                        take(&mut waiting, &event.data);
+                    }
+                    next_barrier += 1;
+                    barriers.insert(next_barrier, done);
+                    waiting.barrier(next_barrier);
+                }
+                permit = self.out.reserve(), if !waiting.is_empty() => {
+                    let Some(permit) = permit else { break };
+                    match waiting.pop() {
+                        Some(Next::Update(update)) => permit.send(notification(id, update)),
+                        Some(Next::Barrier(n)) => {
+                            if let Some(done) = barriers.remove(&n) {
+                                let _ = done.send(());
+                            }
+                        }
+                        None => {}
+                    }
                 }
             }
-        });
+        }
+        // The session ended: what waits still goes out.
+        while let Some(next) = waiting.pop() {
+            if let Next::Update(update) = next {
+                self.out.send(notification(id, update)).await;
+            }
+        }
     }
 
     async fn update(&self, session_id: &str, update: Value) {
-        self.out
-            .notify(
-                "session/update",
-                json!({"sessionId": session_id, "update": update}),
-            )
-            .await;
+        self.out.send(notification(session_id, update)).await;
     }
 
     async fn driven(&self, params: &Value) -> Result<Arc<Driven>, Failure> {
@@ -298,15 +344,12 @@ impl Agent {
             return Ok(json!({"stopReason": "end_turn"}));
         }
         driven.cancelled.store(false, Ordering::SeqCst);
-        let mut shown = driven.shown.clone();
-        let before = *shown.borrow_and_update();
         let result = driven.session.submit(&text).await;
         // Every update of this input goes out before its answer.
-        let _ = tokio::time::timeout(
-            std::time::Duration::from_secs(5),
-            shown.wait_for(|n| *n > before),
-        )
-        .await;
+        let (done, flushed) = oneshot::channel();
+        if driven.flush.send(done).await.is_ok() {
+            let _ = flushed.await;
+        }
         if driven.cancelled.load(Ordering::SeqCst) {
             return Ok(json!({"stopReason": "cancelled"}));
         }
@@ -409,6 +452,11 @@ impl Agent {
             let _ = tx.send(outcome.map_err(|e| e.to_string()));
         }
     }
+}
+
+/// A `session/update` notification.
+fn notification(session_id: &str, update: Value) -> Value {
+    json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session_id, "update": update}})
 }
 
 /// The session modes: the approvals modes, the one in force current.

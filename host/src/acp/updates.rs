@@ -73,6 +73,53 @@ pub fn for_event(data: &EventData, workspace: &std::path::Path) -> Option<Value>
     })
 }
 
+/// What waits to be sent to an editor, in order.
+#[derive(Debug, Default)]
+pub struct Waiting {
+    queue: std::collections::VecDeque<Next>,
+}
+
+/// One thing to send: an update, or a barrier (whoever waits on it may
+/// go once every update before it went).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Next {
+    Update(Value),
+    Barrier(u64),
+}
+
+impl Waiting {
+    /// Queue `update`; a chunk of text following one of the same kind
+    /// joins it.
+    pub fn push(&mut self, update: Value) {
+        let kind = update["sessionUpdate"].clone();
+        let is_chunk = kind == "agent_message_chunk" || kind == "agent_thought_chunk";
+        if is_chunk
+            && let Some(Next::Update(last)) = self.queue.back_mut()
+            && last["sessionUpdate"] == kind
+            && let (Some(more), Some(Value::String(text))) = (
+                update["content"]["text"].as_str(),
+                last.pointer_mut("/content/text"),
+            )
+        {
+            text.push_str(more);
+            return;
+        }
+        self.queue.push_back(Next::Update(update));
+    }
+
+    pub fn barrier(&mut self, id: u64) {
+        self.queue.push_back(Next::Barrier(id));
+    }
+
+    pub fn pop(&mut self) -> Option<Next> {
+        self.queue.pop_front()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+}
+
 /// A file change as an ACP diff: the changed parts of the file before
 /// and after (the hunks of its unified diff, with their context; parts
 /// apart are joined by a line `⋯`), or, for a binary file, its diff's
@@ -171,6 +218,31 @@ pub fn for_history(history: &[Turn]) -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_waiting_for_a_slow_editor_joins_into_one_chunk_and_order_holds() {
+        let chunk = |kind: &str, t: &str| json!({"sessionUpdate": kind, "content": text(t)});
+        let mut waiting = Waiting::default();
+        for t in ["a", "b", "c"] {
+            waiting.push(chunk("agent_message_chunk", t));
+        }
+        waiting.push(chunk("agent_thought_chunk", "x"));
+        waiting.push(chunk("agent_message_chunk", "d"));
+        waiting.barrier(7);
+        let mut out = Vec::new();
+        while let Some(next) = waiting.pop() {
+            out.push(next);
+        }
+        assert_eq!(
+            out,
+            [
+                Next::Update(chunk("agent_message_chunk", "abc")),
+                Next::Update(chunk("agent_thought_chunk", "x")),
+                Next::Update(chunk("agent_message_chunk", "d")),
+                Next::Barrier(7),
+            ]
+        );
+    }
 
     #[test]
     fn a_change_becomes_an_acp_diff_of_its_hunks() {

@@ -190,6 +190,12 @@ impl Outbox {
         self.tx.send(message).await.is_ok()
     }
 
+    /// Room for one message, once the client has read enough (None: it
+    /// is gone).
+    pub async fn reserve(&self) -> Option<mpsc::Permit<'_, Value>> {
+        self.tx.reserve().await.ok()
+    }
+
     pub async fn result(&self, id: Value, result: Value) -> bool {
         self.send(json!({"jsonrpc": "2.0", "id": id, "result": result}))
             .await
