@@ -455,7 +455,7 @@ impl RawAgent {
                     return;
                 }
                 let line = line.trim_end();
-                let value = serde_json::from_str(&line)
+                let value = serde_json::from_str(line)
                     .unwrap_or_else(|e| panic!("stdout carries protocol only: {e}: {line}"));
                 if tx.send(value).is_err() {
                     return;
