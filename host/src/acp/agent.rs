@@ -233,7 +233,7 @@ impl Agent {
             .is_some_and(|s| !s.is_empty())
         {
             session.warn(
-                "the editor's MCP servers are not started: sandcrab runs MCP servers only from [mcp.servers] in its own configuration, where they are confined and their calls approved (see docs/mcp.md)",
+                "the editor's MCP servers are not started: sandcrab runs MCP servers only from [mcp.servers] in its own configuration, where they are confined and their calls approved (see docs/bridge-and-mcp.md)",
             );
         }
         let (flush, flushes) = mpsc::channel(4);

@@ -18,8 +18,8 @@
 //! In force: the operator's rules (and a rules file they name), the
 //! project's ask and deny rules and `--approve` flags decide every tool
 //! call of `run`, `chat` and `serve` sessions and of `mcp serve` clients.
-//! `chat` asks on the terminal and `serve` through the bridge, both
-//! through a [`PermissionQueue`]; `mcp serve` asks its client by
+//! `chat` asks on the terminal, `serve` through the bridge and `acp` the
+//! editor, all through a [`PermissionQueue`]; `mcp serve` asks its client by
 //! elicitation; `run` refuses, naming what would allow the call. An
 //! "always in this workspace" answer is written to the operator's file as
 //! a rule scoped to that workspace. Not built yet: grant rules.
