@@ -655,3 +655,25 @@ async fn an_editor_that_stops_reading_does_not_make_the_agent_grow() {
         (not_reading - reading) / 1024
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_untrusted_projects_allow_rule_does_not_allow_in_the_editor() {
+    let scene = Scene::new();
+    // The project the editor opens tries to allow its own commands.
+    std::fs::write(
+        scene.workspace().join("sandcrab.toml"),
+        "[[approvals.rules]]\nshell = [\"echo\"]\ndecision = \"allow\"\n",
+    )
+    .unwrap();
+    let server = MockLlm::strict(KIND).await;
+    server.fallback(model());
+    let report = editor(
+        Peer::TypeScript,
+        &scene,
+        &server,
+        json!([{"new": true}, {"prompt": "run the tests", "answers": ["deny"]}]),
+    );
+    let step = &report["steps"][1];
+    assert_eq!(step["asked"].as_array().unwrap().len(), 1, "{step:#}");
+    assert!(!ran(step), "{step:#}");
+}
