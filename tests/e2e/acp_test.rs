@@ -8,6 +8,7 @@
 
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 use sandcrab::llm::ProviderKind;
 use serde_json::{Value, json};
@@ -258,9 +259,11 @@ async fn drive_a_session(peer: Peer) {
         new["result"]["modes"]["currentModeId"], "on-risk",
         "{new:#}"
     );
+    // (sent once the editor knows the session: after the answer)
     assert!(
-        kinds(new).contains(&"available_commands_update".to_string()),
-        "{new:#}"
+        kinds(&steps[1]).contains(&"available_commands_update".to_string()),
+        "{:#}",
+        steps[1]
     );
     let hello = &steps[5];
     assert!(said(hello).contains("Hello from the model."), "{hello:#}");
@@ -676,4 +679,137 @@ async fn an_untrusted_projects_allow_rule_does_not_allow_in_the_editor() {
     let step = &report["steps"][1];
     assert_eq!(step["asked"].as_array().unwrap().len(), 1, "{step:#}");
     assert!(!ran(step), "{step:#}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_right_after_a_prompt_a_second_prompt_and_a_second_load_are_safe() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.fallback(model());
+    let mut agent = RawAgent::start_with(&scene, &server, &["--approvals", "never"]);
+    let cwd = scene.workspace().display().to_string();
+    let send = |agent: &mut RawAgent, message: Value| agent.send(message.to_string().as_bytes());
+    send(
+        &mut agent,
+        json!({"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd": cwd, "mcpServers": []}}),
+    );
+    let session = agent.until(|m| m["id"] == 1)["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // A prompt and its cancel in one write: the turn never runs its call.
+    let prompt = |id: u64, text: &str| json!({"jsonrpc":"2.0","id":id,"method":"session/prompt","params":{"sessionId": session, "prompt": [{"type":"text","text": text}]}});
+    let cancel = json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId": session}});
+    agent.send(format!("{}\n{}", prompt(2, "run the tests"), cancel).as_bytes());
+    let mut ran = false;
+    let answered = agent.until(|m| {
+        if m["params"]["update"]["sessionUpdate"] == "tool_call_update" {
+            ran |= m.to_string().contains("tests-pass\\n");
+        }
+        m["id"] == 2
+    });
+    assert_eq!(answered["result"]["stopReason"], "cancelled", "{answered}");
+    assert!(!ran, "the cancelled turn ran its call");
+    // A second prompt while one is answered is refused; the first goes on.
+    send(&mut agent, prompt(3, "wait"));
+    agent.until(|m| m["params"]["update"]["sessionUpdate"] == "tool_call");
+    send(&mut agent, prompt(4, "hello"));
+    let refused = agent.until(|m| m["id"] == 4);
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("being answered"),
+        "{refused}"
+    );
+    send(&mut agent, cancel.clone());
+    let first = agent.until(|m| m["id"] == 3);
+    assert_eq!(first["result"]["stopReason"], "cancelled", "{first}");
+    // The control: a prompt after that is answered.
+    send(&mut agent, prompt(5, "hello"));
+    let answered = agent.until(|m| m["id"] == 5);
+    assert_eq!(answered["result"]["stopReason"], "end_turn", "{answered}");
+    // Loading the open session again shows it, opens nothing new; a
+    // prefix of its id opens nothing.
+    send(
+        &mut agent,
+        json!({"jsonrpc":"2.0","id":6,"method":"session/load","params":{"sessionId": session, "cwd": cwd, "mcpServers": []}}),
+    );
+    let mut replayed = 0;
+    let loaded = agent.until(|m| {
+        replayed += usize::from(m["params"]["update"]["sessionUpdate"] == "user_message_chunk");
+        m["id"] == 6
+    });
+    assert!(loaded.get("result").is_some(), "{loaded}");
+    // (the prompt cancelled as it came became an input or not, as the
+    // cancel found it: before the turn began, or in it)
+    assert!(
+        (2..=3).contains(&replayed),
+        "the inputs shown again: {replayed}"
+    );
+    send(
+        &mut agent,
+        json!({"jsonrpc":"2.0","id":7,"method":"session/load","params":{"sessionId": &session[..4], "cwd": cwd, "mcpServers": []}}),
+    );
+    let prefix = agent.until(|m| m["id"] == 7);
+    assert_eq!(prefix["error"]["code"], -32002, "{prefix}");
+    // The session still answers in the same process.
+    send(&mut agent, prompt(8, "hello"));
+    assert_eq!(
+        agent.until(|m| m["id"] == 8)["result"]["stopReason"],
+        "end_turn"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subagents_question_is_asked_in_its_own_conversation() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.fallback(|_path, body| {
+        let last = last_entry(body);
+        if last.contains("tool_result") {
+            return stream(KIND, &Answer::Text(vec!["Done."]));
+        }
+        if last.contains("CHILD-TASK") {
+            // The subagent asks late: after the editor opened another
+            // session and prompted it.
+            let call = tool("child-call", "shell", json!({"command": "echo tests-pass"}));
+            return stream(KIND, &Answer::Tools(vec![call])).delayed(Duration::from_millis(300));
+        }
+        if last.contains("delegate") {
+            let call = tool(
+                "spawn",
+                "spawn_agent",
+                json!({"task": "CHILD-TASK: run the tests", "run_in_background": true}),
+            );
+            return stream(KIND, &Answer::Tools(vec![call]));
+        }
+        stream(KIND, &Answer::Text(vec!["Hello."]))
+    });
+    let mut agent = RawAgent::start(&scene, &server);
+    let cwd = scene.workspace().display().to_string();
+    let open = |agent: &mut RawAgent, id: u64| {
+        agent.send(json!({"jsonrpc":"2.0","id":id,"method":"session/new","params":{"cwd": cwd, "mcpServers": []}}).to_string().as_bytes());
+        agent.until(|m| m["id"] == id)["result"]["sessionId"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let prompt = |agent: &mut RawAgent, id: u64, session: &str, text: &str| {
+        agent.send(json!({"jsonrpc":"2.0","id":id,"method":"session/prompt","params":{"sessionId": session, "prompt": [{"type":"text","text": text}]}}).to_string().as_bytes());
+    };
+    let a = open(&mut agent, 1);
+    prompt(&mut agent, 2, &a, "delegate the tests");
+    agent.until(|m| m["id"] == 2);
+    let b = open(&mut agent, 3);
+    prompt(&mut agent, 4, &b, "hello");
+    let question = agent.until(|m| m["method"] == "session/request_permission");
+    assert_eq!(question["params"]["sessionId"], a.as_str(), "{question}");
+    assert!(
+        question["params"]["_meta"]["sandcrab"]["from"]
+            .as_str()
+            .unwrap()
+            .starts_with("subagent"),
+        "{question}"
+    );
 }

@@ -11,10 +11,13 @@
 //! - [`updates`]: session events and stored history as `session/update`s;
 //! - [`permission`]: the approval question and its answer;
 //! - [`commands`]: the slash commands an editor offers;
-//! - [`agent`]: the methods.
+//! - [`agent`]: the read loop and the methods; `driven`: the sessions;
+//!   `asking`: the questions put to the editor.
 
 pub mod agent;
+mod asking;
 pub mod commands;
+mod driven;
 pub mod permission;
 pub mod updates;
 pub mod wire;

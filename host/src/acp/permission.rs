@@ -33,7 +33,7 @@ pub fn params(session_id: &str, request: &PermissionRequest) -> Value {
         .map(|offer| {
             json!({
                 "optionId": option_id(offer.scope),
-                "name": format!("Allow {}", offer.allows),
+                "name": format!("Allow {}", one_line(&offer.allows)),
                 "kind": if offer.scope == Scope::Once { "allow_once" } else { "allow_always" },
                 "_meta": {"sandcrab": {"scope": offer.scope, "rule": offer.rule}},
             })
@@ -65,6 +65,21 @@ pub fn params(session_id: &str, request: &PermissionRequest) -> Value {
             "reason": request.reason,
         }},
     })
+}
+
+/// `text` on one line of at most 200 characters (an option's name quotes
+/// the model's command, which may hold anything).
+fn one_line(text: &str) -> String {
+    let line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(200)
+        .collect();
+    if text.chars().count() > 200 {
+        format!("{line}…")
+    } else {
+        line
+    }
 }
 
 /// The answer the client's `outcome` gives `request` (anything but an
@@ -110,6 +125,7 @@ mod tests {
         PermissionRequest {
             id: "r1".into(),
             session_id: "s".into(),
+            root_session_id: "s".into(),
             call_id: "c1".into(),
             tool: "shell".into(),
             arguments: json!({"command": "git push"}),

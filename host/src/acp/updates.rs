@@ -53,7 +53,8 @@ pub fn for_event(data: &EventData, workspace: &std::path::Path) -> Option<Value>
             "locations": locations(&call.arguments, workspace),
         }),
         EventData::ToolCallEnd(end) => {
-            let mut content = vec![json!({"type": "content", "content": text(&end.output)})];
+            let mut content =
+                vec![json!({"type": "content", "content": text(&shown_output(&end.output))})];
             for change in &end.changes {
                 content.push(diff(change, workspace));
             }
@@ -65,12 +66,39 @@ pub fn for_event(data: &EventData, workspace: &std::path::Path) -> Option<Value>
                 "rawOutput": {"receipt": end.receipt},
             })
         }
+        EventData::Warning(warning) => json!({
+            "sessionUpdate": "agent_message_chunk",
+            "content": text(&format!("\n[sandcrab warning: {}]\n", warning.message)),
+        }),
         EventData::Error(error) => json!({
             "sessionUpdate": "agent_message_chunk",
             "content": text(&format!("\n[sandcrab: {}]\n", error.message)),
         }),
         _ => return None,
     })
+}
+
+/// Most of a tool's output an editor is sent (the rest is in the store
+/// and `sandcrab sessions show`).
+const SHOWN_OUTPUT: usize = 64 * 1024;
+
+/// Longest chunk of text joined while an editor does not read.
+const LONGEST_CHUNK: usize = 1024 * 1024;
+
+/// `output`, at most [`SHOWN_OUTPUT`] bytes of it (its start and end).
+fn shown_output(output: &str) -> std::borrow::Cow<'_, str> {
+    if output.len() <= SHOWN_OUTPUT {
+        return output.into();
+    }
+    let head = output.floor_char_boundary(SHOWN_OUTPUT / 2);
+    let tail = output.ceil_char_boundary(output.len() - SHOWN_OUTPUT / 2);
+    format!(
+        "{}\n[… {} bytes not shown here; the session's store keeps the whole output …]\n{}",
+        &output[..head],
+        tail - head,
+        &output[tail..]
+    )
+    .into()
 }
 
 /// What waits to be sent to an editor, in order.
@@ -100,6 +128,7 @@ impl Waiting {
                 update["content"]["text"].as_str(),
                 last.pointer_mut("/content/text"),
             )
+            && text.len() + more.len() <= LONGEST_CHUNK
         {
             text.push_str(more);
             return;
@@ -142,25 +171,32 @@ pub fn diff(change: &FileChange, workspace: &std::path::Path) -> Value {
             hunks += 1;
             continue;
         }
-        let (side, rest) = line.split_at(line.len().min(1));
+        let mut chars = line.chars();
+        let side = chars.next();
+        let rest = chars.as_str();
         match side {
-            "-" => old.push_str(rest),
-            "+" => new.push_str(rest),
-            " " => {
+            Some('-') => {
                 old.push_str(rest);
-                new.push_str(rest);
-            }
-            // "\ No newline at end of file", a note of a cut diff.
-            _ => continue,
-        }
-        match side {
-            "-" => old.push('\n'),
-            "+" => new.push('\n'),
-            _ => {
                 old.push('\n');
+            }
+            Some('+') => {
+                new.push_str(rest);
                 new.push('\n');
             }
+            Some(' ') => {
+                for text in [&mut old, &mut new] {
+                    text.push_str(rest);
+                    text.push('\n');
+                }
+            }
+            // "\ No newline at end of file", a note of a cut diff.
+            _ => {}
         }
+    }
+    // No hunk: the diff is a note ("over N lines: not shown"), not a
+    // change to show as one.
+    if hunks == 0 {
+        return json!({"type": "content", "content": text(&format!("{}: {}", change.path, change.diff))});
     }
     json!({
         "type": "diff",
@@ -242,6 +278,28 @@ mod tests {
                 Next::Barrier(7),
             ]
         );
+    }
+
+    #[test]
+    fn a_cut_diff_a_note_and_a_huge_output_show_without_a_panic() {
+        let before = "line\n".repeat(30_000);
+        let after = "other\n".repeat(30_000);
+        let change =
+            FileChange::between("big.txt", Some(before.as_bytes()), Some(after.as_bytes()))
+                .unwrap();
+        assert!(
+            change.diff.contains('…'),
+            "the diff was cut: {}",
+            change.diff.len()
+        );
+        assert_eq!(diff(&change, std::path::Path::new("/w"))["type"], "diff");
+        let mut note = change.clone();
+        note.diff = "(over 100000 lines: not shown)".into();
+        let shown = diff(&note, std::path::Path::new("/w"));
+        assert_eq!(shown["type"], "content", "{shown}");
+        let output = "é".repeat(100_000);
+        let shown = shown_output(&output);
+        assert!(shown.len() < SHOWN_OUTPUT + 200 && shown.contains("not shown here"));
     }
 
     #[test]

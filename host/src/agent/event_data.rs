@@ -522,6 +522,7 @@ mod tests {
                 EventData::PermissionRequired(crate::approvals::PermissionRequest {
                     id: "p1".into(),
                     session_id: "s1".into(),
+                    root_session_id: String::new(),
                     call_id: "c1".into(),
                     tool: "shell".into(),
                     arguments: json!({"command": "git push"}),

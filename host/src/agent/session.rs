@@ -86,6 +86,8 @@ pub struct SessionParts {
     pub working_dir: Option<PathBuf>,
     /// Subagent nesting depth (0 for a top-level session).
     pub depth: usize,
+    /// The top-level session a subagent belongs to (None: this is one).
+    pub root: Option<String>,
     /// Repository facts for the prompt ([`super::repo_facts::read`]).
     pub repo: Option<super::repo_facts::RepoFacts>,
     /// Background jobs (None: every call runs inline).
@@ -129,6 +131,7 @@ impl SessionParts {
             workspace,
             working_dir: None,
             depth: 0,
+            root: None,
             repo: None,
             jobs: None,
             children: None,
@@ -159,6 +162,8 @@ pub(super) struct Inner {
 /// A conversation.
 pub struct Session {
     pub(super) id: String,
+    /// The top-level session's id (its own, when it is one).
+    pub(super) root_id: String,
     pub(super) depth: usize,
     pub(super) client: Arc<dyn LlmClient>,
     pub(super) profile: Arc<Profile>,
@@ -338,6 +343,7 @@ impl Session {
                 window_source: window.facts().source,
             }));
             Session {
+                root_id: parts.root.clone().unwrap_or_else(|| id.clone()),
                 id,
                 depth: parts.depth,
                 client: parts.client,

@@ -216,6 +216,9 @@ impl Subagents {
             None => parent.working_dir.clone(),
         };
         let mut child_config = config.clone();
+        // The mode the operator chose for this conversation holds for its
+        // subagents too.
+        child_config.approvals.mode = parent.approval_mode();
         if let Some(model) = args.model.filter(|m| *m != config.model) {
             if !config.subagent_models.contains(&model) {
                 return Err(format!(
@@ -238,6 +241,7 @@ impl Subagents {
             working_dir: Some(working_dir),
             window,
             depth: parent.depth + 1,
+            root: Some(parent.root_id.clone()),
             repo,
             jobs: parent.jobs.clone(),
             children: Some(Subagents::new()),

@@ -29,6 +29,10 @@ pub struct PermissionRequest {
     pub id: String,
     /// The session asking (a subagent's own id when a subagent asks).
     pub session_id: String,
+    /// The top-level session a subagent asking belongs to: the
+    /// conversation the operator sees (empty: the asking session is one).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub root_session_id: String,
     pub call_id: String,
     pub tool: String,
     pub arguments: serde_json::Value,
@@ -81,7 +85,7 @@ type Waiting = BTreeMap<String, (PermissionRequest, oneshot::Sender<Answer>)>;
 /// request, whichever session or subagent asked, and how each ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum QueueEvent {
-    Required(PermissionRequest),
+    Required(Box<PermissionRequest>),
     Resolved {
         id: String,
         session_id: String,
@@ -168,7 +172,9 @@ impl PermissionQueue {
                     by: "queue limit".into(),
                     at: crate::time::now_rfc3339(),
                 });
-                let _ = self.events.send(QueueEvent::Required(request.clone()));
+                let _ = self
+                    .events
+                    .send(QueueEvent::Required(Box::new(request.clone())));
                 self.resolved(&request, false, Scope::Once, "queue limit");
                 return Ticket {
                     queue: self.clone(),
@@ -179,7 +185,9 @@ impl PermissionQueue {
             waiting.insert(request.id.clone(), (request.clone(), tx));
         }
         self.count_changed();
-        let _ = self.events.send(QueueEvent::Required(request.clone()));
+        let _ = self
+            .events
+            .send(QueueEvent::Required(Box::new(request.clone())));
         Ticket {
             queue: self.clone(),
             request,
@@ -270,6 +278,7 @@ mod tests {
         PermissionRequest {
             id: String::new(),
             session_id: "s".into(),
+            root_session_id: "s".into(),
             call_id: "c".into(),
             tool: "shell".into(),
             arguments: serde_json::json!({"command": "ls"}),

@@ -216,6 +216,7 @@ mod tests {
         PermissionRequest {
             id: "p1".into(),
             session_id: "s".into(),
+            root_session_id: "s".into(),
             call_id: "c".into(),
             tool: "shell".into(),
             arguments: serde_json::json!({"command": "make"}),
