@@ -123,14 +123,28 @@ fn kinds(step: &Value) -> Vec<String> {
         .collect()
 }
 
-fn said(step: &Value) -> String {
+/// A workspace and the scripted model of [`model`] behind a strict mock.
+async fn scripted() -> (Scene, MockLlm) {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.fallback(model());
+    (scene, server)
+}
+
+/// The text of the `kind` chunks of `step`, joined.
+fn chunks(step: &Value, kind: &str) -> String {
     step["updates"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .filter(|u| u["sessionUpdate"] == kind)
         .map(|u| u["content"]["text"].as_str().unwrap_or_default())
         .collect()
+}
+
+/// What the agent said in `step`.
+fn said(step: &Value) -> String {
+    chunks(step, "agent_message_chunk")
 }
 
 /// The end of the tool call of `step`.
@@ -347,9 +361,7 @@ async fn drive_a_session(peer: Peer) {
 async fn the_models_reasoning_shows_as_thought() {
     // A server of its own: the strict mock wants the signed thinking it
     // hands out in every later request, of any session.
-    let scene = Scene::new();
-    let server = MockLlm::strict(KIND).await;
-    server.fallback(model());
+    let (scene, server) = scripted().await;
     let report = editor(
         Peer::TypeScript,
         &scene,
@@ -357,22 +369,17 @@ async fn the_models_reasoning_shows_as_thought() {
         json!([{"new": true}, {"prompt": "think aloud"}]),
     );
     let step = &report["steps"][1];
-    let thought: String = step["updates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|u| u["sessionUpdate"] == "agent_thought_chunk")
-        .map(|u| u["content"]["text"].as_str().unwrap_or_default())
-        .collect();
-    assert_eq!(thought, "The user wants to see me think.", "{step:#}");
+    assert_eq!(
+        chunks(step, "agent_thought_chunk"),
+        "The user wants to see me think.",
+        "{step:#}"
+    );
     assert!(said(step).contains("Thought through."), "{step:#}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forged_or_cancelled_answer_denies_and_garbage_gets_errors() {
-    let scene = Scene::new();
-    let server = MockLlm::strict(KIND).await;
-    server.fallback(model());
+    let (scene, server) = scripted().await;
     let report = editor(
         Peer::TypeScript,
         &scene,
@@ -505,9 +512,7 @@ impl RawAgent {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_oversized_message_is_refused_and_an_editor_that_vanishes_mid_question_gets_no_yes() {
-    let scene = Scene::new();
-    let server = MockLlm::strict(KIND).await;
-    server.fallback(model());
+    let (scene, server) = scripted().await;
     let mut agent = RawAgent::start(&scene, &server);
     let cwd = scene.workspace().display().to_string();
     // 17 MiB on one line: skipped whole, answered, and the next read.
@@ -683,9 +688,7 @@ async fn an_untrusted_projects_allow_rule_does_not_allow_in_the_editor() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_right_after_a_prompt_a_second_prompt_and_a_second_load_are_safe() {
-    let scene = Scene::new();
-    let server = MockLlm::strict(KIND).await;
-    server.fallback(model());
+    let (scene, server) = scripted().await;
     let mut agent = RawAgent::start_with(&scene, &server, &["--approvals", "never"]);
     let cwd = scene.workspace().display().to_string();
     let send = |agent: &mut RawAgent, message: Value| agent.send(message.to_string().as_bytes());
