@@ -213,8 +213,12 @@ impl Agent {
                     take(&mut waiting, &event.data);
                 }
                 Some(done) = flushes.recv() => {
-                    // Everything emitted so far is in the stream already.
-                    while let Some(Some(event)) = events.next().now_or_never() {
+                    // Everything emitted so far is in the stream already
+                    // (read outside the task's budget: a spent budget
+                    // would say "nothing ready" with events waiting).
+                    while let Some(Some(event)) =
+                        tokio::task::unconstrained(events.next()).now_or_never()
+                    {
                         take(&mut waiting, &event.data);
                     }
                     next_barrier += 1;
