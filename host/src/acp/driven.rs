@@ -197,7 +197,6 @@ impl Agent {
         workspace: &Path,
         mut flushes: mpsc::Receiver<oneshot::Sender<()>>,
     ) {
-        use futures::FutureExt;
         let mut waiting = super::updates::Waiting::default();
         let mut barriers: HashMap<u64, oneshot::Sender<()>> = HashMap::new();
         let mut next_barrier = 0;
@@ -213,12 +212,8 @@ impl Agent {
                     take(&mut waiting, &event.data);
                 }
                 Some(done) = flushes.recv() => {
-                    // Everything emitted so far is in the stream already
-                    // (read outside the task's budget: a spent budget
-                    // would say "nothing ready" with events waiting).
-                    while let Some(Some(event)) =
-                        tokio::task::unconstrained(events.next()).now_or_never()
-                    {
+                    // Everything emitted so far is in the stream already.
+                    while let Some(event) = crate::agent::next_ready(&mut events) {
                         take(&mut waiting, &event.data);
                     }
                     next_barrier += 1;

@@ -48,6 +48,18 @@ impl Serialize for Event {
 /// A stream of events.
 pub type EventStream = UnboundedReceiverStream<Event>;
 
+/// The next event `events` already holds, if any, without waiting. Read
+/// outside the task's cooperative budget: a spent budget would say
+/// "nothing ready" with events waiting, and whoever drains a stream to
+/// flush it would flush too early.
+pub fn next_ready(events: &mut EventStream) -> Option<Event> {
+    use futures::FutureExt;
+    use tokio_stream::StreamExt;
+    tokio::task::unconstrained(events.next())
+        .now_or_never()
+        .flatten()
+}
+
 /// Fans events out to subscribers.
 pub struct EventBus {
     session_id: String,

@@ -40,7 +40,7 @@ mod write_order;
 pub use builder::{AgentKit, AgentOptions, BuildError, resolve_provider};
 pub use config::SessionConfig;
 pub use event_data::{EndReason, TurnLimitKind};
-pub use events::{Event, EventBus, EventData, EventKind, EventStream};
+pub use events::{Event, EventBus, EventData, EventKind, EventStream, next_ready};
 pub use live_plugins::{LivePlugins, PluginReport};
 pub use loop_detection::{LoopDetector, LoopFound, signature};
 pub use memory::{SessionInfo, SessionMemory};

@@ -9,7 +9,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use futures::{FutureExt, StreamExt};
+use futures::StreamExt;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::above_prompt::{AbovePrompt, WhilePrompting};
@@ -196,7 +196,7 @@ async fn render(
             },
             request = requests.recv() => {
                 let mut drain = |screen: &mut Screen| {
-                    while drawing && let Some(Some(event)) = events.next().now_or_never() {
+                    while drawing && let Some(event) = crate::agent::next_ready(&mut events) {
                         draw(&event, screen);
                     }
                 };
