@@ -52,12 +52,13 @@ impl CallFront for SessionFront<'_> {
     }
 
     fn judge(&self, subject: &Subject) -> Judgement {
-        let approvals = self.session.approvals();
+        let rules = &self.session.config.approvals.rules;
+        let mode = self.session.approval_mode();
         // This conversation's answers count beside the rules (none if
         // their lock was poisoned).
         match self.session.granted.lock() {
-            Ok(granted) => Judgement::by_rules(&approvals, subject, Some(&granted)),
-            Err(_) => Judgement::by_rules(&approvals, subject, None),
+            Ok(granted) => Judgement::in_mode(rules, mode, subject, Some(&granted)),
+            Err(_) => Judgement::in_mode(rules, mode, subject, None),
         }
     }
 

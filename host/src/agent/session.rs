@@ -254,19 +254,6 @@ impl Session {
         }
     }
 
-    /// The approval rules and the mode in force.
-    pub(super) fn approvals(&self) -> std::borrow::Cow<'_, crate::approvals::Approvals> {
-        let mode = self.approval_mode();
-        if mode == self.config.approvals.mode {
-            std::borrow::Cow::Borrowed(&self.config.approvals)
-        } else {
-            std::borrow::Cow::Owned(crate::approvals::Approvals {
-                rules: self.config.approvals.rules.clone(),
-                mode,
-            })
-        }
-    }
-
     /// The allow rules the operator added for this conversation.
     pub fn granted_rules(&self) -> Vec<crate::approvals::Rule> {
         self.granted

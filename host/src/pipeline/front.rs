@@ -7,7 +7,9 @@ use std::path::Path;
 
 use async_trait::async_trait;
 
-use crate::approvals::{ApprovalRecord, Approvals, Reach, Rules, Subject, Verdict, verdict_record};
+use crate::approvals::{
+    ApprovalRecord, Approvals, Mode, Reach, Rules, Subject, Verdict, verdict_record,
+};
 use crate::checkpoint::FileChange;
 use crate::tools::{PreparedCall, Receipt, ToolOutcome};
 
@@ -23,12 +25,18 @@ impl Judgement {
     /// By `approvals`, with `more` rules (a conversation's answers)
     /// beside them.
     pub fn by_rules(approvals: &Approvals, subject: &Subject, more: Option<&Rules>) -> Self {
+        Self::in_mode(&approvals.rules, approvals.mode, subject, more)
+    }
+
+    /// The verdict of `rules` (and `more` beside them) for `subject`, in
+    /// `mode` for what no rule speaks to.
+    pub fn in_mode(rules: &Rules, mode: Mode, subject: &Subject, more: Option<&Rules>) -> Self {
         let verdict = match more {
-            Some(more) => approvals.decide_with(subject, more),
-            None => approvals.decide(subject),
+            Some(more) => rules.decide_with(more, subject, mode),
+            None => rules.decide(subject, mode),
         };
         Judgement {
-            record: verdict_record(&verdict, approvals.mode),
+            record: verdict_record(&verdict, mode),
             verdict,
         }
     }
