@@ -704,13 +704,18 @@ async fn a_cancel_right_after_a_prompt_a_second_prompt_and_a_second_load_are_saf
     let prompt = |id: u64, text: &str| json!({"jsonrpc":"2.0","id":id,"method":"session/prompt","params":{"sessionId": session, "prompt": [{"type":"text","text": text}]}});
     let cancel = json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId": session}});
     agent.send(format!("{}\n{}", prompt(2, "run the tests"), cancel).as_bytes());
-    let mut ran = false;
-    let answered = agent.until(|m| {
-        if m["params"]["update"]["sessionUpdate"] == "tool_call_update" {
-            ran |= m.to_string().contains("tests-pass\\n");
-        }
-        m["id"] == 2
-    });
+    // The answer to prompt `id`, and whether its call ran (printed).
+    let answer_of = |agent: &RawAgent, id: u64| {
+        let mut ran = false;
+        let answer = agent.until(|m| {
+            if m["params"]["update"]["sessionUpdate"] == "tool_call_update" {
+                ran |= m.to_string().contains("tests-pass\\n");
+            }
+            m["id"] == id
+        });
+        (answer, ran)
+    };
+    let (answered, ran) = answer_of(&agent, 2);
     assert_eq!(answered["result"]["stopReason"], "cancelled", "{answered}");
     assert!(!ran, "the cancelled turn ran its call");
     // A second prompt while one is answered is refused; the first goes on.
@@ -728,10 +733,11 @@ async fn a_cancel_right_after_a_prompt_a_second_prompt_and_a_second_load_are_saf
     send(&mut agent, cancel.clone());
     let first = agent.until(|m| m["id"] == 3);
     assert_eq!(first["result"]["stopReason"], "cancelled", "{first}");
-    // The control: a prompt after that is answered.
-    send(&mut agent, prompt(5, "hello"));
-    let answered = agent.until(|m| m["id"] == 5);
+    // The control: the same prompt, not cancelled, runs its call.
+    send(&mut agent, prompt(5, "run the tests"));
+    let (answered, ran) = answer_of(&agent, 5);
     assert_eq!(answered["result"]["stopReason"], "end_turn", "{answered}");
+    assert!(ran, "the call ran: {answered}");
     // Loading the open session again shows it, opens nothing new; a
     // prefix of its id opens nothing.
     send(
@@ -762,6 +768,18 @@ async fn a_cancel_right_after_a_prompt_a_second_prompt_and_a_second_load_are_saf
         agent.until(|m| m["id"] == 8)["result"]["stopReason"],
         "end_turn"
     );
+    // Loaded again while a prompt runs: the running turn is still the
+    // one a cancel stops (no second session took its place).
+    send(&mut agent, prompt(9, "wait"));
+    agent.until(|m| m["params"]["update"]["sessionUpdate"] == "tool_call");
+    send(
+        &mut agent,
+        json!({"jsonrpc":"2.0","id":10,"method":"session/load","params":{"sessionId": session, "cwd": cwd, "mcpServers": []}}),
+    );
+    agent.until(|m| m["id"] == 10);
+    send(&mut agent, cancel.clone());
+    let running = agent.until(|m| m["id"] == 9);
+    assert_eq!(running["result"]["stopReason"], "cancelled", "{running}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
