@@ -30,6 +30,7 @@ mod fs_interface_test;
 mod golden_test;
 mod grant_engine_test;
 mod headless_run_test;
+mod hooks_test;
 mod host_integrity_test;
 mod instance_reuse_test;
 mod llama_server_test;

@@ -94,6 +94,9 @@ pub enum DecidedBy {
     Mode { mode: Mode },
     /// The operator made the call themselves (`sandcrab tool call`).
     Operator,
+    /// A hook the operator consented to (`PreToolUse`,
+    /// `PermissionRequest`): its event and command.
+    Hook { event: String, command: String },
 }
 
 /// What became of a call the verdict said to ask about.
@@ -166,6 +169,7 @@ impl ApprovalRecord {
             DecidedBy::Rule { at, rule } => format!("rule {at} ({rule})"),
             DecidedBy::Mode { mode } => format!("mode {}", mode.as_str()),
             DecidedBy::Operator => "the operator's own call".to_string(),
+            DecidedBy::Hook { event, command } => format!("the {event} hook `{command}`"),
         };
         format!("{} by {by}", self.decision.as_str())
     }
@@ -179,6 +183,7 @@ impl ApprovalRecord {
             DecidedBy::Rule { at, rule } => format!("{verb} by rule {at} ({rule})"),
             DecidedBy::Mode { mode } => format!("{verb} by mode {}", mode.as_str()),
             DecidedBy::Operator => format!("{verb}: the operator's own call"),
+            DecidedBy::Hook { event, command } => format!("{verb} by the {event} hook `{command}`"),
         };
         match &self.answer {
             None => match self.decision {

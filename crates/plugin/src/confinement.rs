@@ -21,6 +21,8 @@ pub enum ProgramOwner {
     Plugin(PluginOrigin),
     /// An MCP server program the operator configured.
     McpServer,
+    /// A hook the operator consented to.
+    Hook,
 }
 
 /// What a principal may touch, as the policy decided it.
@@ -70,6 +72,12 @@ pub const TABLE: &[Row] = &[
         why: "an MCP server is third-party code: it reads only its [policy.mcp.NAME] grant",
     },
     Row {
+        mode: SandboxMode::WorkspaceWrite,
+        principal: ProgramOwner::Hook,
+        read_everywhere: false,
+        why: "a hook judges what the model does: it reads the workspace and the files it runs (copies of what was consented), and nothing of the host's",
+    },
+    Row {
         mode: SandboxMode::Locked,
         principal: ProgramOwner::Plugin(PluginOrigin::Builtin),
         read_everywhere: false,
@@ -84,6 +92,12 @@ pub const TABLE: &[Row] = &[
     Row {
         mode: SandboxMode::Locked,
         principal: ProgramOwner::McpServer,
+        read_everywhere: false,
+        why: "locked: every program reads only its grants, its temp dir and system paths",
+    },
+    Row {
+        mode: SandboxMode::Locked,
+        principal: ProgramOwner::Hook,
         read_everywhere: false,
         why: "locked: every program reads only its grants, its temp dir and system paths",
     },

@@ -208,6 +208,13 @@ impl AgentKit {
         if let Some(n) = options.max_tool_rounds {
             session_config.max_tool_rounds_per_input = n;
         }
+        let (hooks, hook_warnings) = crate::hooks::Hooks::load(
+            &config.hooks,
+            config.project_hooks.as_ref(),
+            &config.consented,
+            host.sandbox_context(),
+        );
+        session_config.hooks = hooks;
         let mcp = crate::mcp::McpServers::new(&config.mcp.servers, host.sandbox_context());
         let mut mcp_tools = ToolRegistry::new();
         let mcp_warnings = mcp
@@ -220,6 +227,20 @@ impl AgentKit {
         let mut tool_set =
             super::tool_set::plugin_tools_knowing(host, &profile, &session_config.tools, &known);
         tool_set.warnings.extend(mcp_warnings);
+        tool_set.warnings.extend(hook_warnings);
+        let trusted =
+            config.project_hooks.as_ref().is_some_and(|p| p.trusted) || config.project_trusted;
+        let places = crate::skills::SkillPlaces::of(&host.sandbox_context().workspace, trusted);
+        let (skills, skill_warnings) = crate::skills::found(&places, &config.consented);
+        tool_set.warnings.extend(skill_warnings);
+        crate::skills::tool::register(&mut tool_set.registry, &skills);
+        if let Some(section) = crate::skills::prompt_section(&skills) {
+            session_config.user_instructions =
+                Some(match session_config.user_instructions.take() {
+                    Some(before) => format!("{before}\n\n{section}"),
+                    None => section,
+                });
+        }
         tool_set.registry.overlay(&mcp_tools);
         let summarization = config.summarization.clone();
         let persona = format!(

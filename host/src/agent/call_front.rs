@@ -36,6 +36,37 @@ impl CallFront for SessionFront<'_> {
         &self.session.workspace
     }
 
+    fn hooks(&self) -> Option<crate::pipeline::HookScene<'_>> {
+        // A replay runs no hook: its calls are answered whole from the
+        // recording, before this stage.
+        if self.session.playback.is_some() {
+            return None;
+        }
+        Some(crate::pipeline::HookScene {
+            hooks: &self.session.config.hooks,
+            facts: self.session.hook_facts(),
+        })
+    }
+
+    fn reprepare(
+        &self,
+        call: &PreparedCall,
+        arguments: &serde_json::Value,
+    ) -> Option<PreparedCall> {
+        let place = crate::tools::CallPlace {
+            workspace: &self.session.workspace,
+            working_dir: &self.session.working_dir,
+        };
+        let mut again = PreparedCall::new(&call.id, &call.name, arguments, &self.registry, place);
+        // What the model sent is what its recording is keyed by.
+        again.raw = call.raw.clone();
+        Some(again)
+    }
+
+    fn warn(&self, message: &str) {
+        self.session.warn(message);
+    }
+
     async fn played(&self, _call: &PreparedCall) -> Option<ToolOutcome> {
         let playback = self.session.playback.as_ref()?;
         let name = self.call.name.as_str();

@@ -50,6 +50,8 @@ pub struct SessionConfig {
     /// How long a model that has not begun to answer goes unmentioned
     /// (the provider's read timeout: silence longer than that is news).
     pub still_waiting_every: std::time::Duration,
+    /// The hooks that run at the session's moments (`[hooks]`).
+    pub hooks: crate::hooks::Hooks,
 }
 
 impl SessionConfig {
@@ -76,6 +78,7 @@ impl SessionConfig {
             asker: None,
             remember_in: None,
             still_waiting_every: std::time::Duration::from_secs(30),
+            hooks: Default::default(),
         }
     }
 

@@ -26,6 +26,7 @@ mod request_fit;
 mod run_loop;
 mod server_facts;
 mod session;
+mod session_hooks;
 pub mod session_memory;
 mod subagents;
 mod summarizer_setup;

@@ -18,6 +18,8 @@ pub trait Playback: Send + Sync {
     fn tool_outcome(&self, call: &ToolCall) -> Played;
     /// The next time the session read for a turn.
     fn now(&self) -> String;
+    /// What the hooks of `event` answered here (None: none ran).
+    fn hooked(&self, event: &str) -> Option<crate::hooks::HookAnswer>;
 }
 
 /// A tool call's answer from a recording.

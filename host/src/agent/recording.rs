@@ -54,6 +54,12 @@ pub enum Entry {
     Interrupt { at: InterruptPoint },
     /// Recording stopped here (the size cap was reached).
     Stopped { bytes: u64, cap: u64 },
+    /// What the hooks of a session's moment answered (UserPromptSubmit,
+    /// SessionStart, Stop): a replay takes it from here and runs none.
+    Hooked {
+        event: String,
+        answer: crate::hooks::HookAnswer,
+    },
     /// The session is a fork: where it came from and the history it
     /// starts with.
     Forked {
@@ -79,6 +85,7 @@ impl Entry {
             Entry::Interrupt { .. } => "interrupt",
             Entry::Stopped { .. } => "stopped",
             Entry::Forked { .. } => "forked",
+            Entry::Hooked { .. } => "hooked",
         }
     }
 }

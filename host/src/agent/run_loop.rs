@@ -61,16 +61,33 @@ impl Session {
             text: input.map(str::to_string),
         });
         self.checkpoint_input();
-        if let Some(input) = input {
-            self.push(TurnKind::User {
-                text: input.to_string(),
-            });
-            self.emit(EventData::UserInput(EventData::text(input)));
-        }
         // Counted, not read back from the history: compaction may shorten it.
         let used_before = self.used();
-        self.drain_steering();
-        let result = self.run_rounds(&cancel).await;
+        let mut blocked = None;
+        if let Some(input) = input {
+            self.emit(EventData::UserInput(EventData::text(input)));
+            let first = !self
+                .hooks_started
+                .swap(true, std::sync::atomic::Ordering::SeqCst);
+            match self.hooks_before_input(input, first).await {
+                super::session_hooks::Heard::Go(contexts) => self.push(TurnKind::User {
+                    text: Self::with_hook_context(input, &contexts),
+                }),
+                super::session_hooks::Heard::Blocked(reason) => blocked = Some(reason),
+            }
+        }
+        let result = match blocked {
+            Some(reason) => {
+                self.warn(&format!(
+                    "a UserPromptSubmit hook blocked this input; the model did not see it: {reason}"
+                ));
+                Ok(Ended::Done)
+            }
+            None => {
+                self.drain_steering();
+                self.run_rounds(&cancel).await
+            }
+        };
         {
             let mut inner = self.lock();
             inner.current = None;
@@ -105,6 +122,8 @@ impl Session {
         let mut context_warned = false;
         // Refusals of the request for the model call being made.
         let mut refusals = 0u32;
+        // Times Stop hooks sent the model back to work.
+        let mut continued = 0u32;
         loop {
             if self.stop_requested(cancel) {
                 return Ok(Ended::Interrupted);
@@ -178,6 +197,10 @@ impl Session {
                 ));
             }
             if calls.is_empty() {
+                if !cancel.is_cancelled() && self.hooks_at_stop(continued).await {
+                    continued += 1;
+                    continue;
+                }
                 return Ok(Ended::Done);
             }
             rounds += 1;

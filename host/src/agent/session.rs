@@ -206,6 +206,8 @@ pub struct Session {
     pub(super) window: Arc<super::window::Window>,
     /// The largest request the provider answered, in its tokens.
     pub(super) largest_request: Mutex<u64>,
+    /// SessionStart hooks have run in this process.
+    pub(super) hooks_started: std::sync::atomic::AtomicBool,
 }
 
 impl Session {
@@ -368,6 +370,7 @@ impl Session {
                 approval_mode: Mutex::new(None),
                 window,
                 largest_request: Mutex::new(0),
+                hooks_started: Default::default(),
             }
         });
         session.record_start();
@@ -710,6 +713,15 @@ impl Session {
             inner.state = SessionState::Closed;
         }
         self.cancel.cancel();
+        let mut fields = serde_json::Map::new();
+        let why = match reason {
+            ed::EndReason::Completed => "other",
+            ed::EndReason::Aborted => "prompt_input_exit",
+            ed::EndReason::Error => "error",
+        };
+        fields.insert("reason".into(), why.into());
+        self.hooks_observe(crate::hooks::HookEvent::SessionEnd, why, fields)
+            .await;
         self.stop_jobs(std::time::Duration::from_secs(5)).await;
         if let Some(children) = &self.children {
             children.close_all().await;

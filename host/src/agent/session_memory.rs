@@ -98,6 +98,11 @@ impl Session {
         let Some(memory) = &self.memory else {
             return CompactionStats::default();
         };
+        let mut fields = serde_json::Map::new();
+        fields.insert("trigger".into(), "auto".into());
+        fields.insert("custom_instructions".into(), "".into());
+        self.hooks_observe(crate::hooks::HookEvent::PreCompact, "auto", fields)
+            .await;
         self.emit(EventData::CompactionStart(Default::default()));
         // What is compacted must be stored first: compaction deletes it.
         let _ = self.persist();

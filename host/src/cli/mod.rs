@@ -14,6 +14,7 @@ mod bridge_client_cmd;
 mod chat_cmd;
 mod chat_commands;
 mod chat_state;
+mod hooks_cmd;
 mod kept_setup;
 mod line_input;
 mod mcp_cmd;
@@ -92,6 +93,9 @@ enum Command {
     /// Call a tool directly.
     #[command(subcommand)]
     Tool(tool_cmd::ToolCommand),
+    /// Hooks: list them with their consent state, import Claude Code's.
+    #[command(subcommand)]
+    Hooks(hooks_cmd::HooksCommand),
     /// Trust a workspace's own configuration (sandcrab.toml, .sandcrab/):
     /// until then it may set project settings only, and its plugins are
     /// not loaded.
@@ -178,6 +182,7 @@ pub fn main() -> ExitCode {
             Command::Plugins(cmd) => plugins::run(cmd).await,
             Command::Tool(cmd) => until_stopped(tool_cmd::run(cmd)).await,
             Command::Trust(args) => trust_cmd::run(args),
+            Command::Hooks(cmd) => hooks_cmd::run(cmd),
             Command::Sandbox(cmd) => sandbox_cmd::run(cmd).await,
             Command::Sessions(cmd) => sessions_cmd::run(cmd).await,
             Command::Audit(args) => audit_cmd::run(args),

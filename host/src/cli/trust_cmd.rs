@@ -1,14 +1,19 @@
 //! `sandcrab trust [DIR]`: the operator's explicit decision to let a
 //! project's own configuration (`sandcrab.toml`, `.sandcrab/`) act with
 //! their authority. Recorded in the user's configuration with a
-//! fingerprint; any later change to those files needs trust again.
+//! fingerprint; any later change to those files needs trust again. The
+//! same act consents to every hook and skill in force there, each pinned
+//! by content: the one consent command for what makes sandcrab execute or
+//! believe something.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
 
+use super::terminal::sanitize;
 use crate::config::{Config, PROJECT_FILE, trust};
+use crate::consent::ConsentState;
 
 /// Options of `sandcrab trust`.
 #[derive(Debug, Args)]
@@ -51,7 +56,63 @@ pub fn run(args: TrustArgs) -> anyhow::Result<ExitCode> {
         &sha[..16],
         file.display()
     );
+    consent_to_surface(&workspace, &file)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Consent to every hook and skill in force for `workspace` as it is now,
+/// showing what is new and what changed since the last consent.
+fn consent_to_surface(workspace: &std::path::Path, file: &std::path::Path) -> anyhow::Result<()> {
+    let loaded = Config::load(workspace, Some(file))?;
+    let config = &loaded.config;
+    let (hooks, _) = crate::hooks::found(
+        &config.hooks,
+        config.project_hooks.as_ref(),
+        &config.consented,
+        workspace,
+    );
+    let places = crate::skills::SkillPlaces::of(workspace, config.project_trusted);
+    let (skills, _) = crate::skills::found(&places, &config.consented);
+    let mut pinned = Vec::new();
+    let pending = hooks
+        .iter()
+        .filter(|h| h.barred.is_none())
+        .map(|h| (&h.pinned, h.consent))
+        .chain(skills.iter().map(|s| (&s.pinned, s.consent)));
+    for (item, state) in pending {
+        match state {
+            ConsentState::Given => continue,
+            ConsentState::Missing => outln!("consented (new): {}", sanitize(&item.what)),
+            ConsentState::Changed => {
+                outln!("consented (CHANGED): {}", sanitize(&item.what));
+                if let Some(record) = config.consented.get(&item.what) {
+                    for line in item.diff(record).lines() {
+                        outln!("    {}", sanitize(line));
+                    }
+                }
+            }
+        }
+        for f in &item.files {
+            outln!(
+                "    runs or reads {} (sha256 {})",
+                f.path.display(),
+                &f.sha256[..12]
+            );
+        }
+        if !item.unreadable.is_empty() {
+            anyhow::bail!(
+                "{}: cannot read {}; nothing was consented",
+                item.what,
+                item.unreadable.join(", ")
+            );
+        }
+        pinned.push(item);
+    }
+    crate::config::consent::give(file, &pinned)?;
+    if pinned.is_empty() && (!hooks.is_empty() || !skills.is_empty()) {
+        outln!("hooks and skills: all as consented before");
+    }
+    Ok(())
 }
 
 /// Say what trusting gives the project: its settings and its plugins.

@@ -144,10 +144,19 @@ fn project_over(
         approvals.remove("mode");
         approvals.remove("rules_file");
     }
-    if table.remove("trust").is_some() {
-        warnings.push(ignored(path, "trust", workspace));
+    for key in ["trust", "consented"] {
+        if table.remove(key).is_some() {
+            warnings.push(ignored(path, key, workspace));
+        }
     }
-    for key in checked.dropped {
+    // Its hooks are read apart (see `project_hooks`): never merged over
+    // the operator's.
+    table.remove("hooks");
+    for key in checked
+        .dropped
+        .into_iter()
+        .filter(|k| k != "hooks" && !k.starts_with("hooks."))
+    {
         warnings.push(ignored(path, &key, workspace));
     }
     Ok(ProjectOver {
@@ -155,6 +164,30 @@ fn project_over(
         rules,
         floor: config.approvals.mode,
     })
+}
+
+/// The hooks `[hooks]` of the project file `path` (its `text`). Those of
+/// an untrusted project are read too: they never run, but a guard among
+/// them refuses what it matches.
+fn project_hooks(
+    text: &str,
+    path: &Path,
+    trusted: bool,
+    warnings: &mut Vec<String>,
+) -> Option<crate::hooks::ProjectHooks> {
+    let table: toml::Table = toml::from_str(text).ok()?;
+    let value = table.get("hooks")?.clone();
+    match value.try_into::<crate::hooks::HooksToml>() {
+        Ok(hooks) => Some(crate::hooks::ProjectHooks { hooks, trusted }),
+        Err(e) => {
+            warnings.push(format!(
+                "{}: [hooks] cannot be read ({}); the project's hooks are left out",
+                path.display(),
+                e.to_string().trim()
+            ));
+            None
+        }
+    }
 }
 
 /// A project file that cannot be used: the run goes on without it.
@@ -235,7 +268,15 @@ pub fn load(workspace: &Path, explicit: Option<&Path>) -> Result<LoadedConfig, C
             Err(err) => warnings.push(project_unusable(&err)),
         }
     }
+    let project_hooks = match (&project_text, &project) {
+        (Some(text), Some(layer)) => {
+            project_hooks(text, &project_path, layer.trusted, &mut warnings)
+        }
+        _ => None,
+    };
     let mut config = into_config(table, trusted_path.as_deref().unwrap_or(&project_path))?;
+    config.project_hooks = project_hooks;
+    config.project_trusted = project.as_ref().is_some_and(|p| p.trusted);
     config.policy.sources = grant_files;
     config.approvals.parsed = rules;
     config.approvals.project_floor = project_floor;

@@ -17,6 +17,7 @@
 //! ```
 
 mod checked;
+pub mod consent;
 pub mod edit;
 mod layers;
 mod project;
@@ -96,6 +97,20 @@ pub struct Config {
     /// `sandcrab trust`).
     #[serde(default)]
     pub trust: BTreeMap<String, TrustRecord>,
+    /// Hooks by event (`[[hooks.PreToolUse]]`), in Claude Code's shape.
+    #[serde(default)]
+    pub hooks: crate::hooks::HooksToml,
+    /// What the operator consented to, by what it is (written by
+    /// `sandcrab trust`): hooks and skills, pinned by content.
+    #[serde(default)]
+    pub consented: BTreeMap<String, crate::consent::ConsentRecord>,
+    /// The project's hooks (read apart from the merge, so a project never
+    /// replaces the operator's), and whether the project is trusted.
+    #[serde(skip)]
+    pub project_hooks: Option<crate::hooks::ProjectHooks>,
+    /// The project is trusted as it is now (set by the loader).
+    #[serde(skip)]
+    pub project_trusted: bool,
 }
 
 /// `[mcp]`: the MCP servers sandcrab uses as tool sources. Only the

@@ -74,11 +74,38 @@ pub enum Asked {
     },
 }
 
+/// The hooks a front end runs, with who and where for their input.
+pub struct HookScene<'a> {
+    pub hooks: &'a crate::hooks::Hooks,
+    pub facts: crate::hooks::Facts<'a>,
+}
+
 /// A front end of the call path.
 #[async_trait]
 pub trait CallFront: Send + Sync {
     /// The workspace the call's paths are judged in.
     fn workspace(&self) -> &Path;
+
+    /// The hooks this front end runs (None: none here).
+    fn hooks(&self) -> Option<HookScene<'_>> {
+        None
+    }
+
+    /// `call` read again with `arguments` (a hook rewrote them); None
+    /// where this front end cannot, and the call goes on as it was.
+    fn reprepare(
+        &self,
+        _call: &PreparedCall,
+        _arguments: &serde_json::Value,
+    ) -> Option<PreparedCall> {
+        None
+    }
+
+    /// Tell the operator something about the call (a hook that failed
+    /// open).
+    fn warn(&self, message: &str) {
+        tracing::warn!("{message}");
+    }
 
     /// The recorded answer when this is a replay (None: run it live).
     async fn played(&self, _call: &PreparedCall) -> Option<ToolOutcome> {

@@ -5,7 +5,9 @@ use crate::checkpoint::FileChange;
 use crate::tools::{PreparedCall, Receipt, ToolOutcome, ToolStatus};
 
 use super::front::{Asked, CallFront};
+use super::hooked::{self, Before, HookNotes};
 use super::stage::{STAGES, Stage};
+use crate::hooks::Decided;
 
 /// What became of a call.
 #[derive(Debug)]
@@ -31,11 +33,13 @@ enum Flow {
 
 /// A call that was allowed and has no receipt yet. If the caller stops
 /// waiting (an interrupt drops the call path), it still leaves a receipt:
-/// `interrupted`, with the decision that let it start.
+/// `interrupted`, with the decision that let it start and the hooks that
+/// judged it.
 struct Unreceipted<'a> {
     front: &'a dyn CallFront,
     call: &'a PreparedCall,
     approval: Option<crate::approvals::ApprovalRecord>,
+    hooks: HookNotes,
     started: bool,
 }
 
@@ -55,6 +59,7 @@ impl Drop for Unreceipted<'_> {
             ToolStatus::Interrupted,
         );
         receipt.approvals.push(Approval::Record(record));
+        receipt.hooks = std::mem::take(&mut self.hooks.records);
         self.front.unfinished(call, receipt);
     }
 }
@@ -67,8 +72,11 @@ pub async fn run_call(front: &dyn CallFront, call: &PreparedCall) -> Finished {
         front,
         call,
         approval: None,
+        hooks: HookNotes::default(),
         started: false,
     };
+    // The call as a PreToolUse hook rewrote it, if one did.
+    let mut rewritten: Option<PreparedCall> = None;
     let mut network = false;
     let mut outcome = None;
     let mut changes = Vec::new();
@@ -79,6 +87,7 @@ pub async fn run_call(front: &dyn CallFront, call: &PreparedCall) -> Finished {
             _ => {}
         }
         trace.push(stage);
+        let current = rewritten.as_ref().unwrap_or(call);
         match stage {
             Stage::Playback => {
                 if let Some(played) = front.played(call).await {
@@ -86,9 +95,16 @@ pub async fn run_call(front: &dyn CallFront, call: &PreparedCall) -> Finished {
                     flow = Flow::Played;
                 }
             }
+            Stage::HooksBefore => match hooked::before(front, call, &mut approval.hooks).await {
+                Before::Go(again) => rewritten = again,
+                Before::Refused(refused) => {
+                    outcome = Some(refused);
+                    flow = Flow::Refused;
+                }
+            },
             Stage::Approve => {
-                let (record, refused) = approve(front, call).await;
-                network = call.asks_network;
+                let (record, refused) = approve(front, current, &mut approval.hooks).await;
+                network = current.asks_network;
                 approval.approval = Some(record);
                 match refused {
                     Some(refused) => {
@@ -98,9 +114,14 @@ pub async fn run_call(front: &dyn CallFront, call: &PreparedCall) -> Finished {
                     None => approval.started = true,
                 }
             }
-            Stage::CheckpointBefore => front.checkpoint_before(call).await,
-            Stage::Run => outcome = Some(front.run(call, network).await),
-            Stage::CheckpointAfter => changes = front.checkpoint_after(call).await,
+            Stage::CheckpointBefore => front.checkpoint_before(current).await,
+            Stage::Run => outcome = Some(front.run(current, network).await),
+            Stage::CheckpointAfter => changes = front.checkpoint_after(current).await,
+            Stage::HooksAfter => {
+                if let Some(done) = outcome.as_mut() {
+                    hooked::after(front, current, done, &mut approval.hooks).await;
+                }
+            }
             Stage::Receipt => {
                 let done = outcome.get_or_insert_with(|| unreachable_outcome(call));
                 let receipt = done.receipt.get_or_insert_with(|| {
@@ -110,7 +131,8 @@ pub async fn run_call(front: &dyn CallFront, call: &PreparedCall) -> Finished {
                 if let Some(record) = approval.approval.take() {
                     receipt.approvals.insert(0, Approval::Record(record));
                 }
-                front.receipted(call, done);
+                receipt.hooks = std::mem::take(&mut approval.hooks.records);
+                front.receipted(current, done);
             }
         }
     }
@@ -122,30 +144,57 @@ pub async fn run_call(front: &dyn CallFront, call: &PreparedCall) -> Finished {
 }
 
 /// The approval of `call`, and the outcome of its refusal when it is
-/// refused.
+/// refused. A PreToolUse hook's allow or ask stands in for the verdict of
+/// the mode and of allow and ask rules (a deny rule still refuses); a
+/// PermissionRequest hook answers before the operator is asked.
 async fn approve(
     front: &dyn CallFront,
     call: &PreparedCall,
+    hooks: &mut HookNotes,
 ) -> (crate::approvals::ApprovalRecord, Option<ToolOutcome>) {
     let subject = call_subject(call, front.workspace());
     let judged = front.judge(&subject);
+    let mut verdict = judged.verdict;
     let mut record = judged.record;
-    let refused = match judged.verdict.decision {
+    if let Some((decided, by)) = hooks.decided.take()
+        && verdict.decision != Decision::Deny
+    {
+        verdict.decision = match decided {
+            Decided::Allow => Decision::Allow,
+            _ => Decision::Ask,
+        };
+        verdict.rule = None;
+        record = crate::approvals::ApprovalRecord::verdict(verdict.decision, by);
+    }
+    let refused = match verdict.decision {
         Decision::Allow => None,
-        Decision::Deny => Some(refusal(&subject, &judged.verdict)),
-        Decision::Ask => match front.ask(call, &subject, &record).await {
-            None => {
-                record.answer = Some(Answered::NobodyToAsk);
-                Some(refusal(&subject, &judged.verdict))
+        Decision::Deny => Some(refusal(&subject, &verdict)),
+        Decision::Ask => match hooked::permission(front, call, hooks).await {
+            Some((Decided::Deny, by, reason)) => {
+                record = crate::approvals::ApprovalRecord::verdict(Decision::Deny, by);
+                Some(format!(
+                    "Refused by a PermissionRequest hook: {}",
+                    reason.unwrap_or_default()
+                ))
             }
-            Some(Asked::Allowed { via, at, reach }) => {
-                record.answer = Some(Answered::Allowed { via, at, reach });
+            Some((_, by, _)) => {
+                record = crate::approvals::ApprovalRecord::verdict(Decision::Allow, by);
                 None
             }
-            Some(Asked::Denied { via, at, note }) => {
-                record.answer = Some(Answered::Denied { via, at });
-                Some(operator_denial(note.as_deref()))
-            }
+            None => match front.ask(call, &subject, &record).await {
+                None => {
+                    record.answer = Some(Answered::NobodyToAsk);
+                    Some(refusal(&subject, &verdict))
+                }
+                Some(Asked::Allowed { via, at, reach }) => {
+                    record.answer = Some(Answered::Allowed { via, at, reach });
+                    None
+                }
+                Some(Asked::Denied { via, at, note }) => {
+                    record.answer = Some(Answered::Denied { via, at });
+                    Some(operator_denial(note.as_deref()))
+                }
+            },
         },
     };
     let refused = refused.map(|text| ToolOutcome::with_status(ToolStatus::Denied, text));
@@ -259,8 +308,13 @@ mod tests {
         receipt.approvals[0].line()
     }
 
-    const LIVE: [Stage; 6] = STAGES;
-    const REFUSED: [Stage; 3] = [Stage::Playback, Stage::Approve, Stage::Receipt];
+    const LIVE: [Stage; 8] = STAGES;
+    const REFUSED: [Stage; 4] = [
+        Stage::Playback,
+        Stage::HooksBefore,
+        Stage::Approve,
+        Stage::Receipt,
+    ];
 
     #[tokio::test]
     async fn an_allowed_call_goes_through_every_stage_in_order() {
@@ -354,10 +408,12 @@ mod tests {
             names,
             [
                 "playback",
+                "hooks-before",
                 "approve",
                 "checkpoint-before",
                 "run",
                 "checkpoint-after",
+                "hooks-after",
                 "receipt"
             ]
         );

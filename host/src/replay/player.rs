@@ -314,6 +314,7 @@ pub fn describe(entry: &Entry) -> String {
         Entry::Interrupt { .. } => "an interrupt".into(),
         Entry::Stopped { .. } => "the end of recording (size cap)".into(),
         Entry::Forked { .. } => "a fork's origin".into(),
+        Entry::Hooked { event, .. } => format!("the answer of the {event} hooks"),
     }
 }
 
@@ -344,6 +345,13 @@ impl Playback for Player {
             _ => None,
         })
         .unwrap_or_default()
+    }
+
+    fn hooked(&self, event: &str) -> Option<crate::hooks::HookAnswer> {
+        self.take_if(|e| match e {
+            Entry::Hooked { event: at, answer } if at == event => Some(answer.clone()),
+            _ => None,
+        })
     }
 
     fn job_messages(&self) -> Vec<String> {

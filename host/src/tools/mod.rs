@@ -18,7 +18,7 @@ pub use dispatch::{ToolCallRequest, ToolOutcome, dispatch};
 pub use prepared::{
     ArgumentsError, CallPlace, PreparedCall, WritePlan, WrittenPath, read_arguments,
 };
-pub use receipt::{Receipt, Standing};
+pub use receipt::{HookRecord, HookVerdict, Receipt, Standing};
 pub use registry::{FnTool, PluginTool, RegisteredTool, ToolContext, ToolExecutor, ToolRegistry};
 pub use selection::ToolSelection;
 pub use status::{ToolError, ToolStatus};

@@ -167,6 +167,91 @@ pub struct Receipt {
     /// none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<super::ToolStatus>,
+    /// The hooks that judged or watched the call, in the order they ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<HookRecord>,
+}
+
+/// What a hook said, as a receipt keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HookVerdict {
+    /// It let the call through without asking.
+    Allow,
+    /// It had the operator asked.
+    Ask,
+    /// It refused the call (or blocked what its event is about).
+    Deny,
+    /// It ran and decided nothing.
+    Pass,
+    /// It crashed, timed out or answered garbage.
+    Failed,
+    /// It was not run: the operator has not consented to it as it is.
+    NotConsented,
+}
+
+impl HookVerdict {
+    /// Its word.
+    pub fn word(self) -> &'static str {
+        match self {
+            HookVerdict::Allow => "allow",
+            HookVerdict::Ask => "ask",
+            HookVerdict::Deny => "deny",
+            HookVerdict::Pass => "pass",
+            HookVerdict::Failed => "failed",
+            HookVerdict::NotConsented => "not-consented",
+        }
+    }
+}
+
+/// One hook's part in a call (or in a turn).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HookRecord {
+    /// The event it ran at (`PreToolUse`).
+    pub event: String,
+    /// Its command as configured.
+    pub command: String,
+    /// Whose it is: `operator` or `project`.
+    pub origin: String,
+    /// The SHA-256 of its command and the files it runs.
+    pub sha256: String,
+    pub verdict: HookVerdict,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// When it was run (RFC 3339).
+    pub at: String,
+    pub duration_ms: u64,
+    /// Its program, with how it was confined and how it ended (None:
+    /// it was not started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<ProgramRun>,
+}
+
+impl HookRecord {
+    /// One line for receipts and `sandcrab audit`.
+    pub fn line(&self) -> String {
+        let ran = match &self.program {
+            Some(p) => format!(" — {}", program_line(p)),
+            None => String::new(),
+        };
+        format!(
+            "{} hook ({}, sha256 {}) {}{}{} in {} ms{ran}",
+            self.event,
+            self.origin,
+            &self.sha256[..self.sha256.len().min(12)],
+            self.verdict.word(),
+            match &self.reason {
+                Some(r) => format!(": {r}"),
+                None => String::new(),
+            },
+            if self.command.is_empty() {
+                String::new()
+            } else {
+                format!(" [{}]", self.command)
+            },
+            self.duration_ms
+        )
+    }
 }
 
 impl Receipt {
@@ -185,6 +270,7 @@ impl Receipt {
             approvals: Vec::new(),
             outcome: status.outcome().into(),
             status: Some(status),
+            hooks: Vec::new(),
         }
     }
 
@@ -225,11 +311,15 @@ impl Receipt {
         if self.http_unlisted > 0 {
             requests.push(format!("and {} more not listed", self.http_unlisted));
         }
-        let refused = if self.files_refused.is_empty() {
+        let mut refused = if self.files_refused.is_empty() {
             String::new()
         } else {
             format!(" — refused: {}", self.files_refused.join("; "))
         };
+        for hook in &self.hooks {
+            refused.push_str(" — ");
+            refused.push_str(&hook.line());
+        }
         // Who decided comes first: the operator's answer, a rule or a mode.
         let decided = match self.approvals.first() {
             Some(approval) => format!("{} — ", approval.decision_phrase()),

@@ -112,12 +112,21 @@ pub struct Policy {
     /// (`[policy.mcp.NAME]`).
     #[serde(default)]
     pub mcp: BTreeMap<String, McpGrant>,
+    /// What every hook's program may touch (`[policy.hooks]`, the same
+    /// shape as an MCP server's grant). Unset: read the workspace, no
+    /// network, nothing else.
+    #[serde(default)]
+    pub hooks: HookGrant,
     /// Which file each `[policy.plugins.NAME]` / `[policy.mcp.NAME]` table
     /// came from, keyed `plugins.NAME` / `mcp.NAME` (set by the loader of
     /// the configuration; receipts name it).
     #[serde(skip)]
     pub sources: BTreeMap<String, String>,
 }
+
+/// What a hook's program may touch: the same shape as an MCP server's
+/// grant, with the same default (read the workspace, no network).
+pub type HookGrant = McpGrant;
 
 /// What an MCP server sandcrab starts may touch. Unset: read the
 /// workspace, nothing else beyond the system's runtime paths, no network.
@@ -234,6 +243,11 @@ impl Policy {
 
     /// Whether an MCP server program with `grant` gets the network: its
     /// grant, unless locked mode or `[policy] network = false` takes it.
+    /// Whether hooks' programs get the network.
+    pub fn hook_network(&self) -> bool {
+        self.mcp_network(&self.hooks)
+    }
+
     pub fn mcp_network(&self, grant: &McpGrant) -> bool {
         grant.network && !self.locked() && self.network != Some(false)
     }

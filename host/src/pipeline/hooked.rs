@@ -1,0 +1,196 @@
+//! The hook stages of the call path: PreToolUse before the approval (it
+//! may refuse the call, rewrite its arguments, let it through or have the
+//! operator asked), PermissionRequest and Notification when the operator
+//! is about to be asked, PostToolUse after the run (it may tell the model
+//! something). Each hook's run is a record on the call's receipt.
+
+use serde_json::{Map, Value, json};
+
+use super::front::CallFront;
+use crate::approvals::DecidedBy;
+use crate::hooks::{Decided, Fired, HookEvent};
+use crate::tools::{HookRecord, PreparedCall, ToolOutcome, ToolStatus};
+
+/// What the hooks said of a call, gathered as it goes.
+#[derive(Debug, Default)]
+pub(super) struct HookNotes {
+    pub records: Vec<HookRecord>,
+    /// PreToolUse's allow or ask, and which hook said it.
+    pub decided: Option<(Decided, DecidedBy)>,
+}
+
+/// What PreToolUse made of a call.
+pub(super) enum Before {
+    /// Go on (with these arguments, when a hook rewrote them).
+    Go(Option<PreparedCall>),
+    /// Refused, with this outcome.
+    Refused(ToolOutcome),
+}
+
+fn tool_fields(call: &PreparedCall, front: &dyn CallFront) -> Map<String, Value> {
+    let mut fields = Map::new();
+    fields.insert("tool_name".into(), Value::String(call.name.clone()));
+    let cwd = front
+        .hooks()
+        .map(|s| s.facts.cwd.to_path_buf())
+        .unwrap_or_else(|| front.workspace().to_path_buf());
+    fields.insert(
+        "tool_input".into(),
+        crate::hooks::tool_input(&call.arguments_or_empty(), &cwd),
+    );
+    fields.insert("tool_use_id".into(), Value::String(call.id.clone()));
+    fields
+}
+
+/// Fire `event` for `call` with `more` fields, noting the records.
+async fn fire(
+    front: &dyn CallFront,
+    event: HookEvent,
+    call: &PreparedCall,
+    more: Map<String, Value>,
+    notes: &mut HookNotes,
+) -> Option<Fired> {
+    let scene = front.hooks()?;
+    if !scene.hooks.has(event) {
+        return None;
+    }
+    let mut fields = tool_fields(call, front);
+    fields.extend(more);
+    let fired = scene
+        .hooks
+        .fire(event, Some(&call.name), &scene.facts, fields)
+        .await;
+    for warning in &fired.warnings {
+        front.warn(warning);
+    }
+    notes.records.extend(fired.records.iter().cloned());
+    Some(fired)
+}
+
+/// Who made `fired`'s decision, for the approval record.
+fn decided_by(fired: &Fired, event: HookEvent) -> DecidedBy {
+    let verdict = fired.answer.decision.map(Decided::verdict);
+    let command = fired
+        .records
+        .iter()
+        .find(|r| Some(r.verdict) == verdict)
+        .map(|r| r.command.clone())
+        .unwrap_or_default();
+    DecidedBy::Hook {
+        event: event.name().to_string(),
+        command,
+    }
+}
+
+/// PreToolUse.
+pub(super) async fn before(
+    front: &dyn CallFront,
+    call: &PreparedCall,
+    notes: &mut HookNotes,
+) -> Before {
+    let Some(fired) = fire(front, HookEvent::PreToolUse, call, Map::new(), notes).await else {
+        return Before::Go(None);
+    };
+    let answer = &fired.answer;
+    match answer.decision {
+        Some(Decided::Deny) => {
+            let reason = answer.reason.clone().unwrap_or_default();
+            return Before::Refused(ToolOutcome::with_status(
+                ToolStatus::Denied,
+                format!("Refused by a PreToolUse hook: {reason}"),
+            ));
+        }
+        Some(d) => notes.decided = Some((d, decided_by(&fired, HookEvent::PreToolUse))),
+        None => {}
+    }
+    if answer.stop.is_some() {
+        let reason = answer.stop.clone().unwrap_or_default();
+        return Before::Refused(ToolOutcome::with_status(
+            ToolStatus::Denied,
+            format!("Stopped by a PreToolUse hook: {reason}"),
+        ));
+    }
+    Before::Go(
+        answer
+            .updated_input
+            .as_ref()
+            .and_then(|args| front.reprepare(call, args)),
+    )
+}
+
+/// PermissionRequest (and Notification) before the operator is asked: a
+/// hook's allow or deny answers instead of the operator.
+pub(super) async fn permission(
+    front: &dyn CallFront,
+    call: &PreparedCall,
+    notes: &mut HookNotes,
+) -> Option<(Decided, DecidedBy, Option<String>)> {
+    let more = {
+        let mut m = Map::new();
+        m.insert("permission_suggestions".into(), json!([]));
+        m
+    };
+    let fired = fire(front, HookEvent::PermissionRequest, call, more, notes).await;
+    if let Some(fired) = fired
+        && let Some(d @ (Decided::Allow | Decided::Deny)) = fired.answer.decision
+    {
+        let by = decided_by(&fired, HookEvent::PermissionRequest);
+        return Some((d, by, fired.answer.reason.clone()));
+    }
+    if let Some(scene) = front.hooks()
+        && scene.hooks.has(HookEvent::Notification)
+    {
+        let mut fields = Map::new();
+        fields.insert(
+            "message".into(),
+            Value::String(format!(
+                "sandcrab needs your permission to use {}",
+                call.name
+            )),
+        );
+        fields.insert("notification_type".into(), "permission_prompt".into());
+        let fired = scene
+            .hooks
+            .fire(HookEvent::Notification, None, &scene.facts, fields)
+            .await;
+        for warning in &fired.warnings {
+            front.warn(warning);
+        }
+        notes.records.extend(fired.records);
+    }
+    None
+}
+
+/// PostToolUse: what a hook says about the result reaches the model with
+/// it.
+pub(super) async fn after(
+    front: &dyn CallFront,
+    call: &PreparedCall,
+    outcome: &mut ToolOutcome,
+    notes: &mut HookNotes,
+) {
+    let mut more = Map::new();
+    more.insert(
+        "tool_response".into(),
+        json!({
+            "content": outcome.content,
+            "status": outcome.status.name(),
+            "success": outcome.status == ToolStatus::Ok,
+        }),
+    );
+    let Some(fired) = fire(front, HookEvent::PostToolUse, call, more, notes).await else {
+        return;
+    };
+    let answer = fired.answer;
+    if answer.decision == Some(Decided::Deny) {
+        let reason = answer.reason.unwrap_or_default();
+        outcome
+            .content
+            .push_str(&format!("\n\n[PostToolUse hook] {reason}"));
+    }
+    if let Some(context) = answer.context {
+        outcome
+            .content
+            .push_str(&format!("\n\n[PostToolUse hook context] {context}"));
+    }
+}
