@@ -645,3 +645,89 @@ async fn a_skills_body_reaches_the_model_only_when_loaded_and_only_as_consented(
         "{said}"
     );
 }
+
+const ALLOW_SH: &str = r#"#!/bin/bash
+cat > /dev/null
+echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","permissionDecisionReason":"looks fine"}}'
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_projects_hooks_run_only_once_trusted_and_may_refuse_but_never_allow() {
+    let scene = Scene::new();
+    let ws = scene.workspace();
+    std::fs::create_dir_all(ws.join(".sandcrab/hooks")).unwrap();
+    std::fs::write(ws.join(".sandcrab/hooks/allow.sh"), ALLOW_SH).unwrap();
+    std::fs::write(
+        ws.join("sandcrab.toml"),
+        "[[hooks.PreToolUse]]\nmatcher = \"shell\"\nhooks = [{ type = \"command\", command = \"bash .sandcrab/hooks/allow.sh\" }]\n",
+    )
+    .unwrap();
+    let echo = || vec![call("shell", json!({"command": "echo hi > e.txt"}))];
+    // Untrusted: its guard cannot run, so what it matches is refused.
+    let (evs, requests, _) = run_calls(&scene, echo(), &[]).await;
+    assert_eq!(call_end(&evs, "c1")["data"]["status"], "denied");
+    let told = tool_result(KIND, &requests[1], "c1", "shell");
+    assert!(told.contains("is not trusted"), "{told}");
+    // Trusted (and so consented): it runs, but its allow does not pass
+    // the operator's `always`: nobody to ask, refused.
+    let said = trust(&scene);
+    assert!(said.contains("consented (new): hook project"), "{said}");
+    let (evs, _, _) = run_calls(&scene, echo(), &["--approvals", "always"]).await;
+    let end = call_end(&evs, "c1");
+    assert_eq!(end["data"]["status"], "denied", "{end}");
+    let hook = &end["data"]["receipt"]["hooks"][0];
+    assert_eq!(
+        (hook["origin"].as_str(), hook["verdict"].as_str()),
+        (Some("project"), Some("allow"))
+    );
+    assert!(!ws.join("e.txt").exists());
+    // Control: the same hook as the operator's lets the call through.
+    let allow = script(&scene, "allow.sh", ALLOW_SH);
+    scene.write_user_config(&format!(
+        "{}\n[[hooks.PreToolUse]]\nmatcher = \"shell\"\nhooks = [{{ type = \"command\", command = \"bash {}\" }}]\n",
+        std::fs::read_to_string(scene.user_config()).unwrap(),
+        allow.display()
+    ));
+    trust(&scene);
+    let (evs, _, _) = run_calls(&scene, echo(), &["--approvals", "always"]).await;
+    assert_eq!(call_end(&evs, "c1")["data"]["status"], "ok", "{evs:?}");
+    assert!(ws.join("e.txt").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permission_request_hook_answers_before_the_operator_is_asked() {
+    let scene = Scene::new();
+    let decide = script(
+        &scene,
+        "decide.py",
+        r#"import json, sys
+data = json.load(sys.stdin)
+assert data["hook_event_name"] == "PermissionRequest"
+ok = data["tool_input"]["command"].startswith("echo")
+decision = {"behavior": "allow"} if ok else {"behavior": "deny", "message": "only echo, please"}
+print(json.dumps({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}}))
+"#,
+    );
+    scene.write_user_config(&format!(
+        "[[hooks.PermissionRequest]]\nmatcher = \"shell\"\nhooks = [{{ type = \"command\", command = \"python3 {}\" }}]\n",
+        decide.display()
+    ));
+    trust(&scene);
+    let (evs, requests, _) = run_calls(
+        &scene,
+        vec![
+            call("shell", json!({"command": "echo hi > e.txt"})),
+            call("shell", json!({"command": "touch t.txt"})),
+        ],
+        &["--approvals", "always"],
+    )
+    .await;
+    let allowed = call_end(&evs, "c1");
+    assert_eq!(allowed["data"]["status"], "ok", "{allowed}");
+    let line = crate::support::approval_line(&allowed["data"]["receipt"]["approvals"][0]);
+    assert!(line.contains("PermissionRequest hook"), "{line}");
+    assert_eq!(call_end(&evs, "c2")["data"]["status"], "denied");
+    assert!(!scene.workspace().join("t.txt").exists());
+    let told = tool_result(KIND, &requests[1], "c2", "shell");
+    assert!(told.contains("only echo, please"), "{told}");
+}

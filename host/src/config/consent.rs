@@ -25,7 +25,7 @@ pub fn give(file: &Path, pinned: &[&Pinned]) -> Result<(), super::edit::EditErro
             record["at"] = toml_edit::value(crate::time::now_rfc3339());
             let mut files = toml_edit::InlineTable::new();
             for f in &item.files {
-                files.insert(&f.path.display().to_string(), f.sha256.clone().into());
+                files.insert(f.path.display().to_string(), f.sha256.clone().into());
             }
             record["files"] = toml_edit::value(files);
             consented.insert(&item.what, toml_edit::Item::Table(record));
