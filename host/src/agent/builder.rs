@@ -48,7 +48,8 @@ pub struct AgentKit {
     /// The configured MCP servers (their programs stop when the last
     /// holder drops them).
     pub mcp: crate::mcp::McpServers,
-    /// The MCP servers' offered tools (kept when plugins reload).
+    /// The tools that are not plugins' — the MCP servers' and the `skill`
+    /// tool — kept when plugins reload.
     pub mcp_tools: ToolRegistry,
     /// Things about the tool choice the operator should know.
     pub warnings: Vec<String>,
@@ -222,18 +223,23 @@ impl AgentKit {
                 session_config.tools.admits(tool, Some(server))
             })
             .await;
+        // Skills, pinned by content: the `skill` tool is kept beside the
+        // MCP tools, so a plugin reload keeps it too.
+        let places = crate::skills::SkillPlaces::of(
+            &host.sandbox_context().workspace,
+            config.project_trusted,
+        );
+        let (skills, skill_warnings) = crate::skills::found(&places, &config.consented);
+        if session_config.tools.admits(crate::skills::tool::NAME, None) {
+            crate::skills::tool::register(&mut mcp_tools, &skills);
+        }
         let known =
             |name: &str| mcp_tools.get(name).is_some() || mcp.iter().any(|s| s.name() == name);
         let mut tool_set =
             super::tool_set::plugin_tools_knowing(host, &profile, &session_config.tools, &known);
         tool_set.warnings.extend(mcp_warnings);
         tool_set.warnings.extend(hook_warnings);
-        let trusted =
-            config.project_hooks.as_ref().is_some_and(|p| p.trusted) || config.project_trusted;
-        let places = crate::skills::SkillPlaces::of(&host.sandbox_context().workspace, trusted);
-        let (skills, skill_warnings) = crate::skills::found(&places, &config.consented);
         tool_set.warnings.extend(skill_warnings);
-        crate::skills::tool::register(&mut tool_set.registry, &skills);
         if let Some(section) = crate::skills::prompt_section(&skills) {
             session_config.user_instructions =
                 Some(match session_config.user_instructions.take() {

@@ -344,8 +344,16 @@ pub fn found(
     let mut add = |table: &HooksToml, origin: HookOrigin, barred: Option<String>| {
         for (event, groups) in table {
             for group in groups {
-                let matcher = match Matcher::parse(&group.matcher) {
-                    Ok(m) => m,
+                // A guard whose matcher cannot be read guards everything
+                // and runs nothing (closed); an observer's is left out.
+                let (matcher, unreadable) = match Matcher::parse(&group.matcher) {
+                    Ok(m) => (m, None),
+                    Err(e) if event.guards() => (
+                        Matcher::All,
+                        Some(format!(
+                            "{event} hook: {e}; fix it in the configuration (until then the calls it would guard are refused)"
+                        )),
+                    ),
                     Err(e) => {
                         warnings.push(format!("{event} hook: {e}; its hooks do not run"));
                         continue;
@@ -355,7 +363,11 @@ pub fn found(
                     let files = command::named_files(&entry.command, workspace, home.as_deref());
                     let paths: Vec<PathBuf> = files.iter().map(|f| f.path.clone()).collect();
                     let what = identity(origin, workspace, *event, &group.matcher, &entry.command);
-                    let pinned = Pinned::of(what, &entry.command, &paths);
+                    let pinned = Pinned::of(
+                        what,
+                        &format!("{event}\0{}\0{}", group.matcher, entry.command),
+                        &paths,
+                    );
                     let consent = pinned.state(records);
                     let secs = entry
                         .timeout
@@ -371,7 +383,7 @@ pub fn found(
                         pinned,
                         files,
                         consent,
-                        barred: barred.clone(),
+                        barred: unreadable.clone().or_else(|| barred.clone()),
                     });
                 }
             }
@@ -424,6 +436,18 @@ pub fn tool_input(arguments: &Value, working_dir: &Path) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_guard_whose_matcher_cannot_be_read_guards_everything_and_runs_nothing() {
+        let text = "[[PreToolUse]]\nmatcher = \"(\"\nhooks = [{ type = \"command\", command = \"true\" }]\n[[PostToolUse]]\nmatcher = \"(\"\nhooks = [{ type = \"command\", command = \"true\" }]\n";
+        let hooks: HooksToml = toml::from_str(text).unwrap();
+        let (found, warnings) = found(&hooks, None, &BTreeMap::new(), Path::new("/w"));
+        assert_eq!(found.len(), 1, "the observer is left out");
+        let guard = &found[0];
+        assert!(guard.matcher.admits(Some("shell")) && !guard.runnable());
+        assert!(guard.why_not().contains("not a regular expression"), "{}", guard.why_not());
+        assert!(warnings.iter().any(|w| w.contains("PostToolUse hook")), "{warnings:?}");
+    }
 
     #[test]
     fn a_relative_file_path_is_given_absolute_as_claude_code_gives_it() {
