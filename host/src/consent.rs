@@ -81,16 +81,28 @@ impl Pinned {
     /// Pin `what`: `text` (a command, a front matter) and `files`, read
     /// now.
     pub fn of(what: String, text: &str, files: &[PathBuf]) -> Pinned {
+        let mut sorted: Vec<&PathBuf> = files.iter().collect();
+        sorted.sort();
+        sorted.dedup();
+        let read: Vec<(PathBuf, std::io::Result<Vec<u8>>)> =
+            sorted.into_iter().map(|p| (p.clone(), read(p))).collect();
+        Self::of_read(what, text, read)
+    }
+
+    /// Pin `what`: `text` and the files as already read (sorted by path).
+    pub fn of_read(
+        what: String,
+        text: &str,
+        files: Vec<(PathBuf, std::io::Result<Vec<u8>>)>,
+    ) -> Pinned {
         let mut hasher = Sha256::new();
         feed(&mut hasher, b"text", text.as_bytes());
         let mut pinned = Vec::new();
         let mut unreadable = Vec::new();
-        let mut sorted: Vec<&PathBuf> = files.iter().collect();
-        sorted.sort();
-        sorted.dedup();
-        for path in sorted {
+        for (path, content) in files {
+            let path = &path;
             let name = path.display().to_string();
-            match read(path) {
+            match content {
                 Ok(bytes) => {
                     feed(&mut hasher, name.as_bytes(), &bytes);
                     pinned.push(PinnedFile {
@@ -278,5 +290,102 @@ mod tests {
             std::slice::from_ref(&script),
         );
         assert_eq!(gone.state(&records), ConsentState::Changed);
+    }
+}
+
+/// The instruction files every profile reads (`AGENTS.md` and each
+/// provider's own), the ones a trusted project's consent pins.
+pub const INSTRUCTION_FILES: [&str; 4] = [
+    "AGENTS.md",
+    "CLAUDE.md",
+    "GEMINI.md",
+    ".codex/instructions.md",
+];
+
+/// Which of a workspace's instruction files the prompt may include. An
+/// untrusted project's are repository text, included as such; a trusted
+/// project's are what the operator vouched for, so each is included only
+/// as consented (a change — by the model, by a pull — waits for
+/// `sandcrab trust`).
+#[derive(Debug, Clone, Default)]
+pub struct DocsConsent {
+    /// The workspace, when its project is trusted.
+    pub trusted: Option<PathBuf>,
+    pub records: BTreeMap<String, ConsentRecord>,
+}
+
+impl DocsConsent {
+    /// What the consent to the instruction file at `path` is called.
+    pub fn what(workspace: &Path, path: &Path) -> String {
+        format!("instructions {} {}", workspace.display(), path.display())
+    }
+
+    /// Whether the instruction file at `path`, read as `bytes`, may be
+    /// included; why not.
+    pub fn admits(&self, path: &Path, bytes: &[u8]) -> Result<(), String> {
+        let Some(workspace) = &self.trusted else {
+            return Ok(());
+        };
+        let pinned = Pinned::of_read(
+            Self::what(workspace, path),
+            "",
+            vec![(path.to_path_buf(), Ok(bytes.to_vec()))],
+        );
+        match pinned.state(&self.records) {
+            ConsentState::Given => Ok(()),
+            state => Err(format!(
+                "{} {} since you trusted the project, so it is left out of the prompt; review it (`sandcrab trust --show` shows the change), then run `sandcrab trust`",
+                path.display(),
+                if state == ConsentState::Changed {
+                    "changed"
+                } else {
+                    "appeared"
+                }
+            )),
+        }
+    }
+
+    /// The instruction files of `workspace` to pin: those of
+    /// [`INSTRUCTION_FILES`] in it and its folders (not links, not `.git`
+    /// or dependency folders; bounded).
+    pub fn files_of(workspace: &Path) -> Vec<PathBuf> {
+        const SKIP: [&str; 5] = [".git", "node_modules", "target", ".venv", "vendor"];
+        let mut out = Vec::new();
+        let mut stack = vec![(workspace.to_path_buf(), 0usize)];
+        let mut seen = 0usize;
+        while let Some((dir, depth)) = stack.pop() {
+            for name in INSTRUCTION_FILES {
+                let path = dir.join(name);
+                if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+                    out.push(path);
+                }
+            }
+            if depth >= 8 {
+                continue;
+            }
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                seen += 1;
+                if seen > 50_000 {
+                    return out;
+                }
+                let name = entry.file_name();
+                if entry.file_type().is_ok_and(|t| t.is_dir()) && !SKIP.iter().any(|s| name == *s) {
+                    stack.push((entry.path(), depth + 1));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// The pins of `workspace`'s instruction files as they are now.
+    pub fn pins(workspace: &Path) -> Vec<Pinned> {
+        Self::files_of(workspace)
+            .into_iter()
+            .map(|path| Pinned::of(Self::what(workspace, &path), "", &[path]))
+            .collect()
     }
 }

@@ -216,6 +216,12 @@ impl AgentKit {
             host.sandbox_context(),
         );
         session_config.hooks = hooks;
+        session_config.docs = crate::consent::DocsConsent {
+            trusted: config
+                .project_trusted
+                .then(|| host.sandbox_context().workspace.clone()),
+            records: config.consented.clone(),
+        };
         let mcp = crate::mcp::McpServers::new(&config.mcp.servers, host.sandbox_context());
         let mut mcp_tools = ToolRegistry::new();
         let mcp_warnings = mcp

@@ -52,6 +52,9 @@ pub struct SessionConfig {
     pub still_waiting_every: std::time::Duration,
     /// The hooks that run at the session's moments (`[hooks]`).
     pub hooks: crate::hooks::Hooks,
+    /// Which instruction files the prompt may include (a trusted
+    /// project's: only as consented).
+    pub docs: crate::consent::DocsConsent,
 }
 
 impl SessionConfig {
@@ -79,6 +82,7 @@ impl SessionConfig {
             remember_in: None,
             still_waiting_every: std::time::Duration::from_secs(30),
             hooks: Default::default(),
+            docs: Default::default(),
         }
     }
 

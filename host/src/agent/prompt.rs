@@ -129,7 +129,7 @@ mod tests {
         }];
         let p = profile(&["CLAUDE.md"]);
         let ws = dir.path().canonicalize().unwrap();
-        let world = World::observe(&p, &ws, &ws, None);
+        let world = World::observe(&p, &ws, &ws, None, &Default::default());
         let prompt = build(&PromptInputs {
             profile: &p,
             tools: &tools,

@@ -290,6 +290,7 @@ impl Session {
                 &parts.workspace,
                 &working_dir,
                 parts.repo.clone(),
+                &parts.config.docs,
             )
         });
         let window = parts.window.clone().unwrap_or_else(|| {
@@ -374,6 +375,9 @@ impl Session {
             }
         });
         session.record_start();
+        for why in &session.world.left_out {
+            session.warn(why);
+        }
         session
     }
 

@@ -28,6 +28,10 @@ pub struct World {
     pub today: String,
     /// The project's instruction files, as the prompt includes them.
     pub project_docs: String,
+    /// Instruction files left out, and why (a trusted project's that
+    /// changed since consent).
+    #[serde(skip)]
+    pub left_out: Vec<String>,
 }
 
 impl World {
@@ -38,16 +42,33 @@ impl World {
         workspace: &Path,
         working_dir: &Path,
         repo: Option<RepoFacts>,
+        consent: &crate::consent::DocsConsent,
     ) -> World {
         let mut doc_files = vec!["AGENTS.md".to_string()];
         doc_files.extend(profile.info.project_doc_files.iter().cloned());
+        let mut left_out = Vec::new();
+        let admit = |path: &Path, bytes: &[u8]| match consent.admits(path, bytes) {
+            Ok(()) => true,
+            Err(why) => {
+                left_out.push(why);
+                false
+            }
+        };
+        let docs = project_docs_admitted(
+            workspace,
+            working_dir,
+            &doc_files,
+            PROJECT_DOCS_BUDGET,
+            admit,
+        );
         World {
             working_dir: working_dir.display().to_string(),
             repo,
             platform: std::env::consts::OS.to_string(),
             os_version: os_version(),
             today: crate::time::today(),
-            project_docs: project_docs(workspace, working_dir, &doc_files, PROJECT_DOCS_BUDGET),
+            project_docs: docs,
+            left_out,
         }
     }
 }
@@ -64,11 +85,23 @@ const MAX_DOC_BYTES: u64 = 256 * 1024;
 /// cut to `budget` bytes with a marker. A file that is a link, leads
 /// through a link, is not a regular file or is too big is skipped.
 pub fn project_docs(workspace: &Path, dir: &Path, names: &[String], budget: usize) -> String {
+    project_docs_admitted(workspace, dir, names, budget, |_, _| true)
+}
+
+/// [`project_docs`], with only the files `admit` admits.
+fn project_docs_admitted(
+    workspace: &Path,
+    dir: &Path,
+    names: &[String],
+    budget: usize,
+    mut admit: impl FnMut(&Path, &[u8]) -> bool,
+) -> String {
     let mut sections = Vec::new();
     for level in levels(workspace, dir) {
         for name in names {
             let relative = level.join(name);
             match crate::safe_fs::read_beneath(workspace, &relative, MAX_DOC_BYTES) {
+                Ok(bytes) if !admit(&workspace.join(&relative), &bytes) => {}
                 Ok(bytes) => {
                     let text = String::from_utf8_lossy(&bytes);
                     if !text.trim().is_empty() {

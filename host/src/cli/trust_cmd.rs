@@ -23,6 +23,10 @@ pub struct TrustArgs {
     /// Remove the trust instead.
     #[arg(long)]
     revoke: bool,
+    /// Show what is new or changed since you last consented (hooks,
+    /// skills, instruction files, with diffs) and consent to nothing.
+    #[arg(long, conflicts_with = "revoke")]
+    show: bool,
     /// The configuration file to record it in (default:
     /// ~/.config/sandcrab/config.toml).
     #[arg(long, value_name = "FILE")]
@@ -49,6 +53,14 @@ pub fn run(args: TrustArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     describe(&workspace);
+    if args.show {
+        let loaded = Config::load(&workspace, Some(&file))?;
+        if !loaded.config.project_trusted && loaded.project.is_some() {
+            outln!("the project is not trusted: `sandcrab trust` would trust it as it is now");
+        }
+        consent_to_surface(&workspace, &file, false)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let sha = trust::trust(&file, &workspace)?;
     outln!(
         "trusted: {} (fingerprint {}, recorded in {})",
@@ -56,13 +68,19 @@ pub fn run(args: TrustArgs) -> anyhow::Result<ExitCode> {
         &sha[..16],
         file.display()
     );
-    consent_to_surface(&workspace, &file)?;
+    consent_to_surface(&workspace, &file, true)?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// Consent to every hook and skill in force for `workspace` as it is now,
-/// showing what is new and what changed since the last consent.
-fn consent_to_surface(workspace: &std::path::Path, file: &std::path::Path) -> anyhow::Result<()> {
+/// Consent to every hook, skill and (in a trusted project) instruction
+/// file in force for `workspace` as it is now, showing what is new and
+/// what changed since the last consent.
+fn consent_to_surface(
+    workspace: &std::path::Path,
+    file: &std::path::Path,
+    record: bool,
+) -> anyhow::Result<()> {
+    let verb = if record { "consented" } else { "not consented" };
     let loaded = Config::load(workspace, Some(file))?;
     let config = &loaded.config;
     let (hooks, _) = crate::hooks::found(
@@ -73,18 +91,24 @@ fn consent_to_surface(workspace: &std::path::Path, file: &std::path::Path) -> an
     );
     let places = crate::skills::SkillPlaces::of(workspace, config.project_trusted);
     let (skills, _) = crate::skills::found(&places, &config.consented);
+    let docs: Vec<crate::consent::Pinned> = if config.project_trusted {
+        crate::consent::DocsConsent::pins(workspace)
+    } else {
+        Vec::new()
+    };
     let mut pinned = Vec::new();
     let pending = hooks
         .iter()
         .filter(|h| h.barred.is_none())
         .map(|h| (&h.pinned, h.consent))
-        .chain(skills.iter().map(|s| (&s.pinned, s.consent)));
+        .chain(skills.iter().map(|s| (&s.pinned, s.consent)))
+        .chain(docs.iter().map(|d| (d, d.state(&config.consented))));
     for (item, state) in pending {
         match state {
             ConsentState::Given => continue,
-            ConsentState::Missing => outln!("consented (new): {}", sanitize(&item.what)),
+            ConsentState::Missing => outln!("{verb} (new): {}", sanitize(&item.what)),
             ConsentState::Changed => {
-                outln!("consented (CHANGED): {}", sanitize(&item.what));
+                outln!("{verb} (CHANGED): {}", sanitize(&item.what));
                 if let Some(record) = config.consented.get(&item.what) {
                     for line in item.diff(record).lines() {
                         outln!("    {}", sanitize(line));
@@ -108,9 +132,12 @@ fn consent_to_surface(workspace: &std::path::Path, file: &std::path::Path) -> an
         }
         pinned.push(item);
     }
+    if !record {
+        return Ok(());
+    }
     crate::config::consent::give(file, &pinned)?;
-    if pinned.is_empty() && (!hooks.is_empty() || !skills.is_empty()) {
-        outln!("hooks and skills: all as consented before");
+    if pinned.is_empty() && (!hooks.is_empty() || !skills.is_empty() || !docs.is_empty()) {
+        outln!("hooks, skills and instruction files: all as consented before");
     }
     Ok(())
 }

@@ -445,8 +445,15 @@ mod tests {
         assert_eq!(found.len(), 1, "the observer is left out");
         let guard = &found[0];
         assert!(guard.matcher.admits(Some("shell")) && !guard.runnable());
-        assert!(guard.why_not().contains("not a regular expression"), "{}", guard.why_not());
-        assert!(warnings.iter().any(|w| w.contains("PostToolUse hook")), "{warnings:?}");
+        assert!(
+            guard.why_not().contains("not a regular expression"),
+            "{}",
+            guard.why_not()
+        );
+        assert!(
+            warnings.iter().any(|w| w.contains("PostToolUse hook")),
+            "{warnings:?}"
+        );
     }
 
     #[test]
