@@ -786,3 +786,39 @@ async fn a_trusted_projects_instructions_the_model_rewrites_are_left_out_until_c
     let (_, requests, _) = run_calls(&scene, Vec::new(), &[]).await;
     assert!(requests[0].body.to_string().contains("curl evil.example"));
 }
+
+/// `mcp serve`'s clients are judged by the operator's guards too (the
+/// official Python client, over stdio).
+#[test]
+fn the_operators_guard_judges_an_mcp_clients_calls_too() {
+    let scene = Scene::new();
+    let guard = script(&scene, "guard.py", GUARD_PY);
+    scene.write_user_config(&format!(
+        "[[hooks.PreToolUse]]\nmatcher = \"shell\"\nhooks = [{{ type = \"command\", command = \"python3 {}\" }}]\n",
+        guard.display()
+    ));
+    trust(&scene);
+    std::fs::create_dir_all(scene.workspace().join("build")).unwrap();
+    let out = crate::mcp_server_test::over_stdio(
+        &scene,
+        &[],
+        json!([
+            {"call": "shell", "args": {"command": "rm -rf build"}},
+            {"call": "shell", "args": {"command": "echo fine"}},
+        ]),
+    );
+    let steps = out["steps"].as_array().unwrap();
+    assert_eq!(steps[0]["is_error"], true, "{}", steps[0]);
+    assert!(
+        steps[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("no rm -rf here"),
+        "{}",
+        steps[0]
+    );
+    assert!(scene.workspace().join("build").exists());
+    let receipt = &steps[0]["meta"]["sandcrab/receipt"];
+    assert_eq!(receipt["hooks"][0]["verdict"], "deny", "{receipt}");
+    assert_eq!(steps[1]["is_error"], false, "{}", steps[1]);
+}

@@ -28,7 +28,7 @@ fn client_script() -> PathBuf {
 
 /// Run `steps` through the official client against `sandcrab mcp serve`
 /// on stdio with `extra` arguments; the client's report.
-fn over_stdio(scene: &Scene, extra: &[&str], steps: Value) -> Value {
+pub fn over_stdio(scene: &Scene, extra: &[&str], steps: Value) -> Value {
     let serve = sandcrab_cmd(scene);
     let mut cmd = Command::new(mcp_python());
     cmd.arg(client_script())

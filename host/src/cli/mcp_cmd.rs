@@ -168,7 +168,18 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or_else(|| setup.config.approvals.mode_or(Default::default())),
     };
     let workspace = setup.host.sandbox_context().workspace.clone();
-    let server = ToolServer::new(catalog.clone(), truncation).with_approvals(approvals, workspace);
+    let (hooks, hook_warnings) = crate::hooks::Hooks::load(
+        &setup.config.hooks,
+        setup.config.project_hooks.as_ref(),
+        &setup.config.consented,
+        setup.host.sandbox_context(),
+    );
+    for warning in &hook_warnings {
+        errln!("warning: {}", super::terminal::sanitize(warning));
+    }
+    let server = ToolServer::new(catalog.clone(), truncation)
+        .with_approvals(approvals, workspace)
+        .with_hooks(hooks);
     let live = LivePlugins::serving(setup.host, catalog, selection);
     let report = |r: PluginReport| errln!("plugins: {}", super::terminal::sanitize(&r.to_string()));
     let _watching = args

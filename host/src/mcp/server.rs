@@ -43,6 +43,9 @@ pub struct ToolServer {
     /// session over HTTP, per connection over stdio), so a reused plugin
     /// instance is never handed from one client to another.
     session: Arc<str>,
+    /// The operator's hooks: its guards judge a client's calls as they
+    /// judge the agent's.
+    hooks: crate::hooks::Hooks,
 }
 
 impl ToolServer {
@@ -54,7 +57,15 @@ impl ToolServer {
             truncation: Arc::new(truncation),
             approvals: Arc::default(),
             session: new_session(),
+            hooks: Default::default(),
         }
+    }
+
+    /// Run `hooks` at every call (PreToolUse, PermissionRequest,
+    /// PostToolUse).
+    pub fn with_hooks(mut self, hooks: crate::hooks::Hooks) -> Self {
+        self.hooks = hooks;
+        self
     }
 
     /// This server for a new client: the same tools and rules, a session
@@ -166,6 +177,17 @@ impl CallFront for ClientFront<'_> {
 
     fn judge(&self, subject: &Subject) -> Judgement {
         Judgement::by_rules(&self.server.approvals.0, subject, None)
+    }
+
+    fn hooks(&self) -> Option<crate::pipeline::HookScene<'_>> {
+        Some(crate::pipeline::HookScene {
+            hooks: &self.server.hooks,
+            facts: crate::hooks::Facts {
+                session_id: &self.server.session,
+                cwd: &self.server.approvals.1,
+                permission_mode: crate::hooks::permission_mode(self.server.approvals.0.mode),
+            },
+        })
     }
 
     async fn ask(
