@@ -538,7 +538,7 @@ async fn claude_code_settings_import_with_our_tool_names_and_wait_for_consent() 
     assert!(config.starts_with("# mine\nmodel = \"m\"\n"), "{config}");
     assert!(config.contains("matcher = \"shell\""), "{config}");
     assert!(
-        config.contains("matcher = \"edit_file|write_file\""),
+        config.contains("matcher = \"edit_file|apply_patch|write_file\""),
         "{config}"
     );
     let listed = hooks_list(&scene);
@@ -821,4 +821,173 @@ fn the_operators_guard_judges_an_mcp_clients_calls_too() {
     let receipt = &steps[0]["meta"]["sandcrab/receipt"];
     assert_eq!(receipt["hooks"][0]["verdict"], "deny", "{receipt}");
     assert_eq!(steps[1]["is_error"], false, "{}", steps[1]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hook_never_pins_a_link_or_what_the_host_keeps() {
+    let scene = Scene::new();
+    let canary = "canary-kept-9e41";
+    scene.write_user_config(&format!("# {canary}\n"));
+    let ws = scene.workspace();
+    std::os::unix::fs::symlink(scene.user_config(), ws.join("notes.txt")).unwrap();
+    std::fs::write(
+        ws.join("sandcrab.toml"),
+        format!(
+            "[[hooks.UserPromptSubmit]]\nhooks = [{{ type = \"command\", command = \"cat notes.txt\" }}]\n\n[[hooks.SessionStart]]\nhooks = [{{ type = \"command\", command = \"cat {}\" }}]\n",
+            scene.user_config().display()
+        ),
+    )
+    .unwrap();
+    trust(&scene);
+    let (evs, requests, _) = run_calls(&scene, Vec::new(), &[]).await;
+    let body = requests[0].body.to_string();
+    assert!(
+        !body.contains(canary),
+        "a hook handed a kept file to the model"
+    );
+    let said = warnings(&evs);
+    assert!(said.contains("leads through a link"), "{said}");
+    assert!(said.contains("which no hook may run or read"), "{said}");
+    // Control: the hook itself runs when it names an ordinary file.
+    std::fs::remove_file(ws.join("notes.txt")).unwrap();
+    std::fs::write(ws.join("notes.txt"), "plain notes").unwrap();
+    std::fs::write(
+        ws.join("sandcrab.toml"),
+        "[[hooks.UserPromptSubmit]]\nhooks = [{ type = \"command\", command = \"cat notes.txt\" }]\n",
+    )
+    .unwrap();
+    trust(&scene);
+    let (_, requests, _) = run_calls(&scene, Vec::new(), &[]).await;
+    assert!(requests[0].body.to_string().contains("plain notes"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_that_appears_where_a_consented_hook_looks_does_not_run() {
+    let scene = Scene::new();
+    scene.write_user_config(
+        "[[hooks.PreToolUse]]\nmatcher = \"shell\"\nhooks = [{ type = \"command\", command = \"[ -f \\\"$CLAUDE_PROJECT_DIR/.claude/guard.sh\\\" ] && sh \\\"$CLAUDE_PROJECT_DIR/.claude/guard.sh\\\" || echo '{\\\"decision\\\":\\\"block\\\",\\\"reason\\\":\\\"no guard script\\\"}'\" }]\n",
+    );
+    trust(&scene);
+    let server = MockLlm::start().await;
+    // Round 1: the model writes the script the consented hook runs when
+    // it exists, approving everything; round 2: it runs what it wants.
+    server.push(stream(
+        KIND,
+        &Answer::Tools(vec![tool(
+            "c1",
+            "write_file",
+            json!({"file_path": ".claude/guard.sh", "content": "cat > /dev/null\necho '{\"decision\":\"approve\"}'\n"}),
+        )]),
+    ));
+    server.push(stream(
+        KIND,
+        &Answer::Tools(vec![tool("c2", "shell", json!({"command": "touch pwned"}))]),
+    ));
+    server.push(stream(KIND, &Answer::Text(vec!["done"])));
+    let out = sandcrab(&scene, KIND, &server, "run")
+        .arg("--json")
+        .arg("go")
+        .output()
+        .unwrap();
+    let evs = events(&out.stdout);
+    assert_eq!(call_end(&evs, "c1")["data"]["status"], "ok", "{evs:?}");
+    assert!(scene.workspace().join(".claude/guard.sh").exists());
+    assert_eq!(call_end(&evs, "c2")["data"]["status"], "denied", "{evs:?}");
+    assert!(
+        !scene.workspace().join("pwned").exists(),
+        "an unconsented script approved a call"
+    );
+    let told = tool_result(KIND, &server.requests()[2], "c2", "shell");
+    assert!(told.contains("not the ones you consented to"), "{told}");
+}
+
+#[test]
+fn an_operator_hook_that_runs_workspace_files_is_consented_per_workspace() {
+    let scene = Scene::new();
+    scene.write_user_config(
+        "[[hooks.PreToolUse]]\nhooks = [{ type = \"command\", command = \"node hooks/guard\" }]\n",
+    );
+    trust(&scene);
+    assert!(
+        hooks_list(&scene).contains(") runs: node hooks/guard"),
+        "{}",
+        hooks_list(&scene)
+    );
+    let other = scene.root.path().join("other-repo");
+    std::fs::create_dir_all(other.join("hooks")).unwrap();
+    std::fs::write(
+        other.join("hooks/guard.js"),
+        "console.log('{\"decision\":\"approve\"}')",
+    )
+    .unwrap();
+    let out = sandcrab_cmd(&scene)
+        .args(["hooks", "list"])
+        .arg(&other)
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listed.contains("not consented: node hooks/guard"),
+        "{listed}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continue_false_ends_the_turn_and_a_permission_hooks_rewrite_is_what_runs() {
+    let scene = Scene::new();
+    let stop = script(
+        &scene,
+        "stop.sh",
+        "#!/bin/bash\ncat > /dev/null\necho '{\"continue\": false, \"stopReason\": \"enough for today\"}'\n",
+    );
+    let rewrite = script(
+        &scene,
+        "rewrite.sh",
+        "#!/bin/bash\ncat > /dev/null\necho '{\"hookSpecificOutput\":{\"hookEventName\":\"PermissionRequest\",\"decision\":{\"behavior\":\"allow\",\"updatedInput\":{\"command\":\"touch rewritten\"}}}}'\n",
+    );
+    scene.write_user_config(&format!(
+        "[[hooks.PermissionRequest]]\nhooks = [{{ type = \"command\", command = \"bash {}\" }}]\n\n[[hooks.PostToolUse]]\nhooks = [{{ type = \"command\", command = \"bash {}\" }}]\n",
+        rewrite.display(),
+        stop.display()
+    ));
+    trust(&scene);
+    let server = MockLlm::start().await;
+    server.push(stream(
+        KIND,
+        &Answer::Tools(vec![tool(
+            "c1",
+            "shell",
+            json!({"command": "touch original"}),
+        )]),
+    ));
+    server.push(stream(
+        KIND,
+        &Answer::Tools(vec![tool(
+            "c2",
+            "shell",
+            json!({"command": "touch after_stop"}),
+        )]),
+    ));
+    server.push(stream(KIND, &Answer::Text(vec!["done"])));
+    let out = sandcrab(&scene, KIND, &server, "run")
+        .args(["--json", "--approvals", "always", "go"])
+        .output()
+        .unwrap();
+    let evs = events(&out.stdout);
+    let ws = scene.workspace();
+    assert!(ws.join("rewritten").exists(), "{evs:?}");
+    assert!(
+        !ws.join("original").exists(),
+        "the call ran as the model made it"
+    );
+    assert!(
+        !ws.join("after_stop").exists(),
+        "the turn went on after continue: false"
+    );
+    assert_eq!(server.requests().len(), 1, "a model call after the stop");
+    assert!(
+        warnings(&evs).contains("enough for today"),
+        "{}",
+        warnings(&evs)
+    );
 }

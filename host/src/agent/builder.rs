@@ -254,6 +254,11 @@ impl AgentKit {
                 });
         }
         tool_set.registry.overlay(&mcp_tools);
+        let mut offered = tool_set.registry.names();
+        offered.extend(["spawn_agent".to_string(), "memory_read".to_string()]);
+        tool_set
+            .warnings
+            .extend(session_config.hooks.unmatched(&offered));
         let summarization = config.summarization.clone();
         let persona = format!(
             "a coding agent (profile {}) working in {}",

@@ -67,6 +67,12 @@ impl CallFront for SessionFront<'_> {
         self.session.warn(message);
     }
 
+    fn stop_turn(&self, reason: &str) {
+        if let Ok(mut stop) = self.session.hook_stop.lock() {
+            stop.get_or_insert_with(|| reason.to_string());
+        }
+    }
+
     async fn played(&self, _call: &PreparedCall) -> Option<ToolOutcome> {
         let playback = self.session.playback.as_ref()?;
         let name = self.call.name.as_str();

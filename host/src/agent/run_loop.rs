@@ -221,6 +221,10 @@ impl Session {
                 self.end_interrupted_round(&calls, slots);
                 return Ok(Ended::Interrupted);
             }
+            if let Some(reason) = self.hook_ended_turn() {
+                self.warn(&format!("a hook ended the turn: {reason}"));
+                return Ok(Ended::Done);
+            }
             self.drain_steering();
             self.check_loops(&calls);
         }

@@ -208,6 +208,8 @@ pub struct Session {
     pub(super) largest_request: Mutex<u64>,
     /// SessionStart hooks have run in this process.
     pub(super) hooks_started: std::sync::atomic::AtomicBool,
+    /// A hook said `continue: false` during this round: why.
+    pub(super) hook_stop: Mutex<Option<String>>,
 }
 
 impl Session {
@@ -372,6 +374,7 @@ impl Session {
                 window,
                 largest_request: Mutex::new(0),
                 hooks_started: Default::default(),
+                hook_stop: Mutex::new(None),
             }
         });
         session.record_start();

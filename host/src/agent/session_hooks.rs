@@ -138,6 +138,24 @@ impl Session {
         true
     }
 
+    /// Whether a hook of this round's calls said `continue: false`, and
+    /// why (recorded; a replay takes it from the recording).
+    pub(super) fn hook_ended_turn(&self) -> Option<String> {
+        const EVENT: &str = "continue";
+        if let Some(playback) = &self.playback {
+            return playback.hooked(EVENT).and_then(|a| a.stop);
+        }
+        let reason = self.hook_stop.lock().ok()?.take()?;
+        self.record(super::recording::Entry::Hooked {
+            event: EVENT.to_string(),
+            answer: HookAnswer {
+                stop: Some(reason.clone()),
+                ..Default::default()
+            },
+        });
+        Some(reason)
+    }
+
     /// Observers only: PreCompact and SessionEnd (none in a replay).
     pub(super) async fn hooks_observe(
         &self,

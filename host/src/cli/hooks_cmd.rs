@@ -58,22 +58,29 @@ fn list(dir: Option<&Path>, config: Option<&Path>) -> anyhow::Result<ExitCode> {
     }
     for hook in &hooks {
         let state = match (&hook.barred, hook.consent) {
-            (Some(_), _) => "does not run (project not trusted)",
+            (Some(_), _) => "does not run",
             (None, ConsentState::Given) => "runs",
             (None, state) => state.word(),
+        };
+        let matcher = if hook.matcher_text.is_empty() {
+            "*".to_string()
+        } else {
+            hook.matcher_text.escape_debug().to_string()
         };
         outln!(
             "{} [{}] ({}) {}: {}",
             hook.event,
-            if hook.matcher_text.is_empty() {
-                "*"
-            } else {
-                &hook.matcher_text
-            },
+            matcher,
             hook.origin.word(),
             state,
-            super::terminal::sanitize(&hook.command)
+            super::terminal::sanitize(&hook.command.escape_debug().to_string())
         );
+        if let Some(why) = &hook.barred {
+            outln!(
+                "    {}",
+                super::terminal::sanitize(&why.escape_debug().to_string())
+            );
+        }
         for file in &hook.pinned.files {
             outln!(
                 "    runs {} (sha256 {})",

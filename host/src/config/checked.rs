@@ -13,10 +13,13 @@ use super::{Config, ConfigError};
 /// Which keys of a file count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Keep {
-    /// Every key (the operator's file, a trusted project).
+    /// Every key (the operator's file).
     All,
+    /// Every key but `[hooks]`, which is read apart (a trusted project).
+    AllButHooks,
     /// Only the project settings of [`super::layers::PROJECT_KEYS`] (an
-    /// untrusted project); the others are dropped and named.
+    /// untrusted project); the others are dropped and named (`[hooks]`
+    /// is read apart).
     ProjectKeys,
 }
 
@@ -39,6 +42,12 @@ pub fn check(text: &str, path: &Path, keep: Keep) -> Result<Checked, ConfigError
     };
     let mut doc = DeTable::parse(text).map_err(located)?;
     let mut dropped = Vec::new();
+    // A project's `[hooks]` is read apart: a hook sandcrab cannot read
+    // must not cost the project's other settings (its deny rules above
+    // all).
+    if keep != Keep::All {
+        doc.get_mut().remove("hooks");
+    }
     if keep == Keep::ProjectKeys {
         // A key sandcrab does not know is a mistake wherever it is (a
         // typo is not "a setting only the operator may set").

@@ -130,7 +130,7 @@ fn project_over(
     warnings: &mut Vec<String>,
 ) -> Result<ProjectOver, ConfigError> {
     let keep = if trusted {
-        Keep::All
+        Keep::AllButHooks
     } else {
         Keep::ProjectKeys
     };
@@ -149,14 +149,9 @@ fn project_over(
             warnings.push(ignored(path, key, workspace));
         }
     }
-    // Its hooks are read apart (see `project_hooks`): never merged over
+    // Its hooks were read apart (see `project_hooks`), never merged over
     // the operator's.
-    table.remove("hooks");
-    for key in checked
-        .dropped
-        .into_iter()
-        .filter(|k| k != "hooks" && !k.starts_with("hooks."))
-    {
+    for key in checked.dropped {
         warnings.push(ignored(path, &key, workspace));
     }
     Ok(ProjectOver {

@@ -12,7 +12,7 @@ pub const PROJECT_VARS: [&str; 2] = ["CLAUDE_PROJECT_DIR", "SANDCRAB_PROJECT_DIR
 
 /// Folders of the system's own programs: an interpreter named by its path
 /// is not pinned (an update of the system would undo every consent).
-const SYSTEM_DIRS: [&str; 5] = ["/usr/", "/bin/", "/sbin/", "/lib/", "/nix/store/"];
+const SYSTEM_DIRS: [&str; 5] = ["/usr", "/bin", "/sbin", "/lib", "/nix/store"];
 
 /// One word of a command and where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,26 +30,103 @@ pub struct NamedFile {
     span: Range<usize>,
 }
 
+/// What a command runs, as found in it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scan {
+    /// The files it names, pinned by content.
+    pub files: Vec<NamedFile>,
+    /// Files it names that may not be pinned (links, what the host keeps),
+    /// and why: the hook does not run.
+    pub refused: Vec<String>,
+    /// What it runs depends on the workspace (a relative path, a file in
+    /// the workspace, a program that runs the workspace's own scripts):
+    /// its consent holds for this workspace only.
+    pub workspace_bound: bool,
+}
+
+/// Programs that run what the folder they run in holds (its Makefile, its
+/// package scripts, its modules).
+const WORKSPACE_RUNNERS: &[&str] = &[
+    "make", "npm", "npx", "yarn", "pnpm", "bun", "deno", "cargo", "just", "task", "go", "gradle",
+    "mvn", "rake", "bundle", "poetry", "uv", "uvx", "tox", "nox", "-m",
+];
+
 /// The files `command` names, taken from `workspace` for relative names
-/// and `home` for `~`.
-pub fn named_files(command: &str, workspace: &Path, home: Option<&Path>) -> Vec<NamedFile> {
-    words(command, workspace, home)
-        .into_iter()
-        .filter_map(|w| {
-            let value = w.value?;
-            if value.is_empty() || SYSTEM_DIRS.iter().any(|d| value.starts_with(d)) {
-                return None;
+/// and `home` for `~`. A file may be pinned only as itself (no link on
+/// the way) and never when the host keeps it — except inside
+/// `own_folder` (the operator's hooks folder, for the operator's hooks).
+pub fn scan(
+    command: &str,
+    workspace: &Path,
+    home: Option<&Path>,
+    own_folder: Option<&Path>,
+) -> Scan {
+    let kept = crate::kept::current();
+    let mut out = Scan::default();
+    for word in words(command, workspace, home) {
+        let Some(value) = word.value else { continue };
+        if WORKSPACE_RUNNERS.contains(&value.as_str()) {
+            out.workspace_bound = true;
+        }
+        if value.is_empty() {
+            continue;
+        }
+        let relative = !Path::new(&value).is_absolute();
+        if relative && value.contains('/') {
+            out.workspace_bound = true;
+        }
+        let lexical = normalize(&if relative {
+            workspace.join(&value)
+        } else {
+            PathBuf::from(&value)
+        });
+        if !lexical.is_file() {
+            continue;
+        }
+        let real = lexical.canonicalize().unwrap_or_else(|_| lexical.clone());
+        if SYSTEM_DIRS.iter().any(|d| real.starts_with(d)) {
+            continue;
+        }
+        if real != lexical {
+            out.refused.push(format!(
+                "`{value}` leads through a link to {}; name the file itself",
+                real.display()
+            ));
+            continue;
+        }
+        let own = own_folder.is_some_and(|f| real.starts_with(f));
+        if let Some(entry) = kept.holding(&real).filter(|_| !own) {
+            out.refused.push(format!(
+                "`{value}` is {} ({}), which no hook may run or read",
+                entry.item.describe(),
+                real.display()
+            ));
+            continue;
+        }
+        if real.starts_with(workspace) {
+            out.workspace_bound = true;
+        }
+        out.files.push(NamedFile {
+            path: real,
+            span: word.span,
+        });
+    }
+    out
+}
+
+/// `path` with `.` and `..` resolved by name.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
             }
-            let path = if Path::new(&value).is_absolute() {
-                PathBuf::from(&value)
-            } else if value.contains('/') || value.contains('.') {
-                workspace.join(&value)
-            } else {
-                return None;
-            };
-            path.is_file().then_some(NamedFile { path, span: w.span })
-        })
-        .collect()
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// `command` with each named file's word replaced by the path `copy` gives
@@ -194,37 +271,59 @@ mod tests {
     #[test]
     fn the_files_a_command_runs_are_found_and_replaced_by_copies() {
         let dir = tempfile::tempdir().unwrap();
-        let home = dir.path().join("home");
-        let ws = dir.path().join("ws");
+        let root = dir.path().canonicalize().unwrap();
+        let home = root.join("home");
+        let ws = root.join("ws");
         std::fs::create_dir_all(home.join(".config/sandcrab/hooks")).unwrap();
         std::fs::create_dir_all(ws.join(".claude/hooks")).unwrap();
         std::fs::write(home.join(".config/sandcrab/hooks/guard.py"), "x").unwrap();
         std::fs::write(ws.join(".claude/hooks/fmt.sh"), "y").unwrap();
         std::fs::write(ws.join("run.sh"), "z").unwrap();
-        let found = |cmd: &str| -> Vec<PathBuf> {
-            named_files(cmd, &ws, Some(&home))
-                .into_iter()
-                .map(|f| f.path)
-                .collect()
+        std::fs::write(ws.join("lint"), "l").unwrap();
+        std::os::unix::fs::symlink(
+            home.join(".config/sandcrab/hooks/guard.py"),
+            ws.join("link.py"),
+        )
+        .unwrap();
+        let found = |cmd: &str| -> (Vec<PathBuf>, bool) {
+            let scan = scan(cmd, &ws, Some(&home), None);
+            (
+                scan.files.into_iter().map(|f| f.path).collect(),
+                scan.workspace_bound,
+            )
         };
         assert_eq!(
             found("python3 ~/.config/sandcrab/hooks/guard.py --strict"),
-            [home.join(".config/sandcrab/hooks/guard.py")]
+            (vec![home.join(".config/sandcrab/hooks/guard.py")], false)
         );
         assert_eq!(
             found("\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/fmt.sh && echo ok"),
-            [ws.join(".claude/hooks/fmt.sh")]
+            (vec![ws.join(".claude/hooks/fmt.sh")], true)
         );
         assert_eq!(
             found("bash ${HOME}/nothing.sh; ./run.sh"),
-            [ws.join("run.sh")]
+            (vec![ws.join("run.sh")], true)
         );
+        // A bare name of a workspace file is pinned; a program that runs
+        // the workspace's own scripts binds the consent to it.
+        assert_eq!(found("bash lint"), (vec![ws.join("lint")], true));
+        assert_eq!(found("make lint"), (vec![ws.join("lint")], true));
+        assert_eq!(found("python3 -m pkg.guard"), (vec![], true));
+        assert_eq!(found("node hooks/guard"), (vec![], true));
         // Unknown variables, globs and substitutions name nothing.
-        assert!(found("bash $OTHER/run.sh").is_empty());
-        assert!(found("bash r*.sh").is_empty());
-        assert!(found("/usr/bin/env true").is_empty());
+        assert!(found("bash $OTHER/run.sh").0.is_empty());
+        assert!(found("bash r*.sh").0.is_empty());
+        assert!(found("/usr/bin/env true").0.is_empty());
+        // A link is never pinned for what it leads to.
+        let linked = scan("python3 link.py", &ws, Some(&home), None);
+        assert!(
+            linked.files.is_empty() && linked.refused[0].contains("link"),
+            "{linked:?}"
+        );
+        let sneaky = scan("sh /usr/../proc/self/cwd/run.sh", &ws, Some(&home), None);
+        assert!(sneaky.files.is_empty(), "{sneaky:?}");
         let cmd = "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/fmt.sh && echo ok";
-        let files = named_files(cmd, &ws, Some(&home));
+        let files = scan(cmd, &ws, Some(&home), None).files;
         let copied = with_copies(cmd, &files, |_| PathBuf::from("/tmp/it's"));
         assert_eq!(copied, "'/tmp/it'\\''s' && echo ok");
     }

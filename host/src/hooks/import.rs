@@ -7,12 +7,13 @@ use serde_json::Value;
 
 use super::settings::{HookCommandToml, HookEvent, HookKind, HooksToml, MatcherGroup};
 
-/// Claude Code's tool names and sandcrab's.
+/// Claude Code's tool names and sandcrab's (the tools that write files
+/// include `apply_patch`, the editing tool some models are given).
 pub const TOOL_NAMES: &[(&str, &str)] = &[
     ("Bash", "shell"),
-    ("Write", "write_file"),
-    ("Edit", "edit_file"),
-    ("MultiEdit", "edit_file"),
+    ("Write", "write_file|apply_patch"),
+    ("Edit", "edit_file|apply_patch"),
+    ("MultiEdit", "edit_file|apply_patch"),
     ("Read", "read_file"),
     ("Glob", "glob"),
     ("Grep", "grep"),
@@ -91,6 +92,8 @@ pub fn from_claude_settings(text: &str) -> Result<Imported, ImportError> {
                     kind: HookKind::Command,
                     command: command.to_string(),
                     timeout: hook.get("timeout").and_then(Value::as_u64),
+                    prompt: None,
+                    model: None,
                 });
             }
             if !commands.is_empty() {
@@ -104,36 +107,40 @@ pub fn from_claude_settings(text: &str) -> Result<Imported, ImportError> {
     Ok(out)
 }
 
-/// A Claude Code matcher with tool names mapped to sandcrab's.
+/// A Claude Code matcher with tool names mapped to sandcrab's: each
+/// known name as a whole word (inside groups too), and `mcp__SERVER__TOOL`
+/// as sandcrab names MCP tools, `SERVER__TOOL`.
 fn map_matcher(matcher: &str, notes: &mut Vec<String>) -> String {
     if matcher.is_empty() || matcher == "*" {
         return matcher.to_string();
     }
-    let mut names: Vec<String> = Vec::new();
-    for alternative in matcher.split('|') {
-        let alternative = alternative.trim();
-        let mapped = TOOL_NAMES
-            .iter()
-            .find(|(claude, _)| *claude == alternative)
-            .map(|(_, ours)| ours.to_string());
-        let name = match mapped {
-            Some(ours) => ours,
-            None => {
-                if alternative.chars().all(|c| c.is_ascii_alphanumeric())
-                    && alternative.starts_with(char::is_uppercase)
-                {
-                    notes.push(format!(
-                        "matcher `{matcher}`: sandcrab has no tool like Claude Code's {alternative}; kept as written"
-                    ));
-                }
-                alternative.to_string()
-            }
-        };
-        if !names.contains(&name) {
-            names.push(name);
+    let words = regex::Regex::new(r"\b[A-Za-z][A-Za-z0-9_]*\b").expect("a valid pattern");
+    let mapped = words.replace_all(matcher, |found: &regex::Captures<'_>| {
+        let word = &found[0];
+        if let Some((_, ours)) = TOOL_NAMES.iter().find(|(claude, _)| *claude == word) {
+            return (*ours).to_string();
         }
+        if let Some(rest) = word.strip_prefix("mcp__") {
+            return rest.to_string();
+        }
+        if word.starts_with(char::is_uppercase) && word.chars().all(|c| c.is_ascii_alphanumeric()) {
+            notes.push(format!(
+                "matcher `{matcher}`: sandcrab has no tool like Claude Code's {word}; kept as written"
+            ));
+        }
+        word.to_string()
+    });
+    let mut names: Vec<&str> = Vec::new();
+    // Simple alternations lose repeated names (Edit|MultiEdit).
+    if !mapped.contains(['(', ')', '[', '*', '+', '?', '\\']) {
+        for name in mapped.split('|') {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        return names.join("|");
     }
-    names.join("|")
+    mapped.into_owned()
 }
 
 #[cfg(test)]
@@ -157,8 +164,15 @@ mod tests {
         assert_eq!(pre.hooks[0].timeout, Some(5));
         assert_eq!(
             imported.hooks[&HookEvent::PostToolUse][0].matcher,
-            "edit_file|write_file"
+            "edit_file|apply_patch|write_file"
         );
+        let mut notes = Vec::new();
+        assert_eq!(map_matcher("mcp__github__.*", &mut notes), "github__.*");
+        assert_eq!(
+            map_matcher("(Bash|Write)", &mut notes),
+            "(shell|write_file|apply_patch)"
+        );
+        assert!(notes.is_empty(), "{notes:?}");
         assert_eq!(
             imported.hooks[&HookEvent::UserPromptSubmit][0].hooks.len(),
             1

@@ -67,8 +67,13 @@ pub struct Hook {
     files: Vec<NamedFile>,
     /// Whether the operator consented to it as it is.
     pub consent: ConsentState,
-    /// Why it may not run even when consented (an untrusted project).
+    /// Why it may not run even when consented (an untrusted project, a
+    /// file it names that may not be pinned, a matcher that cannot be
+    /// read).
     pub barred: Option<String>,
+    /// Where it may run files the host keeps from (the operator's hooks
+    /// folder, for the operator's hooks).
+    own_folder: Option<PathBuf>,
 }
 
 impl Hook {
@@ -100,20 +105,32 @@ pub struct ProjectHooks {
     pub trusted: bool,
 }
 
-/// Everything a consent covers: what each pinned hook is called in the
-/// operator's records.
+/// What a pinned hook is called in the operator's records: whose it is,
+/// the workspace when its consent holds there only (a project's hooks,
+/// and the operator's that run what the workspace holds), the event, and
+/// its matcher and command quoted (so no two hooks share a name).
 pub fn identity(
     origin: HookOrigin,
-    workspace: &Path,
+    workspace: Option<&Path>,
     event: HookEvent,
     matcher: &str,
     command: &str,
 ) -> String {
-    let whose = match origin {
-        HookOrigin::Operator => "operator".to_string(),
-        HookOrigin::Project => format!("project {}", workspace.display()),
+    let whose = match (origin, workspace) {
+        (HookOrigin::Operator, None) => "operator".to_string(),
+        (HookOrigin::Operator, Some(ws)) => format!("operator in {:?}", ws.display().to_string()),
+        (HookOrigin::Project, Some(ws)) => format!("project {:?}", ws.display().to_string()),
+        (HookOrigin::Project, None) => "project".to_string(),
     };
-    format!("hook {whose} {event} [{matcher}]: {command}")
+    format!("hook {whose} {event} matcher {matcher:?} command {command:?}")
+}
+
+/// The operator's own hooks folder (`~/.config/sandcrab/hooks/`): the one
+/// place inside what the host keeps that the operator's hooks may run
+/// files from.
+pub fn operator_folder() -> Option<PathBuf> {
+    let dir = crate::user_files::config_dir()?.join("hooks");
+    Some(dir.canonicalize().unwrap_or(dir))
 }
 
 /// The configured hooks of a session, and what they run in.
@@ -191,6 +208,25 @@ impl Hooks {
         &self.hooks
     }
 
+    /// A warning for each tool hook whose matcher admits none of the tools
+    /// named `tools` (a Claude Code name, a typo): it would never run.
+    pub fn unmatched(&self, tools: &[String]) -> Vec<String> {
+        self.hooks
+            .iter()
+            .filter(|h| h.event.matches_tools() && !matches!(h.matcher, Matcher::All))
+            .filter(|h| !tools.iter().any(|t| h.matcher.admits(Some(t))))
+            .map(|h| {
+                format!(
+                    "the {} hook `{}` matches no tool offered (matcher `{}`; sandcrab's tools are named {}); it never runs",
+                    h.event,
+                    h.command,
+                    h.matcher_text,
+                    tools.join(", ")
+                )
+            })
+            .collect()
+    }
+
     /// Whether any hook is configured for `event`.
     pub fn has(&self, event: HookEvent) -> bool {
         self.hooks.iter().any(|h| h.event == event)
@@ -261,7 +297,7 @@ impl Hooks {
                 return (record, answer);
             }
         };
-        let ran = run::run(hook, input, ctx).await;
+        let ran = run::run(hook, input, ctx, hook.own_folder.as_deref()).await;
         record.duration_ms = ran.duration.as_millis() as u64;
         record.program = ran.program;
         record.verdict = match (&ran.answer.failure, ran.answer.decision) {
@@ -360,9 +396,23 @@ pub fn found(
                     }
                 };
                 for entry in &group.hooks {
-                    let files = command::named_files(&entry.command, workspace, home.as_deref());
+                    if entry.kind != settings::HookKind::Command {
+                        warnings.push(format!(
+                            "{event} hook: `{}` hooks are not supported (command hooks only); left out",
+                            entry.kind_name()
+                        ));
+                        continue;
+                    }
+                    let own = (origin == HookOrigin::Operator)
+                        .then(operator_folder)
+                        .flatten();
+                    let scan =
+                        command::scan(&entry.command, workspace, home.as_deref(), own.as_deref());
+                    let files = scan.files.clone();
                     let paths: Vec<PathBuf> = files.iter().map(|f| f.path.clone()).collect();
-                    let what = identity(origin, workspace, *event, &group.matcher, &entry.command);
+                    let bound = (origin == HookOrigin::Project || scan.workspace_bound)
+                        .then_some(workspace);
+                    let what = identity(origin, bound, *event, &group.matcher, &entry.command);
                     let pinned = Pinned::of(
                         what,
                         &format!("{event}\0{}\0{}", group.matcher, entry.command),
@@ -383,7 +433,19 @@ pub fn found(
                         pinned,
                         files,
                         consent,
-                        barred: unreadable.clone().or_else(|| barred.clone()),
+                        barred: unreadable
+                            .clone()
+                            .or_else(|| {
+                                (!scan.refused.is_empty()).then(|| {
+                                    format!(
+                                        "{event} hook `{}`: {}",
+                                        entry.command,
+                                        scan.refused.join("; ")
+                                    )
+                                })
+                            })
+                            .or_else(|| barred.clone()),
+                        own_folder: own,
                     });
                 }
             }

@@ -27,8 +27,14 @@ pub struct Ran {
     pub duration: Duration,
 }
 
-/// Run `hook` with `input` on its stdin.
-pub async fn run(hook: &Hook, input: &[u8], ctx: &SandboxContext) -> Ran {
+/// Run `hook` with `input` on its stdin (`own_folder`: where it may run
+/// files the host keeps from, see [`super::operator_folder`]).
+pub async fn run(
+    hook: &Hook,
+    input: &[u8],
+    ctx: &SandboxContext,
+    own_folder: Option<&Path>,
+) -> Ran {
     let started = Instant::now();
     let refused = |why: String| Ran {
         answer: HookAnswer {
@@ -53,6 +59,27 @@ pub async fn run(hook: &Hook, input: &[u8], ctx: &SandboxContext) -> Ran {
         Ok(t) => t,
         Err(e) => return refused(format!("cannot make its temp dir: {e}")),
     };
+    // The files its command names now must be the ones pinned: a file
+    // that appeared since (a script the model wrote where the command
+    // looks) is not what was consented.
+    let home = crate::user_files::home();
+    let now = super::command::scan(&hook.command, &ctx.workspace, home.as_deref(), own_folder);
+    let named: Vec<&Path> = now.files.iter().map(|f| f.path.as_path()).collect();
+    let pinned: Vec<&Path> = hook.files.iter().map(|f| f.path.as_path()).collect();
+    if named != pinned || !now.refused.is_empty() {
+        return refused(format!(
+            "the files its command runs are not the ones you consented to (now: {}); review it, then run `sandcrab trust`",
+            if named.is_empty() {
+                "none".to_string()
+            } else {
+                named
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        ));
+    }
     let command = match copies(hook, temp.path()) {
         Ok(command) => command,
         Err(why) => return refused(why),

@@ -114,13 +114,31 @@ pub struct MatcherGroup {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HookCommandToml {
-    /// Only `command` is known.
+    /// `command`; Claude Code's other kinds (`prompt`, `agent`) are read
+    /// and left out with a warning.
     #[serde(rename = "type")]
     pub kind: HookKind,
+    #[serde(default)]
     pub command: String,
     /// Seconds it may take (default 60, at most 600).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<u64>,
+    /// A `prompt` hook's prompt (not run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// A `prompt` hook's model (not run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+impl HookCommandToml {
+    /// Its kind's name, for messages.
+    pub fn kind_name(&self) -> &'static str {
+        match self.kind {
+            HookKind::Command => "command",
+            HookKind::Other => "prompt or agent",
+        }
+    }
 }
 
 /// What a hook is.
@@ -129,6 +147,9 @@ pub struct HookCommandToml {
 pub enum HookKind {
     /// A program, run through `sh -c`.
     Command,
+    /// Anything else (`prompt`, `agent`): not run.
+    #[serde(other)]
+    Other,
 }
 
 /// Default seconds a hook may take.
@@ -196,8 +217,13 @@ hooks = [{ type = "command", command = "./ctx.sh" }]
         assert!(Matcher::parse("(").is_err());
         let wrong: Result<File, _> = toml::from_str("[[hooks.BeforeTool]]\nhooks = []\n");
         assert!(wrong.is_err());
-        let wrong: Result<File, _> =
-            toml::from_str("[[hooks.Stop]]\nhooks = [{ type = \"prompt\", command = \"x\" }]\n");
-        assert!(wrong.is_err());
+        let other: File = toml::from_str(
+            "[[hooks.Stop]]\nhooks = [{ type = \"prompt\", prompt = \"judge it\" }]\n",
+        )
+        .unwrap();
+        assert_eq!(
+            other.hooks[&HookEvent::Stop][0].hooks[0].kind,
+            HookKind::Other
+        );
     }
 }

@@ -107,6 +107,12 @@ pub trait CallFront: Send + Sync {
         tracing::warn!("{message}");
     }
 
+    /// A hook said `continue: false`: end the turn after this round, for
+    /// `reason`.
+    fn stop_turn(&self, reason: &str) {
+        tracing::warn!("a hook stopped the turn: {reason}");
+    }
+
     /// The recorded answer when this is a replay (None: run it live).
     async fn played(&self, _call: &PreparedCall) -> Option<ToolOutcome> {
         None

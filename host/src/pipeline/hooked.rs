@@ -103,8 +103,8 @@ pub(super) async fn before(
         Some(d) => notes.decided = Some((d, decided_by(&fired, HookEvent::PreToolUse))),
         None => {}
     }
-    if answer.stop.is_some() {
-        let reason = answer.stop.clone().unwrap_or_default();
+    if let Some(reason) = &answer.stop {
+        front.stop_turn(reason);
         return Before::Refused(ToolOutcome::with_status(
             ToolStatus::Denied,
             format!("Stopped by a PreToolUse hook: {reason}"),
@@ -118,24 +118,63 @@ pub(super) async fn before(
     )
 }
 
+/// What a PermissionRequest hook answered instead of the operator.
+pub(super) struct Permission {
+    pub decided: Decided,
+    pub by: DecidedBy,
+    pub reason: Option<String>,
+    /// The call as the hook rewrote it (to be judged again).
+    pub rewritten: Option<PreparedCall>,
+}
+
 /// PermissionRequest (and Notification) before the operator is asked: a
-/// hook's allow or deny answers instead of the operator.
+/// hook's allow or deny answers instead of the operator; `continue:
+/// false` refuses the call and ends the turn.
 pub(super) async fn permission(
     front: &dyn CallFront,
     call: &PreparedCall,
     notes: &mut HookNotes,
-) -> Option<(Decided, DecidedBy, Option<String>)> {
+) -> Option<Permission> {
     let more = {
         let mut m = Map::new();
         m.insert("permission_suggestions".into(), json!([]));
         m
     };
     let fired = fire(front, HookEvent::PermissionRequest, call, more, notes).await;
-    if let Some(fired) = fired
-        && let Some(d @ (Decided::Allow | Decided::Deny)) = fired.answer.decision
-    {
-        let by = decided_by(&fired, HookEvent::PermissionRequest);
-        return Some((d, by, fired.answer.reason.clone()));
+    if let Some(fired) = fired {
+        let by = || decided_by(&fired, HookEvent::PermissionRequest);
+        if let Some(reason) = &fired.answer.stop {
+            front.stop_turn(reason);
+            return Some(Permission {
+                decided: Decided::Deny,
+                by: by(),
+                reason: Some(reason.clone()),
+                rewritten: None,
+            });
+        }
+        if let Some(decided @ (Decided::Allow | Decided::Deny)) = fired.answer.decision {
+            let rewritten = match (&fired.answer.updated_input, decided) {
+                (Some(args), Decided::Allow) => match front.reprepare(call, args) {
+                    Some(again) => Some(again),
+                    // Allowed as rewritten, and it cannot be: refused.
+                    None => {
+                        return Some(Permission {
+                            decided: Decided::Deny,
+                            by: by(),
+                            reason: Some("its rewritten arguments cannot be used here".into()),
+                            rewritten: None,
+                        });
+                    }
+                },
+                _ => None,
+            };
+            return Some(Permission {
+                decided,
+                by: by(),
+                reason: fired.answer.reason.clone(),
+                rewritten,
+            });
+        }
     }
     if let Some(scene) = front.hooks()
         && scene.hooks.has(HookEvent::Notification)
@@ -182,6 +221,9 @@ pub(super) async fn after(
         return;
     };
     let answer = fired.answer;
+    if let Some(reason) = &answer.stop {
+        front.stop_turn(reason);
+    }
     if answer.decision == Some(Decided::Deny) {
         let reason = answer.reason.unwrap_or_default();
         outcome

@@ -103,7 +103,11 @@ pub async fn run_call(front: &dyn CallFront, call: &PreparedCall) -> Finished {
                 }
             },
             Stage::Approve => {
-                let (record, refused) = approve(front, current, &mut approval.hooks).await;
+                let (record, refused, again) = approve(front, current, &mut approval.hooks).await;
+                if again.is_some() {
+                    rewritten = again;
+                }
+                let current = rewritten.as_ref().unwrap_or(call);
                 network = current.asks_network;
                 approval.approval = Some(record);
                 match refused {
@@ -151,7 +155,12 @@ async fn approve(
     front: &dyn CallFront,
     call: &PreparedCall,
     hooks: &mut HookNotes,
-) -> (crate::approvals::ApprovalRecord, Option<ToolOutcome>) {
+) -> (
+    crate::approvals::ApprovalRecord,
+    Option<ToolOutcome>,
+    Option<PreparedCall>,
+) {
+    let mut rewritten = None;
     let subject = call_subject(call, front.workspace());
     let judged = front.judge(&subject);
     let mut verdict = judged.verdict;
@@ -170,17 +179,34 @@ async fn approve(
         Decision::Allow => None,
         Decision::Deny => Some(refusal(&subject, &verdict)),
         Decision::Ask => match hooked::permission(front, call, hooks).await {
-            Some((Decided::Deny, by, reason)) => {
-                record = crate::approvals::ApprovalRecord::verdict(Decision::Deny, by);
+            Some(answer) if answer.decided == Decided::Deny => {
+                record = crate::approvals::ApprovalRecord::verdict(Decision::Deny, answer.by);
                 Some(format!(
                     "Refused by a PermissionRequest hook: {}",
-                    reason.unwrap_or_default()
+                    answer.reason.unwrap_or_default()
                 ))
             }
-            Some((_, by, _)) => {
-                record = crate::approvals::ApprovalRecord::verdict(Decision::Allow, by);
-                None
-            }
+            Some(answer) => match answer.rewritten {
+                // Rewritten: the rules judge what will run (a deny rule
+                // still refuses it).
+                Some(again) => {
+                    let subject = call_subject(&again, front.workspace());
+                    let judged = front.judge(&subject);
+                    if judged.verdict.decision == Decision::Deny {
+                        record = judged.record;
+                        Some(refusal(&subject, &judged.verdict))
+                    } else {
+                        record =
+                            crate::approvals::ApprovalRecord::verdict(Decision::Allow, answer.by);
+                        rewritten = Some(again);
+                        None
+                    }
+                }
+                None => {
+                    record = crate::approvals::ApprovalRecord::verdict(Decision::Allow, answer.by);
+                    None
+                }
+            },
             None => match front.ask(call, &subject, &record).await {
                 None => {
                     record.answer = Some(Answered::NobodyToAsk);
@@ -198,7 +224,7 @@ async fn approve(
         },
     };
     let refused = refused.map(|text| ToolOutcome::with_status(ToolStatus::Denied, text));
-    (record, refused)
+    (record, refused, rewritten)
 }
 
 /// A call that reached its receipt without an outcome: no stage that
