@@ -151,17 +151,20 @@ pub async fn run(
             let _ = pipe.write_all(&bytes).await;
         });
     }
+    let (stdout_kept, stderr_kept) = (Captured::shared(), Captured::shared());
     let stdout = tokio::spawn(capture(
         child.stdout.take().expect("stdout is piped"),
         request.output_cap,
         OutputStream::Stdout,
         live.clone(),
+        stdout_kept.clone(),
     ));
     let stderr = tokio::spawn(capture(
         child.stderr.take().expect("stderr is piped"),
         request.output_cap,
         OutputStream::Stderr,
         live,
+        stderr_kept.clone(),
     ));
 
     let mut timed_out = false;
@@ -188,8 +191,8 @@ pub async fn run(
     group.signal(libc::SIGKILL);
     group.disarm();
 
-    let (stdout, stdout_cut) = drain(stdout).await;
-    let (mut stderr, stderr_cut) = drain(stderr).await;
+    let (stdout, stdout_cut) = drain(stdout, &stdout_kept, request.output_cap).await;
+    let (mut stderr, stderr_cut) = drain(stderr, &stderr_kept, request.output_cap).await;
     let swept = match aftercare {
         Some(aftercare) => tokio::task::spawn_blocking(move || aftercare.after())
             .await
@@ -211,38 +214,78 @@ pub async fn run(
     })
 }
 
-async fn drain(task: tokio::task::JoinHandle<(Vec<u8>, bool)>) -> (Vec<u8>, bool) {
-    let abort = task.abort_handle();
-    match tokio::time::timeout(DRAIN_AFTER_EXIT, task).await {
-        Ok(Ok(result)) => result,
-        _ => {
-            abort.abort();
-            (Vec::new(), false)
-        }
+/// What a pipe gave so far: kept while it is read, so whatever came before
+/// a reader is stopped is never lost.
+#[derive(Debug, Default)]
+struct Captured {
+    kept: Vec<u8>,
+    dropped: u64,
+}
+
+impl Captured {
+    fn shared() -> std::sync::Arc<std::sync::Mutex<Captured>> {
+        Default::default()
     }
 }
 
-/// Read `pipe` to the end, keeping the first `cap` bytes (and forwarding
-/// no more than those live). Returns the bytes (with a note appended when
-/// some were dropped) and whether any were.
+/// Wait (a little) for a pipe's reader to reach the end, then take what it
+/// read: all of it, with a note when some was dropped over `cap` or when
+/// a program that left the group still held the pipe. The bool says
+/// whether anything is missing.
+async fn drain(
+    task: tokio::task::JoinHandle<()>,
+    kept: &std::sync::Mutex<Captured>,
+    cap: usize,
+) -> (Vec<u8>, bool) {
+    let abort = task.abort_handle();
+    let held_open = !matches!(
+        tokio::time::timeout(DRAIN_AFTER_EXIT, task).await,
+        Ok(Ok(()))
+    );
+    if held_open {
+        abort.abort();
+    }
+    let mut captured = std::mem::take(&mut *kept.lock().unwrap_or_else(|e| e.into_inner()));
+    if captured.dropped > 0 {
+        captured.kept.extend_from_slice(
+            format!(
+                "\n[output capped at {cap} bytes; {} more bytes were dropped]\n",
+                captured.dropped
+            )
+            .as_bytes(),
+        );
+    }
+    if held_open {
+        captured
+            .kept
+            .extend_from_slice(b"\n[output cut: a program that left held it open]\n");
+    }
+    (captured.kept, captured.dropped > 0 || held_open)
+}
+
+/// Read `pipe` to the end into `into`, keeping the first `cap` bytes (and
+/// forwarding no more than those live).
 async fn capture(
     mut pipe: impl AsyncRead + Unpin,
     cap: usize,
     stream: OutputStream,
     live: Option<LiveOutput>,
-) -> (Vec<u8>, bool) {
-    let mut kept = Vec::new();
-    let mut dropped: u64 = 0;
+    into: std::sync::Arc<std::sync::Mutex<Captured>>,
+) {
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         let n = match pipe.read(&mut buf).await {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        let room = cap.saturating_sub(kept.len());
-        let take = n.min(room);
-        kept.extend_from_slice(&buf[..take]);
-        dropped += (n - take) as u64;
+        let take = {
+            let mut captured = into.lock().unwrap_or_else(|e| e.into_inner());
+            let room = cap.saturating_sub(captured.kept.len());
+            let take = n.min(room);
+            captured.kept.extend_from_slice(&buf[..take]);
+            captured.dropped += (n - take) as u64;
+            take
+        };
         if let Some(live) = &live
             && take > 0
         {
@@ -254,13 +297,6 @@ async fn capture(
             });
         }
     }
-    if dropped > 0 {
-        kept.extend_from_slice(
-            format!("\n[output capped at {cap} bytes; {dropped} more bytes were dropped]\n")
-                .as_bytes(),
-        );
-    }
-    (kept, dropped > 0)
 }
 
 /// Kills the process group when dropped (the caller went away) and sends
