@@ -991,3 +991,37 @@ async fn continue_false_ends_the_turn_and_a_permission_hooks_rewrite_is_what_run
         warnings(&evs)
     );
 }
+
+/// A client that asked for warnings (`logging/setLevel`) hears what the
+/// operator is told about its calls (a hook that failed open); one that
+/// asked only for errors does not.
+#[test]
+fn an_mcp_client_that_asked_for_warnings_hears_them() {
+    let scene = Scene::new();
+    let observer = script(&scene, "observer.sh", "#!/bin/bash\necho broken >&2\nexit 3\n");
+    scene.write_user_config(&format!(
+        "[[hooks.PostToolUse]]\nhooks = [{{ type = \"command\", command = \"bash {}\" }}]\n",
+        observer.display()
+    ));
+    trust(&scene);
+    let heard = |level: &str| {
+        let out = crate::mcp_server_test::over_stdio(
+            &scene,
+            &[],
+            json!([
+                {"set_level": level},
+                {"call": "shell", "args": {"command": "echo fine"}},
+                {"logs": true},
+            ]),
+        );
+        let steps = out["steps"].as_array().unwrap().clone();
+        assert_eq!(steps[0]["set_level"], "ok", "{steps:?}");
+        assert_eq!(steps[1]["is_error"], false, "{steps:?}");
+        steps[2]["logs"].as_array().unwrap().clone()
+    };
+    let logs = heard("warning");
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    assert_eq!(logs[0]["level"], "warning");
+    assert!(logs[0]["data"].as_str().unwrap().contains("PostToolUse hook"), "{logs:?}");
+    assert!(heard("error").is_empty());
+}

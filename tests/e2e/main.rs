@@ -39,6 +39,7 @@ mod llm_request_shape_test;
 mod llm_transcripts;
 mod manifest_policy_test;
 mod mcp_client_test;
+mod mcp_conformance_test;
 mod mcp_server_test;
 mod memory_meaning_test;
 mod mock_llm;

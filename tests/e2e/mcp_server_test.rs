@@ -261,10 +261,10 @@ fn clients_hear_when_the_tool_list_changes() {
 }
 
 /// `sandcrab mcp serve --http 0`, its port, and its token.
-struct HttpServer {
+pub struct HttpServer {
     child: std::process::Child,
-    url: String,
-    token: String,
+    pub url: String,
+    pub token: String,
 }
 
 impl Drop for HttpServer {
@@ -274,7 +274,7 @@ impl Drop for HttpServer {
     }
 }
 
-fn serve_http(scene: &Scene) -> HttpServer {
+pub fn serve_http(scene: &Scene) -> HttpServer {
     serve_http_with(scene, &[])
 }
 

@@ -21,6 +21,8 @@ SCRIPT is a JSON list of steps, run in order after `initialize`:
                                              answered (a script with this
                                              step declares elicitation)
   {"asked": true}                         -> the elicitation messages seen
+  {"set_level": LEVEL}                    -> logging/setLevel (the result)
+  {"logs": true}                          -> the log messages seen
 
 Prints one JSON object: {"server": name, "steps": [...]}.
 """
@@ -81,12 +83,18 @@ async def run_steps(read, write, script):
             return types.ElicitResult(action="accept", content={"allow": False, "note": answer[5:]})
         return types.ElicitResult(action="decline")
 
+    logs = []
+
+    async def on_log(params):
+        logs.append({"level": params.level, "logger": params.logger, "data": params.data})
+
     elicits = any("answers" in step for step in script)
     async with ClientSession(
         read,
         write,
         message_handler=on_message,
         elicitation_callback=on_elicit if elicits else None,
+        logging_callback=on_log,
     ) as session:
         init = await session.initialize()
         out = {"server": init.server_info.name, "steps": []}
@@ -140,6 +148,15 @@ async def run_steps(read, write, script):
                 answers.extend(step["answers"])
             elif "asked" in step:
                 out["steps"].append({"asked": asked})
+            elif "set_level" in step:
+                try:
+                    await session.set_logging_level(step["set_level"])
+                    out["steps"].append({"set_level": "ok"})
+                except Exception as e:  # a protocol error
+                    out["steps"].append({"set_level": str(e)})
+            elif "logs" in step:
+                await anyio.sleep(0.2)
+                out["steps"].append({"logs": logs})
             elif "sleep" in step:
                 await anyio.sleep(step["sleep"])
             elif "touch" in step:

@@ -46,6 +46,29 @@ pub struct ToolServer {
     /// The operator's hooks: its guards judge a client's calls as they
     /// judge the agent's.
     hooks: crate::hooks::Hooks,
+    /// The least severe log message this client asked for
+    /// (`logging/setLevel`; None: none sent).
+    log_level: Arc<std::sync::Mutex<Option<LogLevel>>>,
+}
+
+/// How severe a log message sent to a client is, in the protocol's order.
+#[allow(deprecated)]
+type LogLevel = rmcp::model::LoggingLevel;
+
+/// `level`'s place in the protocol's order (debug lowest).
+#[allow(deprecated)]
+fn severity(level: LogLevel) -> u8 {
+    use rmcp::model::LoggingLevel as L;
+    match level {
+        L::Debug => 0,
+        L::Info => 1,
+        L::Notice => 2,
+        L::Warning => 3,
+        L::Error => 4,
+        L::Critical => 5,
+        L::Alert => 6,
+        L::Emergency => 7,
+    }
 }
 
 impl ToolServer {
@@ -58,6 +81,7 @@ impl ToolServer {
             approvals: Arc::default(),
             session: new_session(),
             hooks: Default::default(),
+            log_level: Arc::default(),
         }
     }
 
@@ -73,6 +97,7 @@ impl ToolServer {
     pub fn for_new_client(&self) -> Self {
         ToolServer {
             session: new_session(),
+            log_level: Arc::default(),
             ..self.clone()
         }
     }
@@ -179,6 +204,27 @@ impl CallFront for ClientFront<'_> {
         Judgement::by_rules(&self.server.approvals.0, subject, None)
     }
 
+    /// What the operator is told about a call (a hook that failed open)
+    /// reaches the client too, as a warning log message, when it asked
+    /// for messages that severe.
+    #[allow(deprecated)]
+    fn warn(&self, message: &str) {
+        tracing::warn!("{message}");
+        let wanted = self.server.log_level.lock().ok().and_then(|l| *l);
+        let warning = rmcp::model::LoggingLevel::Warning;
+        if wanted.is_some_and(|level| severity(warning) >= severity(level)) {
+            let peer = self.context.peer.clone();
+            let note = rmcp::model::LoggingMessageNotificationParam::new(
+                warning,
+                serde_json::Value::String(message.to_string()),
+            )
+            .with_logger("sandcrab");
+            tokio::spawn(async move {
+                let _ = peer.notify_logging_message(note).await;
+            });
+        }
+    }
+
     fn hooks(&self) -> Option<crate::pipeline::HookScene<'_>> {
         Some(crate::pipeline::HookScene {
             hooks: &self.server.hooks,
@@ -246,6 +292,7 @@ impl ServerHandler for ToolServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
+                .enable_logging()
                 .enable_tools()
                 .enable_tool_list_changed()
                 .build(),
@@ -277,6 +324,18 @@ impl ServerHandler for ToolServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         self.call(request, context).await.map(Into::into)
+    }
+
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if let Ok(mut level) = self.log_level.lock() {
+            *level = Some(request.level);
+        }
+        Ok(())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

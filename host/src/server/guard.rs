@@ -25,6 +25,18 @@ pub struct Guard {
     pub max_body: usize,
 }
 
+/// Whether `origin` is this server's own loopback origin (`http://` and
+/// the loopback `Host` the request was sent to): what a client sends that
+/// names the server it talks to — no web page is served here, so no other
+/// page can have it.
+fn own_origin(origin: &str, headers: &axum::http::HeaderMap) -> bool {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    loopback_host(host) && origin.strip_prefix("http://") == Some(host)
+}
+
 /// Whether `host` (a `Host` header value) names this machine's loopback:
 /// `localhost`, `127.0.0.1` or `[::1]`, each with an optional port and
 /// nothing else.
@@ -121,7 +133,7 @@ pub async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or_default();
-        if !guard.cors.iter().any(|o| o == origin) {
+        if !guard.cors.iter().any(|o| o == origin) && !own_origin(origin, headers) {
             return refuse(
                 StatusCode::FORBIDDEN,
                 "forbidden_origin",
