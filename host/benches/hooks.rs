@@ -59,7 +59,11 @@ fn one_hook(c: &mut Criterion) {
         m
     };
     let fired = rt.block_on(hooks.fire(HookEvent::PreToolUse, Some("shell"), &facts, fields()));
-    assert_eq!(fired.records[0].verdict, sandcrab::tools::HookVerdict::Pass, "{fired:?}");
+    assert_eq!(
+        fired.records[0].verdict,
+        sandcrab::tools::HookVerdict::Pass,
+        "{fired:?}"
+    );
     let input = serde_json::to_vec(&json!({"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"}})).unwrap();
 
     let mut group = c.benchmark_group("pre_tool_use_hook");

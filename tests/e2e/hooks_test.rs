@@ -998,7 +998,11 @@ async fn continue_false_ends_the_turn_and_a_permission_hooks_rewrite_is_what_run
 #[test]
 fn an_mcp_client_that_asked_for_warnings_hears_them() {
     let scene = Scene::new();
-    let observer = script(&scene, "observer.sh", "#!/bin/bash\necho broken >&2\nexit 3\n");
+    let observer = script(
+        &scene,
+        "observer.sh",
+        "#!/bin/bash\necho broken >&2\nexit 3\n",
+    );
     scene.write_user_config(&format!(
         "[[hooks.PostToolUse]]\nhooks = [{{ type = \"command\", command = \"bash {}\" }}]\n",
         observer.display()
@@ -1022,6 +1026,12 @@ fn an_mcp_client_that_asked_for_warnings_hears_them() {
     let logs = heard("warning");
     assert_eq!(logs.len(), 1, "{logs:?}");
     assert_eq!(logs[0]["level"], "warning");
-    assert!(logs[0]["data"].as_str().unwrap().contains("PostToolUse hook"), "{logs:?}");
+    assert!(
+        logs[0]["data"]
+            .as_str()
+            .unwrap()
+            .contains("PostToolUse hook"),
+        "{logs:?}"
+    );
     assert!(heard("error").is_empty());
 }

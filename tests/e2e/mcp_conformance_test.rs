@@ -56,7 +56,10 @@ fn proxy(port: u16, token: &str) -> Proxy {
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    let port = line.trim().parse().unwrap_or_else(|_| panic!("proxy said {line:?}"));
+    let port = line
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("proxy said {line:?}"));
     Proxy { child, port }
 }
 

@@ -289,6 +289,9 @@ impl CallFront for ClientFront<'_> {
 pub const RECEIPT_META: &str = "sandcrab/receipt";
 
 impl ServerHandler for ToolServer {
+    // Logging is deprecated by SEP-2577 but still in the protocol versions
+    // clients speak (and in the conformance suite).
+    #[allow(deprecated)]
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
