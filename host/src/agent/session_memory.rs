@@ -85,7 +85,7 @@ impl Session {
     pub async fn compact(&self) -> CompactionStats {
         match &self.memory {
             Some(memory) => {
-                self.compact_keeping(memory.compactor.config().keep_recent)
+                self.compact_keeping_for(memory.compactor.config().keep_recent, "manual")
                     .await
             }
             None => CompactionStats::default(),
@@ -95,13 +95,19 @@ impl Session {
     /// Compact, keeping the last `keep` turns verbatim (at least one), and
     /// handing the summarizer no more at a time than its window takes.
     pub(super) async fn compact_keeping(&self, keep: usize) -> CompactionStats {
+        self.compact_keeping_for(keep, "auto").await
+    }
+
+    /// [`Self::compact_keeping`], `trigger` saying why (`auto`, or
+    /// `manual`: the operator or the model asked) to PreCompact hooks.
+    async fn compact_keeping_for(&self, keep: usize, trigger: &str) -> CompactionStats {
         let Some(memory) = &self.memory else {
             return CompactionStats::default();
         };
         let mut fields = serde_json::Map::new();
-        fields.insert("trigger".into(), "auto".into());
+        fields.insert("trigger".into(), trigger.into());
         fields.insert("custom_instructions".into(), "".into());
-        self.hooks_observe(crate::hooks::HookEvent::PreCompact, "auto", fields)
+        self.hooks_observe(crate::hooks::HookEvent::PreCompact, trigger, fields)
             .await;
         self.emit(EventData::CompactionStart(Default::default()));
         // What is compacted must be stored first: compaction deletes it.
