@@ -27,6 +27,10 @@ pub struct TrustArgs {
     /// skills, instruction files, with diffs) and consent to nothing.
     #[arg(long, conflicts_with = "revoke")]
     show: bool,
+    /// Consent only if the whole surface is still what `--show` printed
+    /// (its digest): nothing that changed after you looked is consented.
+    #[arg(long, value_name = "DIGEST", conflicts_with_all = ["revoke", "show"])]
+    expect: Option<String>,
     /// The configuration file to record it in (default:
     /// ~/.config/sandcrab/config.toml).
     #[arg(long, value_name = "FILE")]
@@ -59,7 +63,21 @@ pub fn run(args: TrustArgs) -> anyhow::Result<ExitCode> {
             outln!("the project is not trusted: `sandcrab trust` would trust it as it is now");
         }
         consent_to_surface(&workspace, &file, false)?;
+        let digest = surface_digest(&workspace, &loaded.config)?;
+        outln!(
+            "to consent to exactly this: sandcrab trust --expect {digest} {}",
+            workspace.display()
+        );
         return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(expected) = &args.expect {
+        let loaded = Config::load(&workspace, Some(&file))?;
+        let now = surface_digest(&workspace, &loaded.config)?;
+        if &now != expected {
+            anyhow::bail!(
+                "what sandcrab would consent to changed since you looked (digest {expected}, now {now}); nothing was consented: run `sandcrab trust --show` again"
+            );
+        }
     }
     let sha = trust::trust(&file, &workspace)?;
     outln!(
@@ -140,6 +158,40 @@ fn consent_to_surface(
         outln!("hooks, skills and instruction files: all as consented before");
     }
     Ok(())
+}
+
+/// A digest of everything `sandcrab trust` would consent to in
+/// `workspace`: the project's fingerprint and every hook, skill and
+/// instruction file as pinned now, whether the project is trusted yet or
+/// not.
+fn surface_digest(workspace: &std::path::Path, config: &Config) -> anyhow::Result<String> {
+    use sha2::Digest;
+    let fingerprint = trust::fingerprint(workspace)
+        .map_err(|message| anyhow::anyhow!("cannot fingerprint the project: {message}"))?;
+    let project = config.project_hooks.clone().map(|mut p| {
+        p.trusted = true;
+        p
+    });
+    let (hooks, _) = crate::hooks::found(
+        &config.hooks,
+        project.as_ref(),
+        &config.consented,
+        workspace,
+    );
+    let places = crate::skills::SkillPlaces::of(workspace, true);
+    let (skills, _) = crate::skills::found(&places, &config.consented);
+    let docs = crate::consent::DocsConsent::pins(workspace);
+    let mut lines: Vec<String> = hooks
+        .iter()
+        .map(|h| &h.pinned)
+        .chain(skills.iter().map(|s| &s.pinned))
+        .chain(&docs)
+        .map(|p| format!("{}\0{}", p.what, p.sha256))
+        .collect();
+    lines.sort();
+    lines.insert(0, fingerprint);
+    let digest = sha2::Sha256::digest(lines.join("\n").as_bytes());
+    Ok(crate::consent::hex(&digest)[..16].to_string())
 }
 
 /// Say what trusting gives the project: its settings and its plugins.
