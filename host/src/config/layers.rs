@@ -492,6 +492,47 @@ mod tests {
     }
 
     #[test]
+    fn a_projects_unreadable_hooks_cost_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::write(
+            ws.join(PROJECT_FILE),
+            "[[approvals.rules]]\nshell = [\"rm\"]\ndecision = \"deny\"\n\n[[hooks.PreToolUse]]\nmatcher = 5\nhooks = [{ type = \"command\", command = \"x\", bogus = 1 }]\n",
+        )
+        .unwrap();
+        let user = dir.path().join("config.toml");
+        std::fs::write(&user, "").unwrap();
+        for trusted in [false, true] {
+            if trusted {
+                super::super::trust::trust(&user, &ws).unwrap();
+            }
+            let loaded = load(&ws, Some(&user)).unwrap();
+            assert_eq!(
+                loaded.config.project_trusted, trusted,
+                "{:?}",
+                loaded.warnings
+            );
+            // Its deny rule holds; its hooks are named as unreadable.
+            assert_eq!(
+                loaded.config.approvals.parsed.iter().count(),
+                1,
+                "trusted {trusted}: {:?}",
+                loaded.warnings
+            );
+            assert!(loaded.config.project_hooks.is_none());
+            assert!(
+                loaded
+                    .warnings
+                    .iter()
+                    .any(|w| w.contains("[hooks] cannot be read")),
+                "{:?}",
+                loaded.warnings
+            );
+        }
+    }
+
+    #[test]
     fn untrusted_projects_keep_only_project_settings() {
         let (kept, removed) = filtered(
             r#"
