@@ -1064,3 +1064,33 @@ fn an_mcp_client_that_asked_for_warnings_hears_them() {
     );
     assert!(heard("error").is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pre_compact_hooks_hear_why_and_session_end_hooks_hear_the_end() {
+    let scene = Scene::new();
+    let log = scene.outside().join("moments.log");
+    let hook = script(
+        &scene,
+        "moments.py",
+        &format!(
+            "import json, sys\nd = json.load(sys.stdin)\nwith open({:?}, 'a') as f:\n    f.write(d['hook_event_name'] + ' ' + str(d.get('trigger', d.get('reason'))) + '\\n')\n",
+            log.display().to_string()
+        ),
+    );
+    scene.write_user_config(&format!(
+        "[policy.hooks]\npaths = [{{ path = \"{out}\", access = \"read-write\" }}]\n\n[[hooks.PreCompact]]\nhooks = [{{ type = \"command\", command = \"python3 {h}\" }}]\n\n[[hooks.SessionEnd]]\nhooks = [{{ type = \"command\", command = \"python3 {h}\" }}]\n",
+        out = scene.outside().display(),
+        h = hook.display()
+    ));
+    trust(&scene);
+    let (evs, _, out) = run_calls(&scene, vec![call("compact_context", json!({}))], &[]).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(call_end(&evs, "c1")["data"]["status"], "ok", "{evs:?}");
+    let said = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(said.contains("PreCompact manual"), "{said}");
+    assert!(said.contains("SessionEnd"), "{said}");
+}
