@@ -1094,3 +1094,37 @@ async fn pre_compact_hooks_hear_why_and_session_end_hooks_hear_the_end() {
     assert!(said.contains("PreCompact manual"), "{said}");
     assert!(said.contains("SessionEnd"), "{said}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_start_hooks_hear_a_session_taken_up_again_as_resume() {
+    let scene = Scene::new();
+    let log = scene.outside().join("sources.log");
+    let hook = script(
+        &scene,
+        "source.py",
+        &format!(
+            "import json, sys\nd = json.load(sys.stdin)\nwith open({:?}, 'a') as f:\n    f.write(d['source'] + '\\n')\n",
+            log.display().to_string()
+        ),
+    );
+    scene.write_user_config(&format!(
+        "[policy.hooks]\npaths = [{{ path = \"{}\", access = \"read-write\" }}]\n\n[[hooks.SessionStart]]\nhooks = [{{ type = \"command\", command = \"python3 {}\" }}]\n",
+        scene.outside().display(),
+        hook.display()
+    ));
+    trust(&scene);
+    let (_, _, out) = run_calls(&scene, Vec::new(), &[]).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_, _, out) = run_calls(&scene, Vec::new(), &["--continue"]).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sources = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(sources, "startup\nresume\n");
+}

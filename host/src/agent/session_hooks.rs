@@ -68,10 +68,12 @@ impl Session {
         let mut contexts = Vec::new();
         if first {
             let mut fields = Map::new();
-            let source = if self.lock().model_turns > 0 {
-                "resume"
-            } else {
+            // Taken up again when it holds a conversation before this
+            // input (its own turn counter starts at zero in every process).
+            let source = if self.lock().history.is_empty() {
                 "startup"
+            } else {
+                "resume"
             };
             fields.insert("source".into(), source.into());
             if let Some(answer) = self
