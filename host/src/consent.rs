@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+use crate::plugin::integrity::sha256_hex;
+
 /// Most bytes of one pinned file.
 const MAX_FILE: u64 = 16 << 20;
 
@@ -107,7 +109,7 @@ impl Pinned {
                     feed(&mut hasher, name.as_bytes(), &bytes);
                     pinned.push(PinnedFile {
                         path: path.clone(),
-                        sha256: hex(&Sha256::digest(&bytes)),
+                        sha256: sha256_hex(&bytes),
                     });
                 }
                 Err(e) => {
@@ -187,9 +189,9 @@ impl Pinned {
                 continue;
             }
             if let Ok(bytes) = read(&file.path)
-                && hex(&Sha256::digest(&bytes)) == file.sha256
+                && sha256_hex(&bytes) == file.sha256
             {
-                let _ = write_private_bytes(&at, &bytes);
+                let _ = crate::user_files::write_private(&at, &bytes);
             }
         }
     }
@@ -207,18 +209,7 @@ fn snapshot(sha256: &str) -> Option<Vec<u8>> {
         return None;
     }
     let bytes = read(&copies_dir()?.join(sha256)).ok()?;
-    (hex(&Sha256::digest(&bytes)) == sha256).then_some(bytes)
-}
-
-fn write_private_bytes(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    if let Some(dir) = file.parent() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
-    }
-    std::fs::write(file, bytes)
+    (sha256_hex(&bytes) == sha256).then_some(bytes)
 }
 
 fn read(path: &Path) -> std::io::Result<Vec<u8>> {

@@ -41,7 +41,7 @@ pub fn data_dir() -> Option<PathBuf> {
 /// Write a small file of what sandcrab learned (in the data folder):
 /// its folder created private (0700) first. A failure only means it is
 /// learned again next time, so callers may ignore it.
-pub fn write_private(file: &std::path::Path, text: &str) -> std::io::Result<()> {
+pub fn write_private(file: &std::path::Path, text: impl AsRef<[u8]>) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     if let Some(dir) = file.parent() {
         std::fs::DirBuilder::new()

@@ -315,7 +315,7 @@ fn keep(state: &State) {
         ratio: state.facts.ratio,
     };
     let _ =
-        crate::user_files::write_private(file, &serde_json::to_string(&kept).unwrap_or_default());
+        crate::user_files::write_private(file, serde_json::to_string(&kept).unwrap_or_default());
 }
 
 /// `DATA/windows/HASH.json`: where what was learned of the window of

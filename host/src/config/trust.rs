@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+use crate::plugin::integrity::sha256_hex;
+
 pub use super::project::PROJECT_DIR;
 use super::project::PROJECT_FILE;
 
@@ -116,7 +118,7 @@ pub fn examine(workspace: &Path) -> Result<Fingerprint, String> {
         walk.entry(&workspace.join(name), Path::new(name))?;
     }
     let mut found = walk.found;
-    found.sha256 = hex(&walk.hasher.finalize());
+    found.sha256 = crate::consent::hex(&walk.hasher.finalize());
     Ok(found)
 }
 
@@ -169,7 +171,7 @@ impl Walk {
             let content =
                 crate::safe_fs::read_regular(path, MAX_BYTES, crate::safe_fs::Links::Refuse)
                     .map_err(|e| format!("{}: {e}", path.display()))?;
-            self.found.contents.insert(hex(&Sha256::digest(&content)));
+            self.found.contents.insert(sha256_hex(&content));
             record(&mut self.hasher, b'f', name, &content);
         } else {
             // FIFOs, sockets, devices: their presence is what counts.
@@ -245,7 +247,7 @@ impl ProjectSeal {
             ));
         }
         for (what, bytes) in [("manifest", manifest), ("component", component)] {
-            if !now.contents.contains(&hex(&Sha256::digest(bytes))) {
+            if !now.contents.contains(&sha256_hex(bytes)) {
                 return Err(format!(
                     "its {what} as read is not the one you trusted (it changed while being loaded); {again}"
                 ));
@@ -277,10 +279,6 @@ fn record(h: &mut Sha256, kind: u8, name: &[u8], content: &[u8]) {
     h.update(name);
     h.update((content.len() as u64).to_le_bytes());
     h.update(content);
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Record that the operator trusts `workspace` as it is now, in `file`
@@ -359,11 +357,7 @@ mod tests {
         let before = examine(w).unwrap();
         let target = w.join("vendor/hello").canonicalize().unwrap();
         assert!(before.link_targets.contains(&target), "{before:?}");
-        assert!(
-            before
-                .contents
-                .contains(&hex(&Sha256::digest(b"version = 1")))
-        );
+        assert!(before.contents.contains(&sha256_hex(b"version = 1")));
         std::fs::write(w.join("vendor/hello/plugin.toml"), "version = 2").unwrap();
         assert_ne!(examine(w).unwrap().sha256, before.sha256);
     }

@@ -203,11 +203,6 @@ impl Hooks {
         )
     }
 
-    /// Every hook, as found.
-    pub fn all(&self) -> &[Hook] {
-        &self.hooks
-    }
-
     /// A warning for each tool hook whose matcher admits none of the tools
     /// named `tools` (a Claude Code name, a typo): it would never run.
     pub fn unmatched(&self, tools: &[String]) -> Vec<String> {
@@ -297,7 +292,7 @@ impl Hooks {
                 return (record, answer);
             }
         };
-        let ran = run::run(hook, input, ctx, hook.own_folder.as_deref()).await;
+        let ran = run::run(hook, input, ctx).await;
         record.duration_ms = ran.duration.as_millis() as u64;
         record.program = ran.program;
         record.verdict = match (&ran.answer.failure, ran.answer.decision) {
@@ -375,6 +370,7 @@ pub fn found(
     workspace: &Path,
 ) -> (Vec<Hook>, Vec<String>) {
     let home = crate::user_files::home();
+    let operator_folder = operator_folder();
     let mut hooks = Vec::new();
     let mut warnings = Vec::new();
     let mut add = |table: &HooksToml, origin: HookOrigin, barred: Option<String>| {
@@ -403,9 +399,9 @@ pub fn found(
                         ));
                         continue;
                     }
-                    let own = (origin == HookOrigin::Operator)
-                        .then(operator_folder)
-                        .flatten();
+                    let own = operator_folder
+                        .clone()
+                        .filter(|_| origin == HookOrigin::Operator);
                     let scan =
                         command::scan(&entry.command, workspace, home.as_deref(), own.as_deref());
                     let files = scan.files.clone();

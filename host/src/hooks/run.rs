@@ -13,7 +13,7 @@ use super::Hook;
 use super::answer::{self, HookAnswer};
 use crate::plugin::SandboxContext;
 use crate::plugin::confinement::{Footprint, ProgramOwner, spec};
-use crate::plugin::manifest::{Access, PathAccess};
+use crate::plugin::manifest::Access;
 use crate::plugin::{ProgramConfinement, ProgramRun};
 use crate::process::{self, ChildEnv, Confinement, DEFAULT_PATH, ProcessRequest};
 
@@ -27,14 +27,8 @@ pub struct Ran {
     pub duration: Duration,
 }
 
-/// Run `hook` with `input` on its stdin (`own_folder`: where it may run
-/// files the host keeps from, see [`super::operator_folder`]).
-pub async fn run(
-    hook: &Hook,
-    input: &[u8],
-    ctx: &SandboxContext,
-    own_folder: Option<&Path>,
-) -> Ran {
+/// Run `hook` with `input` on its stdin.
+pub async fn run(hook: &Hook, input: &[u8], ctx: &SandboxContext) -> Ran {
     let started = Instant::now();
     let refused = |why: String| Ran {
         answer: HookAnswer {
@@ -63,7 +57,12 @@ pub async fn run(
     // that appeared since (a script the model wrote where the command
     // looks) is not what was consented.
     let home = crate::user_files::home();
-    let now = super::command::scan(&hook.command, &ctx.workspace, home.as_deref(), own_folder);
+    let now = super::command::scan(
+        &hook.command,
+        &ctx.workspace,
+        home.as_deref(),
+        hook.own_folder.as_deref(),
+    );
     let named: Vec<&Path> = now.files.iter().map(|f| f.path.as_path()).collect();
     let pinned: Vec<&Path> = hook.files.iter().map(|f| f.path.as_path()).collect();
     if named != pinned || !now.refused.is_empty() {
@@ -85,13 +84,11 @@ pub async fn run(
         Err(why) => return refused(why),
     };
     let grant = &ctx.policy.hooks;
-    let mut paths: Vec<PathAccess> = grant.paths.clone();
-    paths.retain(|p| p.access != Access::None);
     let confinement_spec = spec(
         ProgramOwner::Hook,
         Footprint {
             workspace: grant.workspace,
-            paths: &paths,
+            paths: &grant.paths,
             network: ctx.policy.hook_network(),
         },
         ctx,
@@ -164,8 +161,7 @@ fn copies(hook: &Hook, temp: &Path) -> Result<String, String> {
         let bytes =
             crate::safe_fs::read_regular(&named.path, 16 << 20, crate::safe_fs::Links::Follow)
                 .map_err(|e| format!("cannot read {}: {e}", named.path.display()))?;
-        use sha2::Digest;
-        if crate::consent::hex(&sha2::Sha256::digest(&bytes)) != pinned.sha256 {
+        if crate::plugin::integrity::sha256_hex(&bytes) != pinned.sha256 {
             return Err(format!(
                 "{} changed after it was checked; run `sandcrab trust` after reviewing it",
                 named.path.display()

@@ -27,22 +27,22 @@ pub(super) enum Before {
     Refused(ToolOutcome),
 }
 
-fn tool_fields(call: &PreparedCall, front: &dyn CallFront) -> Map<String, Value> {
+/// The fields a tool event's input adds about `call`, its paths taken
+/// from `cwd`.
+fn tool_fields(call: &PreparedCall, cwd: &std::path::Path) -> Map<String, Value> {
     let mut fields = Map::new();
     fields.insert("tool_name".into(), Value::String(call.name.clone()));
-    let cwd = front
-        .hooks()
-        .map(|s| s.facts.cwd.to_path_buf())
-        .unwrap_or_else(|| front.workspace().to_path_buf());
     fields.insert(
         "tool_input".into(),
-        crate::hooks::tool_input(&call.arguments_or_empty(), &cwd),
+        crate::hooks::tool_input(&call.arguments_or_empty(), cwd),
     );
     fields.insert("tool_use_id".into(), Value::String(call.id.clone()));
     fields
 }
 
-/// Fire `event` for `call` with `more` fields, noting the records.
+/// Fire `event` for `call` with `more` fields (besides the call's own,
+/// for a tool event), noting the records and telling the operator what
+/// the hooks warn of.
 async fn fire(
     front: &dyn CallFront,
     event: HookEvent,
@@ -54,12 +54,13 @@ async fn fire(
     if !scene.hooks.has(event) {
         return None;
     }
-    let mut fields = tool_fields(call, front);
+    let (name, mut fields) = if event.matches_tools() {
+        (Some(call.name.as_str()), tool_fields(call, scene.facts.cwd))
+    } else {
+        (None, Map::new())
+    };
     fields.extend(more);
-    let fired = scene
-        .hooks
-        .fire(event, Some(&call.name), &scene.facts, fields)
-        .await;
+    let fired = scene.hooks.fire(event, name, &scene.facts, fields).await;
     for warning in &fired.warnings {
         front.warn(warning);
     }
@@ -74,6 +75,8 @@ fn decided_by(fired: &Fired, event: HookEvent) -> DecidedBy {
         .records
         .iter()
         .find(|r| Some(r.verdict) == verdict)
+        // A guard that could not judge refused as a deny.
+        .or_else(|| fired.records.iter().find(|r| r.verdict.is_failure()))
         .map(|r| r.command.clone())
         .unwrap_or_default();
     DecidedBy::Hook {
@@ -176,27 +179,16 @@ pub(super) async fn permission(
             });
         }
     }
-    if let Some(scene) = front.hooks()
-        && scene.hooks.has(HookEvent::Notification)
-    {
-        let mut fields = Map::new();
-        fields.insert(
-            "message".into(),
-            Value::String(format!(
-                "sandcrab needs your permission to use {}",
-                call.name
-            )),
-        );
-        fields.insert("notification_type".into(), "permission_prompt".into());
-        let fired = scene
-            .hooks
-            .fire(HookEvent::Notification, None, &scene.facts, fields)
-            .await;
-        for warning in &fired.warnings {
-            front.warn(warning);
-        }
-        notes.records.extend(fired.records);
-    }
+    let mut fields = Map::new();
+    fields.insert(
+        "message".into(),
+        Value::String(format!(
+            "sandcrab needs your permission to use {}",
+            call.name
+        )),
+    );
+    fields.insert("notification_type".into(), "permission_prompt".into());
+    fire(front, HookEvent::Notification, call, fields, notes).await;
     None
 }
 

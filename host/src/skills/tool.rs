@@ -5,7 +5,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use sha2::Digest;
 
 use super::{MAX_FILE_BYTES, Skill};
 use crate::plugin::ToolSpec;
@@ -102,7 +101,7 @@ fn consented_bytes(skill: &Skill, path: &Path) -> Result<Vec<u8>, String> {
         .ok_or_else(|| format!("the skill `{}` has no file {}", skill.name, path.display()))?;
     let bytes = crate::safe_fs::read_regular(path, MAX_FILE_BYTES, crate::safe_fs::Links::Refuse)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    if crate::consent::hex(&sha2::Sha256::digest(&bytes)) != pinned.sha256 {
+    if crate::plugin::integrity::sha256_hex(&bytes) != pinned.sha256 {
         return Err(format!(
             "{} changed since the operator consented to the skill `{}`; it is not loaded until they review it and run `sandcrab trust`",
             path.display(),

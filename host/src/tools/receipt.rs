@@ -191,6 +191,11 @@ pub enum HookVerdict {
 }
 
 impl HookVerdict {
+    /// Whether the hook gave no usable answer (it failed, or may not run).
+    pub fn is_failure(self) -> bool {
+        matches!(self, HookVerdict::Failed | HookVerdict::NotConsented)
+    }
+
     /// Its word.
     pub fn word(self) -> &'static str {
         match self {
