@@ -782,6 +782,91 @@ async fn a_cancel_right_after_a_prompt_a_second_prompt_and_a_second_load_are_saf
     assert_eq!(running["result"]["stopReason"], "cancelled", "{running}");
 }
 
+/// A prompt cancelled while it waits behind a turn the session took by
+/// itself (a background job finished) is never taken: its call does not
+/// run once that turn ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_cancelled_while_it_waits_for_a_woken_turn_never_runs() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.fallback(|_path, body| {
+        let last = last_entry(body);
+        if last.contains("background jobs that finished") {
+            // The turn the finished job woke: slow to answer.
+            return stream(KIND, &Answer::Text(vec!["Noted."])).delayed(Duration::from_secs(3));
+        }
+        if last.contains("tool_result") {
+            return stream(KIND, &Answer::Text(vec!["The call is done."]));
+        }
+        if last.contains("start the job") {
+            let call = tool(
+                "job",
+                "shell",
+                json!({"command": "sleep 1; echo job-finished", "run_in_background": true}),
+            );
+            return stream(KIND, &Answer::Tools(vec![call]));
+        }
+        if last.contains("run the tests") {
+            let id = format!("call-{}", body.to_string().len());
+            return stream(
+                KIND,
+                &Answer::Tools(vec![tool(
+                    &id,
+                    "shell",
+                    json!({"command": "echo tests-pass"}),
+                )]),
+            );
+        }
+        stream(KIND, &Answer::Text(vec!["Hello."]))
+    });
+    let mut agent = RawAgent::start_with(&scene, &server, &["--approvals", "never"]);
+    let cwd = scene.workspace().display().to_string();
+    agent.send(json!({"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd": cwd, "mcpServers": []}}).to_string().as_bytes());
+    let session = agent.until(|m| m["id"] == 1)["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let prompt = |id: u64, text: &str| json!({"jsonrpc":"2.0","id":id,"method":"session/prompt","params":{"sessionId": session, "prompt": [{"type":"text","text": text}]}});
+    agent.send(prompt(2, "start the job").to_string().as_bytes());
+    assert_eq!(
+        agent.until(|m| m["id"] == 2)["result"]["stopReason"],
+        "end_turn"
+    );
+    // The job ends; the turn it wakes is asking the model.
+    let started = std::time::Instant::now();
+    while !server
+        .requests()
+        .iter()
+        .any(|r| last_entry(&r.body).contains("background jobs that finished"))
+    {
+        assert!(started.elapsed() < Duration::from_secs(20), "no turn woke");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let cancel = json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId": session}});
+    // The prompt comes and waits behind that turn; then the cancel.
+    agent.send(prompt(3, "run the tests").to_string().as_bytes());
+    std::thread::sleep(Duration::from_millis(500));
+    agent.send(cancel.to_string().as_bytes());
+    let ran = |agent: &RawAgent, id: u64| {
+        let mut ran = false;
+        let answer = agent.until(|m| {
+            if m["params"]["update"]["sessionUpdate"] == "tool_call_update" {
+                ran |= m.to_string().contains("tests-pass\\n");
+            }
+            m["id"] == id
+        });
+        (answer, ran)
+    };
+    let (answered, did) = ran(&agent, 3);
+    assert_eq!(answered["result"]["stopReason"], "cancelled", "{answered}");
+    assert!(!did, "the prompt cancelled before its turn ran its call");
+    // The control: the same prompt, not cancelled, runs its call.
+    agent.send(prompt(4, "run the tests").to_string().as_bytes());
+    let (answered, did) = ran(&agent, 4);
+    assert_eq!(answered["result"]["stopReason"], "end_turn", "{answered}");
+    assert!(did, "the call ran: {answered}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subagents_question_is_asked_in_its_own_conversation() {
     let scene = Scene::new();

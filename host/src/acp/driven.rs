@@ -12,6 +12,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_stream::StreamExt;
 
 use super::agent::{Agent, Failure, MAX_SESSIONS, invalid, notification};
+use tokio_util::sync::CancellationToken;
+
 use super::updates::Next;
 use super::wire::code;
 use crate::agent::{AgentKit, EventData, Session, SessionError};
@@ -24,8 +26,9 @@ pub(super) struct Driven {
     flush: mpsc::Sender<oneshot::Sender<()>>,
     /// A prompt is being answered (one at a time).
     busy: AtomicBool,
-    /// The editor cancelled the prompt being answered.
-    cancelled: AtomicBool,
+    /// Stops the prompt being answered (cancelled by the editor's
+    /// session/cancel; a fresh one for every prompt).
+    stop: std::sync::Mutex<CancellationToken>,
 }
 
 impl Driven {
@@ -169,7 +172,7 @@ impl Agent {
             session: session.clone(),
             flush,
             busy: AtomicBool::new(false),
-            cancelled: AtomicBool::new(false),
+            stop: std::sync::Mutex::new(session.stop_token()),
         });
         let id = session.id().to_string();
         self.sessions.lock().await.insert(id.clone(), driven);
@@ -263,7 +266,7 @@ impl Agent {
                 "a prompt is being answered in this session: wait for it or cancel it (session/cancel) first",
             ));
         }
-        driven.cancelled.store(false, Ordering::SeqCst);
+        *driven.stop.lock().expect("prompt stop lock") = driven.session.stop_token();
         Ok(driven)
     }
 
@@ -290,14 +293,13 @@ impl Agent {
             .await;
             return Ok(json!({"stopReason": "end_turn"}));
         }
-        // Cancelled before it began (it waited for a turn a job woke).
-        if driven.cancelled.load(Ordering::SeqCst) {
-            return Ok(json!({"stopReason": "cancelled"}));
-        }
-        let result = driven.session.submit(&text).await;
+        let stop = driven.stop.lock().expect("prompt stop lock").clone();
+        // Stopped by a cancel whenever it came: before the turn began
+        // (it waited for a turn a job woke), or in it.
+        let result = driven.session.submit_until(&text, &stop).await;
         // Every update of this input goes out before its answer.
         driven.flush().await;
-        if driven.cancelled.load(Ordering::SeqCst) {
+        if stop.is_cancelled() {
             return Ok(json!({"stopReason": "cancelled"}));
         }
         match result {
@@ -332,7 +334,8 @@ impl Agent {
         if let Ok(driven) = self.driven(params).await
             && driven.busy.load(Ordering::SeqCst)
         {
-            driven.cancelled.store(true, Ordering::SeqCst);
+            driven.stop.lock().expect("prompt stop lock").cancel();
+            // And the turn it may wait behind (one a job woke).
             driven.session.interrupt();
         }
     }

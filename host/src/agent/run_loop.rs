@@ -41,16 +41,21 @@ enum Ended {
 
 impl Session {
     /// Run the loop for one input (None: a turn to react to finished jobs,
-    /// or to retry after an error).
+    /// or to retry after an error), stopped when `stop` is cancelled.
     pub(super) async fn process_input(
         self: &Arc<Self>,
         input: Option<&str>,
+        stop: &CancellationToken,
     ) -> Result<(), SessionError> {
-        super::turns::with_clock(self.turn_clock(), self.process_input_now(input)).await
+        super::turns::with_clock(self.turn_clock(), self.process_input_now(input, stop)).await
     }
 
-    async fn process_input_now(self: &Arc<Self>, input: Option<&str>) -> Result<(), SessionError> {
-        let cancel = self.cancel.child_token();
+    async fn process_input_now(
+        self: &Arc<Self>,
+        input: Option<&str>,
+        stop: &CancellationToken,
+    ) -> Result<(), SessionError> {
+        let cancel = stop.child_token();
         {
             let mut inner = self.lock();
             inner.state = SessionState::Processing;
@@ -411,6 +416,11 @@ impl Session {
             };
             let Some(item) = item else { break };
             let event = item?;
+            // A stream already buffered yields event after event without
+            // ever waiting: spend the task's budget so whoever reads the
+            // events emitted (an editor's forwarder) runs in between,
+            // instead of every event piling up unread.
+            tokio::task::consume_budget().await;
             if let Some(call) = in_flight.as_mut() {
                 call.event(&event);
             }

@@ -552,25 +552,47 @@ impl Session {
     /// those from its recording).
     pub async fn process_one(self: &Arc<Self>, input: Option<&str>) -> Result<(), SessionError> {
         let _running = self.run_lock.lock().await;
-        self.process_input(input).await
+        self.process_input(input, &self.cancel).await
     }
 
     /// Process `input` (and any queued follow-ups) to completion.
     pub async fn submit(self: &Arc<Self>, input: &str) -> Result<(), SessionError> {
+        let stop = self.cancel.clone();
+        self.submit_until(input, &stop).await
+    }
+
+    /// A token that, cancelled, stops the input submitted with it
+    /// ([`Session::submit_until`]) whenever the cancel comes: before its
+    /// turn began (it waited for another), or in it. [`Session::interrupt`]
+    /// reaches only a turn already running.
+    pub fn stop_token(&self) -> CancellationToken {
+        self.cancel.child_token()
+    }
+
+    /// [`Session::submit`], every turn of it stopped by `stop`.
+    pub async fn submit_until(
+        self: &Arc<Self>,
+        input: &str,
+        stop: &CancellationToken,
+    ) -> Result<(), SessionError> {
         if self.state() == SessionState::Closed {
             return Err(SessionError::Closed);
         }
         let _running = self.run_lock.lock().await;
-        self.process_input(Some(input)).await?;
+        // Stopped while it waited for another turn: never taken.
+        if stop.is_cancelled() {
+            return Ok(());
+        }
+        self.process_input(Some(input), stop).await?;
         loop {
             if self.state() == SessionState::Closed {
                 return Err(SessionError::Closed);
             }
             let follow_up = self.lock().follow_ups.pop_front();
             match follow_up {
-                Some(next) => self.process_input(Some(&next)).await?,
+                Some(next) => self.process_input(Some(&next), stop).await?,
                 // A job finished during the last turn: give it a turn now.
-                None if self.jobs_pending() => self.process_input(None).await?,
+                None if self.jobs_pending() => self.process_input(None, stop).await?,
                 None => return Ok(()),
             }
         }
@@ -590,7 +612,7 @@ impl Session {
         if !awaiting {
             return Err(SessionError::NothingToRetry);
         }
-        self.process_input(None).await
+        self.process_input(None, &self.cancel).await
     }
 
     /// Take a turn without new input if finished jobs are waiting (the
@@ -598,7 +620,7 @@ impl Session {
     pub async fn wake(self: &Arc<Self>) -> Result<(), SessionError> {
         let _running = self.run_lock.lock().await;
         if self.state() == SessionState::Idle && self.jobs_pending() {
-            self.process_input(None).await?;
+            self.process_input(None, &self.cancel).await?;
         }
         Ok(())
     }
