@@ -581,6 +581,10 @@ impl Session {
         let _running = self.run_lock.lock().await;
         // Stopped while it waited for another turn: never taken.
         if stop.is_cancelled() {
+            self.warn(&format!(
+                "an input of {} characters was stopped before its turn began: the model did not see it; send it again to have it answered",
+                input.chars().count()
+            ));
             return Ok(());
         }
         self.process_input(Some(input), stop).await?;

@@ -11,6 +11,7 @@ pub mod events;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use tokio_util::sync::CancellationToken;
 
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
@@ -162,6 +163,18 @@ struct Running {
     suspense: tokio::task::JoinHandle<()>,
     /// Publishes every permission request and its end, whoever asked.
     requests: tokio::task::JoinHandle<()>,
+    /// Stops every message sent since the last interrupt, one still
+    /// waiting for its turn too.
+    stop: CancellationToken,
+}
+
+impl Running {
+    /// Stop the turn in flight and every message waiting behind it.
+    fn interrupt(&mut self) {
+        self.stop.cancel();
+        self.stop = self.session.stop_token();
+        self.session.interrupt();
+    }
 }
 
 /// How long a permission request waits for an answer by default.
@@ -329,6 +342,7 @@ impl Harness {
                 let requests = self.report_requests();
                 state.running = Some(Running {
                     kit,
+                    stop: session.stop_token(),
                     session,
                     _keep: keep,
                     pump,
@@ -360,7 +374,8 @@ impl Harness {
             }
             return;
         };
-        running.session.interrupt();
+        let mut running = running;
+        running.interrupt();
         running
             .session
             .stop_jobs(std::time::Duration::from_secs(3))
@@ -384,6 +399,7 @@ impl Harness {
             self.renew(running).await;
         }
         let session = running.session.clone();
+        let stop = running.stop.clone();
         let streaming = self.streaming.clone();
         let log = self.log.clone();
         let status = |s: bool| json!({"lifecycle": Lifecycle::Running, "is_streaming": s});
@@ -393,7 +409,7 @@ impl Harness {
         let message = message.to_string();
         tokio::spawn(async move {
             // A turn already running: this one waits for it.
-            let _ = session.submit(&message).await;
+            let _ = session.submit_until(&message, &stop).await;
             let before = streaming
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
                     Some(n.saturating_sub(1))
@@ -406,18 +422,19 @@ impl Harness {
         Ok(())
     }
 
-    /// Interrupt the turn in flight; nothing when idle or stopped.
+    /// Interrupt the turn in flight and the messages sent that wait for
+    /// their turn; nothing when idle or stopped.
     pub async fn interrupt(&self) {
-        if let Ok(state) = self.state.try_lock()
-            && let Some(running) = &state.running
+        if let Ok(mut state) = self.state.try_lock()
+            && let Some(running) = &mut state.running
         {
-            running.session.interrupt();
+            running.interrupt();
             return;
         }
         // Busy (starting or stopping): wait for the lock, then interrupt.
-        let state = self.state.lock().await;
-        if let Some(running) = &state.running {
-            running.session.interrupt();
+        let mut state = self.state.lock().await;
+        if let Some(running) = &mut state.running {
+            running.interrupt();
         }
     }
 
@@ -429,7 +446,7 @@ impl Harness {
             state.fresh = true;
             return Ok(());
         };
-        running.session.interrupt();
+        running.interrupt();
         running.session.abort().await;
         self.renew(running).await;
         Ok(())
@@ -440,6 +457,7 @@ impl Harness {
     async fn renew(&self, running: &mut Running) {
         running.pump.abort();
         running.session = running.kit.session().await;
+        running.stop = running.session.stop_token();
         running.pump = self.pump(&running.session);
     }
 

@@ -164,6 +164,44 @@ async fn scenario_11_interrupt_while_streaming_ends_the_session_not_the_harness(
     events.wait_for("agent:session-completed").await;
 }
 
+/// An interrupt stops the message waiting behind the turn it interrupts:
+/// the model never sees it (a message sent later is answered).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_also_stops_the_message_waiting_for_its_turn() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.push(slow(400, Duration::from_millis(10)));
+    server.fallback(|_path, _body| stream(KIND, &Answer::Text(vec!["Answered."])));
+    let b = bridge(&scene, Some(&server), true);
+    assert_eq!(b.post("/agent/start").await.0, 200);
+    let events = b.follow(None).await;
+    assert_eq!(b.send("write a long story").await.0, 202);
+    events.wait_for("agent:message-chunk").await;
+    assert_eq!(b.send("QUEUED-MESSAGE").await.0, 202);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(b.post("/agent/interrupt").await.0, 200);
+    events.wait_for("agent:session-interrupted").await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while b.status().await != running(false) {
+        assert!(Instant::now() < deadline, "the bridge went on streaming");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let asked = |server: &MockLlm, text: &str| {
+        server
+            .requests()
+            .iter()
+            .any(|r| r.body.to_string().contains(text))
+    };
+    assert!(
+        !asked(&server, "QUEUED-MESSAGE"),
+        "the model was asked the message sent before the interrupt"
+    );
+    // The control: a message sent after the interrupt is answered.
+    assert_eq!(b.send("LATER-MESSAGE").await.0, 202);
+    events.wait_for("agent:session-completed").await;
+    assert!(asked(&server, "LATER-MESSAGE"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scenario_12_start_stop_start_is_reusable() {
     let scene = Scene::new();
