@@ -397,3 +397,97 @@ fn in_locked_mode_a_server_keeps_its_write_grant_and_loses_the_network() {
     let out = locked("probe__connect", json!({"host": "127.0.0.1", "port": port}));
     assert_ne!(stdout(&out).trim(), "connected", "{out:?}");
 }
+
+/// A configured server's question (elicitation) reaches the operator
+/// through the bridge's queue, the server named as the asker and the
+/// schema's defaults shown; an answer that does not fit the form is
+/// refused naming the field (the question still waits), an accepted one
+/// comes back with the defaults filling what was not given, and a no is
+/// a decline. Where nobody can be asked (`tool call`), it is declined.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_servers_question_reaches_the_operator_and_the_answer_goes_back() {
+    let scene = Scene::new();
+    configure_probe(&scene, "", "");
+    let server = MockLlm::strict(crate::bridge_test::KIND).await;
+    for id in ["q1", "q2"] {
+        server.push(stream(
+            crate::bridge_test::KIND,
+            &Answer::Tools(vec![tool(id, "probe__ask_profile", json!({}))]),
+        ));
+        server.push(stream(crate::bridge_test::KIND, &Answer::Text(vec!["done"])));
+    }
+    let b = crate::bridge_test::bridge_named(
+        &scene,
+        Some(&server),
+        true,
+        "serve",
+        &["--approvals", "never"],
+        &[],
+    );
+    assert_eq!(b.post("/agent/start").await.0, 200);
+    let events = b.follow(None).await;
+    assert_eq!(b.send("who am I?").await.0, 202);
+    let (_, _, asked) = events.wait_for("agent:permission-required").await;
+    assert_eq!(asked["tool"], "elicitation", "{asked:#}");
+    assert_eq!(asked["from"], "MCP server probe");
+    assert_eq!(asked["call_id"], "q1");
+    assert!(asked["preview"].as_str().unwrap().contains("Who are you?"), "{asked:#}");
+    let fields = asked["form"]["fields"].as_array().unwrap();
+    let field = |name: &str| fields.iter().find(|f| f["name"] == name).unwrap().clone();
+    assert_eq!(field("name")["required"], true);
+    assert_eq!(field("age")["default"], 30);
+    let id = asked["id"].as_str().unwrap().to_string();
+    let path = format!("/agent/permissions/{id}");
+    // A value of the wrong kind: refused, naming the field; still waiting.
+    let (code, refused) = b
+        .call("POST", &path, Some(json!({"decision": "allow", "content": {"name": "Ada", "age": "old"}})))
+        .await;
+    assert_eq!(code, 400, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("field 'age'"), "{refused}");
+    let (_, pending) = b.call("GET", "/agent/permissions", None).await;
+    assert_eq!(pending[0]["id"], id.as_str());
+    // Accepted with a name: the defaults fill the rest.
+    let (code, _) = b
+        .call("POST", &path, Some(json!({"decision": "allow", "content": {"name": "Ada"}})))
+        .await;
+    assert_eq!(code, 200);
+    let (_, _, result) = events.wait_for("agent:tool-result").await;
+    assert!(
+        result.to_string().contains("accepted: name=Ada age=30 verified=True"),
+        "{result}"
+    );
+    events.wait_for("agent:session-completed").await;
+    // A no is a decline.
+    assert_eq!(b.send("ask again").await.0, 202);
+    let (_, _, asked) = events.wait_for_nth("agent:permission-required", 1).await;
+    let path = format!("/agent/permissions/{}", asked["id"].as_str().unwrap());
+    assert_eq!(b.call("POST", &path, Some(json!({"decision": "deny"}))).await.0, 200);
+    let (_, _, result) = events.wait_for_nth("agent:tool-result", 1).await;
+    assert!(result.to_string().contains("answered: decline"), "{result}");
+    // `tool call` asks its operator on the terminal; no answer declines.
+    let out = call(&scene, "probe__ask_profile", json!({}));
+    assert!(stdout(&out).contains("answered: decline"), "{}", stdout(&out));
+    let out = call_answering(&scene, "probe__ask_profile", "y name=Bo verified=false\n");
+    assert!(
+        stdout(&out).contains("accepted: name=Bo age=30 verified=False"),
+        "{}{}",
+        stdout(&out),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("MCP server probe asks: Who are you?"));
+}
+
+/// `sandcrab tool call NAME` with `answers` on its stdin.
+fn call_answering(scene: &Scene, name: &str, answers: &str) -> Output {
+    use std::io::Write;
+    let mut child = sandcrab_cmd(scene)
+        .args(["tool", "call", name, "-w"])
+        .arg(scene.workspace())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(answers.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}

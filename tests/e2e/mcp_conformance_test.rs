@@ -5,6 +5,10 @@
 //! Host and Origin pass as the suite sends them, so its DNS-rebinding
 //! checks meet the server's own guard. The scenarios that need the
 //! suite's own fixture tools, resources or prompts do not apply.
+//!
+//! The client side: the suite's scenario servers against sandcrab as a
+//! user runs it (`client_driver.py`: `mcp list`, `tool call`, a server's
+//! question answered on stdin).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -94,6 +98,49 @@ fn the_official_conformance_suite_passes_every_server_scenario_that_applies() {
             failed.push(format!(
                 "{scenario}:\n{}{}",
                 String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+}
+
+/// The client scenarios sandcrab passes (sign-in, `auth/*`, is not built).
+const CLIENT_SCENARIOS: &[&str] = &[
+    "initialize",
+    "tools_call",
+    "elicitation-sep1034-client-defaults",
+    "sse-retry",
+];
+
+#[test]
+fn the_official_conformance_suite_passes_the_client_scenarios_sandcrab_takes() {
+    let node = suite().join("node_modules/.bin/node");
+    let cli = suite().join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
+    assert!(
+        node.exists() && cli.exists(),
+        "the conformance suite is not installed: run scripts/setup-polyglot"
+    );
+    let scene = Scene::new();
+    let driver = format!("python3 {}", suite().join("client_driver.py").display());
+    let mut failed = Vec::new();
+    for scenario in CLIENT_SCENARIOS {
+        let out = Command::new(&node)
+            .arg(&cli)
+            .args(["client", "--command", &driver, "--scenario", scenario, "-o"])
+            .arg(scene.root.path().join("conformance"))
+            .env("SANDCRAB_BIN", env!("CARGO_BIN_EXE_sandcrab"))
+            .env(
+                "XDG_CACHE_HOME",
+                Path::new(env!("CARGO_TARGET_TMPDIR")).join("xdg-cache"),
+            )
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        // The suite's own verdict (it exits 0 either way).
+        if !out.status.success() || !stdout.contains("OVERALL: PASSED") {
+            failed.push(format!(
+                "{scenario}:\n{stdout}{}",
                 String::from_utf8_lossy(&out.stderr)
             ));
         }

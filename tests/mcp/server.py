@@ -9,7 +9,8 @@ import socket
 import sys
 import time
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
+from pydantic import BaseModel, Field
 
 server = MCPServer("probe")
 
@@ -55,6 +56,24 @@ def connect(host: str, port: int) -> str:
 def environment(name: str) -> str:
     """The value of an environment variable, or 'unset'."""
     return os.environ.get(name, "unset")
+
+
+class Profile(BaseModel):
+    """What ask_profile asks the user."""
+
+    name: str = Field(description="Your name")
+    age: int = Field(default=30, description="Your age")
+    verified: bool = Field(default=True, description="Verified")
+
+
+@server.tool()
+async def ask_profile(ctx: Context) -> str:
+    """Ask the user who they are (an elicitation), and say what came back."""
+    result = await ctx.elicit("Who are you?", schema=Profile)
+    if result.action == "accept":
+        d = result.data
+        return f"accepted: name={d.name} age={d.age} verified={d.verified}"
+    return f"answered: {result.action}"
 
 
 @server.tool()

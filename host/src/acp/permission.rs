@@ -63,6 +63,7 @@ pub fn params(session_id: &str, request: &PermissionRequest) -> Value {
             "sandbox": request.sandbox,
             "network": request.network,
             "reason": request.reason,
+            "form": request.form,
         }},
     })
 }
@@ -91,6 +92,7 @@ pub fn answer(outcome: Result<&Value, String>, request: &PermissionRequest) -> A
         note,
         by: VIA.into(),
         at: crate::time::now_rfc3339(),
+        content: None,
     };
     let outcome = match outcome {
         Ok(result) => &result["outcome"],
@@ -107,6 +109,7 @@ pub fn answer(outcome: Result<&Value, String>, request: &PermissionRequest) -> A
             note: None,
             by: VIA.into(),
             at: crate::time::now_rfc3339(),
+            content: None,
         },
         None if chosen == DENY => deny(None),
         None => deny(Some(format!(
@@ -147,6 +150,7 @@ mod tests {
                     rule: Some("shell:git push".into()),
                 },
             ],
+            form: None,
         }
     }
 

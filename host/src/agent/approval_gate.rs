@@ -48,6 +48,7 @@ pub(super) async fn ask(
         network: call.asks_network,
         reason: judged.verdict_line(),
         scopes: scope_offers(offer.as_deref(), remember_in.map(|f| f.as_path())),
+        form: None,
     };
     let ticket = queue.submit(request);
     session.emit(EventData::PermissionRequired(ticket.request().clone()));

@@ -75,6 +75,13 @@ pub struct AgentKit {
 }
 
 impl AgentKit {
+    /// The operator answers through `queue`: the calls the approval rules
+    /// ask about, and the questions of the MCP servers.
+    pub fn ask_through(&mut self, queue: std::sync::Arc<crate::approvals::PermissionQueue>) {
+        self.mcp.ask_through(queue.clone());
+        self.config.asker = Some(queue);
+    }
+
     /// Resolve provider (flag, config, the first key set, anthropic),
     /// profile (flag, provider), model (flag, config, profile default).
     pub async fn build(

@@ -537,6 +537,7 @@ mod tests {
                         allows: "shell:git push from now on in this workspace".into(),
                         rule: Some("shell:git push".into()),
                     }],
+                    form: None,
                 }),
                 json!({"id": "p1", "session_id": "s1", "call_id": "c1", "tool": "shell",
                        "arguments": {"command": "git push"}, "from": "agent",

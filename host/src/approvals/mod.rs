@@ -25,6 +25,7 @@
 //! a rule scoped to that workspace. Not built yet: grant rules.
 
 mod command;
+mod form;
 mod gate;
 mod glob;
 mod preview;
@@ -39,8 +40,9 @@ pub use gate::{
 };
 pub use glob::Glob;
 pub use preview::edit_diff;
+pub use form::{FieldKind, FormError, FormField, FormQuestion};
 pub use queue::{
-    Answer, MAX_NOTE_CHARS, PermissionQueue, PermissionRequest, QueueEvent, ScopeOffer, Ticket,
+    Answer, AnswerError, MAX_NOTE_CHARS, PermissionQueue, PermissionRequest, QueueEvent, ScopeOffer, Ticket,
     UnknownRequest,
 };
 pub use rules::{Matcher, Rule, RuleError, RuleSource, Rules, SHELL_TOOL, Subject, Verdict};

@@ -51,6 +51,10 @@ pub struct PermissionRequest {
     pub reason: String,
     /// What each possible yes allows.
     pub scopes: Vec<ScopeOffer>,
+    /// Not a call but a form to fill (an MCP server's elicitation): a yes
+    /// accepts it, with the values the operator gives and its defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub form: Option<super::form::FormQuestion>,
 }
 
 /// The operator's answer.
@@ -65,6 +69,9 @@ pub struct Answer {
     pub by: String,
     /// When (RFC 3339, UTC).
     pub at: String,
+    /// A yes to a form: the values given (checked, and completed with
+    /// the form's defaults, by the queue).
+    pub content: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// Longest note the model is shown.
@@ -78,6 +85,20 @@ pub const MAX_WAITING: usize = 16;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("no permission request {0} is waiting (answered, timed out, or withdrawn)")]
 pub struct UnknownRequest(pub String);
+
+/// Why an answer was not taken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AnswerError {
+    #[error(transparent)]
+    Unknown(#[from] UnknownRequest),
+    /// A yes to a form whose values do not fit it (the request still
+    /// waits: answer it again).
+    #[error("the answer does not fit the form of request {id}: {why}")]
+    Form {
+        id: String,
+        why: super::form::FormError,
+    },
+}
 
 type Waiting = BTreeMap<String, (PermissionRequest, oneshot::Sender<Answer>)>;
 
@@ -171,6 +192,7 @@ impl PermissionQueue {
                     )),
                     by: "queue limit".into(),
                     at: crate::time::now_rfc3339(),
+                    content: None,
                 });
                 let _ = self
                     .events
@@ -195,18 +217,34 @@ impl PermissionQueue {
         }
     }
 
-    /// Answer request `id`.
-    pub fn answer(&self, id: &str, mut answer: Answer) -> Result<(), UnknownRequest> {
-        let (request, tx) = self
-            .lock()
-            .remove(id)
-            .ok_or_else(|| UnknownRequest(id.to_string()))?;
+    /// Answer request `id`. A yes to a form must fit it: its content is
+    /// then the values given with the defaults filling the rest.
+    pub fn answer(&self, id: &str, mut answer: Answer) -> Result<(), AnswerError> {
+        let (request, tx) = {
+            let mut waiting = self.lock();
+            let (request, _) = waiting
+                .get(id)
+                .ok_or_else(|| UnknownRequest(id.to_string()))?;
+            if let Some(form) = &request.form {
+                answer.content = match answer.allow {
+                    true => Some(form.fill(answer.content.as_ref()).map_err(|why| {
+                        AnswerError::Form {
+                            id: id.to_string(),
+                            why,
+                        }
+                    })?),
+                    false => None,
+                };
+            }
+            waiting.remove(id).expect("present under the lock")
+        };
         self.count_changed();
         self.resolved(&request, answer.allow, answer.scope, &answer.by);
         if let Some(note) = &mut answer.note {
             *note = note.chars().take(MAX_NOTE_CHARS).collect();
         }
-        tx.send(answer).map_err(|_| UnknownRequest(id.to_string()))
+        tx.send(answer)
+            .map_err(|_| UnknownRequest(id.to_string()).into())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Waiting> {
@@ -253,6 +291,7 @@ impl Ticket {
                     )),
                     by: "timeout".into(),
                     at: crate::time::now_rfc3339(),
+                    content: None,
                 }
             }
         }
@@ -289,6 +328,7 @@ mod tests {
             network: false,
             reason: "ask by mode on-risk".into(),
             scopes: Vec::new(),
+            form: None,
         }
     }
 
@@ -343,6 +383,7 @@ mod tests {
             note: None,
             by: "bridge".into(),
             at: "2026-11-24T00:00:00.000Z".into(),
+            content: None,
         }
     }
 }

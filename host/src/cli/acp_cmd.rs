@@ -30,7 +30,7 @@ impl crate::acp::Kits for FromFlags {
         args.default_approvals = super::agent_cmd::ASKING_DEFAULT;
         let (setup, mut kit) = args.kit_with(false, false).await?;
         // The editor answers what the approval rules ask.
-        kit.config.asker = Some(queue);
+        kit.ask_through(queue);
         for warning in setup.warnings.iter().chain(&kit.warnings) {
             errln!("sandcrab acp: {}", super::terminal::sanitize(warning));
         }

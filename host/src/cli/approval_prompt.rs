@@ -5,6 +5,8 @@
 //! answer is read from the terminal's own input: `y` this call, `s` for
 //! this conversation, `a` always in this workspace, `n [NOTE]` deny (the
 //! note goes to the model). Ctrl-C, or the end of input, is a denial.
+//! An MCP server's question (a form) is answered `y` to accept it with
+//! its defaults, `y FIELD=VALUE …` to give values, or `n` to decline.
 //! Nothing else can answer: the queue takes answers only from here.
 
 use std::path::Path;
@@ -12,12 +14,13 @@ use std::sync::Arc;
 
 use super::line_input::{Line, LineInput};
 use super::terminal::one_line;
-use crate::approvals::{Answer, PermissionQueue, PermissionRequest, Scope};
+use crate::approvals::{Answer, AnswerError, PermissionQueue, PermissionRequest, Scope};
 
 /// What the operator typed, read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Reply {
-    Allow(Scope),
+    /// Yes, as far as the scope; for a form, with the values given.
+    Allow(Scope, Option<serde_json::Map<String, serde_json::Value>>),
     Deny(Option<String>),
     /// Not an answer this request accepts; the hint says why.
     Unclear(String),
@@ -32,9 +35,15 @@ fn read_reply(line: &str, request: &PermissionRequest) -> Reply {
     };
     let offered = |scope: Scope| request.scopes.iter().any(|o| o.scope == scope);
     match word.to_ascii_lowercase().as_str() {
-        "y" | "yes" if rest.is_empty() => Reply::Allow(Scope::Once),
-        "s" if rest.is_empty() && offered(Scope::Session) => Reply::Allow(Scope::Session),
-        "a" if rest.is_empty() && offered(Scope::Workspace) => Reply::Allow(Scope::Workspace),
+        "y" | "yes" if request.form.is_some() => match form_values(rest) {
+            Ok(values) => Reply::Allow(Scope::Once, Some(values)),
+            Err(hint) => Reply::Unclear(hint),
+        },
+        "y" | "yes" if rest.is_empty() => Reply::Allow(Scope::Once, None),
+        "s" if rest.is_empty() && offered(Scope::Session) => Reply::Allow(Scope::Session, None),
+        "a" if rest.is_empty() && offered(Scope::Workspace) => {
+            Reply::Allow(Scope::Workspace, None)
+        }
         "s" | "a" if rest.is_empty() => Reply::Unclear(
             "no single rule can say what this call does, so only a yes for this call (y) is offered".into(),
         ),
@@ -44,6 +53,24 @@ fn read_reply(line: &str, request: &PermissionRequest) -> Reply {
             keys(request).join(", ")
         )),
     }
+}
+
+/// `FIELD=VALUE …` as a form's values: a value that reads as JSON (a
+/// number, true, false, a quoted string) is that, any other is text.
+fn form_values(text: &str) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    let mut values = serde_json::Map::new();
+    for pair in text.split_whitespace() {
+        let Some((name, value)) = pair.split_once('=') else {
+            return Err(format!(
+                "'{}' is not FIELD=VALUE: answer y to accept the defaults, y FIELD=VALUE … to give values, or n to decline",
+                one_line(pair, 100)
+            ));
+        };
+        let value = serde_json::from_str(value)
+            .unwrap_or_else(|_| serde_json::Value::String(value.to_string()));
+        values.insert(name.to_string(), value);
+    }
+    Ok(values)
 }
 
 /// The answers `request` takes: y, then s and a where a rule can say what
@@ -98,6 +125,15 @@ fn render(request: &PermissionRequest, workspace: &Path) -> String {
         }
     }
     out.push_str(&format!("   why: {}\n", one_line(&request.reason, 500)));
+    if let Some(form) = &request.form {
+        // The server's words, each line on one line of its own.
+        for line in form.preview().lines() {
+            out.push_str(&format!("   │ {}\n", one_line(line, 1_000)));
+        }
+        out.push_str("   y  accept with the defaults shown (y FIELD=VALUE … to give values)\n");
+        out.push_str("   n  decline");
+        return out;
+    }
     if request.network {
         out.push_str("   network: this call asks for the network; a yes gives it\n");
     }
@@ -159,40 +195,54 @@ pub fn announce(request: &PermissionRequest, input: &LineInput, workspace: &Path
 pub async fn answer_waiting(queue: &Arc<PermissionQueue>, input: &mut LineInput, workspace: &Path) {
     while let Some(request) = queue.pending().into_iter().next() {
         errln!("{}", render(&request, workspace));
-        let answer = loop {
-            let set_aside = super::tty_mode::discard_typeahead();
-            if set_aside > 0 {
-                errln!("   ({set_aside} bytes typed before this question were set aside)");
+        loop {
+            let answer = read_answer(&request, input).await;
+            match queue.answer(&request.id, answer) {
+                // Values that do not fit the form: it still waits.
+                Err(AnswerError::Form { why, .. }) => errln!("   {why}"),
+                Err(AnswerError::Unknown(_)) => {
+                    errln!(
+                        "   (that request is no longer waiting: it timed out or its call was interrupted)"
+                    );
+                    break;
+                }
+                Ok(()) => break,
             }
-            let line = match input.read_answer(&prompt(&request)).await {
-                Ok(Line::Text(line)) => line,
-                Ok(Line::Interrupted) => {
-                    errln!("\n(Ctrl-C: denied)");
-                    break deny(Some("the operator pressed Ctrl-C".into()));
-                }
-                Ok(Line::End) | Err(_) => {
-                    errln!("(end of input: denied)");
-                    break deny(None);
-                }
-            };
-            match read_reply(&line, &request) {
-                Reply::Allow(scope) => {
-                    break Answer {
-                        allow: true,
-                        scope,
-                        note: None,
-                        by: "chat".into(),
-                        at: crate::time::now_rfc3339(),
-                    };
-                }
-                Reply::Deny(note) => break deny(note),
-                Reply::Unclear(hint) => errln!("   {hint}"),
+        }
+    }
+}
+
+/// The operator's answer to `request`, asked until it is one.
+async fn read_answer(request: &PermissionRequest, input: &mut LineInput) -> Answer {
+    loop {
+        let set_aside = super::tty_mode::discard_typeahead();
+        if set_aside > 0 {
+            errln!("   ({set_aside} bytes typed before this question were set aside)");
+        }
+        let line = match input.read_answer(&prompt(request)).await {
+            Ok(Line::Text(line)) => line,
+            Ok(Line::Interrupted) => {
+                errln!("\n(Ctrl-C: denied)");
+                return deny(Some("the operator pressed Ctrl-C".into()));
+            }
+            Ok(Line::End) | Err(_) => {
+                errln!("(end of input: denied)");
+                return deny(None);
             }
         };
-        if queue.answer(&request.id, answer).is_err() {
-            errln!(
-                "   (that request is no longer waiting: it timed out or its call was interrupted)"
-            );
+        match read_reply(&line, request) {
+            Reply::Allow(scope, content) => {
+                return Answer {
+                    allow: true,
+                    scope,
+                    note: None,
+                    by: "chat".into(),
+                    at: crate::time::now_rfc3339(),
+                    content,
+                };
+            }
+            Reply::Deny(note) => return deny(note),
+            Reply::Unclear(hint) => errln!("   {hint}"),
         }
     }
 }
@@ -204,6 +254,7 @@ fn deny(note: Option<String>) -> Answer {
         note,
         by: "chat".into(),
         at: crate::time::now_rfc3339(),
+        content: None,
     }
 }
 
@@ -234,6 +285,7 @@ mod tests {
                     rule: None,
                 })
                 .collect(),
+            form: None,
         }
     }
 
@@ -283,9 +335,9 @@ mod tests {
     #[test]
     fn answers_are_read_strictly() {
         let all = request(&[Scope::Once, Scope::Session, Scope::Workspace]);
-        assert_eq!(read_reply("y", &all), Reply::Allow(Scope::Once));
-        assert_eq!(read_reply(" S ", &all), Reply::Allow(Scope::Session));
-        assert_eq!(read_reply("a", &all), Reply::Allow(Scope::Workspace));
+        assert_eq!(read_reply("y", &all), Reply::Allow(Scope::Once, None));
+        assert_eq!(read_reply(" S ", &all), Reply::Allow(Scope::Session, None));
+        assert_eq!(read_reply("a", &all), Reply::Allow(Scope::Workspace, None));
         assert_eq!(read_reply("n", &all), Reply::Deny(None));
         assert_eq!(
             read_reply("n use the Makefile target", &all),

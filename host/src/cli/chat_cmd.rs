@@ -36,7 +36,7 @@ pub async fn chat(mut args: AgentArgs, watch_plugins: bool) -> anyhow::Result<Ex
     drop(interrupt);
     // Calls that need the operator wait for the terminal's answer.
     let asks = crate::approvals::PermissionQueue::new(CHAT_APPROVAL_TIMEOUT);
-    kit.config.asker = Some(asks.clone());
+    kit.ask_through(asks.clone());
     let session = args.session(&kit).await?;
     warn_session(&setup, &kit, &session);
     let live = LivePlugins::new(

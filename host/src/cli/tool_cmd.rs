@@ -64,7 +64,13 @@ pub async fn run(cmd: ToolCommand) -> anyhow::Result<ExitCode> {
         registry: &registry,
         workspace: &setup.workspace,
     };
+    // A server's question (elicitation) is put to the operator here, on
+    // this terminal (or read from stdin).
+    let questions = crate::approvals::PermissionQueue::new(QUESTION_TIMEOUT);
+    mcp.ask_through(questions.clone());
+    let answering = tokio::spawn(answer_questions(questions, setup.workspace.clone()));
     let outcome = crate::pipeline::run_call(&front, &call).await.outcome;
+    answering.abort();
     let failed = outcome.is_error();
     let text = if truncated {
         setup
@@ -83,6 +89,27 @@ pub async fn run(cmd: ToolCommand) -> anyhow::Result<ExitCode> {
         outln!();
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// How long a server's question waits for the operator.
+const QUESTION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Answer the questions put to `queue` from the terminal, as they come
+/// (the input is opened at the first one).
+async fn answer_questions(
+    queue: std::sync::Arc<crate::approvals::PermissionQueue>,
+    workspace: std::path::PathBuf,
+) {
+    let mut waiting = queue.waiting();
+    let mut input = None;
+    while waiting.changed().await.is_ok() {
+        if *waiting.borrow_and_update() == 0 {
+            continue;
+        }
+        let input =
+            input.get_or_insert_with(|| super::line_input::LineInput::open(&workspace, &[]));
+        super::approval_prompt::answer_waiting(&queue, input, &workspace).await;
+    }
 }
 
 /// The operator's own call: they asked for it by running the command, so

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::agent::{AgentKit, Session, Turn};
-use crate::approvals::{Answer, PermissionQueue, PermissionRequest, UnknownRequest};
+use crate::approvals::{Answer, AnswerError, PermissionQueue, PermissionRequest};
 pub use events::{BridgeEvent, EventLog};
 
 /// Where the harness is in its life. Unit variants serialize as bare
@@ -257,7 +257,7 @@ impl Harness {
 
     /// The operator's answer to request `id` (only the bridge's token
     /// holder gets here).
-    pub fn answer_permission(&self, id: &str, answer: Answer) -> Result<(), UnknownRequest> {
+    pub fn answer_permission(&self, id: &str, answer: Answer) -> Result<(), AnswerError> {
         self.permissions.answer(id, answer)
     }
 
@@ -321,7 +321,7 @@ impl Harness {
         match self.factory.build(&workspace).await {
             Ok((mut kit, keep)) => {
                 // Calls that need the operator wait in the bridge's queue.
-                kit.config.asker = Some(self.permissions.clone());
+                kit.ask_through(self.permissions.clone());
                 let kit = Arc::new(kit);
                 let fresh = std::mem::take(&mut state.fresh);
                 let resumed = if fresh {

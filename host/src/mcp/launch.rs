@@ -10,6 +10,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceExt};
 
 use super::McpError;
+use super::elicit::Elicitor;
 use crate::config::McpServerSettings;
 use crate::plugin::policy::McpGrant;
 use crate::plugin::{Access, SandboxContext};
@@ -20,7 +21,7 @@ use crate::process::{
 
 /// A live connection and what keeps it alive.
 pub struct Connection {
-    pub client: RunningService<RoleClient, ()>,
+    pub client: RunningService<RoleClient, Elicitor>,
     /// The program (None for HTTP servers); dropping it kills the group.
     pub process: Option<ServiceProcess>,
     /// Its private HOME and TMPDIR, removed with it.
@@ -40,6 +41,7 @@ pub async fn connect(
     settings: &McpServerSettings,
     grant: &McpGrant,
     ctx: &SandboxContext,
+    elicitor: Elicitor,
 ) -> Result<Connection, McpError> {
     match (&settings.command, &settings.url) {
         (Some(_), Some(_)) | (None, None) => Err(McpError::Config {
@@ -50,7 +52,7 @@ pub async fn connect(
         }),
         (None, Some(url)) => {
             let transport = StreamableHttpClientTransport::from_uri(url.as_str());
-            let client = ().serve(transport).await.map_err(|e| McpError::Start {
+            let client = elicitor.serve(transport).await.map_err(|e| McpError::Start {
                 server: name.to_string(),
                 message: format!("{url}: {e}"),
             })?;
@@ -60,7 +62,7 @@ pub async fn connect(
                 _scratch: None,
             })
         }
-        (Some(command), None) => spawn(name, command, settings, grant, ctx).await,
+        (Some(command), None) => spawn(name, command, settings, grant, ctx, elicitor).await,
     }
 }
 
@@ -70,6 +72,7 @@ async fn spawn(
     settings: &McpServerSettings,
     grant: &McpGrant,
     ctx: &SandboxContext,
+    elicitor: Elicitor,
 ) -> Result<Connection, McpError> {
     let start_error = |message: String| McpError::Start {
         server: name.to_string(),
@@ -108,7 +111,7 @@ async fn spawn(
     };
     let (process, stdin, stdout) =
         spawn_service(&request, &confinement).map_err(|e| start_error(e.to_string()))?;
-    let client = ().serve((stdout, stdin)).await.map_err(|e| {
+    let client = elicitor.serve((stdout, stdin)).await.map_err(|e| {
         start_error(format!(
             "it did not complete the MCP handshake ({e}); run it with -v to see its stderr"
         ))

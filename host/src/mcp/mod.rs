@@ -6,6 +6,7 @@
 //! grants and the process sandbox, never the agent.
 
 mod ask;
+mod elicit;
 mod error;
 mod launch;
 mod remote_tool;
@@ -13,6 +14,7 @@ mod server;
 mod servers;
 mod sources;
 
+pub use elicit::{Caller, ELICITATION};
 pub use error::McpError;
 pub use launch::confinement_spec;
 pub use remote_tool::McpTool;

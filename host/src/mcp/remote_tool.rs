@@ -30,10 +30,14 @@ impl ToolExecutor for McpTool {
     async fn execute(
         &self,
         args: serde_json::Value,
-        _ctx: &ToolContext,
+        ctx: &ToolContext,
     ) -> Result<ToolOutput, crate::tools::ToolError> {
+        let caller = super::elicit::Caller {
+            session_id: ctx.session_id.clone(),
+            call_id: ctx.call_id.clone(),
+        };
         self.server
-            .call(&self.tool, args)
+            .call(&self.tool, args, caller)
             .await
             .map(ToolOutput::from)
             .map_err(crate::tools::ToolError::failed)

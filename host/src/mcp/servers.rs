@@ -7,7 +7,10 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{CallToolRequestParams, ContentBlock};
 
+use std::sync::Arc;
+
 use super::McpError;
+use super::elicit::{Asking, Caller, Elicitor};
 use super::launch::{Connection, connect};
 use crate::config::McpServerSettings;
 use crate::plugin::SandboxContext;
@@ -34,6 +37,9 @@ pub struct McpServer {
     grant: McpGrant,
     ctx: SandboxContext,
     state: tokio::sync::Mutex<State>,
+    /// Who its questions go to, and the call it answers now.
+    asking: Arc<Asking>,
+    caller: Arc<std::sync::Mutex<Caller>>,
 }
 
 #[derive(Default)]
@@ -71,7 +77,15 @@ impl McpServer {
             grant,
             ctx: ctx.clone(),
             state: Default::default(),
+            asking: Default::default(),
+            caller: Default::default(),
         }
+    }
+
+    /// Its questions (elicitation) go where `asking` says.
+    pub fn asking(mut self, asking: Arc<Asking>) -> Self {
+        self.asking = asking;
+        self
     }
 
     /// The server's configured name.
@@ -226,7 +240,13 @@ impl McpServer {
         }
         let started = tokio::time::timeout(
             self.startup_timeout(),
-            connect(&self.name, &self.settings, &self.grant, &self.ctx),
+            connect(
+                &self.name,
+                &self.settings,
+                &self.grant,
+                &self.ctx,
+                Elicitor::new(&self.name, self.asking.clone(), self.caller.clone()),
+            ),
         )
         .await
         .unwrap_or_else(|_| {
@@ -274,9 +294,18 @@ impl McpServer {
             .collect())
     }
 
-    /// Call `tool`; `Err` is the message for the model.
-    pub async fn call(&self, tool: &str, args: serde_json::Value) -> Result<String, String> {
+    /// Call `tool` for `caller` (the session and call its questions
+    /// belong to); `Err` is the message for the model.
+    pub async fn call(
+        &self,
+        tool: &str,
+        args: serde_json::Value,
+        caller: Caller,
+    ) -> Result<String, String> {
         let peer = self.peer().await.map_err(|e| e.to_string())?;
+        if let Ok(mut current) = self.caller.lock() {
+            *current = caller;
+        }
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = match args {
             serde_json::Value::Object(map) => Some(map),

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use super::elicit::Asking;
 use super::remote_tool::McpTool;
 use super::servers::{MAX_DESCRIPTION, MAX_SCHEMA_BYTES, MAX_TOOLS, McpServer, tool_name};
 use crate::config::McpServerSettings;
@@ -14,19 +15,29 @@ use crate::tools::ToolRegistry;
 #[derive(Default, Clone)]
 pub struct McpServers {
     servers: BTreeMap<String, Arc<McpServer>>,
+    /// Who their questions (elicitation) go to.
+    asking: Arc<Asking>,
 }
 
 impl McpServers {
     /// The servers `settings` name, with their grants from `ctx.policy`.
     pub fn new(settings: &BTreeMap<String, McpServerSettings>, ctx: &SandboxContext) -> Self {
+        let asking = Arc::new(Asking::default());
         let servers = settings
             .iter()
             .map(|(name, s)| {
                 let grant = ctx.policy.mcp.get(name).cloned().unwrap_or_default();
-                (name.clone(), Arc::new(McpServer::new(name, s, grant, ctx)))
+                let server = McpServer::new(name, s, grant, ctx).asking(asking.clone());
+                (name.clone(), Arc::new(server))
             })
             .collect();
-        McpServers { servers }
+        McpServers { servers, asking }
+    }
+
+    /// Put the servers' questions (elicitation) to `queue`, the operator's
+    /// channel of the front end (until then they are declined).
+    pub fn ask_through(&self, queue: Arc<crate::approvals::PermissionQueue>) {
+        self.asking.set(queue);
     }
 
     /// The servers, by name.

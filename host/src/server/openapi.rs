@@ -57,7 +57,18 @@ fn permissions_body() -> Value {
             "scope": {"type": "string", "enum": ["once", "session", "workspace"]},
             "allows": {"type": "string"},
             "rule": {"type": ["string", "null"], "description": "the rule a wider yes adds, as an --approve value"}
-        }}}
+        }}},
+        "form": {"type": "object", "description": "present when this is not a call but an MCP server's question (elicitation): a yes accepts it with `content`, completed with the fields' defaults", "properties": {
+            "asker": {"type": "string"},
+            "message": {"type": "string"},
+            "fields": {"type": "array", "items": {"type": "object", "properties": {
+                "name": {"type": "string"},
+                "description": {"type": "string"},
+                "kind": {"type": "object", "description": "{\"type\": \"string\"|\"integer\"|\"number\"|\"boolean\"|\"choice\", \"values\": [choices]}"},
+                "required": {"type": "boolean"},
+                "default": {}
+            }}}
+        }}
     }, "required": ["id", "tool", "arguments", "preview", "sandbox", "scopes"]}})
 }
 
@@ -141,12 +152,13 @@ const OPERATIONS: &[Op] = &[
     Op {
         method: "post",
         path: "/agent/permissions/{id}",
-        summary: "Answer a waiting call: allow or deny, for this call (`once`) or for what the request's `session` scope names; a note is shown to the model with a denial. 404 unknown_permission when it is no longer waiting (answered, timed out, withdrawn)",
+        summary: "Answer a waiting call: allow or deny, for this call (`once`) or for what the request's `session` scope names; a note is shown to the model with a denial. For a form (an MCP server's question), allow accepts it with `content`, the fields' defaults filling the rest, and deny declines it; 400 answer_does_not_fit names the field that does not fit (the request still waits). 404 unknown_permission when it is no longer waiting (answered, timed out, withdrawn)",
         body: Some(|| {
             json!({"type": "object", "properties": {
                 "decision": {"type": "string", "enum": ["allow", "deny"]},
                 "scope": {"type": "string", "enum": ["once", "session", "workspace"], "default": "once"},
-                "note": {"type": "string", "maxLength": 2000}
+                "note": {"type": "string", "maxLength": 2000},
+                "content": {"type": "object", "description": "for a form: the values of its fields by name"}
             }, "required": ["decision"], "additionalProperties": false})
         }),
         status: "200",

@@ -1,5 +1,6 @@
 //! The JSON routes: one per harness operation.
 
+use crate::approvals::AnswerError;
 use axum::extract::State;
 use axum::extract::rejection::JsonRejection;
 use axum::http::StatusCode;
@@ -130,6 +131,8 @@ struct PermissionAnswer {
     #[serde(default = "once")]
     scope: crate::approvals::Scope,
     note: Option<String>,
+    /// For a form: the values of its fields.
+    content: Option<serde_json::Map<String, Value>>,
 }
 
 fn once() -> crate::approvals::Scope {
@@ -148,10 +151,18 @@ async fn answer_permission(
         note: request.note,
         by: "bridge".into(),
         at: crate::time::now_rfc3339(),
+        content: request.content,
     };
     s.harness
         .answer_permission(&id, answer)
-        .map_err(|e| ApiError::new(StatusCode::NOT_FOUND, "unknown_permission", &e.to_string()))?;
+        .map_err(|e| match e {
+            AnswerError::Unknown(_) => {
+                ApiError::new(StatusCode::NOT_FOUND, "unknown_permission", &e.to_string())
+            }
+            AnswerError::Form { .. } => {
+                ApiError::new(StatusCode::BAD_REQUEST, "answer_does_not_fit", &e.to_string())
+            }
+        })?;
     ok()
 }
 

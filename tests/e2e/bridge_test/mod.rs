@@ -17,7 +17,7 @@ use crate::llm_transcripts::{Answer, stream, tool};
 use crate::mock_llm::{MockLlm, Reply};
 use crate::support::{Scene, sandcrab_cmd};
 
-const KIND: ProviderKind = ProviderKind::OpenAiCompatible;
+pub(crate) const KIND: ProviderKind = ProviderKind::OpenAiCompatible;
 const KEY: &str = "sk-test-secret-4242";
 
 /// A running `sandcrab serve`.
@@ -246,9 +246,14 @@ impl Events {
     }
 
     pub(crate) async fn wait_for(&self, name: &str) -> (u64, String, Value) {
+        self.wait_for_nth(name, 0).await
+    }
+
+    /// The `n`th event called `name` (from 0), once it came.
+    pub(crate) async fn wait_for_nth(&self, name: &str, n: usize) -> (u64, String, Value) {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            if let Some(e) = self.list.lock().unwrap().iter().find(|e| e.1 == name) {
+            if let Some(e) = self.list.lock().unwrap().iter().filter(|e| e.1 == name).nth(n) {
                 return e.clone();
             }
             assert!(
