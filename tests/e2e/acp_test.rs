@@ -919,3 +919,62 @@ async fn a_subagents_question_is_asked_in_its_own_conversation() {
         "{question}"
     );
 }
+
+/// A configured MCP server's question reaches the editor as a permission
+/// request, the server named as the asker and the form in `_meta`; a yes
+/// accepts it with the defaults, and a yes to a form the defaults cannot
+/// fill (an editor gives no values) is declined.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_servers_question_is_asked_in_the_editor() {
+    let scene = Scene::new();
+    crate::mcp_client_test::configure_probe(&scene, "", "");
+    let server = MockLlm::strict(KIND).await;
+    server.fallback(|_path, body| {
+        let last = last_entry(body);
+        let id = format!("call-{}", body.to_string().len());
+        if last.contains("tool_result") {
+            return stream(KIND, &Answer::Text(vec!["Done."]));
+        }
+        let tool_name = if last.contains("settings") {
+            "probe__ask_settings"
+        } else {
+            "probe__ask_profile"
+        };
+        stream(KIND, &Answer::Tools(vec![tool(&id, tool_name, json!({}))]))
+    });
+    let allow = json!(["allow-once", "allow-once"]);
+    let report = editor(
+        Peer::TypeScript,
+        &scene,
+        &server,
+        json!([{"new": true},
+               {"prompt": "settings please", "answers": allow},
+               {"prompt": "profile please", "answers": allow}]),
+    );
+    let question = |step: &Value| {
+        step["asked"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["_meta"]["sandcrab"]["tool"] == "elicitation")
+            .cloned()
+            .unwrap_or_else(|| panic!("no question from the server: {step:#}"))
+    };
+    let settings = &report["steps"][1];
+    let asked = question(settings);
+    assert_eq!(asked["_meta"]["sandcrab"]["from"], "MCP server probe");
+    assert_eq!(
+        asked["_meta"]["sandcrab"]["form"]["message"],
+        "Which settings?"
+    );
+    assert!(
+        settings.to_string().contains("accepted: level=3 mode=fast"),
+        "{settings:#}"
+    );
+    let profile = &report["steps"][2];
+    question(profile);
+    assert!(
+        profile.to_string().contains("answered: decline"),
+        "{profile:#}"
+    );
+}

@@ -51,7 +51,7 @@ fn python_paths() -> Vec<PathBuf> {
 /// The user's configuration with the probe server and `grant_extra`
 /// (more `[policy.mcp.probe]` keys) and `server_extra` (more
 /// `[mcp.servers.probe]` keys).
-fn configure_probe(scene: &Scene, server_extra: &str, grant_extra: &str) {
+pub(crate) fn configure_probe(scene: &Scene, server_extra: &str, grant_extra: &str) {
     let paths: Vec<String> = python_paths()
         .iter()
         .map(|p| format!("{{ path = \"{}\", access = \"read\" }}", p.display()))
@@ -414,7 +414,10 @@ async fn a_servers_question_reaches_the_operator_and_the_answer_goes_back() {
             crate::bridge_test::KIND,
             &Answer::Tools(vec![tool(id, "probe__ask_profile", json!({}))]),
         ));
-        server.push(stream(crate::bridge_test::KIND, &Answer::Text(vec!["done"])));
+        server.push(stream(
+            crate::bridge_test::KIND,
+            &Answer::Text(vec!["done"]),
+        ));
     }
     let b = crate::bridge_test::bridge_named(
         &scene,
@@ -431,7 +434,10 @@ async fn a_servers_question_reaches_the_operator_and_the_answer_goes_back() {
     assert_eq!(asked["tool"], "elicitation", "{asked:#}");
     assert_eq!(asked["from"], "MCP server probe");
     assert_eq!(asked["call_id"], "q1");
-    assert!(asked["preview"].as_str().unwrap().contains("Who are you?"), "{asked:#}");
+    assert!(
+        asked["preview"].as_str().unwrap().contains("Who are you?"),
+        "{asked:#}"
+    );
     let fields = asked["form"]["fields"].as_array().unwrap();
     let field = |name: &str| fields.iter().find(|f| f["name"] == name).unwrap().clone();
     assert_eq!(field("name")["required"], true);
@@ -440,20 +446,36 @@ async fn a_servers_question_reaches_the_operator_and_the_answer_goes_back() {
     let path = format!("/agent/permissions/{id}");
     // A value of the wrong kind: refused, naming the field; still waiting.
     let (code, refused) = b
-        .call("POST", &path, Some(json!({"decision": "allow", "content": {"name": "Ada", "age": "old"}})))
+        .call(
+            "POST",
+            &path,
+            Some(json!({"decision": "allow", "content": {"name": "Ada", "age": "old"}})),
+        )
         .await;
     assert_eq!(code, 400, "{refused}");
-    assert!(refused["error"]["message"].as_str().unwrap().contains("field 'age'"), "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("field 'age'"),
+        "{refused}"
+    );
     let (_, pending) = b.call("GET", "/agent/permissions", None).await;
     assert_eq!(pending[0]["id"], id.as_str());
     // Accepted with a name: the defaults fill the rest.
     let (code, _) = b
-        .call("POST", &path, Some(json!({"decision": "allow", "content": {"name": "Ada"}})))
+        .call(
+            "POST",
+            &path,
+            Some(json!({"decision": "allow", "content": {"name": "Ada"}})),
+        )
         .await;
     assert_eq!(code, 200);
     let (_, _, result) = events.wait_for("agent:tool-result").await;
     assert!(
-        result.to_string().contains("accepted: name=Ada age=30 verified=True"),
+        result
+            .to_string()
+            .contains("accepted: name=Ada age=30 verified=True"),
         "{result}"
     );
     events.wait_for("agent:session-completed").await;
@@ -461,12 +483,21 @@ async fn a_servers_question_reaches_the_operator_and_the_answer_goes_back() {
     assert_eq!(b.send("ask again").await.0, 202);
     let (_, _, asked) = events.wait_for_nth("agent:permission-required", 1).await;
     let path = format!("/agent/permissions/{}", asked["id"].as_str().unwrap());
-    assert_eq!(b.call("POST", &path, Some(json!({"decision": "deny"}))).await.0, 200);
+    assert_eq!(
+        b.call("POST", &path, Some(json!({"decision": "deny"})))
+            .await
+            .0,
+        200
+    );
     let (_, _, result) = events.wait_for_nth("agent:tool-result", 1).await;
     assert!(result.to_string().contains("answered: decline"), "{result}");
     // `tool call` asks its operator on the terminal; no answer declines.
     let out = call(&scene, "probe__ask_profile", json!({}));
-    assert!(stdout(&out).contains("answered: decline"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("answered: decline"),
+        "{}",
+        stdout(&out)
+    );
     let out = call_answering(&scene, "probe__ask_profile", "y name=Bo verified=false\n");
     assert!(
         stdout(&out).contains("accepted: name=Bo age=30 verified=False"),
@@ -488,6 +519,11 @@ fn call_answering(scene: &Scene, name: &str, answers: &str) -> Output {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(answers.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(answers.as_bytes())
+        .unwrap();
     child.wait_with_output().unwrap()
 }

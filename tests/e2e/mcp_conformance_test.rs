@@ -136,13 +136,14 @@ fn the_official_conformance_suite_passes_the_client_scenarios_sandcrab_takes() {
             )
             .output()
             .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
         // The suite's own verdict (it exits 0 either way).
-        if !out.status.success() || !stdout.contains("OVERALL: PASSED") {
-            failed.push(format!(
-                "{scenario}:\n{stdout}{}",
-                String::from_utf8_lossy(&out.stderr)
-            ));
+        if !out.status.success() || !said.contains("OVERALL: PASSED") {
+            failed.push(format!("{scenario} ({}):\n{said}", out.status));
         }
     }
     assert!(failed.is_empty(), "{}", failed.join("\n\n"));

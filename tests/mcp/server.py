@@ -76,6 +76,22 @@ async def ask_profile(ctx: Context) -> str:
     return f"answered: {result.action}"
 
 
+class Settings(BaseModel):
+    """What ask_settings asks: every field has a default."""
+
+    level: int = Field(default=3, description="Level")
+    mode: str = Field(default="fast", description="Mode")
+
+
+@server.tool()
+async def ask_settings(ctx: Context) -> str:
+    """Ask for settings that all have defaults (an elicitation)."""
+    result = await ctx.elicit("Which settings?", schema=Settings)
+    if result.action == "accept":
+        return f"accepted: level={result.data.level} mode={result.data.mode}"
+    return f"answered: {result.action}"
+
+
 @server.tool()
 def crash() -> str:
     """Exit the server process at once."""

@@ -12,7 +12,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::oneshot;
 
 use super::agent::Agent;
-use crate::approvals::{PermissionRequest, QueueEvent};
+use crate::approvals::{Answer, PermissionRequest, QueueEvent};
 
 impl Agent {
     /// Put every call that waits for approval to the editor, one task
@@ -76,7 +76,23 @@ impl Agent {
             .ask(&question, "session/request_permission", params)
             .await;
         let answer = super::permission::answer(outcome.as_ref().map_err(Clone::clone), &request);
-        let _ = self.queue.answer(&request.id, answer);
+        if let Err(crate::approvals::AnswerError::Form { why, .. }) =
+            self.queue.answer(&request.id, answer)
+        {
+            // A yes to a form the defaults cannot fill: an editor gives
+            // no values, so it is declined, saying why.
+            let _ = self.queue.answer(
+                &request.id,
+                Answer {
+                    allow: false,
+                    scope: crate::approvals::Scope::Once,
+                    note: Some(format!("the editor cannot fill this form: {why}")),
+                    by: super::permission::VIA.into(),
+                    at: crate::time::now_rfc3339(),
+                    content: None,
+                },
+            );
+        }
     }
 
     /// Send request `id` to the editor and wait for its answer (an error

@@ -15,7 +15,7 @@ pub const MAX_FIELDS: usize = 32;
 pub const MAX_TEXT_CHARS: usize = 2_000;
 
 /// A form to fill, and who asks.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FormQuestion {
     /// Who asks, in words (`MCP server github`).
     pub asker: String,
@@ -24,7 +24,7 @@ pub struct FormQuestion {
 }
 
 /// One field of a form.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FormField {
     pub name: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -36,7 +36,7 @@ pub struct FormField {
 }
 
 /// What a field holds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "type", content = "values")]
 pub enum FieldKind {
     String,
@@ -100,7 +100,10 @@ impl FormQuestion {
     /// The content to answer with: `given` checked field by field, the
     /// defaults filling what it leaves out; every required field must end
     /// up with a value.
-    pub fn fill(&self, given: Option<&Map<String, Value>>) -> Result<Map<String, Value>, FormError> {
+    pub fn fill(
+        &self,
+        given: Option<&Map<String, Value>>,
+    ) -> Result<Map<String, Value>, FormError> {
         let empty = Map::new();
         let given = given.unwrap_or(&empty);
         if let Some(unknown) = given
@@ -173,9 +176,9 @@ impl FormQuestion {
 fn field_kind(name: &str, property: &Value) -> Result<FieldKind, FormError> {
     let choices = property["enum"].as_array().or_else(|| {
         // `oneOf` of `const`s (titled choices) is a choice too.
-        property["oneOf"].as_array().filter(|all| {
-            all.iter().all(|c| c.get("const").is_some())
-        })
+        property["oneOf"]
+            .as_array()
+            .filter(|all| all.iter().all(|c| c.get("const").is_some()))
     });
     if let Some(choices) = choices {
         let values: Option<Vec<String>> = choices
@@ -183,7 +186,9 @@ fn field_kind(name: &str, property: &Value) -> Result<FieldKind, FormError> {
             .map(|c| c.get("const").unwrap_or(c).as_str().map(str::to_string))
             .collect();
         return values.map(FieldKind::Choice).ok_or_else(|| {
-            FormError(format!("field '{name}': only choices among strings can be asked"))
+            FormError(format!(
+                "field '{name}': only choices among strings can be asked"
+            ))
         });
     }
     match property["type"].as_str() {
@@ -205,7 +210,9 @@ fn check(kind: &FieldKind, value: &Value) -> Result<(), String> {
         FieldKind::Integer => value.is_i64() || value.is_u64(),
         FieldKind::Number => value.is_number(),
         FieldKind::Boolean => value.is_boolean(),
-        FieldKind::Choice(values) => value.as_str().is_some_and(|v| values.iter().any(|c| c == v)),
+        FieldKind::Choice(values) => value
+            .as_str()
+            .is_some_and(|v| values.iter().any(|c| c == v)),
     };
     if fits {
         return Ok(());
@@ -254,11 +261,17 @@ mod tests {
         let form = FormQuestion::from_schema("MCP server s", "hi", &schema()).unwrap();
         let err = form.fill(None).unwrap_err();
         assert!(err.0.contains("'token' is required"), "{err}");
-        let err = form.fill(json!({"token": "t", "age": "old"}).as_object()).unwrap_err();
+        let err = form
+            .fill(json!({"token": "t", "age": "old"}).as_object())
+            .unwrap_err();
         assert!(err.0.contains("field 'age'"), "{err}");
-        let err = form.fill(json!({"token": "t", "status": "gone"}).as_object()).unwrap_err();
+        let err = form
+            .fill(json!({"token": "t", "status": "gone"}).as_object())
+            .unwrap_err();
         assert!(err.0.contains("not one of active, inactive"), "{err}");
-        let err = form.fill(json!({"token": "t", "extra": 1}).as_object()).unwrap_err();
+        let err = form
+            .fill(json!({"token": "t", "extra": 1}).as_object())
+            .unwrap_err();
         assert!(err.0.contains("no field 'extra'"), "{err}");
     }
 

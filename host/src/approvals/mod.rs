@@ -34,16 +34,16 @@ mod rules;
 mod subject;
 
 pub use command::CommandLine;
+pub use form::{FieldKind, FormError, FormField, FormQuestion};
 pub use gate::{
     Approvals, describe_call, operator_denial, refusal, rules_from_flags, suggestion,
     unknown_tools, verdict_record,
 };
 pub use glob::Glob;
 pub use preview::edit_diff;
-pub use form::{FieldKind, FormError, FormField, FormQuestion};
 pub use queue::{
-    Answer, AnswerError, MAX_NOTE_CHARS, PermissionQueue, PermissionRequest, QueueEvent, ScopeOffer, Ticket,
-    UnknownRequest,
+    Answer, AnswerError, MAX_NOTE_CHARS, PermissionQueue, PermissionRequest, QueueEvent,
+    ScopeOffer, Ticket, UnknownRequest,
 };
 pub use rules::{Matcher, Rule, RuleError, RuleSource, Rules, SHELL_TOOL, Subject, Verdict};
 pub use sandcrab_core::approval::{

@@ -54,7 +54,7 @@ pub struct PermissionRequest {
     /// Not a call but a form to fill (an MCP server's elicitation): a yes
     /// accepts it, with the values the operator gives and its defaults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub form: Option<super::form::FormQuestion>,
+    pub form: Option<Box<super::form::FormQuestion>>,
 }
 
 /// The operator's answer.

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use rmcp::handler::client::ClientHandler;
 use rmcp::model::{
-    ClientCapabilities, ClientInfo, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
     ElicitationCapability, FormElicitationCapability, Implementation, ProtocolVersion,
 };
 use rmcp::service::RequestContext;
@@ -67,7 +67,11 @@ impl Elicitor {
         }
     }
 
-    async fn ask(&self, message: &str, schema: serde_json::Value) -> Result<ElicitResult, ErrorData> {
+    async fn ask(
+        &self,
+        message: &str,
+        schema: serde_json::Value,
+    ) -> Result<ElicitResult, ErrorData> {
         let asker = format!("MCP server {}", self.server);
         let form = FormQuestion::from_schema(&asker, message, &schema).map_err(|e| {
             ErrorData::invalid_params(format!("sandcrab cannot ask this form: {e}"), None)
@@ -98,7 +102,7 @@ impl Elicitor {
                     .into(),
                 rule: None,
             }],
-            form: Some(form),
+            form: Some(Box::new(form)),
         };
         let answer = queue.submit(request).answer().await;
         let action = match (answer.allow, answer.by.as_str()) {
@@ -116,7 +120,7 @@ impl Elicitor {
 }
 
 impl ClientHandler for Elicitor {
-    fn get_info(&self) -> ClientInfo {
+    fn get_info(&self) -> ClientConfig {
         let mut form = FormElicitationCapability::new();
         form.schema_validation = Some(true);
         let mut elicitation = ElicitationCapability::new();
@@ -126,7 +130,7 @@ impl ClientHandler for Elicitor {
         // The handshake is `initialize`: offer the newest version that has
         // one (a later revision replaced it, and servers and the
         // conformance suite refuse it there).
-        ClientInfo::new(
+        ClientConfig::new(
             capabilities,
             Implementation::new("sandcrab", env!("CARGO_PKG_VERSION")),
         )

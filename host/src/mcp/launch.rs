@@ -52,10 +52,13 @@ pub async fn connect(
         }),
         (None, Some(url)) => {
             let transport = StreamableHttpClientTransport::from_uri(url.as_str());
-            let client = elicitor.serve(transport).await.map_err(|e| McpError::Start {
-                server: name.to_string(),
-                message: format!("{url}: {e}"),
-            })?;
+            let client = elicitor
+                .serve(transport)
+                .await
+                .map_err(|e| McpError::Start {
+                    server: name.to_string(),
+                    message: format!("{url}: {e}"),
+                })?;
             Ok(Connection {
                 client,
                 process: None,

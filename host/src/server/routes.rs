@@ -159,9 +159,11 @@ async fn answer_permission(
             AnswerError::Unknown(_) => {
                 ApiError::new(StatusCode::NOT_FOUND, "unknown_permission", &e.to_string())
             }
-            AnswerError::Form { .. } => {
-                ApiError::new(StatusCode::BAD_REQUEST, "answer_does_not_fit", &e.to_string())
-            }
+            AnswerError::Form { .. } => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "answer_does_not_fit",
+                &e.to_string(),
+            ),
         })?;
     ok()
 }

@@ -253,7 +253,14 @@ impl Events {
     pub(crate) async fn wait_for_nth(&self, name: &str, n: usize) -> (u64, String, Value) {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            if let Some(e) = self.list.lock().unwrap().iter().filter(|e| e.1 == name).nth(n) {
+            if let Some(e) = self
+                .list
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|e| e.1 == name)
+                .nth(n)
+            {
                 return e.clone();
             }
             assert!(
