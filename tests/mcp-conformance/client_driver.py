@@ -8,6 +8,7 @@ scenario is what a user would type: `sandcrab mcp list` to connect, and
 stdin as the operator would on the terminal (`y`: accept the defaults).
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -27,33 +28,73 @@ CALLS = {
 }
 
 
+def browse(url: str) -> int:
+    """Play the user's browser: open the authorization URL and follow its
+    redirects, back to sandcrab's loopback listener (the suite's
+    authorization server approves at once)."""
+    import urllib.request
+
+    urllib.request.urlopen(url, timeout=30).read()
+    return 0
+
+
 def main() -> int:
+    if sys.argv[1:2] == ["--browse"]:
+        return browse(sys.argv[2])
     url = sys.argv[-1]
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    if scenario.startswith("auth/"):
+        return signed_in(url)
     if scenario not in CALLS:
         print(f"client_driver: no steps for scenario {scenario!r}", file=sys.stderr)
         return 2
-    root = tempfile.mkdtemp(prefix="sandcrab-conformance-")
+    env, workspace = setup(url)
+    return run(env, workspace, CALLS[scenario])
+
+
+def setup(url: str):
+    """A fresh user: configuration naming the server, folders of its own."""
+    # Under SANDCRAB_CONFORMANCE_ROOT when set (the tests look inside).
+    parent = os.environ.get("SANDCRAB_CONFORMANCE_ROOT")
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+    root = tempfile.mkdtemp(prefix="sandcrab-conformance-", dir=parent)
     config = os.path.join(root, "config", "sandcrab")
     workspace = os.path.join(root, "workspace")
     os.makedirs(config)
     os.makedirs(workspace)
+    # A client registered beforehand (the scenario's context names it):
+    # its id in the configuration, its secret in the environment.
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    oauth = ""
+    if "client_id" in context:
+        oauth = f'[mcp.servers.conformance.oauth]\nclient_id = "{context["client_id"]}"\n'
+        if "client_secret" in context:
+            oauth += 'client_secret_env = "CONFORMANCE_CLIENT_SECRET"\n'
     with open(os.path.join(config, "config.toml"), "w") as f:
-        f.write(f'[mcp.servers.conformance]\nurl = "{url}"\n')
+        f.write(f'[mcp.servers.conformance]\nurl = "{url}"\n{oauth}')
     env = dict(
         os.environ,
+        CONFORMANCE_CLIENT_SECRET=context.get("client_secret", ""),
         XDG_CONFIG_HOME=os.path.join(root, "config"),
         XDG_DATA_HOME=os.path.join(root, "data"),
+        BROWSER=f"{sys.executable} {os.path.abspath(__file__)} --browse",
     )
-    sandcrab = os.environ["SANDCRAB_BIN"]
-    step = CALLS[scenario]
-    if step is None:
-        args, answers = ["mcp", "list"], ""
-    else:
-        tool, arguments, answers = step
-        args = ["tool", "call", f"conformance__{tool}", "--args", arguments]
+    return env, workspace
+
+
+def signed_in(url: str) -> int:
+    """Sign in (`mcp login`), then connect and use the server."""
+    env, workspace = setup(url)
+    done = sandcrab(env, workspace, ["mcp", "login", "conformance"], "")
+    if done != 0:
+        return done
+    return sandcrab(env, workspace, ["mcp", "list"], "")
+
+
+def sandcrab(env, workspace, args, answers) -> int:
     done = subprocess.run(
-        [sandcrab, *args, "-w", workspace],
+        [os.environ["SANDCRAB_BIN"], *args, "-w", workspace],
         input=answers,
         text=True,
         capture_output=True,
@@ -63,6 +104,14 @@ def main() -> int:
     sys.stdout.write(done.stdout)
     sys.stderr.write(done.stderr)
     return done.returncode
+
+
+def run(env, workspace, step) -> int:
+    if step is None:
+        return sandcrab(env, workspace, ["mcp", "list"], "")
+    tool, arguments, answers = step
+    args = ["tool", "call", f"conformance__{tool}", "--args", arguments]
+    return sandcrab(env, workspace, args, answers)
 
 
 if __name__ == "__main__":

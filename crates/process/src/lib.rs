@@ -19,6 +19,7 @@ mod env;
 mod filter;
 mod host;
 mod mode;
+mod operator;
 pub mod probe;
 mod runner;
 mod service;
@@ -32,6 +33,7 @@ pub use confine::{
 pub use env::{ChildEnv, DEFAULT_PATH, GIT_HARDENING, find_on_path};
 pub use host::harden_host;
 pub use mode::SandboxMode;
+pub use operator::open_in_browser;
 pub use runner::{
     LIVE_CHUNKS, LiveOutput, OutputChunk, OutputStream, ProcessError, ProcessOutput,
     ProcessRequest, run,

@@ -34,6 +34,21 @@ pub enum McpCommand {
         #[arg(long)]
         no_connect: bool,
     },
+    /// Sign in to a remote server (`url = …`) that needs it: OAuth through
+    /// your browser ($BROWSER, or the URL printed), the tokens kept
+    /// owner-only in sandcrab's data folder and sent to that server only.
+    Login {
+        /// The server's name in [mcp.servers.NAME].
+        name: String,
+        #[command(flatten)]
+        host: HostArgs,
+    },
+    /// Forget the sign-in kept for a server.
+    Logout {
+        name: String,
+        #[command(flatten)]
+        host: HostArgs,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -79,7 +94,81 @@ pub async fn run(cmd: McpCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         McpCommand::Serve(args) => serve(args).await,
         McpCommand::List { host, no_connect } => list(host, no_connect).await,
+        McpCommand::Login { name, host } => login(&name, host).await,
+        McpCommand::Logout { name, host } => logout(&name, host).await,
     }
+}
+
+/// The URL of remote server `name`, or a usage error naming what to fix.
+fn remote_url(
+    setup: &super::setup::Setup,
+    name: &str,
+) -> anyhow::Result<(String, crate::config::OAuthSettings)> {
+    let Some(settings) = setup.config.mcp.servers.get(name) else {
+        let known: Vec<&str> = setup
+            .config
+            .mcp
+            .servers
+            .keys()
+            .map(String::as_str)
+            .collect();
+        return Err(super::UsageError(format!(
+            "no MCP server '{name}' is configured (configured: {}); add [mcp.servers.{name}] to {}",
+            if known.is_empty() {
+                "none".to_string()
+            } else {
+                known.join(", ")
+            },
+            crate::user_files::config_file_shown()
+        ))
+        .into());
+    };
+    let Some(url) = &settings.url else {
+        return Err(super::UsageError(format!(
+            "MCP server '{name}' is a program on stdio: only a server with `url = …` is signed in to"
+        ))
+        .into());
+    };
+    Ok((url.clone(), settings.oauth.clone()))
+}
+
+async fn login(name: &str, host: HostArgs) -> anyhow::Result<ExitCode> {
+    let setup = host.setup().await?;
+    let (url, oauth) = remote_url(&setup, name)?;
+    let data =
+        crate::user_files::data_dir().context("no data folder: set HOME or XDG_DATA_HOME")?;
+    let store = crate::mcp::sign_in::SignInStore::new(&data, name, &url)?;
+    let kept = store.path().to_path_buf();
+    crate::mcp::sign_in::sign_in(&url, &oauth, store, |address| {
+        errln!(
+            "Sign in to MCP server '{name}' in your browser (opened through $BROWSER when set):\n  {}",
+            super::terminal::sanitize(address)
+        );
+        errln!(
+            "Waiting up to {} s for the browser to come back…",
+            crate::mcp::sign_in::CALLBACK_TIMEOUT.as_secs()
+        );
+    })
+    .await?;
+    outln!(
+        "signed in to MCP server '{name}' ({url}); kept in {}",
+        kept.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn logout(name: &str, host: HostArgs) -> anyhow::Result<ExitCode> {
+    let setup = host.setup().await?;
+    let (url, _) = remote_url(&setup, name)?;
+    let data =
+        crate::user_files::data_dir().context("no data folder: set HOME or XDG_DATA_HOME")?;
+    let store = crate::mcp::sign_in::SignInStore::new(&data, name, &url)?;
+    if store.remove()? {
+        outln!("signed out of MCP server '{name}': its tokens are removed");
+    } else {
+        outln!("MCP server '{name}' was not signed in");
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn list(host: HostArgs, no_connect: bool) -> anyhow::Result<ExitCode> {
@@ -103,6 +192,17 @@ async fn list(host: HostArgs, no_connect: bool) -> anyhow::Result<ExitCode> {
             (None, None) => "(neither command nor url)".into(),
         };
         outln!("{}: {}", sanitize(server.name()), sanitize(endpoint.trim()));
+        if let Some(url) = &s.url {
+            let state = match crate::mcp::sign_in::store_of(server.name(), url) {
+                Some(store) if store.read().is_some() => "signed in".to_string(),
+                Some(store) if store.for_another_url().is_some() => format!(
+                    "signed in to another URL: run `sandcrab mcp login {}`",
+                    server.name()
+                ),
+                _ => "not signed in (`sandcrab mcp login NAME` if it needs it)".to_string(),
+            };
+            outln!("  sign-in:  {}", sanitize(&state));
+        }
         if s.command.is_some() {
             let spec = crate::mcp::confinement_spec(
                 server.grant(),

@@ -142,6 +142,29 @@ pub struct McpServerSettings {
     pub timeout_ms: Option<u64>,
     /// Most milliseconds to start and list tools (default 20000).
     pub startup_timeout_ms: Option<u64>,
+    /// How to sign in to a `url` server that needs it (`sandcrab mcp
+    /// login NAME`).
+    #[serde(default)]
+    pub oauth: OAuthSettings,
+}
+
+/// `[mcp.servers.NAME.oauth]`: the client sandcrab signs in as. Nothing
+/// set: a client ID metadata document where the server takes one, else
+/// dynamic registration.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct OAuthSettings {
+    /// A client id registered with the authorization server beforehand.
+    pub client_id: Option<String>,
+    /// The environment variable holding that client's secret (a name:
+    /// the secret never sits in the file).
+    pub client_secret_env: Option<String>,
+    /// The scopes to ask for (default: what the server says it needs).
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    /// The HTTPS URL of sandcrab's client ID metadata document, where the
+    /// operator publishes one.
+    pub client_metadata_url: Option<String>,
 }
 
 /// `[store]`: the session database.

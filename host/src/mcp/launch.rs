@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::auth::{AuthClient, AuthorizationManager};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{RoleClient, ServiceExt};
 
 use super::McpError;
@@ -51,14 +53,32 @@ pub async fn connect(
                     .into(),
         }),
         (None, Some(url)) => {
-            let transport = StreamableHttpClientTransport::from_uri(url.as_str());
-            let client = elicitor
-                .serve(transport)
-                .await
-                .map_err(|e| McpError::Start {
+            let client = match signed_in(name, url).await {
+                Some(manager) => {
+                    // Its tokens go to this server only, refreshed as they
+                    // expire.
+                    let http = AuthClient::new(reqwest_mcp::Client::default(), manager);
+                    let config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                    let transport = StreamableHttpClientTransport::with_client(http, config);
+                    elicitor.serve(transport).await
+                }
+                None => {
+                    let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+                    elicitor.serve(transport).await
+                }
+            };
+            let client = client.map_err(|e| {
+                let said = e.to_string();
+                let hint = if said.contains("401") || said.to_ascii_lowercase().contains("auth") {
+                    format!(" (it may need sign-in: run `sandcrab mcp login {name}`)")
+                } else {
+                    String::new()
+                };
+                McpError::Start {
                     server: name.to_string(),
-                    message: format!("{url}: {e}"),
-                })?;
+                    message: format!("{url}: {said}{hint}"),
+                }
+            })?;
             Ok(Connection {
                 client,
                 process: None,
@@ -124,6 +144,33 @@ async fn spawn(
         process: Some(process),
         _scratch: Some(scratch),
     })
+}
+
+/// The authorization of server `name` at `url` when the operator signed
+/// in to it (None: not signed in, or its sign-in no longer loads — then
+/// the server is reached without one and says what it needs).
+async fn signed_in(name: &str, url: &str) -> Option<AuthorizationManager> {
+    let store = super::sign_in::store_of(name, url)?;
+    if store.read().is_none() {
+        if let Some(other) = store.for_another_url() {
+            tracing::warn!(
+                "MCP server '{name}': the sign-in kept is for {other}, not {url}: run `sandcrab mcp login {name}`"
+            );
+        }
+        return None;
+    }
+    let mut manager = AuthorizationManager::new(url).await.ok()?;
+    manager.set_credential_store(store);
+    match manager.initialize_from_store().await {
+        Ok(true) => Some(manager),
+        Ok(false) => None,
+        Err(e) => {
+            tracing::warn!(
+                "MCP server '{name}': its sign-in cannot be used ({e}): run `sandcrab mcp login {name}`"
+            );
+            None
+        }
+    }
 }
 
 /// `command` as an absolute path: itself when it names a path, else found

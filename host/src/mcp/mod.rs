@@ -12,6 +12,7 @@ mod launch;
 mod remote_tool;
 mod server;
 mod servers;
+pub mod sign_in;
 mod sources;
 
 pub use elicit::{Caller, ELICITATION};

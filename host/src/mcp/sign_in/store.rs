@@ -1,0 +1,130 @@
+//! Where a server's sign-in is kept: one owner-only file per server in
+//! sandcrab's data folder (a secret of the registry of what the host
+//! keeps: no confined program and no file tool reads it), bound to the
+//! URL it was issued for — a server whose URL changed is not sent the old
+//! server's token.
+
+use std::path::PathBuf;
+
+use async_trait::async_trait;
+use rmcp::transport::auth::{AuthError, CredentialStore, StoredCredentials};
+use serde::{Deserialize, Serialize};
+
+/// The folder of sign-ins in the data folder.
+pub const FOLDER: &str = "mcp-sign-in";
+
+/// What the file holds: the credentials and the URL they are for.
+#[derive(Serialize, Deserialize)]
+struct Kept {
+    url: String,
+    credentials: StoredCredentials,
+}
+
+/// The sign-in of server `server` at `url`.
+#[derive(Debug, Clone)]
+pub struct SignInStore {
+    path: PathBuf,
+    url: String,
+}
+
+/// A server name that cannot name a file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "MCP server name '{0}' cannot be signed in to: use letters, digits, '-' and '_' (rename [mcp.servers.{0}])"
+)]
+pub struct BadServerName(pub String);
+
+impl SignInStore {
+    /// The store of `server` at `url`, in `data_dir`.
+    pub fn new(data_dir: &std::path::Path, server: &str, url: &str) -> Result<Self, BadServerName> {
+        let plain = !server.is_empty()
+            && server.len() <= 64
+            && server
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !plain {
+            return Err(BadServerName(server.to_string()));
+        }
+        Ok(SignInStore {
+            path: data_dir.join(FOLDER).join(format!("{server}.json")),
+            url: url.to_string(),
+        })
+    }
+
+    /// Where it is kept.
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
+    /// What is kept, when it is for this URL.
+    pub fn read(&self) -> Option<StoredCredentials> {
+        let text = std::fs::read(&self.path).ok()?;
+        let kept: Kept = serde_json::from_slice(&text).ok()?;
+        (kept.url == self.url).then_some(kept.credentials)
+    }
+
+    /// Whether a sign-in is kept for another URL (the configuration
+    /// changed since).
+    pub fn for_another_url(&self) -> Option<String> {
+        let text = std::fs::read(&self.path).ok()?;
+        let kept: Kept = serde_json::from_slice(&text).ok()?;
+        (kept.url != self.url).then_some(kept.url)
+    }
+
+    /// Forget it; true if there was one.
+    pub fn remove(&self) -> std::io::Result<bool> {
+        match std::fs::remove_file(&self.path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn write(&self, credentials: StoredCredentials) -> std::io::Result<()> {
+        use std::io::Write;
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        let dir = self.path.parent().expect("a file in a folder");
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+        let kept = Kept {
+            url: self.url.clone(),
+            credentials,
+        };
+        let text = serde_json::to_vec(&kept).map_err(std::io::Error::other)?;
+        // Written whole beside it, owner-only, then moved over it.
+        let partial = self.path.with_extension("partial");
+        let _ = std::fs::remove_file(&partial);
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&partial)?;
+        file.write_all(&text)?;
+        file.sync_all()?;
+        std::fs::rename(&partial, &self.path)
+    }
+}
+
+#[async_trait]
+impl CredentialStore for SignInStore {
+    async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
+        Ok(self.read())
+    }
+
+    async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        self.write(credentials).map_err(|e| {
+            AuthError::CredentialStoreError(format!(
+                "cannot keep the sign-in in {}: {e}",
+                self.path.display()
+            ))
+        })
+    }
+
+    async fn clear(&self) -> Result<(), AuthError> {
+        self.remove().map(|_| ()).map_err(|e| {
+            AuthError::CredentialStoreError(format!("cannot remove {}: {e}", self.path.display()))
+        })
+    }
+}
