@@ -105,7 +105,12 @@ async fn an_mcp_servers_tools_reach_the_model_of_every_provider_and_are_called()
         let reqs = server.requests();
         assert_eq!(reqs.len(), 2, "{kind}: {stderr}");
         let offered = offered_tools(kind, &reqs[0]);
-        for name in ["probe__echo", "probe__read_path", "read_file"] {
+        for name in [
+            "probe__echo",
+            "probe__read_path",
+            "read_file",
+            "probe__resources",
+        ] {
             assert!(offered.iter().any(|o| o == name), "{kind}: {offered:?}");
         }
         let echoed = tool_result(kind, &reqs[1], "c1", "probe__echo");
@@ -526,4 +531,37 @@ fn call_answering(scene: &Scene, name: &str, answers: &str) -> Output {
         .write_all(answers.as_bytes())
         .unwrap();
     child.wait_with_output().unwrap()
+}
+
+/// A server's resources reach the model through one tool of its own:
+/// listed without a `uri`, read with one; an unknown one is an error that
+/// names it.
+#[test]
+fn a_servers_resources_are_listed_and_read_through_its_tool() {
+    let scene = Scene::new();
+    configure_probe(&scene, "", "");
+    let listed = call(&scene, "probe__resources", json!({}));
+    assert!(
+        stdout(&listed).contains("notes://today — today; Today's notes"),
+        "{}{}",
+        stdout(&listed),
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    let read = call(&scene, "probe__resources", json!({"uri": "notes://today"}));
+    assert!(
+        stdout(&read).contains("RESOURCE-TEXT of today"),
+        "{}",
+        stdout(&read)
+    );
+    let missing = call(
+        &scene,
+        "probe__resources",
+        json!({"uri": "notes://nowhere"}),
+    );
+    assert!(!missing.status.success());
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("notes://nowhere"),
+        "{}",
+        String::from_utf8_lossy(&missing.stderr)
+    );
 }

@@ -58,6 +58,12 @@ def environment(name: str) -> str:
     return os.environ.get(name, "unset")
 
 
+@server.resource("notes://today", name="today", description="Today's notes")
+def today() -> str:
+    """Today's notes."""
+    return "RESOURCE-TEXT of today"
+
+
 class Profile(BaseModel):
     """What ask_profile asks the user."""
 

@@ -10,6 +10,7 @@ mod elicit;
 mod error;
 mod launch;
 mod remote_tool;
+mod resources;
 mod server;
 mod servers;
 pub mod sign_in;

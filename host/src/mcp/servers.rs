@@ -211,7 +211,7 @@ impl McpServer {
             .map_or(STARTUP_TIMEOUT, Duration::from_millis)
     }
 
-    fn call_timeout(&self) -> Duration {
+    pub(super) fn call_timeout(&self) -> Duration {
         self.settings
             .timeout_ms
             .map_or(CALL_TIMEOUT, Duration::from_millis)
@@ -219,7 +219,7 @@ impl McpServer {
 
     /// A live peer: the current connection, or a new one (not before the
     /// backoff after a failed start has passed).
-    async fn peer(&self) -> Result<rmcp::Peer<rmcp::RoleClient>, McpError> {
+    pub(super) async fn peer(&self) -> Result<rmcp::Peer<rmcp::RoleClient>, McpError> {
         let mut state = self.state.lock().await;
         if let Some(conn) = state.connection.as_mut() {
             if conn.alive() {

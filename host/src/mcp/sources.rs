@@ -107,6 +107,22 @@ impl McpServers {
                 };
                 registry.register(spec, Arc::new(McpTool::new(server.clone(), &tool.name)));
             }
+            // Its resources, when it has some, through one tool of its own.
+            let name = tool_name(server.name(), super::resources::TOOL);
+            if offered(server.name(), &name) && super::resources::offered(server).await {
+                if registry.get(&name).is_some() {
+                    warnings.push(format!(
+                        "MCP server '{}': its resources are not offered: a tool named '{name}' is already loaded",
+                        server.name()
+                    ));
+                } else {
+                    let spec = super::resources::spec(server, &name);
+                    registry.register(
+                        spec,
+                        Arc::new(super::resources::ResourceTool::new(server.clone())),
+                    );
+                }
+            }
         }
         warnings
     }
