@@ -867,6 +867,64 @@ async fn a_prompt_cancelled_while_it_waits_for_a_woken_turn_never_runs() {
     assert!(did, "the call ran: {answered}");
 }
 
+/// A prompt cancelled while a background job it started has finished
+/// and waits to be heard: the session takes the job's turn by itself
+/// afterwards, and the next prompt is answered (it does not hang behind
+/// the stopped one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_with_a_finished_job_waiting_leaves_the_session_answering() {
+    let scene = Scene::new();
+    let server = MockLlm::strict(KIND).await;
+    server.fallback(|_path, body| {
+        let last = last_entry(body);
+        if last.contains("background jobs that finished") {
+            return stream(KIND, &Answer::Text(vec!["Noted."]));
+        }
+        if last.contains("tool_result") {
+            // Slow: the job finishes while this answer is awaited.
+            return stream(KIND, &Answer::Text(vec!["Started."])).delayed(Duration::from_secs(3));
+        }
+        if last.contains("start the job") {
+            let call = tool(
+                "job",
+                "shell",
+                json!({"command": "sleep 1; echo job-finished", "run_in_background": true}),
+            );
+            return stream(KIND, &Answer::Tools(vec![call]));
+        }
+        stream(KIND, &Answer::Text(vec!["Hello."]))
+    });
+    let mut agent = RawAgent::start_with(&scene, &server, &["--approvals", "never"]);
+    let cwd = scene.workspace().display().to_string();
+    agent.send(json!({"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd": cwd, "mcpServers": []}}).to_string().as_bytes());
+    let session = agent.until(|m| m["id"] == 1)["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let prompt = |id: u64, text: &str| json!({"jsonrpc":"2.0","id":id,"method":"session/prompt","params":{"sessionId": session, "prompt": [{"type":"text","text": text}]}});
+    agent.send(prompt(2, "start the job").to_string().as_bytes());
+    // The job is running; its answer is awaited past the job's end.
+    agent.until(|m| m["params"]["update"]["sessionUpdate"] == "tool_call_update");
+    std::thread::sleep(Duration::from_millis(1_800));
+    let cancel = json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId": session}});
+    agent.send(cancel.to_string().as_bytes());
+    assert_eq!(
+        agent.until(|m| m["id"] == 2)["result"]["stopReason"],
+        "cancelled"
+    );
+    agent.send(prompt(3, "hello").to_string().as_bytes());
+    let answered = agent.until(|m| m["id"] == 3);
+    assert_eq!(answered["result"]["stopReason"], "end_turn", "{answered}");
+    // The job was heard in a turn of its own.
+    assert!(
+        server
+            .requests()
+            .iter()
+            .any(|r| last_entry(&r.body).contains("background jobs that finished")),
+        "the finished job was never told to the model"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subagents_question_is_asked_in_its_own_conversation() {
     let scene = Scene::new();

@@ -592,6 +592,11 @@ impl Session {
             if self.state() == SessionState::Closed {
                 return Err(SessionError::Closed);
             }
+            // Stopped: what waits (follow-ups, finished jobs) waits for
+            // the next input or the session's own wake, not for this one.
+            if stop.is_cancelled() {
+                return Ok(());
+            }
             let follow_up = self.lock().follow_ups.pop_front();
             match follow_up {
                 Some(next) => self.process_input(Some(&next), stop).await?,
