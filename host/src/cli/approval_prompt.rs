@@ -91,7 +91,10 @@ fn keys(request: &PermissionRequest) -> Vec<&'static str> {
 /// The prompt for `request`: `answer [y/s/a/n]: `, or `answer [y/n]: `
 /// where only this call can be allowed.
 fn prompt(request: &PermissionRequest) -> String {
-    format!("answer [{}]: ", keys(request).join("/"))
+    match &request.form {
+        Some(form) => format!("answer {}'s form [y/n]: ", one_line(&form.asker, 100)),
+        None => format!("answer [{}]: ", keys(request).join("/")),
+    }
 }
 
 /// Longest command or argument text shown (on one line).

@@ -71,6 +71,9 @@ pub async fn run(cmd: ToolCommand) -> anyhow::Result<ExitCode> {
     let answering = tokio::spawn(answer_questions(questions, setup.workspace.clone()));
     let outcome = crate::pipeline::run_call(&front, &call).await.outcome;
     answering.abort();
+    // A question still open when the call ended may have left the line
+    // editor mid-read: the terminal goes back as it was.
+    super::tty_mode::restore();
     let failed = outcome.is_error();
     let text = if truncated {
         setup

@@ -43,8 +43,9 @@ pub fn remember() {
     }
 }
 
-/// Put the terminal back as chat found it.
-fn restore() {
+/// Put the terminal back as it was found (nothing when no line editor
+/// changed it).
+pub fn restore() {
     if let Some(original) = ORIGINAL.get() {
         apply(original);
         send(BRACKETED_PASTE_OFF);

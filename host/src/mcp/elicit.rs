@@ -15,6 +15,7 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleClient};
+use tokio_util::sync::CancellationToken;
 
 use crate::approvals::{FormQuestion, PermissionQueue, PermissionRequest, Scope, ScopeOffer};
 
@@ -41,12 +42,74 @@ impl Asking {
     }
 }
 
-/// The call a server is answering (the last one sent it): the session
-/// and call its questions belong to.
+/// A call a server is answering: the session and call its questions
+/// belong to.
 #[derive(Debug, Clone, Default)]
 pub struct Caller {
     pub session_id: String,
     pub call_id: String,
+}
+
+/// The calls a server is answering now, each with a token cancelled when
+/// it ends; and whether one of its forms is being asked.
+#[derive(Default)]
+pub struct InFlight {
+    calls: Mutex<Vec<(u64, Caller, CancellationToken)>>,
+    next: std::sync::atomic::AtomicU64,
+    asking: std::sync::atomic::AtomicBool,
+}
+
+/// A call in flight; it leaves (and its questions are withdrawn) when
+/// dropped.
+pub struct CallGuard {
+    in_flight: Arc<InFlight>,
+    id: u64,
+}
+
+impl InFlight {
+    /// `caller`'s call starts.
+    pub fn enter(self: &Arc<Self>, caller: Caller) -> CallGuard {
+        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Ok(mut calls) = self.calls.lock() {
+            calls.push((id, caller, CancellationToken::new()));
+        }
+        CallGuard {
+            in_flight: self.clone(),
+            id,
+        }
+    }
+
+    /// Whose a form is: the call in flight, when every call in flight is
+    /// of one session (the latest of them); why not otherwise.
+    fn owner(&self) -> Result<(Caller, CancellationToken), &'static str> {
+        let calls = self.calls.lock().map_err(|_| "its calls cannot be told")?;
+        let Some((_, latest, ended)) = calls.last() else {
+            return Err("none of its calls is running");
+        };
+        if calls
+            .iter()
+            .any(|(_, c, _)| c.session_id != latest.session_id)
+        {
+            return Err(
+                "calls of several conversations are running, and a form does not say whose it is",
+            );
+        }
+        Ok((latest.clone(), ended.clone()))
+    }
+}
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        if let Ok(mut calls) = self.in_flight.calls.lock() {
+            calls.retain(|(id, _, ended)| {
+                let this = *id == self.id;
+                if this {
+                    ended.cancel();
+                }
+                !this
+            });
+        }
+    }
 }
 
 /// The client side of one server's connection: it declares form
@@ -55,15 +118,15 @@ pub struct Caller {
 pub struct Elicitor {
     server: String,
     asking: Arc<Asking>,
-    caller: Arc<Mutex<Caller>>,
+    in_flight: Arc<InFlight>,
 }
 
 impl Elicitor {
-    pub fn new(server: &str, asking: Arc<Asking>, caller: Arc<Mutex<Caller>>) -> Self {
+    pub fn new(server: &str, asking: Arc<Asking>, in_flight: Arc<InFlight>) -> Self {
         Elicitor {
             server: server.to_string(),
             asking,
-            caller,
+            in_flight,
         }
     }
 
@@ -82,7 +145,24 @@ impl Elicitor {
             );
             return Ok(ElicitResult::new(ElicitationAction::Decline));
         };
-        let caller = self.caller.lock().map(|c| c.clone()).unwrap_or_default();
+        // A form belongs to a call of the server's that is running, and
+        // is asked one at a time.
+        let (caller, ended) = match self.in_flight.owner() {
+            Ok(owner) => owner,
+            Err(why) => {
+                tracing::warn!("{asker} asked a question while {why}: declined");
+                return Ok(ElicitResult::new(ElicitationAction::Decline));
+            }
+        };
+        if self
+            .in_flight
+            .asking
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            tracing::warn!("{asker} asked a second question while one waits: declined");
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        }
+        let _asked = Asked(&self.in_flight);
         let request = PermissionRequest {
             id: String::new(),
             session_id: caller.session_id,
@@ -104,7 +184,12 @@ impl Elicitor {
             }],
             form: Some(Box::new(form)),
         };
-        let answer = queue.submit(request).answer().await;
+        let ticket = queue.submit(request);
+        // The call ending withdraws its question (the ticket is dropped).
+        let answer = tokio::select! {
+            answer = ticket.answer() => answer,
+            _ = ended.cancelled() => return Ok(ElicitResult::new(ElicitationAction::Cancel)),
+        };
         let action = match (answer.allow, answer.by.as_str()) {
             (true, _) => ElicitationAction::Accept,
             // Nobody chose: the question was dismissed, not refused.
@@ -116,6 +201,17 @@ impl Elicitor {
             result.content = Some(serde_json::Value::Object(content));
         }
         Ok(result)
+    }
+}
+
+/// A form of the server's is being asked while this lives.
+struct Asked<'a>(&'a InFlight);
+
+impl Drop for Asked<'_> {
+    fn drop(&mut self) {
+        self.0
+            .asking
+            .store(false, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
@@ -154,5 +250,37 @@ impl ClientHandler for Elicitor {
             // Only forms are declared: a URL to open is not followed.
             _ => Ok(ElicitResult::new(ElicitationAction::Decline)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caller(session: &str, call: &str) -> Caller {
+        Caller {
+            session_id: session.into(),
+            call_id: call.into(),
+        }
+    }
+
+    #[test]
+    fn a_form_belongs_to_the_running_call_of_one_conversation_only() {
+        let in_flight = Arc::new(InFlight::default());
+        assert!(in_flight.owner().is_err(), "no call runs");
+        let first = in_flight.enter(caller("a", "c1"));
+        let second = in_flight.enter(caller("a", "c2"));
+        let (owner, _) = in_flight.owner().unwrap();
+        assert_eq!(owner.call_id, "c2");
+        let other = in_flight.enter(caller("b", "c3"));
+        assert!(in_flight.owner().is_err(), "two conversations' calls run");
+        drop(other);
+        drop(second);
+        let (owner, ended) = in_flight.owner().unwrap();
+        assert_eq!(owner.call_id, "c1");
+        assert!(!ended.is_cancelled());
+        drop(first);
+        assert!(ended.is_cancelled(), "the call's end withdraws its form");
+        assert!(in_flight.owner().is_err());
     }
 }

@@ -10,7 +10,7 @@ use rmcp::model::{CallToolRequestParams, ContentBlock};
 use std::sync::Arc;
 
 use super::McpError;
-use super::elicit::{Asking, Caller, Elicitor};
+use super::elicit::{Asking, Caller, Elicitor, InFlight};
 use super::launch::{Connection, connect};
 use crate::config::McpServerSettings;
 use crate::plugin::SandboxContext;
@@ -39,7 +39,7 @@ pub struct McpServer {
     state: tokio::sync::Mutex<State>,
     /// Who its questions go to, and the call it answers now.
     asking: Arc<Asking>,
-    caller: Arc<std::sync::Mutex<Caller>>,
+    in_flight: Arc<InFlight>,
 }
 
 #[derive(Default)]
@@ -78,7 +78,7 @@ impl McpServer {
             ctx: ctx.clone(),
             state: Default::default(),
             asking: Default::default(),
-            caller: Default::default(),
+            in_flight: Default::default(),
         }
     }
 
@@ -245,7 +245,7 @@ impl McpServer {
                 &self.settings,
                 &self.grant,
                 &self.ctx,
-                Elicitor::new(&self.name, self.asking.clone(), self.caller.clone()),
+                Elicitor::new(&self.name, self.asking.clone(), self.in_flight.clone()),
             ),
         )
         .await
@@ -303,9 +303,8 @@ impl McpServer {
         caller: Caller,
     ) -> Result<String, String> {
         let peer = self.peer().await.map_err(|e| e.to_string())?;
-        if let Ok(mut current) = self.caller.lock() {
-            *current = caller;
-        }
+        // Its questions are this call's while it runs.
+        let _in_flight = self.in_flight.enter(caller);
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = match args {
             serde_json::Value::Object(map) => Some(map),

@@ -64,9 +64,13 @@ pub async fn sign_in(
     }
     state.start_authorization(request).await.map_err(failed)?;
     let address = state.get_authorization_url().await.map_err(failed)?;
+    let expected = browsable(&address).map_err(|message| SignInError::OAuth {
+        url: url.to_string(),
+        message,
+    })?;
     show(&address);
     crate::process::open_in_browser(&address);
-    let callback = tokio::time::timeout(CALLBACK_TIMEOUT, callback(&listener, port))
+    let callback = tokio::time::timeout(CALLBACK_TIMEOUT, callback(&listener, port, &expected))
         .await
         .map_err(|_| SignInError::Timeout)?
         .map_err(SignInError::Listen)?;
@@ -104,6 +108,26 @@ async fn challenge(url: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// The `state` of authorization URL `address`, when it is one to give a
+/// browser: https, or http to this machine (a server's metadata names it,
+/// and a browser opens whatever scheme it is given).
+fn browsable(address: &str) -> Result<String, String> {
+    let parsed = reqwest::Url::parse(address)
+        .map_err(|e| format!("the authorization URL is not a URL ({e})"))?;
+    let loopback = matches!(parsed.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
+    if !(parsed.scheme() == "https" || parsed.scheme() == "http" && loopback) {
+        return Err(format!(
+            "the authorization server's endpoint is {}: only https (or http on this machine) is opened",
+            parsed.scheme()
+        ));
+    }
+    parsed
+        .query_pairs()
+        .find(|(k, _)| k == "state")
+        .map(|(_, v)| v.to_string())
+        .ok_or_else(|| "the authorization URL carries no state".into())
+}
+
 /// The authorization request `settings` describe.
 fn request(redirect: &str, settings: &OAuthSettings) -> Result<AuthorizationRequest, SignInError> {
     let mut request = AuthorizationRequest::new(redirect)
@@ -127,26 +151,37 @@ fn request(redirect: &str, settings: &OAuthSettings) -> Result<AuthorizationRequ
 
 /// Wait for the browser's `GET /callback?…` on `listener` and answer it;
 /// the full callback URL. Anything else is answered 404 and waited past.
-async fn callback(listener: &tokio::net::TcpListener, port: u16) -> std::io::Result<String> {
+async fn callback(
+    listener: &tokio::net::TcpListener,
+    port: u16,
+    state: &str,
+) -> std::io::Result<String> {
     loop {
         let (mut stream, _) = listener.accept().await?;
         let mut head = vec![0u8; 8192];
         let mut read = 0;
-        while read < head.len() && !head[..read].windows(4).any(|w| w == b"\r\n\r\n") {
-            match tokio::time::timeout(Duration::from_secs(10), stream.read(&mut head[read..]))
-                .await
-            {
-                Ok(Ok(0)) | Ok(Err(_)) | Err(_) => break,
-                Ok(Ok(n)) => read += n,
+        // A connection gets 10 s in all to send its request line.
+        let _ = tokio::time::timeout(Duration::from_secs(10), async {
+            while read < head.len() && !head[..read].windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut head[read..]).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => read += n,
+                }
             }
-        }
+        })
+        .await;
         let text = String::from_utf8_lossy(&head[..read]);
         let target = text
             .lines()
             .next()
             .and_then(|line| line.strip_prefix("GET "))
             .and_then(|rest| rest.split(' ').next())
-            .filter(|target| target.starts_with("/callback?"));
+            .filter(|target| target.starts_with("/callback?"))
+            // Only the browser coming back from this sign-in (its state).
+            .filter(|target| {
+                reqwest::Url::parse(&format!("http://127.0.0.1{target}"))
+                    .is_ok_and(|u| u.query_pairs().any(|(k, v)| k == "state" && v == state))
+            });
         let Some(target) = target else {
             let _ = stream
                 .write_all(

@@ -94,16 +94,24 @@ impl SignInStore {
         };
         let text = serde_json::to_vec(&kept).map_err(std::io::Error::other)?;
         // Written whole beside it, owner-only, then moved over it.
-        let partial = self.path.with_extension("partial");
-        let _ = std::fs::remove_file(&partial);
+        // A name of its own: another sandcrab refreshing at the same
+        // moment never moves this half-written file into place.
+        let partial = self
+            .path
+            .with_extension(format!("partial-{}", uuid::Uuid::new_v4().simple()));
         let mut file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
             .open(&partial)?;
-        file.write_all(&text)?;
-        file.sync_all()?;
-        std::fs::rename(&partial, &self.path)
+        let written = file
+            .write_all(&text)
+            .and_then(|()| file.sync_all())
+            .and_then(|()| std::fs::rename(&partial, &self.path));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&partial);
+        }
+        written
     }
 }
 
