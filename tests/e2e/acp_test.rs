@@ -425,6 +425,16 @@ async fn a_forged_or_cancelled_answer_denies_and_garbage_gets_errors() {
     assert_eq!(report["agentExit"], 0);
 }
 
+/// Prompt `id` with `text` in `session`.
+fn prompt_message(session: &str, id: u64, text: &str) -> String {
+    json!({"jsonrpc":"2.0","id":id,"method":"session/prompt","params":{"sessionId": session, "prompt": [{"type":"text","text": text}]}}).to_string()
+}
+
+/// Cancel what `session` answers.
+fn cancel_message(session: &str) -> String {
+    json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId": session}}).to_string()
+}
+
 /// `sandcrab acp` with piped stdio, spoken to line by line.
 struct RawAgent {
     child: std::process::Child,
@@ -494,6 +504,33 @@ impl RawAgent {
         input.write_all(message).unwrap();
         input.write_all(b"\n").unwrap();
         input.flush().unwrap();
+    }
+
+    /// A new session on the scene's workspace, asked with request id 1.
+    fn new_session(&mut self, scene: &Scene) -> String {
+        let cwd = scene.workspace().display().to_string();
+        self.send(
+            json!({"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd": cwd, "mcpServers": []}})
+                .to_string()
+                .as_bytes(),
+        );
+        self.until(|m| m["id"] == 1)["result"]["sessionId"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    /// The answer to prompt `id`, and whether a call of it printed
+    /// `tests-pass` (only `echo tests-pass` does).
+    fn answer_and_ran(&self, id: u64) -> (Value, bool) {
+        let mut ran = false;
+        let answer = self.until(|m| {
+            if m["params"]["update"]["sessionUpdate"] == "tool_call_update" {
+                ran |= m.to_string().contains("tests-pass\\n");
+            }
+            m["id"] == id
+        });
+        (answer, ran)
     }
 
     /// The next message that satisfies `wanted`.
@@ -704,18 +741,7 @@ async fn a_cancel_right_after_a_prompt_a_second_prompt_and_a_second_load_are_saf
     let prompt = |id: u64, text: &str| json!({"jsonrpc":"2.0","id":id,"method":"session/prompt","params":{"sessionId": session, "prompt": [{"type":"text","text": text}]}});
     let cancel = json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId": session}});
     agent.send(format!("{}\n{}", prompt(2, "run the tests"), cancel).as_bytes());
-    // The answer to prompt `id`, and whether its call ran (printed).
-    let answer_of = |agent: &RawAgent, id: u64| {
-        let mut ran = false;
-        let answer = agent.until(|m| {
-            if m["params"]["update"]["sessionUpdate"] == "tool_call_update" {
-                ran |= m.to_string().contains("tests-pass\\n");
-            }
-            m["id"] == id
-        });
-        (answer, ran)
-    };
-    let (answered, ran) = answer_of(&agent, 2);
+    let (answered, ran) = agent.answer_and_ran(2);
     assert_eq!(answered["result"]["stopReason"], "cancelled", "{answered}");
     assert!(!ran, "the cancelled turn ran its call");
     // A second prompt while one is answered is refused; the first goes on.
@@ -735,7 +761,7 @@ async fn a_cancel_right_after_a_prompt_a_second_prompt_and_a_second_load_are_saf
     assert_eq!(first["result"]["stopReason"], "cancelled", "{first}");
     // The control: the same prompt, not cancelled, runs its call.
     send(&mut agent, prompt(5, "run the tests"));
-    let (answered, ran) = answer_of(&agent, 5);
+    let (answered, ran) = agent.answer_and_ran(5);
     assert_eq!(answered["result"]["stopReason"], "end_turn", "{answered}");
     assert!(ran, "the call ran: {answered}");
     // Loading the open session again shows it, opens nothing new; a
@@ -820,14 +846,9 @@ async fn a_prompt_cancelled_while_it_waits_for_a_woken_turn_never_runs() {
         stream(KIND, &Answer::Text(vec!["Hello."]))
     });
     let mut agent = RawAgent::start_with(&scene, &server, &["--approvals", "never"]);
-    let cwd = scene.workspace().display().to_string();
-    agent.send(json!({"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd": cwd, "mcpServers": []}}).to_string().as_bytes());
-    let session = agent.until(|m| m["id"] == 1)["result"]["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let prompt = |id: u64, text: &str| json!({"jsonrpc":"2.0","id":id,"method":"session/prompt","params":{"sessionId": session, "prompt": [{"type":"text","text": text}]}});
-    agent.send(prompt(2, "start the job").to_string().as_bytes());
+    let session = agent.new_session(&scene);
+    let prompt = |id: u64, text: &str| prompt_message(&session, id, text);
+    agent.send(prompt(2, "start the job").as_bytes());
     assert_eq!(
         agent.until(|m| m["id"] == 2)["result"]["stopReason"],
         "end_turn"
@@ -842,27 +863,16 @@ async fn a_prompt_cancelled_while_it_waits_for_a_woken_turn_never_runs() {
         assert!(started.elapsed() < Duration::from_secs(20), "no turn woke");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let cancel = json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId": session}});
     // The prompt comes and waits behind that turn; then the cancel.
-    agent.send(prompt(3, "run the tests").to_string().as_bytes());
+    agent.send(prompt(3, "run the tests").as_bytes());
     std::thread::sleep(Duration::from_millis(500));
-    agent.send(cancel.to_string().as_bytes());
-    let ran = |agent: &RawAgent, id: u64| {
-        let mut ran = false;
-        let answer = agent.until(|m| {
-            if m["params"]["update"]["sessionUpdate"] == "tool_call_update" {
-                ran |= m.to_string().contains("tests-pass\\n");
-            }
-            m["id"] == id
-        });
-        (answer, ran)
-    };
-    let (answered, did) = ran(&agent, 3);
+    agent.send(cancel_message(&session).as_bytes());
+    let (answered, did) = agent.answer_and_ran(3);
     assert_eq!(answered["result"]["stopReason"], "cancelled", "{answered}");
     assert!(!did, "the prompt cancelled before its turn ran its call");
     // The control: the same prompt, not cancelled, runs its call.
-    agent.send(prompt(4, "run the tests").to_string().as_bytes());
-    let (answered, did) = ran(&agent, 4);
+    agent.send(prompt(4, "run the tests").as_bytes());
+    let (answered, did) = agent.answer_and_ran(4);
     assert_eq!(answered["result"]["stopReason"], "end_turn", "{answered}");
     assert!(did, "the call ran: {answered}");
 }
@@ -895,24 +905,18 @@ async fn a_cancel_with_a_finished_job_waiting_leaves_the_session_answering() {
         stream(KIND, &Answer::Text(vec!["Hello."]))
     });
     let mut agent = RawAgent::start_with(&scene, &server, &["--approvals", "never"]);
-    let cwd = scene.workspace().display().to_string();
-    agent.send(json!({"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd": cwd, "mcpServers": []}}).to_string().as_bytes());
-    let session = agent.until(|m| m["id"] == 1)["result"]["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let prompt = |id: u64, text: &str| json!({"jsonrpc":"2.0","id":id,"method":"session/prompt","params":{"sessionId": session, "prompt": [{"type":"text","text": text}]}});
-    agent.send(prompt(2, "start the job").to_string().as_bytes());
+    let session = agent.new_session(&scene);
+    let prompt = |id: u64, text: &str| prompt_message(&session, id, text);
+    agent.send(prompt(2, "start the job").as_bytes());
     // The job is running; its answer is awaited past the job's end.
     agent.until(|m| m["params"]["update"]["sessionUpdate"] == "tool_call_update");
     std::thread::sleep(Duration::from_millis(1_800));
-    let cancel = json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId": session}});
-    agent.send(cancel.to_string().as_bytes());
+    agent.send(cancel_message(&session).as_bytes());
     assert_eq!(
         agent.until(|m| m["id"] == 2)["result"]["stopReason"],
         "cancelled"
     );
-    agent.send(prompt(3, "hello").to_string().as_bytes());
+    agent.send(prompt(3, "hello").as_bytes());
     let answered = agent.until(|m| m["id"] == 3);
     assert_eq!(answered["result"]["stopReason"], "end_turn", "{answered}");
     // The job was heard in a turn of its own.

@@ -67,14 +67,21 @@ fn proxy(port: u16, token: &str) -> Proxy {
     Proxy { child, port }
 }
 
-#[test]
-fn the_official_conformance_suite_passes_every_server_scenario_that_applies() {
+/// The suite's command line: its Node.js running its CLI.
+fn suite_command() -> Command {
     let node = suite().join("node_modules/.bin/node");
     let cli = suite().join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
     assert!(
         node.exists() && cli.exists(),
         "the conformance suite is not installed: run scripts/setup-polyglot"
     );
+    let mut command = Command::new(node);
+    command.arg(cli);
+    command
+}
+
+#[test]
+fn the_official_conformance_suite_passes_every_server_scenario_that_applies() {
     let scene = Scene::new();
     let server = crate::mcp_server_test::serve_http(&scene);
     let port: u16 = server
@@ -88,8 +95,7 @@ fn the_official_conformance_suite_passes_every_server_scenario_that_applies() {
     let url = format!("http://127.0.0.1:{}/mcp", proxy.port);
     let mut failed = Vec::new();
     for scenario in SCENARIOS {
-        let out = Command::new(&node)
-            .arg(&cli)
+        let out = suite_command()
             .args(["server", "--url", &url, "--scenario", scenario, "-o"])
             .arg(scene.root.path().join("conformance"))
             .output()
@@ -138,18 +144,11 @@ const CLIENT_SCENARIOS: &[&str] = &[
 
 #[test]
 fn the_official_conformance_suite_passes_the_client_scenarios_sandcrab_takes() {
-    let node = suite().join("node_modules/.bin/node");
-    let cli = suite().join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
-    assert!(
-        node.exists() && cli.exists(),
-        "the conformance suite is not installed: run scripts/setup-polyglot"
-    );
     let scene = Scene::new();
     let driver = format!("python3 {}", suite().join("client_driver.py").display());
     let mut failed = Vec::new();
     for scenario in CLIENT_SCENARIOS {
-        let out = Command::new(&node)
-            .arg(&cli)
+        let out = suite_command()
             .args(["client", "--command", &driver, "--scenario", scenario, "-o"])
             .arg(scene.root.path().join("conformance"))
             .env("SANDCRAB_BIN", env!("CARGO_BIN_EXE_sandcrab"))
