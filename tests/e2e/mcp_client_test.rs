@@ -565,3 +565,29 @@ fn a_servers_resources_are_listed_and_read_through_its_tool() {
         String::from_utf8_lossy(&missing.stderr)
     );
 }
+
+/// `mcp login` names what is wrong: a server not configured, or one that
+/// is a program (only a `url` server is signed in to).
+#[test]
+fn mcp_login_refuses_an_unknown_or_local_server_naming_the_fix() {
+    let scene = Scene::new();
+    configure_probe(&scene, "", "");
+    let login = |name: &str| {
+        sandcrab_cmd(&scene)
+            .args(["mcp", "login", name, "-w"])
+            .arg(scene.workspace())
+            .output()
+            .unwrap()
+    };
+    let unknown = login("nowhere");
+    let said = String::from_utf8_lossy(&unknown.stderr);
+    assert!(!unknown.status.success());
+    assert!(
+        said.contains("no MCP server 'nowhere' is configured (configured: probe)"),
+        "{said}"
+    );
+    let local = login("probe");
+    let said = String::from_utf8_lossy(&local.stderr);
+    assert!(!local.status.success());
+    assert!(said.contains("is a program on stdio"), "{said}");
+}

@@ -99,11 +99,16 @@ pub async fn run(cmd: McpCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// The URL of remote server `name`, or a usage error naming what to fix.
-fn remote_url(
+/// Remote server `name`: its URL, how to sign in and where its sign-in
+/// is kept; or a usage error naming what to fix.
+fn remote(
     setup: &super::setup::Setup,
     name: &str,
-) -> anyhow::Result<(String, crate::config::OAuthSettings)> {
+) -> anyhow::Result<(
+    String,
+    crate::config::OAuthSettings,
+    crate::mcp::sign_in::SignInStore,
+)> {
     let Some(settings) = setup.config.mcp.servers.get(name) else {
         let known: Vec<&str> = setup
             .config
@@ -129,15 +134,15 @@ fn remote_url(
         ))
         .into());
     };
-    Ok((url.clone(), settings.oauth.clone()))
+    let data =
+        crate::user_files::data_dir().context("no data folder: set HOME or XDG_DATA_HOME")?;
+    let store = crate::mcp::sign_in::SignInStore::new(&data, name, url)?;
+    Ok((url.clone(), settings.oauth.clone(), store))
 }
 
 async fn login(name: &str, host: HostArgs) -> anyhow::Result<ExitCode> {
     let setup = host.setup().await?;
-    let (url, oauth) = remote_url(&setup, name)?;
-    let data =
-        crate::user_files::data_dir().context("no data folder: set HOME or XDG_DATA_HOME")?;
-    let store = crate::mcp::sign_in::SignInStore::new(&data, name, &url)?;
+    let (url, oauth, store) = remote(&setup, name)?;
     let kept = store.path().to_path_buf();
     crate::mcp::sign_in::sign_in(&url, &oauth, store, |address| {
         errln!(
@@ -159,10 +164,7 @@ async fn login(name: &str, host: HostArgs) -> anyhow::Result<ExitCode> {
 
 async fn logout(name: &str, host: HostArgs) -> anyhow::Result<ExitCode> {
     let setup = host.setup().await?;
-    let (url, _) = remote_url(&setup, name)?;
-    let data =
-        crate::user_files::data_dir().context("no data folder: set HOME or XDG_DATA_HOME")?;
-    let store = crate::mcp::sign_in::SignInStore::new(&data, name, &url)?;
+    let (_, _, store) = remote(&setup, name)?;
     if store.remove()? {
         outln!("signed out of MCP server '{name}': its tokens are removed");
     } else {
