@@ -112,7 +112,7 @@ where
                 // read after it finds it.
                 let claimed = if method == "session/prompt" {
                     match agent.claim_prompt(&params).await {
-                        Ok(driven) => Some(driven),
+                        Ok(claimed) => Some(claimed),
                         Err(f) => {
                             agent.out.error(id, f.code, &f.message).await;
                             continue;
@@ -127,7 +127,7 @@ where
                 let agent = agent.clone();
                 tokio::spawn(async move {
                     let outcome = match claimed {
-                        Some(driven) => agent.prompt(driven, &params).await,
+                        Some(claimed) => agent.prompt(claimed, &params).await,
                         None => agent.handle(&method, &params).await,
                     };
                     match outcome {

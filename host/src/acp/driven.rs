@@ -12,8 +12,6 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_stream::StreamExt;
 
 use super::agent::{Agent, Failure, MAX_SESSIONS, invalid, notification};
-use tokio_util::sync::CancellationToken;
-
 use super::updates::Next;
 use super::wire::code;
 use crate::agent::{AgentKit, EventData, Session, SessionError};
@@ -26,9 +24,14 @@ pub(super) struct Driven {
     flush: mpsc::Sender<oneshot::Sender<()>>,
     /// A prompt is being answered (one at a time).
     busy: AtomicBool,
-    /// Stops the prompt being answered (cancelled by the editor's
-    /// session/cancel; a fresh one for every prompt).
-    stop: std::sync::Mutex<CancellationToken>,
+}
+
+/// A prompt's session, claimed as the prompt was read, and what stops the
+/// prompt (taken then: a cancel read after it reaches it, however long it
+/// waits for its turn).
+pub(super) struct Claimed {
+    driven: Arc<Driven>,
+    stop: tokio_util::sync::CancellationToken,
 }
 
 impl Driven {
@@ -172,7 +175,6 @@ impl Agent {
             session: session.clone(),
             flush,
             busy: AtomicBool::new(false),
-            stop: std::sync::Mutex::new(session.stop_token()),
         });
         let id = session.id().to_string();
         self.sessions.lock().await.insert(id.clone(), driven);
@@ -259,29 +261,31 @@ impl Agent {
 
     /// Take the session of a prompt for it, as the prompt is read: one
     /// prompt per session at a time, and a cancel from now on is its.
-    pub(super) async fn claim_prompt(&self, params: &Value) -> Result<Arc<Driven>, Failure> {
+    pub(super) async fn claim_prompt(&self, params: &Value) -> Result<Claimed, Failure> {
         let driven = self.driven(params).await?;
         if driven.busy.swap(true, Ordering::SeqCst) {
             return Err(invalid(
                 "a prompt is being answered in this session: wait for it or cancel it (session/cancel) first",
             ));
         }
-        *driven.stop.lock().expect("prompt stop lock") = driven.session.stop_token();
-        Ok(driven)
+        let stop = driven.session.input_stop();
+        Ok(Claimed { driven, stop })
     }
 
     /// Answer a prompt on the session [`Agent::claim_prompt`] took.
-    pub(super) async fn prompt(
-        &self,
-        driven: Arc<Driven>,
-        params: &Value,
-    ) -> Result<Value, Failure> {
-        let outcome = self.answer_prompt(&driven, params).await;
+    pub(super) async fn prompt(&self, claimed: Claimed, params: &Value) -> Result<Value, Failure> {
+        let Claimed { driven, stop } = claimed;
+        let outcome = self.answer_prompt(&driven, &stop, params).await;
         driven.busy.store(false, Ordering::SeqCst);
         outcome
     }
 
-    async fn answer_prompt(&self, driven: &Driven, params: &Value) -> Result<Value, Failure> {
+    async fn answer_prompt(
+        &self,
+        driven: &Driven,
+        stop: &tokio_util::sync::CancellationToken,
+        params: &Value,
+    ) -> Result<Value, Failure> {
         let text = prompt_text(&params["prompt"])?;
         if let Some(command) = super::commands::Command::parse(&text) {
             let said = command.run(&driven.session).await;
@@ -293,10 +297,9 @@ impl Agent {
             .await;
             return Ok(json!({"stopReason": "end_turn"}));
         }
-        let stop = driven.stop.lock().expect("prompt stop lock").clone();
         // Stopped by a cancel whenever it came: before the turn began
         // (it waited for a turn a job woke), or in it.
-        let result = driven.session.submit_until(&text, &stop).await;
+        let result = driven.session.submit_until(&text, stop).await;
         // Every update of this input goes out before its answer.
         driven.flush().await;
         if stop.is_cancelled() {
@@ -334,9 +337,8 @@ impl Agent {
         if let Ok(driven) = self.driven(params).await
             && driven.busy.load(Ordering::SeqCst)
         {
-            driven.stop.lock().expect("prompt stop lock").cancel();
-            // And the turn it may wait behind (one a job woke).
-            driven.session.interrupt();
+            // The prompt, and the turn it may wait behind (one a job woke).
+            driven.session.stop_inputs();
         }
     }
 }

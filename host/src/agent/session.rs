@@ -181,6 +181,8 @@ pub struct Session {
     primary_events: Mutex<Option<EventStream>>,
     pub(super) inner: Mutex<Inner>,
     pub(super) cancel: CancellationToken,
+    /// Stops the inputs taken since the last [`Session::stop_inputs`].
+    inputs: Mutex<CancellationToken>,
     run_lock: tokio::sync::Mutex<()>,
     pub(super) children: Option<Arc<dyn SessionChildren>>,
     pub(super) jobs: Option<SessionJobs>,
@@ -334,6 +336,7 @@ impl Session {
                 context_window: window.facts().tokens,
                 window_source: window.facts().source,
             }));
+            let cancel = CancellationToken::new();
             Session {
                 root_id: parts.root.clone().unwrap_or_else(|| id.clone()),
                 id,
@@ -359,7 +362,8 @@ impl Session {
                 working_dir,
                 bus,
                 primary_events: Mutex::new(primary),
-                cancel: CancellationToken::new(),
+                inputs: Mutex::new(cancel.child_token()),
+                cancel,
                 run_lock: tokio::sync::Mutex::new(()),
                 children: parts.children,
                 jobs: parts.jobs,
@@ -561,12 +565,26 @@ impl Session {
         self.submit_until(input, &stop).await
     }
 
-    /// A token that, cancelled, stops the input submitted with it
-    /// ([`Session::submit_until`]) whenever the cancel comes: before its
-    /// turn began (it waited for another), or in it. [`Session::interrupt`]
+    /// What stops an input taken now ([`Session::submit_until`]) until
+    /// the next [`Session::stop_inputs`]: a front end takes it as the
+    /// input arrives, so a stop that comes before the input's turn begins
+    /// (it waits behind another) still reaches it. [`Session::interrupt`]
     /// reaches only a turn already running.
-    pub fn stop_token(&self) -> CancellationToken {
-        self.cancel.child_token()
+    pub fn input_stop(&self) -> CancellationToken {
+        self.inputs
+            .lock()
+            .map(|t| t.clone())
+            .unwrap_or_else(|_| self.cancel.clone())
+    }
+
+    /// Stop the running turn and every input taken since the last stop,
+    /// one still waiting for its turn too; an input taken after this is
+    /// not stopped.
+    pub fn stop_inputs(&self) {
+        if let Ok(mut inputs) = self.inputs.lock() {
+            std::mem::replace(&mut *inputs, self.cancel.child_token()).cancel();
+        }
+        self.interrupt();
     }
 
     /// [`Session::submit`], every turn of it stopped by `stop`.

@@ -11,7 +11,6 @@ pub mod events;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use tokio_util::sync::CancellationToken;
 
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
@@ -163,18 +162,6 @@ struct Running {
     suspense: tokio::task::JoinHandle<()>,
     /// Publishes every permission request and its end, whoever asked.
     requests: tokio::task::JoinHandle<()>,
-    /// Stops every message sent since the last interrupt, one still
-    /// waiting for its turn too.
-    stop: CancellationToken,
-}
-
-impl Running {
-    /// Stop the turn in flight and every message waiting behind it.
-    fn interrupt(&mut self) {
-        self.stop.cancel();
-        self.stop = self.session.stop_token();
-        self.session.interrupt();
-    }
 }
 
 /// How long a permission request waits for an answer by default.
@@ -342,7 +329,6 @@ impl Harness {
                 let requests = self.report_requests();
                 state.running = Some(Running {
                     kit,
-                    stop: session.stop_token(),
                     session,
                     _keep: keep,
                     pump,
@@ -374,8 +360,7 @@ impl Harness {
             }
             return;
         };
-        let mut running = running;
-        running.interrupt();
+        running.session.stop_inputs();
         running
             .session
             .stop_jobs(std::time::Duration::from_secs(3))
@@ -399,7 +384,8 @@ impl Harness {
             self.renew(running).await;
         }
         let session = running.session.clone();
-        let stop = running.stop.clone();
+        // Taken now: an interrupt before its turn begins stops it too.
+        let stop = session.input_stop();
         let streaming = self.streaming.clone();
         let log = self.log.clone();
         let status = |s: bool| json!({"lifecycle": Lifecycle::Running, "is_streaming": s});
@@ -425,16 +411,16 @@ impl Harness {
     /// Interrupt the turn in flight and the messages sent that wait for
     /// their turn; nothing when idle or stopped.
     pub async fn interrupt(&self) {
-        if let Ok(mut state) = self.state.try_lock()
-            && let Some(running) = &mut state.running
+        if let Ok(state) = self.state.try_lock()
+            && let Some(running) = &state.running
         {
-            running.interrupt();
+            running.session.stop_inputs();
             return;
         }
         // Busy (starting or stopping): wait for the lock, then interrupt.
-        let mut state = self.state.lock().await;
-        if let Some(running) = &mut state.running {
-            running.interrupt();
+        let state = self.state.lock().await;
+        if let Some(running) = &state.running {
+            running.session.stop_inputs();
         }
     }
 
@@ -446,7 +432,7 @@ impl Harness {
             state.fresh = true;
             return Ok(());
         };
-        running.interrupt();
+        running.session.stop_inputs();
         running.session.abort().await;
         self.renew(running).await;
         Ok(())
@@ -457,7 +443,6 @@ impl Harness {
     async fn renew(&self, running: &mut Running) {
         running.pump.abort();
         running.session = running.kit.session().await;
-        running.stop = running.session.stop_token();
         running.pump = self.pump(&running.session);
     }
 
