@@ -12,7 +12,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::oneshot;
 
 use super::agent::Agent;
-use crate::approvals::{Answer, PermissionRequest, QueueEvent};
+use crate::approvals::{PermissionRequest, QueueEvent};
 
 impl Agent {
     /// Put every call that waits for approval to the editor, one task
@@ -81,17 +81,10 @@ impl Agent {
         {
             // A yes to a form the defaults cannot fill: an editor gives
             // no values, so it is declined, saying why.
-            let _ = self.queue.answer(
-                &request.id,
-                Answer {
-                    allow: false,
-                    scope: crate::approvals::Scope::Once,
-                    note: Some(format!("the editor cannot fill this form: {why}")),
-                    by: super::permission::VIA.into(),
-                    at: crate::time::now_rfc3339(),
-                    content: None,
-                },
-            );
+            let note = format!("the editor cannot fill this form: {why}");
+            let _ = self
+                .queue
+                .answer(&request.id, super::permission::deny(Some(note)));
         }
     }
 

@@ -83,17 +83,21 @@ fn one_line(text: &str) -> String {
     }
 }
 
-/// The answer the client's `outcome` gives `request` (anything but an
-/// offered option is a denial).
-pub fn answer(outcome: Result<&Value, String>, request: &PermissionRequest) -> Answer {
-    let deny = |note: Option<String>| Answer {
+/// A no from the editor, with `note` for the model.
+pub fn deny(note: Option<String>) -> Answer {
+    Answer {
         allow: false,
         scope: Scope::Once,
         note,
         by: VIA.into(),
         at: crate::time::now_rfc3339(),
         content: None,
-    };
+    }
+}
+
+/// The answer the client's `outcome` gives `request` (anything but an
+/// offered option is a denial).
+pub fn answer(outcome: Result<&Value, String>, request: &PermissionRequest) -> Answer {
     let outcome = match outcome {
         Ok(result) => &result["outcome"],
         Err(why) => return deny(Some(format!("the editor did not answer: {why}"))),

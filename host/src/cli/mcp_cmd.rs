@@ -195,9 +195,11 @@ async fn list(host: HostArgs, no_connect: bool) -> anyhow::Result<ExitCode> {
         };
         outln!("{}: {}", sanitize(server.name()), sanitize(endpoint.trim()));
         if let Some(url) = &s.url {
-            let state = match crate::mcp::sign_in::store_of(server.name(), url) {
-                Some(store) if store.read().is_some() => "signed in".to_string(),
-                Some(store) if store.for_another_url().is_some() => format!(
+            use crate::mcp::sign_in::SignIn;
+            let kept = crate::mcp::sign_in::store_of(server.name(), url).map(|s| s.state());
+            let state = match kept {
+                Some(SignIn::Here(_)) => "signed in".to_string(),
+                Some(SignIn::ForAnotherUrl(_)) => format!(
                     "signed in to another URL: run `sandcrab mcp login {}`",
                     server.name()
                 ),

@@ -13,6 +13,7 @@ use rmcp::{RoleClient, ServiceExt};
 
 use super::McpError;
 use super::elicit::Elicitor;
+use super::sign_in::SignIn;
 use crate::config::McpServerSettings;
 use crate::plugin::policy::McpGrant;
 use crate::plugin::{Access, SandboxContext};
@@ -151,13 +152,15 @@ async fn spawn(
 /// the server is reached without one and says what it needs).
 async fn signed_in(name: &str, url: &str) -> Option<AuthorizationManager> {
     let store = super::sign_in::store_of(name, url)?;
-    if store.read().is_none() {
-        if let Some(other) = store.for_another_url() {
+    match store.state() {
+        SignIn::Here(_) => {}
+        SignIn::ForAnotherUrl(other) => {
             tracing::warn!(
                 "MCP server '{name}': the sign-in kept is for {other}, not {url}: run `sandcrab mcp login {name}`"
             );
+            return None;
         }
-        return None;
+        SignIn::None => return None,
     }
     let mut manager = AuthorizationManager::new(url).await.ok()?;
     manager.set_credential_store(store);

@@ -7,7 +7,7 @@ mod flow;
 mod store;
 
 pub use flow::{CALLBACK_TIMEOUT, CLIENT_NAME, SignInError, sign_in};
-pub use store::{BadServerName, FOLDER, SignInStore};
+pub use store::{BadServerName, FOLDER, SignIn, SignInStore};
 
 /// The sign-in store of server `name` at `url` in the user's data folder
 /// (None: no data folder, or a name that cannot name a file).

@@ -20,6 +20,16 @@ struct Kept {
     credentials: StoredCredentials,
 }
 
+/// What a server's sign-in file holds.
+pub enum SignIn {
+    /// Credentials for the URL configured now.
+    Here(Box<StoredCredentials>),
+    /// A sign-in for another URL (the configuration changed since).
+    ForAnotherUrl(String),
+    /// Nothing (or nothing readable).
+    None,
+}
+
 /// The sign-in of server `server` at `url`.
 #[derive(Debug, Clone)]
 pub struct SignInStore {
@@ -56,19 +66,24 @@ impl SignInStore {
         &self.path
     }
 
-    /// What is kept, when it is for this URL.
-    pub fn read(&self) -> Option<StoredCredentials> {
-        let text = std::fs::read(&self.path).ok()?;
-        let kept: Kept = serde_json::from_slice(&text).ok()?;
-        (kept.url == self.url).then_some(kept.credentials)
+    /// What is kept.
+    pub fn state(&self) -> SignIn {
+        let kept = std::fs::read(&self.path)
+            .ok()
+            .and_then(|text| serde_json::from_slice::<Kept>(&text).ok());
+        match kept {
+            Some(kept) if kept.url == self.url => SignIn::Here(Box::new(kept.credentials)),
+            Some(kept) => SignIn::ForAnotherUrl(kept.url),
+            None => SignIn::None,
+        }
     }
 
-    /// Whether a sign-in is kept for another URL (the configuration
-    /// changed since).
-    pub fn for_another_url(&self) -> Option<String> {
-        let text = std::fs::read(&self.path).ok()?;
-        let kept: Kept = serde_json::from_slice(&text).ok()?;
-        (kept.url != self.url).then_some(kept.url)
+    /// What is kept, when it is for this URL.
+    pub fn read(&self) -> Option<StoredCredentials> {
+        match self.state() {
+            SignIn::Here(credentials) => Some(*credentials),
+            _ => None,
+        }
     }
 
     /// Forget it; true if there was one.
