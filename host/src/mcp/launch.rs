@@ -163,6 +163,13 @@ async fn signed_in(name: &str, url: &str) -> Option<AuthorizationManager> {
         SignIn::None => return None,
     }
     let mut manager = AuthorizationManager::new(url).await.ok()?;
+    match super::sign_in::metadata(&manager, url, None).await {
+        Ok(metadata) => manager.set_metadata(metadata),
+        Err(e) => {
+            tracing::warn!("MCP server '{name}': its authorization server cannot be found ({e})");
+            return None;
+        }
+    }
     manager.set_credential_store(store);
     match manager.initialize_from_store().await {
         Ok(true) => Some(manager),

@@ -70,13 +70,11 @@ impl ResourceTool {
                     "MCP server '{}': resources/list timed out",
                     self.server.name()
                 )
-            })?
-            .map_err(|e| {
-                format!(
-                    "MCP server '{}': resources/list failed: {e}",
-                    self.server.name()
-                )
             })?;
+        let listed = match listed {
+            Ok(listed) => listed,
+            Err(e) => return Err(self.server.refused("resources/list", e).await.to_string()),
+        };
         if listed.is_empty() {
             return Ok(format!(
                 "MCP server '{}' lists no resources.",
@@ -114,13 +112,14 @@ impl ResourceTool {
                     "MCP server '{}': reading {uri} timed out",
                     self.server.name()
                 )
-            })?
-            .map_err(|e| {
-                format!(
-                    "MCP server '{}': reading {uri} failed: {e}",
-                    self.server.name()
-                )
             })?;
+        let result = match result {
+            Ok(result) => result,
+            Err(e) => {
+                let what = format!("reading {uri}");
+                return Err(self.server.refused(&what, e).await.to_string());
+            }
+        };
         let result = serde_json::to_value(&result).unwrap_or_default();
         Ok(render(&result["contents"]))
     }

@@ -282,8 +282,11 @@ impl McpServer {
         let peer = self.peer().await?;
         let listed = tokio::time::timeout(self.startup_timeout(), peer.list_all_tools())
             .await
-            .map_err(|_| self.failed("tools/list timed out"))?
-            .map_err(|e| self.failed(&format!("tools/list failed: {e}")))?;
+            .map_err(|_| self.failed("tools/list timed out"))?;
+        let listed = match listed {
+            Ok(listed) => listed,
+            Err(e) => return Err(self.refused("tools/list", e).await),
+        };
         Ok(listed
             .into_iter()
             .map(|t| RemoteTool {
@@ -322,15 +325,7 @@ impl McpServer {
                     self.name
                 ));
             }
-            Ok(Err(e)) => {
-                if !matches!(e, rmcp::ServiceError::McpError(_)) {
-                    // The connection broke (the server died, say): the next
-                    // call starts the server again rather than finding the
-                    // dead connection before its end has been noticed.
-                    self.state.lock().await.connection = None;
-                }
-                return Err(self.failed(&format!("{tool}: {e}")).to_string());
-            }
+            Ok(Err(e)) => return Err(self.refused(tool, e).await.to_string()),
             Ok(Ok(result)) => result,
         };
         let mut text = String::new();
@@ -350,6 +345,28 @@ impl McpServer {
         } else {
             Ok(text)
         }
+    }
+
+    /// Why request `what` failed with `error`, for the model and the
+    /// operator. A refusal for want of scope is kept for the next sign-in
+    /// (step-up); a broken connection is dropped, so the next request
+    /// starts the server again rather than finding the dead connection
+    /// before its end has been noticed.
+    pub(super) async fn refused(&self, what: &str, error: rmcp::ServiceError) -> McpError {
+        if let Some(needed) = super::sign_in::needed_scopes(&error) {
+            let store = self
+                .settings
+                .url
+                .as_deref()
+                .and_then(|url| super::sign_in::store_of(&self.name, url));
+            self.state.lock().await.connection = None;
+            let said = super::sign_in::ask_for_more(&self.name, store.as_ref(), &needed);
+            return self.failed(&format!("{what}: {said}"));
+        }
+        if !matches!(error, rmcp::ServiceError::McpError(_)) {
+            self.state.lock().await.connection = None;
+        }
+        self.failed(&format!("{what} failed: {error}"))
     }
 
     fn failed(&self, message: &str) -> McpError {

@@ -8,7 +8,9 @@
 
 use std::time::Duration;
 
-use rmcp::transport::auth::{AuthorizationManager, AuthorizationRequest, OAuthState};
+use rmcp::transport::auth::{
+    AuthorizationManager, AuthorizationRequest, AuthorizationSession, OAuthState,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::store::SignInStore;
@@ -54,15 +56,19 @@ pub async fn sign_in(
     let port = listener.local_addr().map_err(SignInError::Listen)?.port();
     let redirect = format!("http://127.0.0.1:{port}/callback");
     let mut manager = AuthorizationManager::new(url).await.map_err(failed)?;
-    manager.set_credential_store(store);
-    let mut state = OAuthState::Unauthorized(manager);
-    let mut request = request(&redirect, settings)?;
     // What the server itself says it needs (where its metadata is, which
     // scopes) seeds discovery; without a challenge, the well-known places.
-    if let Some(challenge) = challenge(url).await {
-        request = request.with_challenge(challenge);
-    }
-    state.start_authorization(request).await.map_err(failed)?;
+    let challenge = challenge(url).await;
+    let metadata = super::discovery::metadata(&manager, url, challenge.as_deref())
+        .await
+        .map_err(failed)?;
+    manager.set_metadata(metadata);
+    let request = request(&redirect, settings, &store)?;
+    manager.set_credential_store(store);
+    let session = AuthorizationSession::new(manager, request)
+        .await
+        .map_err(|(_, e)| failed(e))?;
+    let mut state = OAuthState::Session(session);
     let address = state.get_authorization_url().await.map_err(failed)?;
     let expected = browsable(&address).map_err(|message| SignInError::OAuth {
         url: url.to_string(),
@@ -128,13 +134,24 @@ fn browsable(address: &str) -> Result<String, String> {
         .ok_or_else(|| "the authorization URL carries no state".into())
 }
 
-/// The authorization request `settings` describe.
-fn request(redirect: &str, settings: &OAuthSettings) -> Result<AuthorizationRequest, SignInError> {
+/// The authorization request `settings` describe, asking too for the
+/// scopes a refused call needed since the last sign-in (step-up).
+fn request(
+    redirect: &str,
+    settings: &OAuthSettings,
+    store: &SignInStore,
+) -> Result<AuthorizationRequest, SignInError> {
     let mut request = AuthorizationRequest::new(redirect)
         .with_client_name(CLIENT_NAME)
         .with_initial_scope_selection();
-    if !settings.scopes.is_empty() {
-        request = request.with_scopes(settings.scopes.iter().cloned());
+    let mut scopes = settings.scopes.clone();
+    for scope in store.step_up_scopes() {
+        if !scopes.contains(&scope) {
+            scopes.push(scope);
+        }
+    }
+    if !scopes.is_empty() {
+        request = request.with_scopes(scopes);
     }
     if let Some(id) = &settings.client_id {
         request = request.with_preregistered_client(id);

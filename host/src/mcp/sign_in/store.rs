@@ -13,11 +13,15 @@ use serde::{Deserialize, Serialize};
 /// The folder of sign-ins in the data folder.
 pub const FOLDER: &str = "mcp-sign-in";
 
-/// What the file holds: the credentials and the URL they are for.
+/// What the file holds: the credentials, the URL they are for, and the
+/// scopes a call was refused for want of (step-up: asked for at the next
+/// sign-in).
 #[derive(Serialize, Deserialize)]
 struct Kept {
     url: String,
     credentials: StoredCredentials,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    wanted: Vec<String>,
 }
 
 /// What a server's sign-in file holds.
@@ -66,12 +70,15 @@ impl SignInStore {
         &self.path
     }
 
+    fn kept(&self) -> Option<Kept> {
+        std::fs::read(&self.path)
+            .ok()
+            .and_then(|text| serde_json::from_slice::<Kept>(&text).ok())
+    }
+
     /// What is kept.
     pub fn state(&self) -> SignIn {
-        let kept = std::fs::read(&self.path)
-            .ok()
-            .and_then(|text| serde_json::from_slice::<Kept>(&text).ok());
-        match kept {
+        match self.kept() {
             Some(kept) if kept.url == self.url => SignIn::Here(Box::new(kept.credentials)),
             Some(kept) => SignIn::ForAnotherUrl(kept.url),
             None => SignIn::None,
@@ -86,6 +93,39 @@ impl SignInStore {
         }
     }
 
+    /// The scopes the next sign-in asks for beyond the configured ones:
+    /// those granted before and those a refused call needed (empty when
+    /// no call was refused for want of scope since the last sign-in).
+    pub fn step_up_scopes(&self) -> Vec<String> {
+        let Some(kept) = self.kept().filter(|kept| kept.url == self.url) else {
+            return Vec::new();
+        };
+        if kept.wanted.is_empty() {
+            return Vec::new();
+        }
+        let mut scopes = kept.credentials.granted_scopes;
+        for scope in kept.wanted {
+            if !scopes.contains(&scope) {
+                scopes.push(scope);
+            }
+        }
+        scopes
+    }
+
+    /// Keep `scopes` (space-separated, as a challenge names them) for the
+    /// next sign-in; an error when there is no sign-in to add them to.
+    pub fn want(&self, scopes: &str) -> std::io::Result<()> {
+        let Some(mut kept) = self.kept().filter(|kept| kept.url == self.url) else {
+            return Err(std::io::Error::other("not signed in"));
+        };
+        for scope in scopes.split_whitespace() {
+            if !kept.wanted.iter().any(|w| w == scope) {
+                kept.wanted.push(scope.to_string());
+            }
+        }
+        self.write_kept(&kept)
+    }
+
     /// Forget it; true if there was one.
     pub fn remove(&self) -> std::io::Result<bool> {
         match std::fs::remove_file(&self.path) {
@@ -95,7 +135,25 @@ impl SignInStore {
         }
     }
 
+    /// Keep `credentials`; the scopes still wanted are those they do not
+    /// grant.
     fn write(&self, credentials: StoredCredentials) -> std::io::Result<()> {
+        let wanted = self
+            .kept()
+            .filter(|kept| kept.url == self.url)
+            .map(|kept| kept.wanted)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|scope| !credentials.granted_scopes.contains(scope))
+            .collect();
+        self.write_kept(&Kept {
+            url: self.url.clone(),
+            credentials,
+            wanted,
+        })
+    }
+
+    fn write_kept(&self, kept: &Kept) -> std::io::Result<()> {
         use std::io::Write;
         use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
         let dir = self.path.parent().expect("a file in a folder");
@@ -103,11 +161,7 @@ impl SignInStore {
             .recursive(true)
             .mode(0o700)
             .create(dir)?;
-        let kept = Kept {
-            url: self.url.clone(),
-            credentials,
-        };
-        let text = serde_json::to_vec(&kept).map_err(std::io::Error::other)?;
+        let text = serde_json::to_vec(kept).map_err(std::io::Error::other)?;
         // Written whole beside it, owner-only, then moved over it.
         // A name of its own: another sandcrab refreshing at the same
         // moment never moves this half-written file into place.
