@@ -41,6 +41,7 @@ mod manifest_policy_test;
 mod mcp_client_test;
 mod mcp_conformance_test;
 mod mcp_server_test;
+mod mcp_sign_in_test;
 mod memory_meaning_test;
 mod mock_llm;
 mod pg_cluster;

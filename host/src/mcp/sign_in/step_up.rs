@@ -37,7 +37,9 @@ pub fn ask_for_more(name: &str, store: Option<&SignInStore>, needed: &str) -> St
     let then = if kept {
         format!("the operator can grant it with `sandcrab mcp login {name}`, which asks for it")
     } else {
-        format!("sign in again with `sandcrab mcp login {name}` (add it to [mcp.servers.{name}.oauth] scopes)")
+        format!(
+            "sign in again with `sandcrab mcp login {name}` (add it to [mcp.servers.{name}.oauth] scopes)"
+        )
     };
     format!("the server needs {scopes} for this call: {then}")
 }
