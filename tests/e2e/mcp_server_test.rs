@@ -585,3 +585,48 @@ fn the_mcp_client_is_asked_when_a_rule_says_ask() {
     );
     assert!(!scene.workspace().join("unasked").exists());
 }
+
+/// The configured MCP servers' tools are served onward as `SERVER__tool`,
+/// under the operator's selection and the server's grant, each call with
+/// a receipt naming the server.
+#[test]
+fn configured_mcp_servers_are_served_onward_under_the_same_rules() {
+    let scene = Scene::new();
+    std::fs::write(scene.outside().join("secret.txt"), "TOP-SECRET").unwrap();
+    crate::mcp_client_test::configure_probe(
+        &scene,
+        "",
+        "[agent.tools]\nexclude = [\"probe__pid\"]\n",
+    );
+    let secret = scene.outside().join("secret.txt");
+    let out = over_stdio(
+        &scene,
+        &[],
+        json!([
+            {"list": true},
+            {"call": "probe__echo", "args": {"text": "onward"}},
+            {"call": "probe__read_path", "args": {"path": secret}},
+            {"call": "probe__pid", "args": {}},
+        ]),
+    );
+    let steps = out["steps"].as_array().unwrap();
+    let tools = tools_of(&steps[0]);
+    for offered in ["read_file", "probe__echo", "probe__read_path"] {
+        assert!(tools.contains(&offered.to_string()), "{tools:?}");
+    }
+    assert!(!tools.contains(&"probe__pid".to_string()), "{tools:?}");
+    assert_eq!(steps[1]["is_error"], false, "{}", steps[1]);
+    assert!(steps[1]["text"].as_str().unwrap().contains("echo: onward"));
+    let receipt = &steps[1]["meta"]["sandcrab/receipt"];
+    assert_eq!(receipt["principal"]["kind"], "mcp-server", "{receipt}");
+    assert_eq!(receipt["principal"]["name"], "probe", "{receipt}");
+    // The server's grant holds for the MCP client's calls too.
+    assert!(
+        !steps[2].to_string().contains("TOP-SECRET"),
+        "{}",
+        steps[2]
+    );
+    assert!(steps[2]["text"].as_str().unwrap().contains("denied"));
+    // Excluded by the operator: not callable either.
+    assert!(steps[3]["protocol_error"].is_string(), "{}", steps[3]);
+}

@@ -289,7 +289,7 @@ impl LivePlugins {
     fn publish(&self, host: &PluginHost) {
         let set = match &self.profile {
             Some(profile) => plugin_tools(host, profile, &self.selection),
-            None => served_tools(host, &self.selection),
+            None => served_tools(host, &self.selection, &|_| false),
         };
         let mut registry = set.registry;
         registry.overlay(&self.kept.read().unwrap_or_else(|e| e.into_inner()));

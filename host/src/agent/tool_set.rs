@@ -111,10 +111,16 @@ pub fn plugin_tools_knowing(
     tools_for(host, Some(profile), selection, also_known)
 }
 
-/// The tools `sandcrab mcp serve` offers: every loaded plugin tool (no
-/// profile narrows the built-in ones) under the operator's `selection`.
-pub fn served_tools(host: &PluginHost, selection: &ToolSelection) -> ToolSet {
-    tools_for(host, None, selection, &|_| false)
+/// The plugin tools `sandcrab mcp serve` offers: every loaded plugin
+/// tool (no profile narrows the built-in ones) under the operator's
+/// `selection`; names `also_known` accepts (the configured MCP servers
+/// and their tools, served onward) are not reported as matching nothing.
+pub fn served_tools(
+    host: &PluginHost,
+    selection: &ToolSelection,
+    also_known: &dyn Fn(&str) -> bool,
+) -> ToolSet {
+    tools_for(host, None, selection, also_known)
 }
 
 fn tools_for(

@@ -1,5 +1,6 @@
-//! `sandcrab mcp serve`: the tools of the loaded plugins (after the
-//! operator's include/exclude) served over MCP, on stdio or on streamable
+//! `sandcrab mcp serve`: the tools of the loaded plugins and of the
+//! configured MCP servers (after the operator's include/exclude) served
+//! over MCP, on stdio or on streamable
 //! HTTP guarded like the bridge.
 
 use std::net::SocketAddr;
@@ -255,11 +256,24 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let setup = args.host.setup().await?;
     setup.print_warnings();
     let selection = setup.config.agent.tool_selection();
-    let set = tool_set::served_tools(&setup.host, &selection);
-    for warning in &set.warnings {
+    // The configured MCP servers' tools are served onward, as
+    // `SERVER__tool`, through the same approvals, hooks and receipts.
+    let servers = McpServers::new(&setup.config.mcp.servers, setup.host.sandbox_context());
+    let mut onward = crate::tools::ToolRegistry::new();
+    let mut warnings = servers
+        .register_tools(&mut onward, |server, tool| {
+            selection.admits(tool, Some(server))
+        })
+        .await;
+    let known = |name: &str| onward.get(name).is_some() || servers.iter().any(|s| s.name() == name);
+    let set = tool_set::served_tools(&setup.host, &selection, &known);
+    warnings.extend(set.warnings);
+    for warning in &warnings {
         errln!("warning: {}", super::terminal::sanitize(warning));
     }
-    let catalog = ToolCatalog::new(set.registry);
+    let mut registry = set.registry;
+    registry.overlay(&onward);
+    let catalog = ToolCatalog::new(registry);
     let truncation = setup.config.truncation_policy();
     // The operator's rules decide every call (deny rules hold here too);
     // `ask` asks the client, when it can answer.
@@ -285,6 +299,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .with_approvals(approvals, workspace)
         .with_hooks(hooks);
     let live = LivePlugins::serving(setup.host, catalog, selection);
+    live.keep_tools(onward);
     let report = |r: PluginReport| errln!("plugins: {}", super::terminal::sanitize(&r.to_string()));
     let _watching = args
         .watch_plugins
