@@ -591,3 +591,60 @@ fn mcp_login_refuses_an_unknown_or_local_server_naming_the_fix() {
     assert!(!local.status.success());
     assert!(said.contains("is a program on stdio"), "{said}");
 }
+
+/// A server's prompts are `chat` commands: `/help` lists them with their
+/// arguments, a prompt with its arguments becomes the message the model
+/// gets, a missing argument is named (nothing sent), and a prompt larger
+/// than the bound is cut and says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_servers_prompts_are_chat_commands_bounded_in_bytes() {
+    use crate::llm_transcripts::{Answer, stream};
+    let kind = sandcrab::llm::ProviderKind::Anthropic;
+    let scene = Scene::new();
+    configure_probe(&scene, "", "");
+    let server = crate::mock_llm::MockLlm::strict(kind).await;
+    server.push(stream(kind, &Answer::Text(vec!["reviewed"])));
+    server.push(stream(kind, &Answer::Text(vec!["flooded"])));
+    let out = crate::cli_support::chat(
+        &scene,
+        kind,
+        &server,
+        &[
+            "/help",
+            "/mcp__probe__review",
+            "/mcp__probe__review main security and speed",
+            "/mcp__probe__flood",
+            "/mcp__probe__nothing",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("/mcp__probe__review branch [focus]")
+            && stderr.contains("Review a branch. (MCP server probe)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("/mcp__probe__review needs its argument 'branch'"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("no MCP server 'probe' has a prompt 'nothing'"),
+        "{stderr}"
+    );
+    // Two messages reached the model: the two prompts that rendered.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "{stderr}");
+    let said = |i: usize| {
+        let messages = requests[i].body["messages"].as_array().unwrap().clone();
+        messages.last().unwrap()["content"].to_string()
+    };
+    assert!(
+        said(0).contains("PROMPT: review the branch main, focusing on security and speed."),
+        "{}",
+        said(0)
+    );
+    let flood = said(1);
+    assert!(flood.contains("[prompt cut at 65536 of 200000 bytes]"), "…");
+    assert!(flood.len() < 70_000, "{}", flood.len());
+}

@@ -621,11 +621,7 @@ fn configured_mcp_servers_are_served_onward_under_the_same_rules() {
     assert_eq!(receipt["principal"]["kind"], "mcp-server", "{receipt}");
     assert_eq!(receipt["principal"]["name"], "probe", "{receipt}");
     // The server's grant holds for the MCP client's calls too.
-    assert!(
-        !steps[2].to_string().contains("TOP-SECRET"),
-        "{}",
-        steps[2]
-    );
+    assert!(!steps[2].to_string().contains("TOP-SECRET"), "{}", steps[2]);
     assert!(steps[2]["text"].as_str().unwrap().contains("denied"));
     // Excluded by the operator: not callable either.
     assert!(steps[3]["protocol_error"].is_string(), "{}", steps[3]);

@@ -64,6 +64,18 @@ def today() -> str:
     return "RESOURCE-TEXT of today"
 
 
+@server.prompt()
+def review(branch: str, focus: str = "everything") -> str:
+    """Review a branch."""
+    return f"PROMPT: review the branch {branch}, focusing on {focus}."
+
+
+@server.prompt()
+def flood() -> str:
+    """A prompt far longer than any client should take whole."""
+    return "y" * 200_000
+
+
 class Profile(BaseModel):
     """What ask_profile asks the user."""
 

@@ -30,17 +30,23 @@ const COMMANDS: [(&str, &str, Option<&str>); 2] = [
     ),
 ];
 
-/// The commands as ACP's `availableCommands`.
-pub fn advertised() -> Vec<Value> {
-    COMMANDS
-        .iter()
-        .map(|(name, description, hint)| match hint {
-            Some(hint) => {
-                json!({"name": name, "description": description, "input": {"hint": hint}})
-            }
-            None => json!({"name": name, "description": description}),
-        })
-        .collect()
+/// The commands as ACP's `availableCommands`: sandcrab's own, then the
+/// MCP servers' `prompts`.
+pub fn advertised(prompts: &[crate::mcp::PromptCommand]) -> Vec<Value> {
+    let own = COMMANDS.iter().map(|(name, description, hint)| match hint {
+        Some(hint) => {
+            json!({"name": name, "description": description, "input": {"hint": hint}})
+        }
+        None => json!({"name": name, "description": description}),
+    });
+    let served = prompts.iter().map(|p| {
+        let description = p.summary();
+        match p.hint() {
+            hint if hint.is_empty() => json!({"name": p.name(), "description": description}),
+            hint => json!({"name": p.name(), "description": description, "input": {"hint": hint}}),
+        }
+    });
+    own.chain(served).collect()
 }
 
 impl Command {
@@ -101,6 +107,6 @@ mod tests {
         assert_eq!(Command::parse("/model"), Some(Command::Model(None)));
         assert_eq!(Command::parse("/etc/passwd is odd"), None);
         assert_eq!(Command::parse("compact"), None);
-        assert_eq!(advertised().len(), COMMANDS.len());
+        assert_eq!(advertised(&[]).len(), COMMANDS.len());
     }
 }

@@ -20,6 +20,8 @@ use crate::approvals::Mode;
 /// One session the editor drives.
 pub(super) struct Driven {
     pub session: Arc<Session>,
+    /// The MCP servers of its kit (their prompts are slash commands).
+    mcp: crate::mcp::McpServers,
     /// Asks the forwarder to say when every update so far went out.
     flush: mpsc::Sender<oneshot::Sender<()>>,
     /// A prompt is being answered (one at a time).
@@ -74,7 +76,7 @@ impl Agent {
         let session = kit.session().await;
         let id = session.id().to_string();
         let modes = modes(&session);
-        self.drive(session, params).await;
+        self.drive(session, kit.mcp.clone(), params).await;
         Ok(json!({"sessionId": id, "modes": modes}))
     }
 
@@ -85,8 +87,8 @@ impl Agent {
             .as_str()
             .ok_or_else(|| invalid("sessionId is missing"))?;
         let open = self.sessions.lock().await.get(id).cloned();
-        let session = match &open {
-            Some(driven) => driven.session.clone(),
+        let (session, mcp) = match &open {
+            Some(driven) => (driven.session.clone(), driven.mcp.clone()),
             None => {
                 self.room_for_a_session().await?;
                 let kit = self.kit(params).await?;
@@ -104,10 +106,11 @@ impl Agent {
                 if stored.is_none() {
                     return Err(not_found());
                 }
-                kit.resume(id).await.map_err(|e| Failure {
+                let session = kit.resume(id).await.map_err(|e| Failure {
                     code: code::NOT_FOUND,
                     message: e.to_string(),
-                })?
+                })?;
+                (session, kit.mcp.clone())
             }
         };
         for update in super::updates::for_history(&session.history()) {
@@ -115,7 +118,7 @@ impl Agent {
         }
         let modes = modes(&session);
         if open.is_none() {
-            self.drive(session, params).await;
+            self.drive(session, mcp, params).await;
         }
         Ok(json!({"modes": modes}))
     }
@@ -161,7 +164,12 @@ impl Agent {
     }
 
     /// Keep `session` for prompts, and send what it shows as updates.
-    async fn drive(self: &Arc<Self>, session: Arc<Session>, params: &Value) {
+    async fn drive(
+        self: &Arc<Self>,
+        session: Arc<Session>,
+        mcp: crate::mcp::McpServers,
+        params: &Value,
+    ) {
         if params["mcpServers"]
             .as_array()
             .is_some_and(|s| !s.is_empty())
@@ -173,6 +181,7 @@ impl Agent {
         let (flush, flushes) = mpsc::channel(4);
         let driven = Arc::new(Driven {
             session: session.clone(),
+            mcp,
             flush,
             busy: AtomicBool::new(false),
         });
@@ -184,9 +193,15 @@ impl Agent {
         tokio::spawn(async move { agent.forward(&id, events, &workspace, flushes).await });
     }
 
-    /// After the editor learned of a session: the slash commands it takes.
+    /// After the editor learned of a session: the slash commands it takes
+    /// (sandcrab's, and its MCP servers' prompts).
     pub(super) async fn after_open(&self, session_id: &str) {
-        let update = json!({"sessionUpdate": "available_commands_update", "availableCommands": super::commands::advertised()});
+        let driven = self.sessions.lock().await.get(session_id).cloned();
+        let prompts = match driven {
+            Some(driven) => driven.mcp.prompts().await.0,
+            None => Vec::new(),
+        };
+        let update = json!({"sessionUpdate": "available_commands_update", "availableCommands": super::commands::advertised(&prompts)});
         self.update(session_id, update).await;
     }
 
@@ -286,7 +301,20 @@ impl Agent {
         stop: &tokio_util::sync::CancellationToken,
         params: &Value,
     ) -> Result<Value, Failure> {
-        let text = prompt_text(&params["prompt"])?;
+        let mut text = prompt_text(&params["prompt"])?;
+        // An MCP server's prompt is rendered into the message sent.
+        match driven.mcp.render_prompt(&text).await {
+            Some(Ok(message)) => text = message,
+            Some(Err(e)) => {
+                self.update(
+                    driven.session.id(),
+                    json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": e.to_string()}}),
+                )
+                .await;
+                return Ok(json!({"stopReason": "end_turn"}));
+            }
+            None => {}
+        }
         if let Some(command) = super::commands::Command::parse(&text) {
             let said = command.run(&driven.session).await;
             driven.flush().await;

@@ -194,6 +194,23 @@ impl Chat {
                     let session = self.session.clone();
                     self.interruptible(session.retry()).await
                 }
+                Some(Command::Prompt(command)) => {
+                    match self.kit.mcp.render_prompt(&command).await {
+                        Some(Ok(message)) => self.send(&message).await,
+                        Some(Err(e)) => {
+                            errln!("{}", super::terminal::sanitize(&e.to_string()));
+                            None
+                        }
+                        None => {
+                            let name = command.split_whitespace().next().unwrap_or_default();
+                            errln!(
+                                "unknown command {}; /help lists them",
+                                super::terminal::one_line(name, 60)
+                            );
+                            None
+                        }
+                    }
+                }
                 Some(command) => {
                     super::chat_commands::run(self, command).await;
                     None
@@ -203,11 +220,7 @@ impl Chat {
                     for note in notes {
                         errln!("{note}");
                     }
-                    let session = self.session.clone();
-                    let failed = self.interruptible(session.submit(&message)).await;
-                    self.renderer.flush().await;
-                    self.status_line();
-                    failed
+                    self.send(&message).await
                 }
             };
             if let Some(failed) = failed {
@@ -220,6 +233,15 @@ impl Chat {
                 }
             }
         }
+    }
+
+    /// Send `message` as the operator's turn; the failure, if any.
+    async fn send(&mut self, message: &str) -> Option<Failed> {
+        let session = self.session.clone();
+        let failed = self.interruptible(session.submit(message)).await;
+        self.renderer.flush().await;
+        self.status_line();
+        failed
     }
 
     /// Drive `work`, turning Ctrl-C into an interrupt of the session and

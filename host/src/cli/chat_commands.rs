@@ -52,6 +52,9 @@ pub enum Command {
         force: bool,
     },
     Approvals,
+    /// An MCP server's prompt, `/mcp__SERVER__PROMPT ARGS` (the whole
+    /// line): rendered and sent as the message.
+    Prompt(String),
     Unknown(String),
 }
 
@@ -99,6 +102,9 @@ impl Command {
                 _ => Command::Unknown(format!("/resume {arg}")),
             },
             ("/approvals", _) => Command::Approvals,
+            (name, _) if name.starts_with(crate::mcp::prompts::PREFIX) => {
+                Command::Prompt(input.to_string())
+            }
             (other, _) => Command::Unknown(other.to_string()),
         })
     }
@@ -134,7 +140,7 @@ const HELP: &[(&str, &str)] = &[
 /// Do `command` (not `/exit` or `/retry`, which the loop handles).
 pub(super) async fn run(chat: &mut Chat, command: Command) {
     match command {
-        Command::Help => help(chat),
+        Command::Help => help(chat).await,
         Command::Compact => {
             chat.session.compact_on_request().await;
         }
@@ -152,16 +158,33 @@ pub(super) async fn run(chat: &mut Chat, command: Command) {
             "unknown command {}; /help lists them",
             super::terminal::one_line(&name, 60)
         ),
-        Command::Exit | Command::Retry => {}
+        Command::Exit | Command::Retry | Command::Prompt(_) => {}
     }
 }
 
-fn help(chat: &Chat) {
+async fn help(chat: &Chat) {
     let mut out = Styled::new(chat.look.color);
+    // The MCP servers' prompts are commands too.
+    let (prompts, _) = chat.kit.mcp.prompts().await;
+    let prompts: Vec<(String, String)> = prompts
+        .iter()
+        .map(|p| {
+            let name = format!("/{} {}", p.name(), p.hint());
+            (
+                sanitize(name.trim()).into_owned(),
+                sanitize(&p.summary()).into_owned(),
+            )
+        })
+        .collect();
+    let prompts: Vec<(&str, &str)> = prompts
+        .iter()
+        .map(|(n, w)| (n.as_str(), w.as_str()))
+        .collect();
     // One column for the names, as wide as the widest and two more; the
     // descriptions wrap at the terminal's width under their column.
     let column = HELP
         .iter()
+        .chain(&prompts)
         .map(|(name, _)| width_of(name))
         .max()
         .unwrap_or(0)
@@ -170,7 +193,7 @@ fn help(chat: &Chat) {
         .look
         .width
         .map_or(usize::MAX, |w| w.saturating_sub(column + 1).max(20));
-    for (name, what) in HELP {
+    for (name, what) in HELP.iter().chain(&prompts) {
         out.styled(Style::Bold, name)
             .text(&" ".repeat(column - width_of(name)));
         for (i, line) in word_wrap(what, room).iter().enumerate() {

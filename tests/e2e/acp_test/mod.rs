@@ -19,6 +19,7 @@ use crate::mock_llm::{MockLlm, Reply};
 use crate::support::Scene;
 
 mod cancel;
+mod prompts;
 
 const KIND: ProviderKind = ProviderKind::Anthropic;
 
