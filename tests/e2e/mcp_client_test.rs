@@ -648,3 +648,84 @@ async fn a_servers_prompts_are_chat_commands_bounded_in_bytes() {
     assert!(flood.contains("[prompt cut at 65536 of 200000 bytes]"), "…");
     assert!(flood.len() < 70_000, "{}", flood.len());
 }
+
+/// The model's non-streamed answer to a sampling request, as Anthropic
+/// sends it.
+fn sampled_answer(text: &str) -> crate::mock_llm::Reply {
+    crate::mock_llm::Reply::json(
+        200,
+        json!({"id": "msg_s", "type": "message", "role": "assistant", "model": "test-model",
+               "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+               "usage": {"input_tokens": 17, "output_tokens": 2}}),
+    )
+}
+
+/// `run` where the model calls `probe__ask_model`: the report of
+/// TOOL_CALL_END, what the model was sent back, and every request.
+async fn ask_the_model_through_the_probe(
+    scene: &Scene,
+    server: &MockLlm,
+) -> (serde_json::Value, String, Vec<crate::mock_llm::Recorded>) {
+    let kind = ProviderKind::Anthropic;
+    let out = sandcrab(scene, kind, server, "run")
+        .args(["--json", "Ask it."])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let end = crate::cli_support::events(&out.stdout)
+        .into_iter()
+        .find(|e| e["kind"] == "TOOL_CALL_END")
+        .unwrap_or_else(|| panic!("no TOOL_CALL_END: {stderr}"));
+    let requests = server.requests();
+    let sent = tool_result(kind, requests.last().unwrap(), "s1", "probe__ask_model");
+    (end, sent, requests)
+}
+
+/// A server the operator allows sampling asks the session's model while
+/// it answers a call: its request is bounded (the tokens it may take),
+/// the answer goes back, and the call's receipt records the model call.
+/// Without the operator's leave, the server is refused and the model is
+/// never asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_samples_the_model_only_where_the_operator_allows_it() {
+    let kind = ProviderKind::Anthropic;
+    let call = || {
+        stream(
+            kind,
+            &Answer::Tools(vec![tool(
+                "s1",
+                "probe__ask_model",
+                json!({"question": "Capital of France?"}),
+            )]),
+        )
+    };
+
+    let allowed = Scene::new();
+    configure_probe(&allowed, "sampling = true", "");
+    let server = MockLlm::strict(kind).await;
+    server.push(call());
+    server.push(sampled_answer("Paris"));
+    server.push(stream(kind, &Answer::Text(vec!["Done."])));
+    let (end, sent, requests) = ask_the_model_through_the_probe(&allowed, &server).await;
+    assert!(sent.contains("model said: Paris"), "{sent}");
+    assert_eq!(requests.len(), 3);
+    let sampling = &requests[1].body;
+    assert_eq!(sampling["max_tokens"], 4096, "{sampling}");
+    assert!(sampling.to_string().contains("Capital of France?"));
+    assert!(sampling.to_string().contains("Answer in one word."));
+    let used = &end["data"]["receipt"]["model_calls"][0];
+    assert_eq!(used["asker"], "MCP server probe", "{end}");
+    assert_eq!(used["input_tokens"], 17, "{end}");
+    assert_eq!(used["output_tokens"], 2, "{end}");
+
+    let refused = Scene::new();
+    configure_probe(&refused, "", "");
+    let server = MockLlm::strict(kind).await;
+    server.push(call());
+    server.push(stream(kind, &Answer::Text(vec!["Done."])));
+    let (end, sent, requests) = ask_the_model_through_the_probe(&refused, &server).await;
+    assert!(sent.contains("sampling refused"), "{sent}");
+    assert_eq!(requests.len(), 2, "the model was asked: {sent}");
+    assert!(end["data"]["receipt"]["model_calls"].is_null(), "{end}");
+}

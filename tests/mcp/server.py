@@ -94,6 +94,22 @@ async def ask_profile(ctx: Context) -> str:
     return f"answered: {result.action}"
 
 
+@server.tool()
+async def ask_model(question: str, ctx: Context) -> str:
+    """Ask the client's model (sampling), and say what came back."""
+    from mcp.types import SamplingMessage, TextContent
+
+    try:
+        result = await ctx.session.create_message(
+            messages=[SamplingMessage(role="user", content=TextContent(type="text", text=question))],
+            max_tokens=999_999,
+            system_prompt="Answer in one word.",
+        )
+    except Exception as e:  # the client refused: say why
+        return f"sampling refused: {e}"
+    return f"model said: {result.content.text} ({result.model})"
+
+
 class Settings(BaseModel):
     """What ask_settings asks: every field has a default."""
 

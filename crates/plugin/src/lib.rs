@@ -53,7 +53,7 @@ pub use sandbox::{
     GUEST_WORKSPACE, Mount, PluginSandbox, SandboxContext, host_path_of, scratch_warning,
 };
 pub use types::{
-    ActivityLog, CallActivity, HttpExchange, ProfileInfo, ProgramConfinement, ProgramRun,
+    ActivityLog, CallActivity, HttpExchange, ModelUse, ProfileInfo, ProgramConfinement, ProgramRun,
     SummaryMessage, ToolCallContext, ToolFailure, ToolOutput, ToolSpec, ToolTraits, TruncateMode,
     TruncationLimits, Writes,
 };

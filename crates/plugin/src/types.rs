@@ -151,6 +151,37 @@ pub struct CallActivity {
     /// File accesses the host refused (what the host keeps, protected
     /// paths), each with why; at most [`MAX_REFUSALS`] listed.
     pub files_refused: Vec<String>,
+    /// Model calls made for the call's MCP server (sampling).
+    pub model_calls: Vec<ModelUse>,
+}
+
+/// One model call an MCP server asked sandcrab to make while it answered
+/// a call (sampling): who asked, the model, what it took. No prompt, no
+/// answer.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ModelUse {
+    /// `MCP server NAME`.
+    pub asker: String,
+    pub model: String,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub duration_ms: u64,
+    /// Why it was refused or failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+}
+
+impl ModelUse {
+    /// One line for receipts.
+    pub fn line(&self) -> String {
+        match &self.refused {
+            Some(why) => format!("{} asked {} REFUSED ({why})", self.asker, self.model),
+            None => format!(
+                "{} asked {}: {} in, {} out, {} ms",
+                self.asker, self.model, self.input_tokens, self.output_tokens, self.duration_ms
+            ),
+        }
+    }
 }
 
 /// Most refused file accesses one receipt lists.

@@ -230,6 +230,8 @@ impl AgentKit {
             records: config.consented.clone(),
         };
         let mcp = crate::mcp::McpServers::new(&config.mcp.servers, host.sandbox_context());
+        // A server the operator allows sampling asks the session's model.
+        mcp.sample_with(client.clone(), &session_config.model);
         let mut mcp_tools = ToolRegistry::new();
         let mcp_warnings = mcp
             .register_tools(&mut mcp_tools, |server, tool| {

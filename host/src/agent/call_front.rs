@@ -130,10 +130,7 @@ impl CallFront for SessionFront<'_> {
 
     fn unfinished(&self, call: &PreparedCall, mut receipt: Receipt) {
         if let Ok(activity) = self.activity.lock() {
-            receipt.programs = activity.programs.clone();
-            receipt.http = activity.http.clone();
-            receipt.http_unlisted = activity.http_unlisted;
-            receipt.files_refused = activity.files_refused.clone();
+            receipt = receipt.with_activity(activity.clone());
         }
         if let Ok(mut unfinished) = self.session.unfinished.lock() {
             unfinished.insert(call.id.clone(), receipt);

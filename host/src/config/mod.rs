@@ -142,6 +142,11 @@ pub struct McpServerSettings {
     pub timeout_ms: Option<u64>,
     /// Most milliseconds to start and list tools (default 20000).
     pub startup_timeout_ms: Option<u64>,
+    /// Let the server ask sandcrab's model while it answers a call (MCP
+    /// sampling); off by default. Each request is bounded and recorded in
+    /// the call's receipt.
+    #[serde(default)]
+    pub sampling: bool,
     /// How to sign in to a `url` server that needs it (`sandcrab mcp
     /// login NAME`).
     #[serde(default)]

@@ -9,9 +9,11 @@
 use std::sync::{Arc, Mutex};
 
 use rmcp::handler::client::ClientHandler;
+#[allow(deprecated)]
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
-    ElicitationCapability, FormElicitationCapability, Implementation, ProtocolVersion,
+    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
+    FormElicitationCapability, Implementation, ProtocolVersion,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleClient};
@@ -48,6 +50,8 @@ impl Asking {
 pub struct Caller {
     pub session_id: String,
     pub call_id: String,
+    /// What the call did, for its receipt (the model calls made for it).
+    pub activity: Option<crate::plugin::ActivityLog>,
 }
 
 /// The calls a server is answering now, each with a token cancelled when
@@ -113,12 +117,15 @@ impl Drop for CallGuard {
 }
 
 /// The client side of one server's connection: it declares form
-/// elicitation and puts each form to the operator.
+/// elicitation and puts each form to the operator, and, where the
+/// operator allows the server sampling, answers its model requests.
 #[derive(Clone)]
 pub struct Elicitor {
     server: String,
     asking: Arc<Asking>,
     in_flight: Arc<InFlight>,
+    /// Some: the server may sample, with this model.
+    sampling: Option<Arc<super::sampling::ModelSlot>>,
 }
 
 impl Elicitor {
@@ -127,7 +134,14 @@ impl Elicitor {
             server: server.to_string(),
             asking,
             in_flight,
+            sampling: None,
         }
+    }
+
+    /// Let the server sample with the model `model` holds (None: off).
+    pub fn sampling(mut self, model: Option<Arc<super::sampling::ModelSlot>>) -> Self {
+        self.sampling = model;
+        self
     }
 
     async fn ask(
@@ -223,6 +237,9 @@ impl ClientHandler for Elicitor {
         elicitation.form = Some(form);
         let mut capabilities = ClientCapabilities::default();
         capabilities.elicitation = Some(elicitation);
+        if self.sampling.is_some() {
+            capabilities.sampling = Some(Default::default());
+        }
         // The handshake is `initialize`: offer the newest version that has
         // one (a later revision replaced it, and servers and the
         // conformance suite refuse it there).
@@ -251,6 +268,29 @@ impl ClientHandler for Elicitor {
             _ => Ok(ElicitResult::new(ElicitationAction::Decline)),
         }
     }
+
+    #[allow(deprecated)]
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let Some(model) = &self.sampling else {
+            return Err(ErrorData::invalid_request(
+                format!(
+                    "sampling is off for MCP server {0}: the operator allows it with [mcp.servers.{0}] sampling = true",
+                    self.server
+                ),
+                None,
+            ));
+        };
+        // A model call belongs to a call of the server's that is running:
+        // its receipt records it.
+        let (caller, _) = self.in_flight.owner().map_err(|why| {
+            ErrorData::invalid_request(format!("no model call while {why}"), None)
+        })?;
+        super::sampling::answer(&self.server, model, caller.activity.as_ref(), params).await
+    }
 }
 
 #[cfg(test)]
@@ -261,6 +301,7 @@ mod tests {
         Caller {
             session_id: session.into(),
             call_id: call.into(),
+            activity: None,
         }
     }
 

@@ -12,6 +12,7 @@ mod launch;
 pub mod prompts;
 mod remote_tool;
 mod resources;
+mod sampling;
 mod server;
 mod servers;
 pub mod sign_in;

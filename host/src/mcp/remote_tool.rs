@@ -35,6 +35,7 @@ impl ToolExecutor for McpTool {
         let caller = super::elicit::Caller {
             session_id: ctx.session_id.clone(),
             call_id: ctx.call_id.clone(),
+            activity: ctx.programs.clone(),
         };
         self.server
             .call(&self.tool, args, caller)

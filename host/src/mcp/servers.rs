@@ -40,6 +40,9 @@ pub struct McpServer {
     /// Who its questions go to, and the call it answers now.
     asking: Arc<Asking>,
     in_flight: Arc<InFlight>,
+    /// The model its sampling requests are answered with (used only when
+    /// the operator allows it sampling).
+    model: Arc<super::sampling::ModelSlot>,
 }
 
 #[derive(Default)]
@@ -78,13 +81,16 @@ impl McpServer {
             ctx: ctx.clone(),
             state: Default::default(),
             asking: Default::default(),
+            model: Default::default(),
             in_flight: Default::default(),
         }
     }
 
-    /// Its questions (elicitation) go where `asking` says.
-    pub fn asking(mut self, asking: Arc<Asking>) -> Self {
+    /// Its questions (elicitation) go where `asking` says, and its
+    /// sampling requests (where allowed) to the model `model` holds.
+    pub fn asking(mut self, asking: Arc<Asking>, model: Arc<super::sampling::ModelSlot>) -> Self {
         self.asking = asking;
+        self.model = model;
         self
     }
 
@@ -245,7 +251,8 @@ impl McpServer {
                 &self.settings,
                 &self.grant,
                 &self.ctx,
-                Elicitor::new(&self.name, self.asking.clone(), self.in_flight.clone()),
+                Elicitor::new(&self.name, self.asking.clone(), self.in_flight.clone())
+                    .sampling(self.settings.sampling.then(|| self.model.clone())),
             ),
         )
         .await

@@ -17,21 +17,35 @@ pub struct McpServers {
     servers: BTreeMap<String, Arc<McpServer>>,
     /// Who their questions (elicitation) go to.
     asking: Arc<Asking>,
+    /// The model their sampling requests are answered with.
+    model: Arc<super::sampling::ModelSlot>,
 }
 
 impl McpServers {
     /// The servers `settings` name, with their grants from `ctx.policy`.
     pub fn new(settings: &BTreeMap<String, McpServerSettings>, ctx: &SandboxContext) -> Self {
         let asking = Arc::new(Asking::default());
+        let model = Arc::new(super::sampling::ModelSlot::default());
         let servers = settings
             .iter()
             .map(|(name, s)| {
                 let grant = ctx.policy.mcp.get(name).cloned().unwrap_or_default();
-                let server = McpServer::new(name, s, grant, ctx).asking(asking.clone());
+                let server =
+                    McpServer::new(name, s, grant, ctx).asking(asking.clone(), model.clone());
                 (name.clone(), Arc::new(server))
             })
             .collect();
-        McpServers { servers, asking }
+        McpServers {
+            servers,
+            asking,
+            model,
+        }
+    }
+
+    /// Answer the sampling requests of the servers allowed to sample with
+    /// `model` of `client` (until then they are refused).
+    pub fn sample_with(&self, client: Arc<dyn crate::llm::LlmClient>, model: &str) {
+        self.model.set(client, model);
     }
 
     /// Put the servers' questions (elicitation) to `queue`, the operator's

@@ -63,13 +63,8 @@ impl ToolOutcome {
         standing: Standing,
         activity: CallActivity,
     ) -> Self {
-        self.receipt = Some(Receipt {
-            programs: activity.programs,
-            http: activity.http,
-            http_unlisted: activity.http_unlisted,
-            files_refused: activity.files_refused,
-            ..Receipt::of(&call.id, &call.name, standing, self.status)
-        });
+        self.receipt =
+            Some(Receipt::of(&call.id, &call.name, standing, self.status).with_activity(activity));
         self
     }
 }

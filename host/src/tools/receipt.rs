@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::plugin::policy::GrantSource;
-use crate::plugin::{HttpExchange, LoadedPlugin, ProgramRun};
+use crate::plugin::{CallActivity, HttpExchange, LoadedPlugin, ModelUse, ProgramRun};
 
 /// What kind of principal ran a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -152,6 +152,10 @@ pub struct Receipt {
     /// Requests beyond the most a receipt lists, counted.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub http_unlisted: u64,
+    /// Model calls made for the call's MCP server (sampling): who asked,
+    /// the model, the tokens (never a prompt or an answer).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub model_calls: Vec<ModelUse>,
     /// File accesses the host refused (what it keeps, protected paths),
     /// each with why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -271,12 +275,25 @@ impl Receipt {
             programs: Vec::new(),
             http: Vec::new(),
             http_unlisted: 0,
+            model_calls: Vec::new(),
             files_refused: Vec::new(),
             approvals: Vec::new(),
             outcome: status.outcome().into(),
             status: Some(status),
             hooks: Vec::new(),
         }
+    }
+
+    /// The receipt with what its call did, as it happened: the programs
+    /// it started, its HTTP requests, the files refused to it, the model
+    /// calls made for it.
+    pub fn with_activity(mut self, activity: CallActivity) -> Self {
+        self.programs = activity.programs;
+        self.http = activity.http;
+        self.http_unlisted = activity.http_unlisted;
+        self.files_refused = activity.files_refused;
+        self.model_calls = activity.model_calls;
+        self
     }
 
     /// One line for `sandcrab audit`: who decided, tool, how it ended,
@@ -324,6 +341,10 @@ impl Receipt {
         for hook in &self.hooks {
             refused.push_str(" — ");
             refused.push_str(&hook.line());
+        }
+        if !self.model_calls.is_empty() {
+            let calls: Vec<String> = self.model_calls.iter().map(ModelUse::line).collect();
+            refused.push_str(&format!(" — model calls: {}", calls.join("; ")));
         }
         // Who decided comes first: the operator's answer, a rule or a mode.
         let decided = match self.approvals.first() {
