@@ -74,12 +74,7 @@ fn ctx(thread: &str, call: &str) -> ToolContext {
     ToolContext {
         session_id: thread.into(),
         call_id: call.into(),
-        live_output: None,
-        working_dir: None,
-        detach: None,
-        programs: None,
-        background: false,
-        network: false,
+        ..Default::default()
     }
 }
 

@@ -215,12 +215,7 @@ pub async fn run_tool(
     let ctx = sandcrab::tools::ToolContext {
         session_id: "test".into(),
         call_id: "call-1".into(),
-        live_output: None,
-        working_dir: None,
-        detach: None,
-        programs: None,
-        background: false,
-        network: false,
+        ..Default::default()
     };
     sandcrab::tools::dispatch(registry, &call, &ctx).await
 }

@@ -28,12 +28,7 @@ pub(super) async fn ask(
     let request = PermissionRequest {
         id: String::new(),
         session_id: session.id.clone(),
-        // Said only for a subagent (a session is its own root).
-        root_session_id: if session.depth == 0 {
-            String::new()
-        } else {
-            session.root_id.clone()
-        },
+        root_session_id: session.asking_root(),
         call_id: call.id.clone(),
         tool: call.name.clone(),
         arguments: call.arguments.clone().unwrap_or_else(|_| call.raw.clone()),

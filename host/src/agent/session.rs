@@ -422,6 +422,16 @@ impl Session {
         &self.id
     }
 
+    /// The top-level conversation a subagent's questions are asked in
+    /// (empty for a top-level session: it is its own).
+    pub(super) fn asking_root(&self) -> String {
+        if self.depth == 0 {
+            String::new()
+        } else {
+            self.root_id.clone()
+        }
+    }
+
     /// The workspace it works in.
     pub fn workspace(&self) -> &std::path::Path {
         &self.workspace

@@ -130,6 +130,7 @@ impl Session {
         let (tx, mut rx) = mpsc::channel::<OutputChunk>(crate::process::LIVE_CHUNKS);
         let ctx = ToolContext {
             session_id: self.id.clone(),
+            root_session_id: self.asking_root(),
             call_id: call.id.clone(),
             live_output: Some(tx),
             working_dir: Some(self.working_dir.clone()),

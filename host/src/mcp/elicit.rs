@@ -49,6 +49,9 @@ impl Asking {
 #[derive(Debug, Clone, Default)]
 pub struct Caller {
     pub session_id: String,
+    /// The top-level conversation, when the call is a subagent's (empty:
+    /// the session is its own).
+    pub root_session_id: String,
     pub call_id: String,
     /// What the call did, for its receipt (the model calls made for it).
     pub activity: Option<crate::plugin::ActivityLog>,
@@ -180,7 +183,7 @@ impl Elicitor {
         let request = PermissionRequest {
             id: String::new(),
             session_id: caller.session_id,
-            root_session_id: String::new(),
+            root_session_id: caller.root_session_id,
             call_id: caller.call_id,
             tool: ELICITATION.into(),
             arguments: serde_json::json!({"server": self.server}),
@@ -301,7 +304,7 @@ mod tests {
         Caller {
             session_id: session.into(),
             call_id: call.into(),
-            activity: None,
+            ..Default::default()
         }
     }
 

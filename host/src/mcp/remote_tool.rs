@@ -34,6 +34,7 @@ impl ToolExecutor for McpTool {
     ) -> Result<ToolOutput, crate::tools::ToolError> {
         let caller = super::elicit::Caller {
             session_id: ctx.session_id.clone(),
+            root_session_id: ctx.root_session_id.clone(),
             call_id: ctx.call_id.clone(),
             activity: ctx.programs.clone(),
         };

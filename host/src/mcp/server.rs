@@ -258,6 +258,7 @@ impl CallFront for ClientFront<'_> {
         let (live_tx, live_rx) = mpsc::channel(LIVE_CHUNKS);
         let ctx = ToolContext {
             session_id: self.server.session.to_string(),
+            root_session_id: String::new(),
             call_id: call.id.clone(),
             live_output: progress.is_some().then_some(live_tx),
             working_dir: None,

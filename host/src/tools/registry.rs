@@ -13,6 +13,9 @@ use crate::plugin::{LoadedPlugin, ToolCallContext, ToolOutput, ToolSpec};
 pub struct ToolContext {
     /// The session (thread) id.
     pub session_id: String,
+    /// The top-level conversation of a subagent's call, where questions
+    /// about it are asked (empty: the session is its own).
+    pub root_session_id: String,
     /// The model's id for this call.
     pub call_id: String,
     /// Where live output (of programs the tool runs) goes.

@@ -19,7 +19,7 @@ use crate::mock_llm::{MockLlm, Reply};
 use crate::support::Scene;
 
 mod cancel;
-mod prompts;
+mod mcp;
 
 const KIND: ProviderKind = ProviderKind::Anthropic;
 
