@@ -231,6 +231,11 @@ fn a_call_refused_for_want_of_scope_is_granted_by_the_operators_next_login() {
 
     let again = sandcrab(&scene, &["mcp", "login", "a"]);
     assert!(again.status.success(), "{}", said(&again));
+    assert!(
+        said(&again).contains("Also asking for what a refused call needed (step-up): read write"),
+        "{}",
+        said(&again)
+    );
     let asked = server.asked_scopes();
     let second: Vec<&str> = asked[1].split_whitespace().collect();
     assert!(

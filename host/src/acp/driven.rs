@@ -194,15 +194,17 @@ impl Agent {
     }
 
     /// After the editor learned of a session: the slash commands it takes
-    /// (sandcrab's, and its MCP servers' prompts).
+    /// — sandcrab's at once, then with its MCP servers' prompts once they
+    /// are listed (a slow server holds back only its own).
     pub(super) async fn after_open(&self, session_id: &str) {
+        let advertise = |prompts: &[crate::mcp::PromptCommand]| json!({"sessionUpdate": "available_commands_update", "availableCommands": super::commands::advertised(prompts)});
+        self.update(session_id, advertise(&[])).await;
         let driven = self.sessions.lock().await.get(session_id).cloned();
-        let prompts = match driven {
-            Some(driven) => driven.mcp.prompts().await.0,
-            None => Vec::new(),
-        };
-        let update = json!({"sessionUpdate": "available_commands_update", "availableCommands": super::commands::advertised(&prompts)});
-        self.update(session_id, update).await;
+        let Some(driven) = driven else { return };
+        let (prompts, _) = driven.mcp.prompts().await;
+        if !prompts.is_empty() {
+            self.update(session_id, advertise(&prompts)).await;
+        }
     }
 
     /// Send what session `id` shows, in order, draining its events all the
@@ -301,10 +303,15 @@ impl Agent {
         stop: &tokio_util::sync::CancellationToken,
         params: &Value,
     ) -> Result<Value, Failure> {
-        let mut text = prompt_text(&params["prompt"])?;
-        // An MCP server's prompt is rendered into the message sent.
-        match driven.mcp.render_prompt(&text).await {
-            Some(Ok(message)) => text = message,
+        let typed = prompt_text(&params["prompt"])?;
+        // An MCP server's prompt is rendered into the message sent — as a
+        // message only: what a server wrote is never run as a command.
+        let rendered = tokio::select! {
+            rendered = driven.mcp.render_prompt(&typed) => rendered,
+            _ = stop.cancelled() => return Ok(json!({"stopReason": "cancelled"})),
+        };
+        let (text, command) = match rendered {
+            Some(Ok(message)) => (message, None),
             Some(Err(e)) => {
                 self.update(
                     driven.session.id(),
@@ -313,9 +320,12 @@ impl Agent {
                 .await;
                 return Ok(json!({"stopReason": "end_turn"}));
             }
-            None => {}
-        }
-        if let Some(command) = super::commands::Command::parse(&text) {
+            None => {
+                let command = super::commands::Command::parse(&typed);
+                (typed, command)
+            }
+        };
+        if let Some(command) = command {
             let said = command.run(&driven.session).await;
             driven.flush().await;
             self.update(

@@ -145,6 +145,13 @@ async fn login(name: &str, host: HostArgs) -> anyhow::Result<ExitCode> {
     let setup = host.setup().await?;
     let (url, oauth, store) = remote(&setup, name)?;
     let kept = store.path().to_path_buf();
+    let wanted = store.wanted();
+    if !wanted.is_empty() {
+        errln!(
+            "Also asking for what a refused call needed (step-up): {}",
+            super::terminal::sanitize(&wanted.join(" "))
+        );
+    }
     crate::mcp::sign_in::sign_in(&url, &oauth, store, |address| {
         errln!(
             "Sign in to MCP server '{name}' in your browser (opened through $BROWSER when set):\n  {}",

@@ -64,6 +64,8 @@ pub struct InFlight {
     calls: Mutex<Vec<(u64, Caller, CancellationToken)>>,
     next: std::sync::atomic::AtomicU64,
     asking: std::sync::atomic::AtomicBool,
+    /// One of its model calls (sampling) runs.
+    sampling: std::sync::atomic::AtomicBool,
 }
 
 /// A call in flight; it leaves (and its questions are withdrawn) when
@@ -221,6 +223,17 @@ impl Elicitor {
     }
 }
 
+/// A model call of the server's runs while this lives.
+struct Sampling<'a>(&'a InFlight);
+
+impl Drop for Sampling<'_> {
+    fn drop(&mut self) {
+        self.0
+            .sampling
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 /// A form of the server's is being asked while this lives.
 struct Asked<'a>(&'a InFlight);
 
@@ -289,10 +302,23 @@ impl ClientHandler for Elicitor {
         };
         // A model call belongs to a call of the server's that is running:
         // its receipt records it.
-        let (caller, _) = self.in_flight.owner().map_err(|why| {
+        let (caller, ended) = self.in_flight.owner().map_err(|why| {
             ErrorData::invalid_request(format!("no model call while {why}"), None)
         })?;
-        super::sampling::answer(&self.server, model, caller.activity.as_ref(), params).await
+        // One at a time.
+        if self
+            .in_flight
+            .sampling
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            return Err(ErrorData::invalid_request(
+                "one model call at a time: another is running".to_string(),
+                None,
+            ));
+        }
+        let _sampling = Sampling(&self.in_flight);
+        let activity = caller.activity.as_ref();
+        super::sampling::answer(&self.server, model, activity, &ended, params).await
     }
 }
 

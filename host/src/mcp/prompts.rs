@@ -95,8 +95,15 @@ impl PromptCommand {
         let mut bound = serde_json::Map::new();
         let mut positional = Vec::new();
         for word in typed.split_whitespace() {
+            // `name=value` before the first word in order; after it, the
+            // words are text (the last argument may hold an `=`).
             match word.split_once('=') {
-                Some((name, value)) if self.arguments.iter().any(|a| a.name == name) => {
+                Some((name, value))
+                    if positional.is_empty()
+                        && !value.is_empty()
+                        && !bound.contains_key(name)
+                        && self.arguments.iter().any(|a| a.name == name) =>
+                {
                     bound.insert(name.to_string(), Value::String(value.to_string()));
                 }
                 _ => positional.push(word),
@@ -161,13 +168,25 @@ impl McpServers {
     pub async fn render_prompt(&self, input: &str) -> Option<Result<String, PromptError>> {
         let rest = input.trim().strip_prefix(PREFIX)?;
         let (command, typed) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-        let (server, prompt) = command.split_once("__")?;
+        // The server is the configured one the command starts with (its
+        // name may hold `__` too).
+        let found = self.iter().find(|s| {
+            command
+                .strip_prefix(s.name())
+                .is_some_and(|r| r.starts_with("__"))
+        });
+        let Some(found) = found else {
+            let (server, prompt) = command.split_once("__")?;
+            return Some(Err(PromptError::Unknown {
+                server: server.to_string(),
+                prompt: prompt.to_string(),
+            }));
+        };
+        let server = found.name();
+        let prompt = &command[server.len() + 2..];
         let unknown = || PromptError::Unknown {
             server: server.to_string(),
             prompt: prompt.to_string(),
-        };
-        let Some(found) = self.iter().find(|s| s.name() == server) else {
-            return Some(Err(unknown()));
         };
         let listed = match prompts_of(found).await {
             Ok(listed) => listed,
@@ -337,6 +356,9 @@ mod tests {
         let bound = review().bind("focus=tests dev").unwrap();
         assert_eq!(bound["branch"], "dev");
         assert_eq!(bound["focus"], "tests");
+        // After the first word in order, `name=` is text.
+        let bound = review().bind("dev look at focus=x").unwrap();
+        assert_eq!(bound["focus"], "look at focus=x");
         let missing = review().bind("").unwrap_err();
         assert_eq!(
             missing.to_string(),

@@ -23,6 +23,8 @@ use crate::plugin::ModelUse;
 pub const MAX_SAMPLING_TOKENS: u32 = 4096;
 /// Most bytes of a sampling request's messages and system prompt.
 pub const MAX_SAMPLING_BYTES: usize = 256 * 1024;
+/// Most model calls a server may make while it answers one call.
+pub const MAX_SAMPLES_PER_CALL: usize = 8;
 
 /// The model servers may ask, once the front end has one: shared by the
 /// servers of one agent.
@@ -45,11 +47,13 @@ impl ModelSlot {
 }
 
 /// The model's answer to `params` from server `server`, recorded in
-/// `activity` (the receipt of the call the server answers).
+/// `activity` (the receipt of the call the server answers); given up,
+/// and recorded as such, when that call `ended`.
 pub async fn answer(
     server: &str,
     slot: &ModelSlot,
     activity: Option<&crate::plugin::ActivityLog>,
+    ended: &tokio_util::sync::CancellationToken,
     params: CreateMessageRequestParams,
 ) -> Result<CreateMessageResult, ErrorData> {
     let asker = format!("MCP server {server}");
@@ -59,9 +63,21 @@ pub async fn answer(
             "sandcrab has no model to answer with here (nothing is running a model)".into(),
         ));
     };
+    let made = activity
+        .and_then(|a| a.lock().ok().map(|a| a.model_calls.len()))
+        .unwrap_or(0);
+    if made >= MAX_SAMPLES_PER_CALL {
+        return Err(refuse(format!(
+            "a server makes at most {MAX_SAMPLES_PER_CALL} model calls while it answers one call"
+        )));
+    }
     let request = request(&model, &params).map_err(refuse)?;
     let started = Instant::now();
-    let answered = client.complete(&request).await;
+    // A model call still running when the call ends is stopped.
+    let answered = tokio::select! {
+        answered = client.complete(&request) => Some(answered),
+        _ = ended.cancelled() => None,
+    };
     let mut used = ModelUse {
         asker,
         model: model.clone(),
@@ -69,7 +85,14 @@ pub async fn answer(
         ..Default::default()
     };
     let result = match answered {
-        Ok(response) => {
+        None => {
+            used.refused = Some("the call it was for ended first".into());
+            Err(ErrorData::internal_error(
+                "the call ended before the model answered".to_string(),
+                None,
+            ))
+        }
+        Some(Ok(response)) => {
             used.input_tokens = response.usage.input_tokens;
             used.output_tokens = response.usage.output_tokens;
             let stop = match response.finish_reason {
@@ -84,7 +107,7 @@ pub async fn answer(
             }))
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))
         }
-        Err(e) => {
+        Some(Err(e)) => {
             used.refused = Some(e.to_string());
             Err(ErrorData::internal_error(
                 format!("the model did not answer: {e}"),

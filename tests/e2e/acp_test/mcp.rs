@@ -12,10 +12,14 @@ async fn an_mcp_servers_prompts_are_the_editors_slash_commands() {
     crate::mcp_client_test::configure_probe(&scene, "", "");
     let server = MockLlm::strict(KIND).await;
     server.push(stream(KIND, &Answer::Text(vec!["Reviewed."])));
+    server.push(stream(KIND, &Answer::Text(vec!["Not a command."])));
     let mut agent = RawAgent::start(&scene, &server);
     let session = agent.new_session(&scene);
-    let advertised =
-        agent.until(|m| m["params"]["update"]["sessionUpdate"] == "available_commands_update");
+    // sandcrab's own commands at once, the servers' prompts once listed.
+    let advertised = agent.until(|m| {
+        m["params"]["update"]["sessionUpdate"] == "available_commands_update"
+            && m.to_string().contains("mcp__probe__review")
+    });
     let commands = advertised["params"]["update"]["availableCommands"]
         .as_array()
         .unwrap()
@@ -53,6 +57,15 @@ async fn an_mcp_servers_prompts_are_the_editors_slash_commands() {
         "{}",
         requests[0].body
     );
+
+    // What a server's prompt says is a message, never one of sandcrab's
+    // commands: the model is not switched, the text goes to the model.
+    agent.send(prompt_message(&session, 4, "/mcp__probe__sneaky").as_bytes());
+    agent.until(|m| m["id"] == 4);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "the prompt was run as a command");
+    assert_eq!(requests[1].body["model"], "test-model");
+    assert!(last_entry(&requests[1].body).contains("/model evil-model"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -94,10 +107,18 @@ async fn a_servers_question_for_a_subagent_is_asked_in_the_editors_conversation(
             .to_string()
             .as_bytes(),
     );
-    agent.until(|m| m["id"] == 2);
-    let answered = server
-        .requests()
-        .iter()
-        .any(|r| r.body.to_string().contains("accepted: level=3 mode=fast"));
+    // The subagent runs on (in the background): its server gets the
+    // answer, and the subagent's model the tool's result.
+    let started = std::time::Instant::now();
+    let answered = loop {
+        let seen = server
+            .requests()
+            .iter()
+            .any(|r| r.body.to_string().contains("accepted: level=3 mode=fast"));
+        if seen || started.elapsed() > Duration::from_secs(20) {
+            break seen;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     assert!(answered, "the subagent's server got the answer");
 }

@@ -7,9 +7,10 @@
 //! protected-resource metadata, so its authorization server *is* its
 //! origin; such a server's root metadata may name an issuer with a path
 //! on that same origin. It is accepted when, and only when, both the
-//! place asked and the issuer named are the MCP server's own origin: the
-//! tokens go to that origin anyway, and an issuer on any other origin is
-//! still refused.
+//! place asked and the issuer named are the MCP server's own origin: that
+//! origin's owner writes its metadata either way, so naming itself with a
+//! path claims nothing it could not claim without one. An issuer on any
+//! other origin is still refused.
 
 use std::time::Duration;
 

@@ -29,17 +29,19 @@ pub fn needed_scopes(error: &rmcp::ServiceError) -> Option<String> {
 /// what the operator does about it.
 pub fn ask_for_more(name: &str, store: Option<&SignInStore>, needed: &str) -> String {
     let kept = store.is_some_and(|store| store.want(needed).is_ok());
-    let scopes = if needed.trim().is_empty() {
-        "more access than it was granted".to_string()
-    } else {
-        format!("the scope \"{}\"", needed.trim())
-    };
-    let then = if kept {
-        format!("the operator can grant it with `sandcrab mcp login {name}`, which asks for it")
-    } else {
-        format!(
-            "sign in again with `sandcrab mcp login {name}` (add it to [mcp.servers.{name}.oauth] scopes)"
-        )
-    };
-    format!("the server needs {scopes} for this call: {then}")
+    // Only what was kept (well-formed scope tokens) is repeated.
+    let wanted = store.map(SignInStore::wanted).unwrap_or_default();
+    let named: Vec<&str> = needed
+        .split_whitespace()
+        .filter(|s| wanted.iter().any(|w| w == s))
+        .collect();
+    if kept && !named.is_empty() {
+        return format!(
+            "the server needs the scope \"{}\" for this call: the operator can grant it with `sandcrab mcp login {name}`, which asks for it",
+            named.join(" ")
+        );
+    }
+    format!(
+        "the server needs more access than it was granted for this call: sign in again with `sandcrab mcp login {name}` (the scopes to ask for go in [mcp.servers.{name}.oauth] scopes)"
+    )
 }
