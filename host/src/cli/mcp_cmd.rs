@@ -265,7 +265,18 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let selection = setup.config.agent.tool_selection();
     // The configured MCP servers' tools are served onward, as
     // `SERVER__tool`, through the same approvals, hooks and receipts.
-    let servers = McpServers::new(&setup.config.mcp.servers, setup.host.sandbox_context());
+    // Not when this is itself another sandcrab's MCP server: no loops.
+    let nested = std::env::var_os(crate::mcp::SERVED_BY_SANDCRAB).is_some();
+    let configured = match nested {
+        true => Default::default(),
+        false => setup.config.mcp.servers.clone(),
+    };
+    if nested && !setup.config.mcp.servers.is_empty() {
+        errln!(
+            "warning: this sandcrab is another sandcrab's MCP server: its configured MCP servers are not served onward"
+        );
+    }
+    let servers = McpServers::new(&configured, setup.host.sandbox_context());
     let mut onward = crate::tools::ToolRegistry::new();
     let mut warnings = servers
         .register_tools(&mut onward, |server, tool| {

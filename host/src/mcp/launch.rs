@@ -22,6 +22,9 @@ use crate::process::{
     find_on_path, spawn_service,
 };
 
+/// Set in the environment of every MCP server program sandcrab starts.
+pub const SERVED_BY_SANDCRAB: &str = "SANDCRAB_MCP_SERVER";
+
 /// A live connection and what keeps it alive.
 pub struct Connection {
     pub client: RunningService<RoleClient, Elicitor>,
@@ -115,6 +118,9 @@ async fn spawn(
     let confinement = Confinement::prepare(&spec).map_err(|e| start_error(e.to_string()))?;
     let home = scratch.path().display().to_string();
     let mut env = ChildEnv::base(scratch.path(), Some(DEFAULT_PATH), Some(&home));
+    // A sandcrab started as this server serves no MCP servers onward in
+    // turn (a configuration naming `sandcrab mcp serve` never loops).
+    env.set(SERVED_BY_SANDCRAB, "1");
     for var in &settings.env {
         match ctx.host_env.get(var) {
             Some(value) => env.set(var, value),

@@ -20,7 +20,7 @@ mod sources;
 
 pub use elicit::{Caller, ELICITATION};
 pub use error::McpError;
-pub use launch::confinement_spec;
+pub use launch::{SERVED_BY_SANDCRAB, confinement_spec};
 pub use prompts::{PromptCommand, PromptError};
 pub use remote_tool::McpTool;
 pub use server::{PROGRESS_EVERY, ToolServer, mcp_tool};
