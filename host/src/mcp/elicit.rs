@@ -181,7 +181,7 @@ impl Elicitor {
             tracing::warn!("{asker} asked a second question while one waits: declined");
             return Ok(ElicitResult::new(ElicitationAction::Decline));
         }
-        let _asked = Asked(&self.in_flight);
+        let _asked = Raised(&self.in_flight.asking);
         let request = PermissionRequest {
             id: String::new(),
             session_id: caller.session_id,
@@ -223,25 +223,13 @@ impl Elicitor {
     }
 }
 
-/// A model call of the server's runs while this lives.
-struct Sampling<'a>(&'a InFlight);
+/// A flag of [`InFlight`] (a form asked, a model call running), raised
+/// while this lives.
+struct Raised<'a>(&'a std::sync::atomic::AtomicBool);
 
-impl Drop for Sampling<'_> {
+impl Drop for Raised<'_> {
     fn drop(&mut self) {
-        self.0
-            .sampling
-            .store(false, std::sync::atomic::Ordering::SeqCst);
-    }
-}
-
-/// A form of the server's is being asked while this lives.
-struct Asked<'a>(&'a InFlight);
-
-impl Drop for Asked<'_> {
-    fn drop(&mut self) {
-        self.0
-            .asking
-            .store(false, std::sync::atomic::Ordering::SeqCst);
+        self.0.store(false, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
@@ -316,7 +304,7 @@ impl ClientHandler for Elicitor {
                 None,
             ));
         }
-        let _sampling = Sampling(&self.in_flight);
+        let _sampling = Raised(&self.in_flight.sampling);
         let activity = caller.activity.as_ref();
         super::sampling::answer(&self.server, model, activity, &ended, params).await
     }
