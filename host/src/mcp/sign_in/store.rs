@@ -7,7 +7,9 @@
 use std::path::PathBuf;
 
 use async_trait::async_trait;
-use rmcp::transport::auth::{AuthError, CredentialStore, StoredCredentials};
+use rmcp::transport::auth::{
+    AuthError, CredentialRefreshGuard, CredentialStore, StoredCredentials,
+};
 use serde::{Deserialize, Serialize};
 
 /// The folder of sign-ins in the data folder.
@@ -202,6 +204,25 @@ impl SignInStore {
     }
 }
 
+/// `path`, created owner-only if need be, locked exclusively (waiting
+/// for another holder); the lock goes with the file.
+fn lock_file(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let dir = path.parent().expect("a file in a folder");
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)?;
+    file.lock()?;
+    Ok(file)
+}
+
 /// A scope token as RFC 6749 §3.3 defines it, of a sane length.
 fn scope_token(scope: &str) -> bool {
     scope.len() <= MAX_SCOPE_CHARS
@@ -250,6 +271,24 @@ impl CredentialStore for SignInStore {
                 self.path.display()
             ))
         })
+    }
+
+    /// A refresh holds an exclusive lock on `NAME.lock` beside the sign-in
+    /// through the token request and its save: two sandcrab processes
+    /// refreshing at once take turns, and the second refreshes with the
+    /// token the first saved (a rotating refresh token is never spent
+    /// twice).
+    async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
+        let path = self.path.with_extension("lock");
+        let locked = tokio::task::spawn_blocking(move || lock_file(&path))
+            .await
+            .map_err(|e| AuthError::CredentialStoreError(e.to_string()))?
+            .map_err(|e| {
+                AuthError::CredentialStoreError(format!(
+                    "cannot lock the sign-in for a refresh: {e}"
+                ))
+            })?;
+        Ok(Some(CredentialRefreshGuard::new(locked)))
     }
 
     async fn clear(&self) -> Result<(), AuthError> {
@@ -312,5 +351,23 @@ mod tests {
         assert!(store.wanted().is_empty() && !store.wanted_path().exists());
         // Not signed in: nothing to add to.
         assert!(store.want("write").is_err());
+    }
+
+    #[tokio::test]
+    async fn refreshes_of_one_sign_in_take_turns() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = signed_in(dir.path());
+        let first = store.acquire_refresh_guard().await.unwrap().unwrap();
+        // Another process's refresh (another open file) waits for it.
+        let other = std::fs::OpenOptions::new()
+            .write(true)
+            .open(store.path.with_extension("lock"))
+            .unwrap();
+        assert!(matches!(
+            other.try_lock(),
+            Err(std::fs::TryLockError::WouldBlock)
+        ));
+        drop(first);
+        other.try_lock().unwrap();
     }
 }
