@@ -71,7 +71,7 @@ async fn legacy_metadata(url: &str, issuer: &str) -> Result<AuthorizationMetadat
         .timeout(Duration::from_secs(20))
         .build()
         .map_err(|e| failed(e.to_string()))?;
-    let mut answer = client
+    let answer = client
         .get(place.clone())
         .header("accept", "application/json")
         .send()
@@ -80,19 +80,14 @@ async fn legacy_metadata(url: &str, issuer: &str) -> Result<AuthorizationMetadat
     if !answer.status().is_success() {
         return Err(failed(format!("{place} answered {}", answer.status())));
     }
-    let mut body = Vec::new();
-    while let Some(chunk) = answer
-        .chunk()
+    let body = crate::llm::body::read_capped(answer, MAX_METADATA_BYTES)
         .await
-        .map_err(|e| failed(format!("{place}: {e}")))?
-    {
-        if body.len() + chunk.len() > MAX_METADATA_BYTES {
-            return Err(failed(format!(
-                "{place} is larger than {MAX_METADATA_BYTES} bytes"
-            )));
-        }
-        body.extend_from_slice(&chunk);
-    }
+        .map_err(|e| match e {
+            crate::llm::body::BodyError::TooLarge { .. } => {
+                failed(format!("{place} is larger than {MAX_METADATA_BYTES} bytes"))
+            }
+            crate::llm::body::BodyError::Transport(e) => failed(format!("{place}: {e}")),
+        })?;
     let metadata: AuthorizationMetadata = serde_json::from_slice(&body)
         .map_err(|e| failed(format!("{place} is not authorization-server metadata: {e}")))?;
     if metadata.issuer.as_deref() != Some(issuer) {
