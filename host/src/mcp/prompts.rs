@@ -17,8 +17,6 @@ pub const PREFIX: &str = "/mcp__";
 pub const MAX_PROMPTS: usize = 64;
 /// Most bytes of a rendered prompt (more is cut, and says so).
 pub const MAX_PROMPT_BYTES: usize = 64 * 1024;
-/// Longest description shown.
-const MAX_DESCRIPTION_CHARS: usize = 300;
 
 /// One prompt of one server, as a command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -229,7 +227,7 @@ async fn prompts_of(server: &McpServer) -> Result<Vec<PromptCommand>, String> {
         .take(MAX_PROMPTS)
         .map(|p| PromptCommand {
             server: server.name().to_string(),
-            description: clip(&p.description.unwrap_or_default()),
+            description: super::resources::clip_line(&p.description.unwrap_or_default()),
             arguments: p
                 .arguments
                 .unwrap_or_default()
@@ -273,21 +271,8 @@ async fn get(
 pub fn render(messages: &Value) -> String {
     let mut parts = Vec::new();
     for message in messages.as_array().into_iter().flatten() {
-        let content = &message["content"];
-        let part = match content["type"].as_str() {
-            Some("text") => content["text"].as_str().unwrap_or_default().to_string(),
-            Some("resource") => match content["resource"]["text"].as_str() {
-                Some(text) => text.to_string(),
-                None => format!(
-                    "[binary resource {}]",
-                    content["resource"]["uri"].as_str().unwrap_or("?")
-                ),
-            },
-            Some("resource_link") => {
-                format!("[resource {}]", content["uri"].as_str().unwrap_or("?"))
-            }
-            Some(other) => format!("[{other} content]"),
-            None => continue,
+        let Some(part) = block_text(&message["content"]) else {
+            continue;
         };
         match message["role"].as_str() {
             Some("assistant") => parts.push(format!("(assistant) {part}")),
@@ -298,15 +283,29 @@ pub fn render(messages: &Value) -> String {
     if whole.len() <= MAX_PROMPT_BYTES {
         return whole;
     }
-    let mut end = MAX_PROMPT_BYTES;
-    while !whole.is_char_boundary(end) {
-        end -= 1;
-    }
     format!(
         "{}\n[prompt cut at {MAX_PROMPT_BYTES} of {} bytes]",
-        &whole[..end],
+        &whole[..whole.floor_char_boundary(MAX_PROMPT_BYTES)],
         whole.len()
     )
+}
+
+/// One content block a server sent (of a prompt's or a sampling
+/// request's message) as text: text as it is, an embedded text resource
+/// its text, anything else named (None: not a block).
+pub(super) fn block_text(block: &Value) -> Option<String> {
+    Some(match block["type"].as_str()? {
+        "text" => block["text"].as_str().unwrap_or_default().to_string(),
+        "resource" => match block["resource"]["text"].as_str() {
+            Some(text) => text.to_string(),
+            None => format!(
+                "[binary resource {}]",
+                block["resource"]["uri"].as_str().unwrap_or("?")
+            ),
+        },
+        "resource_link" => format!("[resource {}]", block["uri"].as_str().unwrap_or("?")),
+        other => format!("[{other} content]"),
+    })
 }
 
 /// A name that can be typed as one word of a command.
@@ -316,14 +315,6 @@ fn plain_name(name: &str) -> bool {
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-}
-
-fn clip(text: &str) -> String {
-    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match line.char_indices().nth(MAX_DESCRIPTION_CHARS) {
-        Some((at, _)) => format!("{}…", &line[..at]),
-        None => line,
-    }
 }
 
 #[cfg(test)]

@@ -148,23 +148,25 @@ fn render(contents: &Value) -> String {
         }
     }
     if out.len() > MAX_READ_BYTES {
-        let mut end = MAX_READ_BYTES;
-        while !out.is_char_boundary(end) {
-            end -= 1;
-        }
-        out.truncate(end);
+        out.truncate(out.floor_char_boundary(MAX_READ_BYTES));
         out.push_str(&format!("\n… (cut at {} KiB)", MAX_READ_BYTES / 1024));
     }
     out
 }
 
-fn clip_line(line: &str) -> String {
-    let one: String = line
+/// A server's text as one line of at most [`MAX_LINE_CHARS`] characters:
+/// control characters and runs of white space become one space, and a
+/// longer text is cut with `…`.
+pub(super) fn clip_line(text: &str) -> String {
+    let spaced: String = text
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
-        .take(MAX_LINE_CHARS)
         .collect();
-    one
+    let line = spaced.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.char_indices().nth(MAX_LINE_CHARS) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line,
+    }
 }
 
 #[async_trait]

@@ -157,20 +157,15 @@ fn request(model: &str, params: &CreateMessageRequestParams) -> Result<Request, 
     })
 }
 
-/// The text of a sampling message's content (one block or several);
-/// what is not text is named.
+/// The text of a sampling message's content (one block or several).
 fn text_of(content: &Value) -> String {
     let blocks = match content {
-        Value::Array(blocks) => blocks.clone(),
-        one => vec![one.clone()],
+        Value::Array(blocks) => blocks.as_slice(),
+        one => std::slice::from_ref(one),
     };
     blocks
         .iter()
-        .map(|block| match block["type"].as_str() {
-            Some("text") => block["text"].as_str().unwrap_or_default().to_string(),
-            Some(other) => format!("[{other} content]"),
-            None => String::new(),
-        })
+        .filter_map(super::prompts::block_text)
         .collect::<Vec<_>>()
         .join("\n")
 }
