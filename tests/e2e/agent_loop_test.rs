@@ -81,15 +81,8 @@ impl Chat {
     }
 }
 
-async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !done() {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "timed out waiting: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+async fn wait_until(what: &str, done: impl FnMut() -> bool) {
+    crate::support::eventually(what, Duration::from_secs(30), done).await;
 }
 
 /// The tool result for `call_id` in a request, in each provider's shape.

@@ -347,3 +347,13 @@ pub fn approval_line(entry: &serde_json::Value) -> String {
         .unwrap_or_else(|e| panic!("not an approval entry ({e}): {entry}"))
         .line()
 }
+
+/// Wait until `done` holds, polling, for at most `limit`: the test fails
+/// naming `what` when it never does.
+pub async fn eventually(what: &str, limit: std::time::Duration, mut done: impl FnMut() -> bool) {
+    let started = std::time::Instant::now();
+    while !done() {
+        assert!(started.elapsed() < limit, "timed out waiting: {what}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}

@@ -109,16 +109,15 @@ async fn a_servers_question_for_a_subagent_is_asked_in_the_editors_conversation(
     );
     // The subagent runs on (in the background): its server gets the
     // answer, and the subagent's model the tool's result.
-    let started = std::time::Instant::now();
-    let answered = loop {
-        let seen = server
-            .requests()
-            .iter()
-            .any(|r| r.body.to_string().contains("accepted: level=3 mode=fast"));
-        if seen || started.elapsed() > Duration::from_secs(20) {
-            break seen;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    assert!(answered, "the subagent's server got the answer");
+    crate::support::eventually(
+        "the subagent's server got the answer",
+        Duration::from_secs(20),
+        || {
+            server
+                .requests()
+                .iter()
+                .any(|r| r.body.to_string().contains("accepted: level=3 mode=fast"))
+        },
+    )
+    .await;
 }
