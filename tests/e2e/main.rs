@@ -15,6 +15,7 @@ mod agent_loop_test;
 mod approvals_test;
 mod background_jobs_test;
 mod bridge_test;
+mod budget_test;
 mod call_path_test;
 mod chat_approvals_test;
 mod chat_screen_test;

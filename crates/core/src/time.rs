@@ -33,6 +33,32 @@ pub fn is_canonical(text: &str) -> bool {
         })
 }
 
+/// Milliseconds since 1970 of a time [`rfc3339`] wrote (None: another
+/// shape).
+pub fn millis_of(text: &str) -> Option<u64> {
+    if !is_canonical(text) {
+        return None;
+    }
+    let n = |at: std::ops::Range<usize>| text[at].parse::<i64>().ok();
+    let (y, m, d) = (n(0..4)?, n(5..7)?, n(8..10)?);
+    let (h, min, s, ms) = (n(11..13)?, n(14..16)?, n(17..19)?, n(20..23)?);
+    let days = days_from_civil(y, m, d);
+    let secs = days * 86_400 + h * 3600 + min * 60 + s;
+    u64::try_from(secs * 1000 + ms).ok()
+}
+
+/// (year, month, day) to days since 1970-01-01 (Howard Hinnant's
+/// algorithm, the inverse of [`civil_from_days`]).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 /// Today's date as `YYYY-MM-DD` (UTC).
 pub fn today() -> String {
     now_rfc3339()[..10].to_string()
@@ -71,5 +97,10 @@ mod tests {
         assert!(is_canonical("2026-11-21T22:09:15.123Z"));
         assert!(!is_canonical("2026-11-21T22:09:15Z"));
         assert!(!is_canonical("9999-99-99T99:99:99.999Z "));
+        for ms in [0, 784_111_777_250, 951_782_400_000, 1_795_000_000_123] {
+            let text = rfc3339(UNIX_EPOCH + Duration::from_millis(ms));
+            assert_eq!(millis_of(&text), Some(ms), "{text}");
+        }
+        assert_eq!(millis_of("yesterday"), None);
     }
 }

@@ -12,6 +12,7 @@ pub mod local;
 pub mod refusal;
 pub mod retry;
 pub mod scripted;
+pub mod spend;
 pub mod sse;
 mod transport;
 mod types;

@@ -173,6 +173,11 @@ pub struct Usage {
     /// Input tokens written to the provider's prompt cache.
     #[serde(default)]
     pub cache_write_tokens: u64,
+    /// What the provider says the call cost, in millionths of a US dollar,
+    /// where it reports one (OpenRouter's `usage.cost`); never computed
+    /// here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_micros: Option<u64>,
 }
 
 impl Usage {
@@ -183,6 +188,15 @@ impl Usage {
         self.cached_tokens += other.cached_tokens;
         self.reasoning_tokens += other.reasoning_tokens;
         self.cache_write_tokens += other.cache_write_tokens;
+        self.cost_micros = match (self.cost_micros, other.cost_micros) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+    }
+
+    /// Input and output tokens together, as a budget counts them.
+    pub fn total_tokens(&self) -> u64 {
+        self.input_tokens + self.output_tokens
     }
 
     /// The counts from `earlier` to these (both totals of one counter).
@@ -197,6 +211,10 @@ impl Usage {
             cache_write_tokens: self
                 .cache_write_tokens
                 .saturating_sub(earlier.cache_write_tokens),
+            cost_micros: match (self.cost_micros, earlier.cost_micros) {
+                (Some(now), Some(then)) => Some(now.saturating_sub(then)),
+                (now, _) => now,
+            },
         }
     }
 }

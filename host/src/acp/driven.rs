@@ -297,6 +297,24 @@ impl Agent {
         outcome
     }
 
+    /// Why a turn that ended without an error ended, as ACP names it: a
+    /// spend cap (told to the editor too) is `max_tokens`, a turn limit
+    /// `max_turn_requests`.
+    async fn stop_reason(&self, driven: &Driven) -> &'static str {
+        if let Some(reached) = driven.session.spend_stopped() {
+            self.update(
+                driven.session.id(),
+                json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": format!("Stopped before the next model call: {}", reached.message)}}),
+            )
+            .await;
+            return "max_tokens";
+        }
+        if driven.session.stopped_by().is_some() {
+            return "max_turn_requests";
+        }
+        "end_turn"
+    }
+
     async fn answer_prompt(
         &self,
         driven: &Driven,
@@ -344,7 +362,7 @@ impl Agent {
             return Ok(json!({"stopReason": "cancelled"}));
         }
         match result {
-            Ok(()) => Ok(json!({"stopReason": "end_turn"})),
+            Ok(()) => Ok(json!({"stopReason": self.stop_reason(driven).await})),
             Err(SessionError::Llm(err)) => Err(Failure {
                 code: code::INTERNAL,
                 message: err.to_string(),

@@ -23,6 +23,9 @@ pub struct AgentOptions {
     pub profile: Option<String>,
     pub max_turns: Option<u32>,
     pub max_tool_rounds: Option<u32>,
+    /// `--max-tokens-total`, `--max-cost`, `--max-duration`: over
+    /// `[budget]`'s caps.
+    pub caps: crate::llm::spend::Caps,
     /// The approvals mode (default: the configuration's, else `never`).
     pub approvals: Option<crate::approvals::Mode>,
     /// `--approve` rules (`shell:git push`, `path:src/**`, …).
@@ -216,6 +219,7 @@ impl AgentKit {
         if let Some(n) = options.max_tool_rounds {
             session_config.max_tool_rounds_per_input = n;
         }
+        session_config.budget = config.budget.resolve(&options.caps);
         let (hooks, hook_warnings) = crate::hooks::Hooks::load(
             &config.hooks,
             config.project_hooks.as_ref(),

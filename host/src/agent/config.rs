@@ -55,6 +55,8 @@ pub struct SessionConfig {
     /// Which instruction files the prompt may include (a trusted
     /// project's: only as consented).
     pub docs: crate::consent::DocsConsent,
+    /// What the session and each subagent may spend (`[budget]`).
+    pub budget: crate::llm::spend::Budget,
 }
 
 impl SessionConfig {
@@ -83,6 +85,7 @@ impl SessionConfig {
             still_waiting_every: std::time::Duration::from_secs(30),
             hooks: Default::default(),
             docs: Default::default(),
+            budget: Default::default(),
         }
     }
 

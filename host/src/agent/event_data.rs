@@ -155,6 +155,16 @@ pub struct TurnLimitReached {
     pub value: u32,
 }
 
+/// SPEND_CAP: a spend cap stopped the loop before a model call (the
+/// request was not sent).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpendCapReached {
+    #[serde(flatten)]
+    pub reached: crate::llm::spend::CapReached,
+    /// The session's spend and caps then.
+    pub spend: crate::llm::spend::SpendReport,
+}
+
 /// LOOP_DETECTION.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LoopDetected {
@@ -206,6 +216,9 @@ pub struct ProcessingEnded {
     /// in its tokens (as it counted them, else as estimated).
     #[serde(default)]
     pub largest_request: u64,
+    /// The session's spend against its caps, when it has any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spend: Option<crate::llm::spend::SpendReport>,
 }
 
 /// Why a session ended.
@@ -316,6 +329,8 @@ event_kinds! {
     ToolCallEnd(ToolCallEnded),
     SteeringInjected(Text),
     TurnLimit(TurnLimitReached),
+    /// A spend cap stopped the loop before a model call.
+    SpendCap(SpendCapReached),
     LoopDetection(LoopDetected),
     ContextWarning(ContextUsage),
     Warning(Warning),
@@ -453,6 +468,29 @@ mod tests {
                 json!({"limit": "max_tool_rounds_per_input", "value": 3}),
             ),
             (
+                EventData::SpendCap(SpendCapReached {
+                    reached: crate::llm::spend::CapReached {
+                        cap: crate::llm::spend::CapKind::Tokens,
+                        parents: false,
+                        spent: 990.0,
+                        limit: 1000.0,
+                        message: "spend cap reached".into(),
+                    },
+                    spend: crate::llm::spend::SpendReport {
+                        tokens: 990,
+                        max_tokens: Some(1000),
+                        cost_usd: 0.0,
+                        max_cost_usd: None,
+                        elapsed_secs: 1.5,
+                        max_duration_secs: None,
+                        uncosted_calls: 0,
+                    },
+                }),
+                json!({"cap": "tokens", "parents": false, "spent": 990.0, "limit": 1000.0,
+                       "message": "spend cap reached",
+                       "spend": {"tokens": 990, "max_tokens": 1000, "cost_usd": 0.0, "elapsed_secs": 1.5}}),
+            ),
+            (
                 EventData::LoopDetection(LoopDetected {
                     pattern_length: 1,
                     calls: 3,
@@ -492,6 +530,7 @@ mod tests {
                     usage: Usage::default(),
                     context_window: 4096,
                     largest_request: 3000,
+                    spend: None,
                 }),
                 json!({"interrupted": false, "usage": serde_json::to_value(Usage::default()).unwrap(),
                        "context_window": 4096, "largest_request": 3000}),

@@ -28,6 +28,7 @@ mod server_facts;
 mod session;
 mod session_hooks;
 pub mod session_memory;
+mod spend_gate;
 mod subagents;
 mod summarizer_setup;
 mod tape;

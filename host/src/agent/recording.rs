@@ -161,6 +161,9 @@ pub struct Settings {
     pub truncation: TruncationPolicy,
     /// Compaction's settings (None: the session had no store).
     pub summarization: Option<SummarizationConfig>,
+    /// The spend caps and prices (a replay stops where the session did).
+    #[serde(default)]
+    pub budget: crate::llm::spend::Budget,
 }
 
 impl Settings {
@@ -182,6 +185,7 @@ impl Settings {
             parallel_tool_calls: config.parallel_tool_calls,
             truncation: config.truncation.clone(),
             summarization,
+            budget: config.budget.clone(),
         }
     }
 
@@ -198,6 +202,7 @@ impl Settings {
         config.user_instructions = self.user_instructions.clone();
         config.parallel_tool_calls = self.parallel_tool_calls;
         config.truncation = self.truncation.clone();
+        config.budget = self.budget.clone();
         config
     }
 }

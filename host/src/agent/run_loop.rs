@@ -61,6 +61,7 @@ impl Session {
             inner.state = SessionState::Processing;
             inner.current = Some(cancel.clone());
             inner.stopped_by = None;
+            inner.spend_stop = None;
         }
         self.record(super::recording::Entry::Input {
             text: input.map(str::to_string),
@@ -115,6 +116,7 @@ impl Session {
                         usage,
                         context_window: self.context_window(),
                         largest_request: self.largest_request(),
+                        spend: self.spend_report(),
                     }));
                 }
                 Ok(())
@@ -149,10 +151,14 @@ impl Session {
                 context_warned = self.check_context(tokens);
             }
             self.compact_if_over_budget(tokens).await;
-            let request = match self.next_request().await {
+            let mut request = match self.next_request().await {
                 Ok((request, _)) => request,
                 Err(too_big) => return Err(self.too_big(too_big)),
             };
+            if let Err(reached) = self.fit_to_budget(&mut request) {
+                self.stopped_by_cap(reached);
+                return Ok(Ended::Done);
+            }
             let mut partial = String::new();
             let mut in_flight = None;
             let response = tokio::select! {
@@ -181,6 +187,7 @@ impl Session {
                 other => other?,
             };
             refusals = 0;
+            self.spend.charge(&request.model, &response.usage);
             self.answered(&request, response.usage.input_tokens);
             self.lock().model_turns += 1;
             let cut_off = response.finish_reason == FinishReason::Length;

@@ -109,6 +109,10 @@ pub struct SessionParts {
     /// The model's window (None: the profile's; subagents share their
     /// parent's, so what one refusal teaches serves all).
     pub window: Option<Arc<super::window::Window>>,
+    /// Where the session's spend is counted (None: a ledger of its own
+    /// under the configuration's caps; a subagent's is its parent's
+    /// child).
+    pub spend: Option<Arc<crate::llm::spend::Ledger>>,
 }
 
 impl SessionParts {
@@ -140,6 +144,7 @@ impl SessionParts {
             world: None,
             playback: None,
             window: None,
+            spend: None,
         }
     }
 }
@@ -155,6 +160,8 @@ pub(super) struct Inner {
     pub current: Option<CancellationToken>,
     /// The limit that stopped the last input, if one did.
     pub stopped_by: Option<super::event_data::TurnLimitKind>,
+    /// The spend cap that stopped the last input, if one did.
+    pub spend_stop: Option<crate::llm::spend::CapReached>,
     /// Tokens used by the model answers of this process.
     pub used: crate::llm::Usage,
 }
@@ -206,6 +213,8 @@ pub struct Session {
     approval_mode: Mutex<Option<crate::approvals::Mode>>,
     /// What the session knows of the model's window.
     pub(super) window: Arc<super::window::Window>,
+    /// What the session (with its subagents) spent, against its caps.
+    pub(super) spend: Arc<crate::llm::spend::Ledger>,
     /// The largest request the provider answered, in its tokens.
     pub(super) largest_request: Mutex<u64>,
     /// SessionStart hooks have run in this process.
@@ -303,6 +312,12 @@ impl Session {
                 super::window::WindowSource::Profile,
             ))
         });
+        let spend = parts.spend.clone().unwrap_or_else(|| {
+            crate::llm::spend::Ledger::new(
+                parts.config.budget.session,
+                Arc::new(parts.config.budget.prices.clone()),
+            )
+        });
         let session = Arc::new_cyclic(|weak| {
             let mut local = ToolRegistry::new();
             if parts.depth < parts.config.max_subagent_depth
@@ -353,6 +368,7 @@ impl Session {
                     follow_ups: VecDeque::new(),
                     model_turns: 0,
                     stopped_by: None,
+                    spend_stop: None,
                     used: Default::default(),
                     loops: LoopDetector::new(parts.config.loop_detection_window),
                     current: None,
@@ -376,6 +392,7 @@ impl Session {
                 model_override: Mutex::new(None),
                 approval_mode: Mutex::new(None),
                 window,
+                spend,
                 largest_request: Mutex::new(0),
                 hooks_started: Default::default(),
                 hook_stop: Mutex::new(None),

@@ -245,6 +245,7 @@ impl Subagents {
             repo,
             jobs: parent.jobs.clone(),
             children: Some(Subagents::new()),
+            spend: Some(parent.child_ledger()),
             ..SessionParts::new(
                 parent.client.clone(),
                 parent.profile.clone(),
@@ -390,6 +391,7 @@ fn child_result(child: &Session, success: bool) -> Value {
         "output": child.last_assistant_text().unwrap_or_default(),
         "success": success && child.state() != SessionState::Closed,
         "turns_used": child.model_turns(),
+        "stopped_by_spend_cap": child.spend_stopped().map(|reached| reached.message),
     })
 }
 

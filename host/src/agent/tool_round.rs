@@ -138,6 +138,7 @@ impl Session {
             programs: Some(activity),
             background: false,
             network,
+            spend: Some(self.spend.clone()),
         };
         let run = self.dispatch_call(registry, call.request(), ctx);
         tokio::pin!(run);

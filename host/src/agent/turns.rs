@@ -73,7 +73,7 @@ pub async fn with_clock<F: std::future::Future>(clock: TurnClock, work: F) -> F:
     CLOCK.scope(clock, work).await
 }
 
-fn turn_time() -> String {
+pub(super) fn turn_time() -> String {
     CLOCK
         .try_with(|clock| clock())
         .unwrap_or_else(|_| crate::time::now_rfc3339())

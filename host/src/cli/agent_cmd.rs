@@ -37,6 +37,17 @@ pub struct AgentArgs {
     /// Most tool rounds per input (0 = unlimited).
     #[arg(long, value_name = "N")]
     pub max_tool_rounds: Option<u32>,
+    /// Most input and output tokens the session may spend, as the provider
+    /// reports them (subagents' included); over `[budget]`.
+    #[arg(long, value_name = "N")]
+    pub max_tokens_total: Option<u64>,
+    /// Most US dollars the session may spend: the provider's reported cost,
+    /// else `[budget.prices]`; never guessed.
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<crate::config::budget::Dollars>,
+    /// Most wall time the session may work (90s, 30m, 2h).
+    #[arg(long, value_name = "TIME")]
+    pub max_duration: Option<crate::config::budget::Span>,
     /// When to need the operator's approval for calls no rule speaks to:
     /// never, on-risk (shell commands) or always (default: the
     /// configuration's `[approvals] mode`, else on-risk for `chat` and
@@ -107,6 +118,11 @@ impl AgentArgs {
             profile: self.profile.clone(),
             max_turns: self.max_turns,
             max_tool_rounds: self.max_tool_rounds,
+            caps: crate::llm::spend::Caps {
+                tokens: self.max_tokens_total,
+                cost_usd: self.max_cost.map(|d| d.0),
+                duration: self.max_duration.map(|s| s.0),
+            },
             approvals: self.approvals,
             approve: self.approve.clone(),
             default_approvals: self.default_approvals,

@@ -235,11 +235,24 @@ impl Chat {
         }
     }
 
-    /// Send `message` as the operator's turn; the failure, if any.
+    /// Send `message` as the operator's turn; the failure, if any. A turn
+    /// a spend cap stopped asks whether to raise it, and goes on if so.
     async fn send(&mut self, message: &str) -> Option<Failed> {
         let session = self.session.clone();
-        let failed = self.interruptible(session.submit(message)).await;
+        let mut failed = self.interruptible(session.submit(message)).await;
         self.renderer.flush().await;
+        while failed.is_none()
+            && !self.json
+            && let Some(reached) = session.spend_stopped()
+        {
+            let _held = self.renderer.hold().await;
+            if !super::spend_prompt::ask_to_raise(&session, &reached, &mut self.input).await {
+                break;
+            }
+            drop(_held);
+            failed = self.interruptible(session.retry()).await;
+            self.renderer.flush().await;
+        }
         self.status_line();
         failed
     }

@@ -67,6 +67,9 @@ impl Chat {
             }
             parts.push(tokens);
         }
+        if let Some(spend) = session.spend_report() {
+            parts.push(spent_of_caps(&spend));
+        }
         let running = self.kit.jobs.registry.list(session.id(), None).len();
         if running > 0 {
             parts.push(format!(
@@ -85,6 +88,34 @@ impl Chat {
         line.styled(Style::Dim, &text).text("\n");
         Some(line)
     }
+}
+
+/// The session's spend against each cap it has: `spent 12.3k/50.0k
+/// tokens, $0.41/$5.00, 3m/30m`.
+fn spent_of_caps(spend: &crate::llm::spend::SpendReport) -> String {
+    let mut parts = Vec::new();
+    if let Some(max) = spend.max_tokens {
+        parts.push(format!(
+            "{}/{} tokens",
+            thousands(spend.tokens),
+            thousands(max)
+        ));
+    }
+    if let Some(max) = spend.max_cost_usd {
+        parts.push(format!("${:.2}/${max:.2}", spend.cost_usd));
+    }
+    if let Some(max) = spend.max_duration_secs {
+        parts.push(if max < 120.0 {
+            format!("{}s/{}s", spend.elapsed_secs as u64, max as u64)
+        } else {
+            format!(
+                "{}m/{}m",
+                (spend.elapsed_secs / 60.0) as u64,
+                (max / 60.0).ceil() as u64
+            )
+        });
+    }
+    format!("spent {}", parts.join(", "))
 }
 
 /// `12.3k`, `1.2M`.

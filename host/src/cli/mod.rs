@@ -29,6 +29,7 @@ mod serve_cmd;
 mod session_pick;
 mod sessions_cmd;
 mod setup;
+mod spend_prompt;
 mod store_cmd;
 mod tool_cmd;
 mod trust_cmd;
@@ -60,7 +61,7 @@ enum Command {
     /// and tool activity on stderr (or every event as JSON lines and a last
     /// RESULT line with --json).
     #[command(
-        after_help = "Exit status: 0 the agent finished; 1 an error stopped it; 2 the command line was wrong; 3 --max-turns or --max-tool-rounds stopped it; 128+N a signal N (130: Ctrl-C)."
+        after_help = "Exit status: 0 the agent finished; 1 an error stopped it; 2 the command line was wrong; 3 --max-turns or --max-tool-rounds stopped it; 4 a spend cap stopped it (--max-tokens-total, --max-cost, --max-duration, [budget]); 128+N a signal N (130: Ctrl-C)."
     )]
     Run {
         #[command(flatten)]

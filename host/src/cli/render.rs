@@ -565,6 +565,10 @@ fn notice(data: &EventData, columns: usize) -> Option<String> {
             d.limit.setting(),
             d.value
         ),
+        EventData::SpendCap(d) => format!(
+            "note: stopped before the next model call (it was not sent): {}",
+            d.reached.message
+        ),
         EventData::LoopDetection(_) => {
             "note: the agent is repeating itself; it was asked to change approach".into()
         }

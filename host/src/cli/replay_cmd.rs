@@ -78,6 +78,12 @@ pub async fn run(mut args: ReplayArgs) -> anyhow::Result<ExitCode> {
             n => format!(", resumed {} times", n - 1),
         }
     );
+    for reason in &report.spend_stops {
+        outln!(
+            "a spend cap stopped an input where it stopped the session: {}",
+            sanitize(reason)
+        );
+    }
     match report.stop {
         None => {
             outln!(

@@ -15,6 +15,7 @@ use super::render::{Answers, Renderer};
 use super::view::style::Look;
 use crate::agent::{EndReason, Session, SessionError, TurnLimitKind};
 use crate::llm::Usage;
+use crate::llm::spend::{CapReached, SpendReport};
 
 /// The most of stdin read as a prompt.
 const MAX_STDIN_PROMPT: u64 = 10 * 1024 * 1024;
@@ -42,6 +43,9 @@ pub enum RunStatus {
     MaxTurns,
     /// `--max-tool-rounds` / `[agent] max_tool_rounds` stopped it: exit 3.
     MaxToolRounds,
+    /// A spend cap (`--max-tokens-total`, `--max-cost`, `--max-duration`,
+    /// `[budget]`) stopped it before a model call: exit 4.
+    SpendCap,
 }
 
 impl RunStatus {
@@ -52,14 +56,32 @@ impl RunStatus {
             RunStatus::Success => 0,
             RunStatus::Error => 1,
             RunStatus::MaxTurns | RunStatus::MaxToolRounds => 3,
+            RunStatus::SpendCap => 4,
         }
     }
 
-    fn of_limit(limit: TurnLimitKind) -> Self {
-        match limit {
-            TurnLimitKind::MaxTurns => RunStatus::MaxTurns,
-            TurnLimitKind::MaxToolRoundsPerInput => RunStatus::MaxToolRounds,
+    fn of_stop(stop: &Stop) -> Self {
+        match stop {
+            Stop::Limit(TurnLimitKind::MaxTurns) => RunStatus::MaxTurns,
+            Stop::Limit(TurnLimitKind::MaxToolRoundsPerInput) => RunStatus::MaxToolRounds,
+            Stop::Cap(_) => RunStatus::SpendCap,
         }
+    }
+}
+
+/// What stopped the agent before it was done.
+enum Stop {
+    Limit(TurnLimitKind),
+    Cap(CapReached),
+}
+
+impl Stop {
+    /// What stopped the last input of `session`, if anything did.
+    fn of(session: &Session) -> Option<Stop> {
+        session
+            .spend_stopped()
+            .map(Stop::Cap)
+            .or_else(|| session.stopped_by().map(Stop::Limit))
     }
 }
 
@@ -92,6 +114,12 @@ struct RunResult {
     /// Model turns taken by this run.
     turns: u32,
     usage: Usage,
+    /// The session's spend against its caps, when it has any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    spend: Option<SpendReport>,
+    /// The cap that stopped the run, when one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    spend_cap: Option<CapReached>,
     duration_ms: u64,
     /// The final answer's text.
     result: Option<String>,
@@ -147,6 +175,8 @@ pub async fn run(args: AgentArgs, request: RunRequest) -> anyhow::Result<ExitCod
                 status: RunStatus::Error,
                 turns: 0,
                 usage: Usage::default(),
+                spend: None,
+                spend_cap: None,
                 duration_ms: started.elapsed().as_millis() as u64,
                 result: None,
                 error: Some(format!("{err:#}")),
@@ -191,7 +221,7 @@ async fn run_started(
     let result = work(&session, &prompt, request.wait_jobs).await;
     let status = match &result {
         Err(_) => RunStatus::Error,
-        Ok(Some(limit)) => RunStatus::of_limit(*limit),
+        Ok(Some(stop)) => RunStatus::of_stop(stop),
         Ok(None) => RunStatus::Success,
     };
     session
@@ -212,7 +242,7 @@ async fn run_started(
         write_answer(path, text)?;
     }
     // A model error was shown already (an ERROR event); others were not.
-    let error = result.err();
+    let error = result.as_ref().err();
     if let Some(err) = &error
         && !matches!(err, SessionError::Llm(_))
     {
@@ -223,6 +253,11 @@ async fn run_started(
             status,
             turns: session.model_turns() - turns_before,
             usage: session.used().since(&used_before),
+            spend: session.spend_report(),
+            spend_cap: match &result {
+                Ok(Some(Stop::Cap(reached))) => Some(reached.clone()),
+                _ => None,
+            },
             duration_ms: started.elapsed().as_millis() as u64,
             result: last,
             error: error.map(|e| e.to_string()),
@@ -264,15 +299,15 @@ fn write_answer(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
 
 /// Submit `prompt`, then wait for background jobs still running (each
 /// that finishes gives the agent a turn to react), at most `wait_jobs`
-/// seconds; the limit that stopped the agent, if one did (the input's, or
-/// a later turn a finished job woke).
+/// seconds; what stopped the agent, if anything did (the input's limit or
+/// cap, or a later turn's a finished job woke).
 async fn work(
     session: &std::sync::Arc<Session>,
     prompt: &str,
     wait_jobs: u64,
-) -> Result<Option<TurnLimitKind>, SessionError> {
+) -> Result<Option<Stop>, SessionError> {
     session.submit(prompt).await?;
-    let stopped = session.stopped_by();
+    let stopped = Stop::of(session);
     if !session.settle(Duration::from_secs(wait_jobs)).await? {
         let cancelled = session.cancel_jobs();
         session.warn(&format!(
@@ -281,5 +316,5 @@ async fn work(
             cancelled.join(", ")
         ));
     }
-    Ok(stopped.or(session.stopped_by()))
+    Ok(stopped.or_else(|| Stop::of(session)))
 }

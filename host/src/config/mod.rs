@@ -16,6 +16,7 @@
 //! mode = "default"
 //! ```
 
+pub mod budget;
 mod checked;
 pub mod consent;
 pub mod edit;
@@ -65,6 +66,9 @@ pub struct Config {
     /// Agent loop limits and options.
     #[serde(default)]
     pub agent: AgentToml,
+    /// Spend caps and model prices (operator-only).
+    #[serde(default)]
+    pub budget: budget::BudgetToml,
     /// Tool output truncation overrides, by tool name (`default`: every
     /// other tool).
     #[serde(default)]

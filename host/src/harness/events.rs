@@ -299,6 +299,7 @@ pub fn translate(event: &Event) -> Option<(&'static str, Value)> {
         EventData::CompactionStart(_) => "agent:compaction-started",
         EventData::CompactionEnd(_) => "agent:compaction-completed",
         EventData::TurnLimit(_) => "agent:turn-limit",
+        EventData::SpendCap(_) => "agent:spend-cap",
         EventData::ContextWarning(_) => "agent:context-warning",
         EventData::LoopDetection(_) => "agent:loop-detected",
         // Published from the permission queue, whoever asked (see

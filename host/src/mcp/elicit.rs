@@ -55,6 +55,9 @@ pub struct Caller {
     pub call_id: String,
     /// What the call did, for its receipt (the model calls made for it).
     pub activity: Option<crate::plugin::ActivityLog>,
+    /// The calling session's spend, which model calls made for the call
+    /// count against.
+    pub spend: Option<std::sync::Arc<crate::llm::spend::Ledger>>,
 }
 
 /// The calls a server is answering now, each with a token cancelled when
@@ -306,7 +309,8 @@ impl ClientHandler for Elicitor {
         }
         let _sampling = Raised(&self.in_flight.sampling);
         let activity = caller.activity.as_ref();
-        super::sampling::answer(&self.server, model, activity, &ended, params).await
+        let spend = caller.spend.as_deref();
+        super::sampling::answer(&self.server, model, activity, spend, &ended, params).await
     }
 }
 

@@ -37,6 +37,7 @@ impl ToolExecutor for McpTool {
             root_session_id: ctx.root_session_id.clone(),
             call_id: ctx.call_id.clone(),
             activity: ctx.programs.clone(),
+            spend: ctx.spend.clone(),
         };
         self.server
             .call(&self.tool, args, caller)

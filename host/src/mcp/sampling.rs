@@ -53,6 +53,7 @@ pub async fn answer(
     server: &str,
     slot: &ModelSlot,
     activity: Option<&crate::plugin::ActivityLog>,
+    spend: Option<&crate::llm::spend::Ledger>,
     ended: &tokio_util::sync::CancellationToken,
     params: CreateMessageRequestParams,
 ) -> Result<CreateMessageResult, ErrorData> {
@@ -71,7 +72,20 @@ pub async fn answer(
             "a server makes at most {MAX_SAMPLES_PER_CALL} model calls while it answers one call"
         )));
     }
-    let request = request(&model, &params).map_err(refuse)?;
+    let mut request = request(&model, &params).map_err(refuse)?;
+    // The session's caps hold for what its servers ask the model too.
+    if let Some(spend) = spend {
+        let input = crate::llm::estimate::request_tokens(&request);
+        let now = crate::time::millis_of(&crate::time::now_rfc3339()).unwrap_or(0);
+        match spend.allowance(&model, input, now) {
+            Err(reached) => return Err(refuse(reached.message)),
+            Ok(Some(room)) => {
+                let room = u32::try_from(room).unwrap_or(u32::MAX);
+                request.max_tokens = Some(request.max_tokens.map_or(room, |m| m.min(room)));
+            }
+            Ok(None) => {}
+        }
+    }
     let started = Instant::now();
     // A model call still running when the call ends is stopped.
     let answered = tokio::select! {
@@ -93,6 +107,9 @@ pub async fn answer(
             ))
         }
         Some(Ok(response)) => {
+            if let Some(spend) = spend {
+                spend.charge(&model, &response.usage);
+            }
             used.input_tokens = response.usage.input_tokens;
             used.output_tokens = response.usage.output_tokens;
             let stop = match response.finish_reason {

@@ -266,6 +266,7 @@ impl CallFront for ClientFront<'_> {
             programs: None,
             background: false,
             network,
+            spend: None,
         };
         let reporter = progress
             .map(|token| tokio::spawn(report_progress(self.context.peer.clone(), token, live_rx)));

@@ -50,6 +50,9 @@ pub struct Report {
     pub history: Vec<Turn>,
     /// The first start entry (what the session began with).
     pub start: Option<Box<Start>>,
+    /// Why spend caps stopped inputs, in order (the recorded caps hold in
+    /// the replay, so they stop it where they stopped the session).
+    pub spend_stops: Vec<String>,
 }
 
 /// Why a session cannot be replayed.
@@ -93,6 +96,7 @@ pub async fn replay(
     let mut resume: Option<String> = None;
     let (mut inputs, mut starts, mut capped) = (0, 0, false);
     let mut first_start = None;
+    let mut spend_stops = Vec::new();
     while player.stop().is_none() {
         let Some((at, entry)) = player.next_for_driver() else {
             break;
@@ -112,6 +116,9 @@ pub async fn replay(
                 inputs += 1;
                 // Errors are the recorded ones, or the replay's stop.
                 let _ = session.process_one(text.as_deref()).await;
+                if let Some(reached) = session.spend_stopped() {
+                    spend_stops.push(reached.message);
+                }
             }
             Entry::Forked { turns, .. } => {
                 let id = uuid::Uuid::new_v4().to_string();
@@ -151,6 +158,7 @@ pub async fn replay(
         recording_capped: capped,
         history: session.map(|s| s.history()).unwrap_or_default(),
         start: first_start,
+        spend_stops,
     })
 }
 

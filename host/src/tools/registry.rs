@@ -31,6 +31,9 @@ pub struct ToolContext {
     /// The call was given the network (see
     /// [`crate::plugin::ToolCallContext::network`]).
     pub network: bool,
+    /// Where model calls made for the call are counted against the
+    /// session's caps (None: outside a session).
+    pub spend: Option<std::sync::Arc<crate::llm::spend::Ledger>>,
 }
 
 /// Something that runs a tool. `Err` is a failure with its status and the

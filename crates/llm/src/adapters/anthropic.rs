@@ -269,6 +269,7 @@ fn usage(u: &Value) -> Usage {
         cached_tokens: u64_at(u, "/cache_read_input_tokens"),
         reasoning_tokens: 0,
         cache_write_tokens: u64_at(u, "/cache_creation_input_tokens"),
+        cost_micros: None,
     }
 }
 

@@ -142,6 +142,14 @@ fn call_id(given: &str) -> String {
     }
 }
 
+/// The cost a server reports with the usage (OpenRouter's `cost`, in US
+/// dollars), in millionths; a negative, absurd or non-numeric one is none.
+fn reported_cost(u: &Value) -> Option<u64> {
+    let dollars = u.get("cost")?.as_f64()?;
+    (dollars.is_finite() && (0.0..1.0e6).contains(&dollars))
+        .then(|| (dollars * 1_000_000.0).round() as u64)
+}
+
 fn usage(u: &Value) -> Usage {
     Usage {
         input_tokens: u64_at(u, "/prompt_tokens"),
@@ -149,6 +157,7 @@ fn usage(u: &Value) -> Usage {
         cached_tokens: u64_at(u, "/prompt_tokens_details/cached_tokens"),
         reasoning_tokens: u64_at(u, "/completion_tokens_details/reasoning_tokens"),
         cache_write_tokens: 0,
+        cost_micros: reported_cost(u),
     }
 }
 

@@ -239,6 +239,7 @@ impl Decoder {
                 cached_tokens: u64_at(u, "/cachedContentTokenCount"),
                 reasoning_tokens: u64_at(u, "/thoughtsTokenCount"),
                 cache_write_tokens: 0,
+                cost_micros: None,
             };
         }
         let candidate = &chunk["candidates"][0];

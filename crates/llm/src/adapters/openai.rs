@@ -169,6 +169,7 @@ fn usage(u: &Value) -> Usage {
         cached_tokens: u64_at(u, "/input_tokens_details/cached_tokens"),
         reasoning_tokens: u64_at(u, "/output_tokens_details/reasoning_tokens"),
         cache_write_tokens: 0,
+        cost_micros: None,
     }
 }
 

@@ -1,0 +1,76 @@
+//! The session's side of spend caps ([`crate::llm::spend`]): before each
+//! model call the request is fitted to what is left — its answer capped to
+//! the room, or not sent when its input alone does not fit — and a cap
+//! that stops the loop is told as SPEND_CAP and kept for the front end
+//! (`run`'s exit code, `chat`'s question, ACP's stop reason).
+//!
+//! Time is read from the session's clock, so a replay of a recording sees
+//! the same times and stops at the same call.
+
+use super::event_data::{EventData, SpendCapReached};
+use super::session::Session;
+use crate::llm::Request;
+use crate::llm::spend::{CapKind, CapReached, SpendReport};
+
+impl Session {
+    /// Fit `request` to the session's caps: its answer capped to the room
+    /// left, or the cap that keeps it from being sent.
+    pub(super) fn fit_to_budget(&self, request: &mut Request) -> Result<(), CapReached> {
+        let input = crate::llm::estimate::request_tokens(request);
+        let Some(room) = self
+            .spend
+            .allowance(&request.model, input, self.spend_clock())?
+        else {
+            return Ok(());
+        };
+        let room = u32::try_from(room).unwrap_or(u32::MAX);
+        request.max_tokens = Some(request.max_tokens.map_or(room, |asked| asked.min(room)));
+        if let Some(ceiling) = &mut request.answer_ceiling {
+            *ceiling = (*ceiling).min(room);
+        } else {
+            request.answer_ceiling = Some(room);
+        }
+        Ok(())
+    }
+
+    /// Stop the input for `reached`: told as SPEND_CAP and kept.
+    pub(super) fn stopped_by_cap(&self, reached: CapReached) {
+        let spend = self.spend.report(self.spend_clock());
+        self.lock().spend_stop = Some(reached.clone());
+        self.emit(EventData::SpendCap(SpendCapReached { reached, spend }));
+    }
+
+    /// The cap that stopped the last input, if one did.
+    pub fn spend_stopped(&self) -> Option<CapReached> {
+        self.lock().spend_stop.clone()
+    }
+
+    /// The session's spend against its caps (None: it has no caps).
+    pub fn spend_report(&self) -> Option<SpendReport> {
+        self.spend
+            .caps()
+            .any()
+            .then(|| self.spend.report(self.spend_clock()))
+    }
+
+    /// Raise the session's `cap` by `by` (tokens, dollars or seconds), as
+    /// the operator answered.
+    pub fn raise_cap(&self, cap: CapKind, by: f64) {
+        self.spend.raise(cap, by);
+    }
+
+    /// What a subagent's spend is counted in: a child of this session's.
+    pub(super) fn child_ledger(&self) -> std::sync::Arc<crate::llm::spend::Ledger> {
+        self.spend.child(self.config.budget.subagent)
+    }
+
+    /// Now in milliseconds, from the session's clock when a cap on
+    /// duration needs it (a replay answers from the recording); 0 when
+    /// none does, so no read is recorded for nothing.
+    fn spend_clock(&self) -> u64 {
+        if !self.spend.times() {
+            return 0;
+        }
+        crate::time::millis_of(&super::turns::turn_time()).unwrap_or(0)
+    }
+}
