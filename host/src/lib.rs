@@ -27,5 +27,6 @@ pub use sandcrab_core::terminal_safe;
 pub use sandcrab_core::time;
 pub use sandcrab_store as store;
 pub use sandcrab_store::tls;
+pub mod telemetry;
 pub mod tools;
 pub use sandcrab_core::user_files;

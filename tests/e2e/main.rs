@@ -62,6 +62,7 @@ mod sessions_test;
 mod sharded_calls_test;
 mod store_backends_test;
 mod surfaces_test;
+mod telemetry_test;
 mod third_party_tools_test;
 mod trust_config_test;
 mod window_edge_test;

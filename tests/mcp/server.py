@@ -22,6 +22,18 @@ def echo(text: str) -> str:
 
 
 @server.tool()
+async def trace_context(ctx: Context) -> str:
+    """Say the W3C traceparent the client sent in the request's _meta."""
+    meta = ctx.request_context.meta
+    if isinstance(meta, dict):
+        value = meta.get("traceparent")
+    else:
+        extra = getattr(meta, "model_extra", None) or {}
+        value = getattr(meta, "traceparent", None) or extra.get("traceparent")
+    return f"traceparent: {value}"
+
+
+@server.tool()
 def read_path(path: str) -> str:
     """Read a file and return its content, or the error."""
     try:

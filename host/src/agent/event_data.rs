@@ -621,7 +621,7 @@ mod tests {
             // And back: a stored event reads as the same payload.
             assert_eq!(EventData::from_json(kind, want).unwrap(), data, "{kind:?}");
         }
-        assert_eq!(seen.len(), 22, "every kind is pinned");
+        assert_eq!(seen.len(), 23, "every kind is pinned");
     }
 
     #[test]

@@ -34,6 +34,7 @@ mod summarizer_setup;
 mod tape;
 mod tool_round;
 pub mod tool_set;
+mod traced;
 mod turns;
 pub mod window;
 pub mod world;

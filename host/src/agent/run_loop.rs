@@ -47,7 +47,19 @@ impl Session {
         input: Option<&str>,
         stop: &CancellationToken,
     ) -> Result<(), SessionError> {
-        super::turns::with_clock(self.turn_clock(), self.process_input_now(input, stop)).await
+        let mut span = self.agent_span();
+        let used_before = self.used();
+        let result = crate::telemetry::within(
+            span.context(),
+            super::turns::with_clock(self.turn_clock(), self.process_input_now(input, stop)),
+        )
+        .await;
+        let failed = match &result {
+            Err(SessionError::Llm(err)) => Some(err),
+            _ => None,
+        };
+        self.finish_agent_span(&mut span, &self.used().since(&used_before), failed);
+        result
     }
 
     async fn process_input_now(
@@ -161,6 +173,8 @@ impl Session {
             }
             let mut partial = String::new();
             let mut in_flight = None;
+            let chat = self.chat_span(&request);
+            let asked_at = std::time::Instant::now();
             let response = tokio::select! {
                 r = self.call_model(&request, &mut partial, &mut in_flight) => r,
                 _ = cancel.cancelled() => {
@@ -174,6 +188,7 @@ impl Session {
             if let Some(call) = in_flight {
                 self.record(call.finish(response.as_ref().err(), false));
             }
+            self.finish_chat_span(chat, asked_at, response.as_ref());
             let response = match response {
                 // Too long for the model: learn its window, compact
                 // harder, and ask again.

@@ -215,6 +215,9 @@ pub struct Session {
     pub(super) window: Arc<super::window::Window>,
     /// What the session (with its subagents) spent, against its caps.
     pub(super) spend: Arc<crate::llm::spend::Ledger>,
+    /// The span that started this session (a subagent's: its parent's
+    /// `spawn_agent` call), where its input spans hang.
+    pub(super) trace_parent: Mutex<Option<crate::telemetry::SpanContext>>,
     /// The largest request the provider answered, in its tokens.
     pub(super) largest_request: Mutex<u64>,
     /// SessionStart hooks have run in this process.
@@ -393,6 +396,7 @@ impl Session {
                 approval_mode: Mutex::new(None),
                 window,
                 spend,
+                trace_parent: Mutex::new(None),
                 largest_request: Mutex::new(0),
                 hooks_started: Default::default(),
                 hook_stop: Mutex::new(None),

@@ -104,7 +104,10 @@ impl Subagents {
         let schema = |props: Value, required: &[&str]| json!({"type": "object", "properties": props, "required": required, "additionalProperties": false});
         let tool = |f: ToolFn| -> Arc<dyn ToolExecutor> {
             let (me, parent) = (self.clone(), parent.clone());
-            Arc::new(FnTool(move |args, _| f(me.clone(), parent.clone(), args)))
+            Arc::new(FnTool(move |args, ctx: crate::tools::ToolContext| {
+                // The call's span goes with it, into a job too.
+                crate::telemetry::within(ctx.trace, f(me.clone(), parent.clone(), args))
+            }))
         };
         vec![
             (
@@ -255,6 +258,9 @@ impl Subagents {
             )
         });
         parent.share_checkpoints_with(&child);
+        if let Ok(mut hangs) = child.trace_parent.lock() {
+            *hangs = crate::telemetry::current();
+        }
         let agent_id = child.id().to_string();
         if args.run_in_background {
             // This call is a background job: run the child to completion

@@ -82,6 +82,7 @@ impl Session {
         prepared: &PreparedCall,
         registry: &ToolRegistry,
     ) -> ToolResult {
+        let mut span = self.tool_span(call);
         self.emit(EventData::ToolCallStart(ed::ToolCallStarted {
             call_id: call.id.clone(),
             name: call.name.clone(),
@@ -93,8 +94,12 @@ impl Session {
             call,
             activity: Default::default(),
         };
-        let finished = crate::pipeline::run_call(&front, prepared).await;
+        let finished =
+            crate::telemetry::within(span.context(), crate::pipeline::run_call(&front, prepared))
+                .await;
         let outcome = finished.outcome;
+        super::traced::finish_tool_span(&mut span, call, &outcome);
+        drop(span);
         let truncated =
             self.config
                 .truncation
@@ -139,6 +144,7 @@ impl Session {
             background: false,
             network,
             spend: Some(self.spend.clone()),
+            trace: crate::telemetry::current(),
         };
         let run = self.dispatch_call(registry, call.request(), ctx);
         tokio::pin!(run);

@@ -200,6 +200,14 @@ pub fn main() -> ExitCode {
     // FIFO nobody writes) leaves a blocking-pool thread behind: do not wait
     // for it to exit.
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    // What telemetry holds goes out, waited for briefly: a collector that
+    // is gone costs at most this.
+    let dropped = crate::telemetry::shutdown(std::time::Duration::from_millis(1500));
+    if dropped > 0 {
+        errln!(
+            "warning: telemetry: {dropped} span(s) dropped (the collector was slow or unreachable)"
+        );
+    }
     // Programs cut off as sandcrab stops (a cancelled background job) are
     // swept like any other before it exits.
     crate::process::wait_for_sweeps(std::time::Duration::from_secs(30));

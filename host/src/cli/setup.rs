@@ -117,6 +117,9 @@ impl HostArgs {
             config.policy.sandbox = Some(mode);
         }
         warnings.extend(config.policy.warnings());
+        if let Err(e) = crate::telemetry::init(&config.telemetry, |k| std::env::var(k).ok()) {
+            warnings.push(format!("telemetry is off: {e}"));
+        }
         let mode = config.policy.sandbox_mode();
         let missing = crate::process::support().missing(mode, false);
         if mode == SandboxMode::Locked && !missing.is_empty() {

@@ -69,6 +69,10 @@ pub struct Config {
     /// Spend caps and model prices (operator-only).
     #[serde(default)]
     pub budget: budget::BudgetToml,
+    /// OpenTelemetry export (operator-only; off unless an endpoint is
+    /// named here or in `OTEL_EXPORTER_OTLP_*`).
+    #[serde(default)]
+    pub telemetry: crate::telemetry::TelemetryToml,
     /// Tool output truncation overrides, by tool name (`default`: every
     /// other tool).
     #[serde(default)]

@@ -58,6 +58,8 @@ pub struct Caller {
     /// The calling session's spend, which model calls made for the call
     /// count against.
     pub spend: Option<std::sync::Arc<crate::llm::spend::Ledger>>,
+    /// The call's span, passed to the server as `traceparent` in `_meta`.
+    pub trace: Option<crate::telemetry::SpanContext>,
 }
 
 /// The calls a server is answering now, each with a token cancelled when

@@ -38,6 +38,7 @@ impl ToolExecutor for McpTool {
             call_id: ctx.call_id.clone(),
             activity: ctx.programs.clone(),
             spend: ctx.spend.clone(),
+            trace: ctx.trace,
         };
         self.server
             .call(&self.tool, args, caller)

@@ -267,6 +267,7 @@ impl CallFront for ClientFront<'_> {
             background: false,
             network,
             spend: None,
+            trace: None,
         };
         let reporter = progress
             .map(|token| tokio::spawn(report_progress(self.context.peer.clone(), token, live_rx)));

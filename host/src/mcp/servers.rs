@@ -313,9 +313,16 @@ impl McpServer {
         caller: Caller,
     ) -> Result<String, String> {
         let peer = self.peer().await.map_err(|e| e.to_string())?;
+        let trace = caller.trace;
         // Its questions are this call's while it runs.
         let _in_flight = self.in_flight.enter(caller);
         let mut params = CallToolRequestParams::new(tool.to_string());
+        // The call's span, as the MCP conventions carry it (SEP-414).
+        if let Some(trace) = trace {
+            let mut meta = rmcp::model::RequestMetaObject::new();
+            meta.0.set_traceparent(trace.traceparent());
+            params.meta = Some(meta);
+        }
         params.arguments = match args {
             serde_json::Value::Object(map) => Some(map),
             serde_json::Value::Null => None,

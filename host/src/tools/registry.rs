@@ -34,6 +34,9 @@ pub struct ToolContext {
     /// Where model calls made for the call are counted against the
     /// session's caps (None: outside a session).
     pub spend: Option<std::sync::Arc<crate::llm::spend::Ledger>>,
+    /// The span of the call, passed on to whoever answers it (an MCP
+    /// server, a subagent).
+    pub trace: Option<crate::telemetry::SpanContext>,
 }
 
 /// Something that runs a tool. `Err` is a failure with its status and the

@@ -1,0 +1,160 @@
+//! Metrics, kept in the process as cumulative sums and histograms and
+//! exported with every batch: tokens and operation durations as the GenAI
+//! conventions name them, tool calls and denials as sandcrab's own.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use super::proto::{self, Message, Value};
+
+/// The GenAI conventions' advised buckets for token counts.
+const TOKEN_BOUNDS: &[f64] = &[
+    1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0, 65536.0, 262144.0, 1048576.0, 4194304.0,
+    16777216.0, 67108864.0,
+];
+/// And for durations in seconds.
+const DURATION_BOUNDS: &[f64] = &[
+    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+];
+
+/// How a metric is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    /// A monotonic cumulative sum of whole numbers.
+    Counter,
+    /// A histogram of token counts.
+    Tokens,
+    /// A histogram of seconds.
+    Seconds,
+}
+
+impl Kind {
+    fn bounds(self) -> &'static [f64] {
+        match self {
+            Kind::Counter => &[],
+            Kind::Tokens => TOKEN_BOUNDS,
+            Kind::Seconds => DURATION_BOUNDS,
+        }
+    }
+
+    fn unit(self) -> &'static str {
+        match self {
+            Kind::Counter => "{call}",
+            Kind::Tokens => "{token}",
+            Kind::Seconds => "s",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct Point {
+    attributes: Vec<(String, Value)>,
+    count: u64,
+    sum: f64,
+    buckets: Vec<u64>,
+}
+
+type Series = BTreeMap<(String, Kind), BTreeMap<String, Point>>;
+
+/// Every metric of the process.
+#[derive(Default)]
+pub struct Metrics {
+    series: Mutex<Series>,
+    started_ns: u64,
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        Metrics {
+            series: Mutex::default(),
+            started_ns: super::trace::now_ns(),
+        }
+    }
+
+    /// Record `value` for metric `name` with `attributes`.
+    pub fn record(&self, name: &str, kind: Kind, attributes: &[(&str, Value)], value: f64) {
+        let Ok(mut series) = self.series.lock() else {
+            return;
+        };
+        let key: String = attributes
+            .iter()
+            .map(|(k, v)| format!("{k}={v:?};"))
+            .collect();
+        let points = series.entry((name.to_string(), kind)).or_default();
+        let point = points.entry(key).or_insert_with(|| Point {
+            attributes: attributes
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+            buckets: vec![0; kind.bounds().len() + 1],
+            ..Point::default()
+        });
+        point.count += 1;
+        point.sum += value;
+        if kind != Kind::Counter {
+            let at = kind.bounds().iter().take_while(|b| value > **b).count();
+            point.buckets[at] += 1;
+        } else {
+            // A counter's count is its sum.
+            point.count = point.sum as u64;
+        }
+    }
+
+    /// `collector.metrics.v1.ExportMetricsServiceRequest` of everything
+    /// so far (None: nothing recorded yet).
+    pub fn encode(&self, resource: &[(String, Value)]) -> Option<Vec<u8>> {
+        let series = self.series.lock().ok()?;
+        if series.is_empty() {
+            return None;
+        }
+        let now = super::trace::now_ns();
+        let mut scope_metrics = Message::new();
+        scope_metrics.message(1, proto::scope("sandcrab", env!("CARGO_PKG_VERSION")));
+        for ((name, kind), points) in series.iter() {
+            scope_metrics.message(2, self.metric(name, *kind, points, now));
+        }
+        let mut resource_metrics = Message::new();
+        resource_metrics
+            .message(1, proto::resource(resource))
+            .message(2, scope_metrics);
+        let mut request = Message::new();
+        request.message(1, resource_metrics);
+        Some(request.into_bytes())
+    }
+
+    fn metric(
+        &self,
+        name: &str,
+        kind: Kind,
+        points: &BTreeMap<String, Point>,
+        now: u64,
+    ) -> Message {
+        const CUMULATIVE: u64 = 2;
+        let mut metric = Message::new();
+        metric.string(1, name).string(3, kind.unit());
+        let mut data = Message::new();
+        for point in points.values() {
+            let mut p = Message::new();
+            p.fixed64(2, self.started_ns).fixed64(3, now);
+            if kind == Kind::Counter {
+                p.sfixed64(6, point.count as i64);
+                proto::attributes(&mut p, 7, &point.attributes);
+            } else {
+                p.fixed64(4, point.count)
+                    .double(5, point.sum)
+                    .packed_fixed64(6, &point.buckets)
+                    .packed_double(7, kind.bounds());
+                proto::attributes(&mut p, 9, &point.attributes);
+            }
+            data.message(1, p);
+        }
+        data.varint(2, CUMULATIVE);
+        if kind == Kind::Counter {
+            data.varint(3, 1);
+            metric.message(7, data);
+        } else {
+            metric.message(9, data);
+        }
+        metric
+    }
+}
