@@ -285,3 +285,62 @@ async fn a_replay_stops_at_the_same_call_the_cap_stopped() {
     );
     assert!(said.contains("spend cap reached"), "{said}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_summaries_compaction_asks_for_count_against_the_session() {
+    const SUMMARY_PROMPT: &str = "New messages to fold into the summary";
+    let scene = Scene::new();
+    scene.write_user_config(
+        "[providers.openai-compatible]\ncontext_window = 4000\n\
+         [summarization]\nkeep_recent = 2\nchunk_size = 4\n",
+    );
+    let server = MockLlm::strict(KIND).await;
+    let summary = json!({"id": "chatcmpl-s", "object": "chat.completion", "model": "local-test",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "The user gave steps."},
+                     "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 50_000, "completion_tokens": 100}});
+    for _ in 0..10 {
+        server.push_for(SUMMARY_PROMPT, Reply::json(200, summary.clone()));
+    }
+    let steps = 6;
+    for i in 0..steps {
+        server.push_for(
+            &format!("Step {i}:"),
+            billed(&Answer::Text(vec!["Noted."]), 10, 5, None),
+        );
+    }
+    let mut chat = sandcrab(&scene, KIND, &server, "chat");
+    chat.args(["--json", "--max-tokens-total", "100000000"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = chat.spawn().unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        for i in 0..steps {
+            let filler = "Some detail about the task. ".repeat(55);
+            writeln!(stdin, "Step {i}: remember this. {filler}").unwrap();
+        }
+        writeln!(stdin, "/exit").unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let summaries = server
+        .requests()
+        .iter()
+        .filter(|r| r.body.to_string().contains(SUMMARY_PROMPT))
+        .count() as u64;
+    assert!(summaries > 0, "nothing was compacted");
+    let spend = events(&out.stdout)
+        .into_iter()
+        .filter(|e| e["kind"] == "PROCESSING_END")
+        .last()
+        .expect("a PROCESSING_END")["data"]["spend"]
+        .clone();
+    assert_eq!(
+        spend["tokens"].as_u64(),
+        Some(steps * 15 + summaries * 50_100),
+        "the summaries' tokens are not the session's spend: {spend}"
+    );
+}

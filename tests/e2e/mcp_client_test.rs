@@ -651,7 +651,7 @@ async fn a_servers_prompts_are_chat_commands_bounded_in_bytes() {
 
 /// The model's non-streamed answer to a sampling request, as Anthropic
 /// sends it.
-fn sampled_answer(text: &str) -> crate::mock_llm::Reply {
+pub(crate) fn sampled_answer(text: &str) -> crate::mock_llm::Reply {
     crate::mock_llm::Reply::json(
         200,
         json!({"id": "msg_s", "type": "message", "role": "assistant", "model": "test-model",

@@ -358,3 +358,84 @@ async fn a_collector_that_never_answers_slows_no_turn() {
     );
     assert_eq!(server.requests().len(), 4);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn model_calls_a_server_asks_for_and_a_subagents_work_hang_under_the_call_that_made_them() {
+    // A server's model call (sampling) is told under the call it answers.
+    let scene = Scene::new();
+    crate::mcp_client_test::configure_probe(&scene, "sampling = true", "");
+    let collector = Collector::start(false);
+    let server = MockLlm::strict(KIND).await;
+    server.push(stream(
+        KIND,
+        &Answer::Tools(vec![tool(
+            "s1",
+            "probe__ask_model",
+            json!({"question": "Capital?"}),
+        )]),
+    ));
+    server.push(crate::mcp_client_test::sampled_answer("Paris"));
+    server.push(stream(KIND, &Answer::Text(vec!["Done."])));
+    let out = sandcrab(&scene, KIND, &server, "run")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint())
+        .arg("Ask it.")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let spans = collector.spans();
+    let call = named(&spans, "execute_tool")[0];
+    let chats = named(&spans, "chat");
+    assert_eq!(chats.len(), 3, "{spans:#?}");
+    let sampled = chats
+        .iter()
+        .find(|c| c["parent_span_id"] == call["span_id"])
+        .unwrap_or_else(|| panic!("no model call under the tool call: {spans:#?}"));
+    assert_eq!(attribute(sampled, "gen_ai.usage.input_tokens"), json!(17));
+    assert_eq!(attribute(sampled, "gen_ai.usage.output_tokens"), json!(2));
+
+    // A subagent's input hangs under its parent's spawn_agent call, in
+    // the parent's trace and conversation, even as a background job.
+    let scene = Scene::new();
+    let collector = Collector::start(false);
+    let server = MockLlm::strict(KIND).await;
+    server.push(stream(
+        KIND,
+        &Answer::Tools(vec![tool(
+            "s1",
+            "spawn_agent",
+            json!({"task": "CHILD-TRACE-TASK look around", "run_in_background": true}),
+        )]),
+    ));
+    server.push(stream(KIND, &Answer::Text(vec!["waiting"])));
+    server.push(stream(KIND, &Answer::Text(vec!["all done"])));
+    server.push_for(
+        "CHILD-TRACE-TASK",
+        stream(KIND, &Answer::Text(vec!["looked"])),
+    );
+    let out = sandcrab(&scene, KIND, &server, "run")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint())
+        .args(["--wait-jobs", "60", "delegate"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let spans = collector.spans();
+    let agents = named(&spans, "invoke_agent");
+    let spawn = named(&spans, "execute_tool")
+        .into_iter()
+        .find(|t| attribute(t, "gen_ai.tool.name") == json!("spawn_agent"))
+        .expect("the spawn_agent call");
+    let child = agents
+        .iter()
+        .find(|a| attribute(a, "sandcrab.session.depth") == json!(1))
+        .unwrap_or_else(|| panic!("no subagent span: {spans:#?}"));
+    assert_eq!(child["parent_span_id"], spawn["span_id"], "{child}");
+    assert_eq!(child["trace_id"], spawn["trace_id"]);
+    let top = agents
+        .iter()
+        .find(|a| attribute(a, "sandcrab.session.depth") == json!(0))
+        .unwrap();
+    assert_eq!(
+        attribute(child, "gen_ai.conversation.id"),
+        attribute(top, "gen_ai.conversation.id")
+    );
+}

@@ -370,6 +370,22 @@ impl Ledger {
     }
 }
 
+tokio::task_local! {
+    static CHARGED: Arc<Ledger>;
+}
+
+/// Run `work` with `ledger` as the one its model calls are charged to,
+/// for the calls made on the session's behalf deep inside it (the
+/// summary compaction asks for) that no argument reaches.
+pub async fn charging<F: std::future::Future>(ledger: Arc<Ledger>, work: F) -> F::Output {
+    CHARGED.scope(ledger, work).await
+}
+
+/// The ledger the current work is charged to, if any.
+pub fn charged() -> Option<Arc<Ledger>> {
+    CHARGED.try_with(Arc::clone).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

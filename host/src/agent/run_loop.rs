@@ -51,7 +51,10 @@ impl Session {
         let used_before = self.used();
         let result = crate::telemetry::within(
             span.context(),
-            super::turns::with_clock(self.turn_clock(), self.process_input_now(input, stop)),
+            crate::llm::spend::charging(
+                self.spend.clone(),
+                super::turns::with_clock(self.turn_clock(), self.process_input_now(input, stop)),
+            ),
         )
         .await;
         let failed = match &result {
@@ -173,8 +176,7 @@ impl Session {
             }
             let mut partial = String::new();
             let mut in_flight = None;
-            let chat = self.chat_span(&request);
-            let asked_at = std::time::Instant::now();
+            let told = self.model_call(&request);
             let response = tokio::select! {
                 r = self.call_model(&request, &mut partial, &mut in_flight) => r,
                 _ = cancel.cancelled() => {
@@ -188,7 +190,7 @@ impl Session {
             if let Some(call) = in_flight {
                 self.record(call.finish(response.as_ref().err(), false));
             }
-            self.finish_chat_span(chat, asked_at, response.as_ref());
+            told.finish(response.as_ref());
             let response = match response {
                 // Too long for the model: learn its window, compact
                 // harder, and ask again.

@@ -84,9 +84,13 @@ impl Session {
     /// the history is short); the stats.
     pub async fn compact(&self) -> CompactionStats {
         match &self.memory {
+            // Asked between inputs: its summary is the session's spend too.
             Some(memory) => {
-                self.compact_keeping_for(memory.compactor.config().keep_recent, "manual")
-                    .await
+                crate::llm::spend::charging(
+                    self.spend.clone(),
+                    self.compact_keeping_for(memory.compactor.config().keep_recent, "manual"),
+                )
+                .await
             }
             None => CompactionStats::default(),
         }

@@ -5,7 +5,8 @@
 //! Content (messages, arguments, results) only where the operator turned
 //! its capture on.
 
-use crate::llm::{FinishReason, LlmError, Request, Response, ToolCall, Usage};
+use crate::llm::{LlmError, Request, ToolCall, Usage};
+use crate::telemetry::genai::ModelCall;
 use crate::telemetry::{self, Content, MetricKind, Span, SpanKind, Value, names as n};
 use crate::tools::{ToolOutcome, ToolStatus};
 
@@ -21,7 +22,10 @@ impl Session {
             self.trace_parent(),
         );
         span.set(n::OPERATION_NAME, n::OP_INVOKE_AGENT)
-            .set(n::PROVIDER_NAME, self.provider_name())
+            .set(
+                n::PROVIDER_NAME,
+                telemetry::genai::provider_name(&self.profile.info.id),
+            )
             .set(n::AGENT_NAME, "sandcrab")
             .set(n::AGENT_ID, self.id.as_str())
             .set(n::CONVERSATION_ID, self.root_id.as_str())
@@ -49,96 +53,14 @@ impl Session {
         }
     }
 
-    /// The span of one model call.
-    pub(super) fn chat_span(&self, request: &Request) -> Span {
-        let mut span = Span::start(
-            format!("{} {}", n::OP_CHAT, request.model),
-            SpanKind::Client,
+    /// The telling of one model call.
+    pub(super) fn model_call(&self, request: &Request) -> ModelCall {
+        ModelCall::start(
+            &self.profile.info.id,
+            &self.root_id,
+            request,
             telemetry::current(),
-        );
-        span.set(n::OPERATION_NAME, n::OP_CHAT)
-            .set(n::PROVIDER_NAME, self.provider_name())
-            .set(n::REQUEST_MODEL, request.model.as_str())
-            .set(n::CONVERSATION_ID, self.root_id.as_str());
-        if let Some(max) = request.max_tokens {
-            span.set(n::REQUEST_MAX_TOKENS, max);
-        }
-        if let Some(t) = request.temperature {
-            span.set(n::REQUEST_TEMPERATURE, Value::Double(f64::from(t)));
-        }
-        if telemetry::captures(Content::InputMessages) {
-            span.set(
-                n::INPUT_MESSAGES,
-                serde_json::to_string(&request.messages).unwrap_or_default(),
-            );
-        }
-        span
-    }
-
-    /// Close a model call's span with its answer (or its error), and
-    /// count its tokens and time.
-    pub(super) fn finish_chat_span(
-        &self,
-        mut span: Span,
-        started: std::time::Instant,
-        answer: Result<&Response, &LlmError>,
-    ) {
-        let model = self.config.model.clone();
-        let provider = self.provider_name();
-        let base = [
-            (n::OPERATION_NAME, Value::from(n::OP_CHAT)),
-            (n::PROVIDER_NAME, Value::from(provider)),
-            (n::REQUEST_MODEL, Value::from(model)),
-        ];
-        match answer {
-            Ok(response) => {
-                span.set(n::RESPONSE_ID, response.id.as_str())
-                    .set(n::RESPONSE_MODEL, response.model.as_str())
-                    .set(n::USAGE_INPUT_TOKENS, response.usage.input_tokens)
-                    .set(n::USAGE_OUTPUT_TOKENS, response.usage.output_tokens)
-                    .set(
-                        n::RESPONSE_FINISH_REASONS,
-                        vec![finish_reason(&response.finish_reason)],
-                    );
-                if telemetry::captures(Content::OutputMessages) {
-                    span.set(
-                        n::OUTPUT_MESSAGES,
-                        serde_json::to_string(&response.to_message()).unwrap_or_default(),
-                    );
-                }
-                for (kind, tokens) in [
-                    ("input", response.usage.input_tokens),
-                    ("output", response.usage.output_tokens),
-                ] {
-                    let mut attrs = base.to_vec();
-                    attrs.push((n::TOKEN_TYPE, Value::from(kind)));
-                    telemetry::record(
-                        n::METRIC_TOKEN_USAGE,
-                        MetricKind::Tokens,
-                        &attrs,
-                        tokens as f64,
-                    );
-                }
-                telemetry::record(
-                    n::METRIC_OPERATION_DURATION,
-                    MetricKind::Seconds,
-                    &base,
-                    started.elapsed().as_secs_f64(),
-                );
-            }
-            Err(err) => {
-                let kind = format!("{:?}", err.kind);
-                span.fail(&kind);
-                let mut attrs = base.to_vec();
-                attrs.push((n::ERROR_TYPE, Value::from(kind)));
-                telemetry::record(
-                    n::METRIC_OPERATION_DURATION,
-                    MetricKind::Seconds,
-                    &attrs,
-                    started.elapsed().as_secs_f64(),
-                );
-            }
-        }
+        )
     }
 
     /// The span of one tool call.
@@ -249,16 +171,6 @@ fn rule_of(by: &sandcrab_core::approval::DecidedBy) -> String {
     }
 }
 
-fn finish_reason(reason: &FinishReason) -> String {
-    match reason {
-        FinishReason::Stop => "stop".into(),
-        FinishReason::Length => "length".into(),
-        FinishReason::ToolCalls => "tool_calls".into(),
-        FinishReason::ContentFilter => "content_filter".into(),
-        FinishReason::Other(other) => other.clone(),
-    }
-}
-
 /// A value's one-word serde name (`ok`, `allow`, `tokens`).
 fn word<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_value(value)
@@ -276,13 +188,5 @@ impl Session {
             .ok()
             .and_then(|p| *p)
             .or_else(telemetry::current)
-    }
-
-    /// The provider as the GenAI conventions name it.
-    fn provider_name(&self) -> String {
-        match self.profile.info.id.as_str() {
-            "gemini" => "gcp.gemini".into(),
-            other => other.to_string(),
-        }
     }
 }

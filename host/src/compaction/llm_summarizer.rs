@@ -63,17 +63,38 @@ impl LlmSummarizer {
 impl Summarizer for LlmSummarizer {
     async fn summarize(&self, existing: &str, messages: &[Entry]) -> Result<String, String> {
         let prompt = self.render(existing, messages).await?;
-        let request = Request {
+        let mut request = Request {
             model: self.model.clone(),
             messages: vec![Message::user(prompt)],
             max_tokens: Some(self.max_tokens),
             ..Request::default()
         };
-        let response = self
-            .client
-            .complete(&request)
-            .await
-            .map_err(|e| format!("the summarizing model failed: {e}"))?;
+        // A summary is spend of the session it is made for.
+        let ledger = crate::llm::spend::charged();
+        if let Some(ledger) = &ledger {
+            let input = crate::llm::estimate::request_tokens(&request);
+            let now = crate::time::millis_of(&crate::time::now_rfc3339()).unwrap_or(0);
+            match ledger.allowance(&self.model, input, now) {
+                Err(reached) => return Err(format!("not summarized: {}", reached.message)),
+                Ok(Some(room)) => {
+                    let room = u32::try_from(room).unwrap_or(u32::MAX);
+                    request.max_tokens = Some(self.max_tokens.min(room));
+                }
+                Ok(None) => {}
+            }
+        }
+        let told = crate::telemetry::genai::ModelCall::start(
+            self.client.provider(),
+            "",
+            &request,
+            crate::telemetry::current(),
+        );
+        let answered = self.client.complete(&request).await;
+        told.finish(answered.as_ref());
+        let response = answered.map_err(|e| format!("the summarizing model failed: {e}"))?;
+        if let Some(ledger) = &ledger {
+            ledger.charge(&self.model, &response.usage);
+        }
         let text = response.text.trim().to_string();
         if text.is_empty() {
             return Err("the summarizing model answered with no text".into());

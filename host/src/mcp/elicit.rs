@@ -310,9 +310,7 @@ impl ClientHandler for Elicitor {
             ));
         }
         let _sampling = Raised(&self.in_flight.sampling);
-        let activity = caller.activity.as_ref();
-        let spend = caller.spend.as_deref();
-        super::sampling::answer(&self.server, model, activity, spend, &ended, params).await
+        super::sampling::answer(&self.server, model, &caller, &ended, params).await
     }
 }
 

@@ -46,17 +46,19 @@ impl ModelSlot {
     }
 }
 
-/// The model's answer to `params` from server `server`, recorded in
-/// `activity` (the receipt of the call the server answers); given up,
-/// and recorded as such, when that call `ended`.
+/// The model's answer to `params` from server `server`, for the call of
+/// `caller`'s that it answers: recorded in that call's receipt, counted
+/// against its session's caps, told under its span; given up, and
+/// recorded as such, when that call `ended`.
 pub async fn answer(
     server: &str,
     slot: &ModelSlot,
-    activity: Option<&crate::plugin::ActivityLog>,
-    spend: Option<&crate::llm::spend::Ledger>,
+    caller: &super::elicit::Caller,
     ended: &tokio_util::sync::CancellationToken,
     params: CreateMessageRequestParams,
 ) -> Result<CreateMessageResult, ErrorData> {
+    let activity = caller.activity.as_ref();
+    let spend = caller.spend.as_deref();
     let asker = format!("MCP server {server}");
     let refuse = |why: String| ErrorData::invalid_request(why, None);
     let Some((client, model)) = slot.get() else {
@@ -87,11 +89,24 @@ pub async fn answer(
         }
     }
     let started = Instant::now();
+    let conversation = match caller.root_session_id.as_str() {
+        "" => caller.session_id.as_str(),
+        root => root,
+    };
+    let told = crate::telemetry::genai::ModelCall::start(
+        client.provider(),
+        conversation,
+        &request,
+        caller.trace,
+    );
     // A model call still running when the call ends is stopped.
     let answered = tokio::select! {
         answered = client.complete(&request) => Some(answered),
         _ = ended.cancelled() => None,
     };
+    if let Some(answer) = &answered {
+        told.finish(answer.as_ref());
+    }
     let mut used = ModelUse {
         asker,
         model: model.clone(),

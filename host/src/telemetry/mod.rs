@@ -9,6 +9,7 @@
 //! it; never a secret the host knows (see [`export`]).
 
 mod export;
+pub mod genai;
 pub mod metrics;
 pub mod names;
 mod proto;
