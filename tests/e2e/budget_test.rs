@@ -334,8 +334,7 @@ async fn the_summaries_compaction_asks_for_count_against_the_session() {
     assert!(summaries > 0, "nothing was compacted");
     let spend = events(&out.stdout)
         .into_iter()
-        .filter(|e| e["kind"] == "PROCESSING_END")
-        .last()
+        .rfind(|e| e["kind"] == "PROCESSING_END")
         .expect("a PROCESSING_END")["data"]["spend"]
         .clone();
     assert_eq!(
