@@ -75,6 +75,12 @@ async fn a_token_cap_stops_the_run_before_the_request_that_cannot_fit() {
         .expect("a SPEND_CAP event");
     assert_eq!(cap["data"]["cap"], "tokens", "{cap}");
     assert_eq!(cap["data"]["spend"]["tokens"], 99_000, "{cap}");
+    // The input's end says what stopped it.
+    let end = all
+        .iter()
+        .rfind(|e| e["kind"] == "PROCESSING_END")
+        .expect("PROCESSING_END");
+    assert_eq!(end["data"]["spend_cap"]["cap"], "tokens", "{end}");
     let result = result_of(&out.stdout);
     assert_eq!(result["data"]["status"], "spend_cap", "{result}");
     assert_eq!(result["data"]["spend"]["max_tokens"], 100_000, "{result}");

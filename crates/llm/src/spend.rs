@@ -3,12 +3,15 @@
 //!
 //! A [`Ledger`] holds one session's caps and what it spent; a subagent's
 //! ledger is a child of its parent's, so every call it makes is charged
-//! to the parent too and stops when either's cap is reached. Before each
-//! model call the caller asks [`Ledger::allowance`]: a request whose input
-//! alone does not fit what is left is not sent, and one that fits gets its
-//! answer capped to the room left. Cost counts only where the provider
-//! reports it or the operator gave the model's prices; a call of unknown
-//! cost under a cost cap stops the next one.
+//! to the parent too and stops when either's cap is reached. Every model
+//! call made for a session goes through [`Ledger::fit`] first: a request
+//! whose input alone does not fit what is left is not sent, one that fits
+//! gets its answer capped to the room left, and what it may take is held
+//! ([`Hold`]) until it is charged, so calls running side by side (parallel
+//! subagents, several servers' sampling) cannot each spend the same room.
+//! Cost counts only where the provider reports it or the operator gave
+//! the model's prices; a call of unknown cost under a cost cap stops the
+//! next one.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -16,7 +19,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::Usage;
+use crate::{Request, Usage};
 
 /// Below this many tokens of room for the answer, a request is not sent.
 pub const MIN_ANSWER_TOKENS: u64 = 16;
@@ -59,22 +62,62 @@ impl CapKind {
     }
 }
 
-/// A model's prices, in US dollars per million tokens (`[budget.prices]`).
+/// A model's prices, in US dollars per million tokens (`[budget.prices]`),
+/// each finite and not negative.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "PriceText")]
 pub struct Price {
     pub input: f64,
     pub output: f64,
     /// Input served from the provider's cache (default: `input`).
     pub cached_input: Option<f64>,
+    /// Input written to the provider's cache (default: `input`).
+    pub cache_write: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PriceText {
+    input: f64,
+    output: f64,
+    cached_input: Option<f64>,
+    cache_write: Option<f64>,
+}
+
+impl TryFrom<PriceText> for Price {
+    type Error = String;
+    fn try_from(p: PriceText) -> Result<Self, String> {
+        for (name, value) in [
+            ("input", Some(p.input)),
+            ("output", Some(p.output)),
+            ("cached_input", p.cached_input),
+            ("cache_write", p.cache_write),
+        ] {
+            if let Some(v) = value
+                && !(v.is_finite() && v >= 0.0)
+            {
+                return Err(format!(
+                    "the price {name} = {v} is not a number of US dollars per million tokens (finite, 0 or more)"
+                ));
+            }
+        }
+        Ok(Price {
+            input: p.input,
+            output: p.output,
+            cached_input: p.cached_input,
+            cache_write: p.cache_write,
+        })
+    }
 }
 
 impl Price {
     fn of(&self, usage: &Usage) -> f64 {
         let cached = usage.cached_tokens.min(usage.input_tokens);
-        let fresh = usage.input_tokens - cached;
+        let written = usage.cache_write_tokens.min(usage.input_tokens - cached);
+        let fresh = usage.input_tokens - cached - written;
         (fresh as f64 * self.input
             + cached as f64 * self.cached_input.unwrap_or(self.input)
+            + written as f64 * self.cache_write.unwrap_or(self.input)
             + usage.output_tokens as f64 * self.output)
             / 1_000_000.0
     }
@@ -95,14 +138,16 @@ pub struct Budget {
     pub prices: Prices,
 }
 
-/// What a ledger has spent.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Spent {
-    pub tokens: u64,
-    pub cost_usd: f64,
+/// What a ledger has spent, and holds for calls in flight.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Spent {
+    tokens: u64,
+    cost_usd: f64,
     /// Calls whose cost is unknown: the provider reported none and the
     /// model has no price.
-    pub uncosted_calls: u32,
+    uncosted_calls: u32,
+    held_tokens: u64,
+    held_cost: f64,
 }
 
 /// A ledger's caps and spend at one moment (for the status line, events
@@ -138,8 +183,16 @@ pub struct CapReached {
     /// What was spent and the cap, in the cap's unit.
     pub spent: f64,
     pub limit: f64,
+    /// Whether raising the cap lets work go on (not when the cost of
+    /// earlier calls is unknown: no cap can be kept then).
+    #[serde(default = "yes")]
+    pub raisable: bool,
     /// The whole reason, for people.
     pub message: String,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// One session's caps and spend; see the module doc.
@@ -152,6 +205,73 @@ pub struct Ledger {
     /// When the ledger was first asked, in the caller's milliseconds: the
     /// session's time counts from its first model call.
     started_ms: Mutex<Option<u64>>,
+}
+
+/// What one call may take, held on a ledger and its parents until the
+/// call is charged ([`Hold::charge`]) or given up (dropped).
+#[derive(Debug)]
+#[must_use = "a hold is charged with what the call used, or dropped when it was not sent"]
+pub struct Hold {
+    ledger: Option<Arc<Ledger>>,
+    model: String,
+    tokens: u64,
+    cost: f64,
+    /// The request's input as estimated: charged when the provider
+    /// reports no usage.
+    input: u64,
+}
+
+impl Hold {
+    /// A hold on nothing (no ledger to charge).
+    pub fn none() -> Hold {
+        Hold {
+            ledger: None,
+            model: String::new(),
+            tokens: 0,
+            cost: 0.0,
+            input: 0,
+        }
+    }
+
+    /// Charge what the call used (the provider's `usage`; a provider that
+    /// reports none is charged the estimated input) and let go of the hold.
+    pub fn charge(mut self, usage: &Usage) {
+        let Some(ledger) = self.ledger.take() else {
+            return;
+        };
+        let mut usage = *usage;
+        if usage.total_tokens() == 0 {
+            usage.input_tokens = self.input;
+        }
+        ledger.release(self.tokens, self.cost);
+        ledger.charge(&self.model, &usage);
+        let _ = NOTED.try_with(|noted| {
+            noted.borrow_mut().push(Charge {
+                model: self.model.clone(),
+                usage,
+            })
+        });
+    }
+
+    /// Charge a call that ended without an answer after the provider began
+    /// (an interrupt, a broken stream): its input as estimated and
+    /// `output_tokens` of what came.
+    pub fn charge_unfinished(self, output_tokens: u64) {
+        let input = self.input;
+        self.charge(&Usage {
+            input_tokens: input,
+            output_tokens,
+            ..Usage::default()
+        });
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        if let Some(ledger) = self.ledger.take() {
+            ledger.release(self.tokens, self.cost);
+        }
+    }
 }
 
 impl Ledger {
@@ -178,7 +298,7 @@ impl Ledger {
     }
 
     /// Whether this ledger or a parent's has a cap on duration (then the
-    /// caller reads its clock for [`Self::allowance`]).
+    /// caller reads its clock for [`Self::fit`]).
     pub fn times(&self) -> bool {
         self.caps().duration.is_some() || self.parent.as_ref().is_some_and(|p| p.times())
     }
@@ -191,45 +311,89 @@ impl Ledger {
         }
     }
 
+    /// The ledgers charged for a call charged here: this one and every
+    /// parent.
+    fn chain(&self) -> impl Iterator<Item = &Ledger> {
+        std::iter::successors(Some(self), |l| l.parent.as_deref())
+    }
+
+    /// Fit `request`, whose input is about `input_tokens`, to what this
+    /// ledger and its parents have left at `now_ms`: its answer capped to
+    /// the room, and that much held until the call is charged; or the cap
+    /// that keeps it from being sent.
+    pub fn fit(
+        self: &Arc<Self>,
+        request: &mut Request,
+        input_tokens: u64,
+        now_ms: u64,
+    ) -> Result<Hold, CapReached> {
+        let model = request.model.clone();
+        let mut room: Option<u64> = None;
+        for here in self.chain() {
+            let parents = !std::ptr::eq(here, &**self);
+            if let Some(r) = here.room(&model, input_tokens, now_ms, parents)? {
+                room = Some(room.map_or(r, |mine| mine.min(r)));
+            }
+        }
+        if let Some(room) = room {
+            let room = u32::try_from(room).unwrap_or(u32::MAX);
+            request.max_tokens = Some(request.max_tokens.map_or(room, |asked| asked.min(room)));
+            request.answer_ceiling = Some(request.answer_ceiling.map_or(room, |c| c.min(room)));
+        }
+        // What the call may take: its input and the most its answer may be
+        // (with reasoning asked for, an adapter may grow the answer up to
+        // its ceiling).
+        let answer = if request.reasoning_effort.is_some() {
+            request.answer_ceiling.or(request.max_tokens)
+        } else {
+            request.max_tokens.or(request.answer_ceiling)
+        };
+        let answer = answer.map(u64::from).unwrap_or(0);
+        let tokens = input_tokens.saturating_add(answer);
+        let cost = self.prices.get(&model).map_or(0.0, |p| {
+            (input_tokens as f64 * p.input + answer as f64 * p.output) / 1_000_000.0
+        });
+        for here in self.chain() {
+            if let Ok(mut spent) = here.spent.lock() {
+                spent.held_tokens = spent.held_tokens.saturating_add(tokens);
+                spent.held_cost += cost;
+            }
+        }
+        Ok(Hold {
+            ledger: Some(self.clone()),
+            model,
+            tokens,
+            cost,
+            input: input_tokens,
+        })
+    }
+
+    fn release(&self, tokens: u64, cost: f64) {
+        for here in self.chain() {
+            if let Ok(mut spent) = here.spent.lock() {
+                spent.held_tokens = spent.held_tokens.saturating_sub(tokens);
+                spent.held_cost = (spent.held_cost - cost).max(0.0);
+            }
+        }
+    }
+
     /// Charge one model call's `usage` by `model` here and to every parent.
-    pub fn charge(&self, model: &str, usage: &Usage) {
+    fn charge(&self, model: &str, usage: &Usage) {
         let cost = match (usage.cost_micros, self.prices.get(model)) {
             (Some(micros), _) => Some(micros as f64 / 1_000_000.0),
             (None, Some(price)) => Some(price.of(usage)),
             (None, None) => None,
         };
-        let mut ledger = Some(self);
-        while let Some(here) = ledger {
+        let tokens = usage.input_tokens.saturating_add(usage.output_tokens);
+        for here in self.chain() {
             if let Ok(mut spent) = here.spent.lock() {
-                spent.tokens += usage.total_tokens();
+                spent.tokens = spent.tokens.saturating_add(tokens);
                 match cost {
-                    Some(c) => spent.cost_usd += c,
-                    None => spent.uncosted_calls += 1,
+                    Some(c) if c.is_finite() => spent.cost_usd += c,
+                    _ => spent.uncosted_calls = spent.uncosted_calls.saturating_add(1),
                 }
             }
-            ledger = here.parent.as_deref();
         }
-    }
-
-    /// Whether a call to `model` whose input is about `input_tokens` may
-    /// be sent at `now_ms`, and the most its answer may then take (None:
-    /// no cap limits it).
-    pub fn allowance(
-        &self,
-        model: &str,
-        input_tokens: u64,
-        now_ms: u64,
-    ) -> Result<Option<u64>, CapReached> {
-        let mut room: Option<u64> = None;
-        let mut ledger = Some(self);
-        while let Some(here) = ledger {
-            let parents = !std::ptr::eq(here, self);
-            if let Some(r) = here.room(model, input_tokens, now_ms, parents)? {
-                room = Some(room.map_or(r, |mine| mine.min(r)));
-            }
-            ledger = here.parent.as_deref();
-        }
-        Ok(room)
     }
 
     fn room(
@@ -247,6 +411,7 @@ impl Ledger {
             parents,
             spent,
             limit,
+            raisable: true,
             message: format!(
                 "{whose}spend cap reached: {why}; raise it with {}",
                 cap.setting()
@@ -270,15 +435,20 @@ impl Ledger {
         }
         let mut room: Option<u64> = None;
         if let Some(limit) = caps.tokens {
-            let left = limit.saturating_sub(spent.tokens);
-            let answer = left.saturating_sub(input_tokens);
+            let taken = spent.tokens.saturating_add(spent.held_tokens);
+            let answer = limit.saturating_sub(taken).saturating_sub(input_tokens);
             if answer < MIN_ANSWER_TOKENS {
+                let held = if spent.held_tokens > 0 {
+                    format!(" ({} more held by calls in flight)", spent.held_tokens)
+                } else {
+                    String::new()
+                };
                 return Err(reached(
                     CapKind::Tokens,
                     spent.tokens as f64,
                     limit as f64,
                     format!(
-                        "{} of {limit} tokens spent, and the next request alone is about {input_tokens}",
+                        "{} of {limit} tokens spent{held}, and the next request alone is about {input_tokens}",
                         spent.tokens
                     ),
                 ));
@@ -286,20 +456,22 @@ impl Ledger {
             room = Some(answer);
         }
         if let Some(limit) = caps.cost_usd {
-            let price = self.prices.get(model);
             if spent.uncosted_calls > 0 {
-                return Err(reached(
-                    CapKind::Cost,
-                    spent.cost_usd,
-                    limit,
-                    format!(
-                        "the cost of {} call(s) is unknown: the provider reported none and [budget.prices] has no price for model '{model}', so the cap of ${limit:.2} cannot be kept",
-                        spent.uncosted_calls
-                    ),
-                ));
+                return Err(CapReached {
+                    raisable: false,
+                    ..reached(
+                        CapKind::Cost,
+                        spent.cost_usd,
+                        limit,
+                        format!(
+                            "the cost of {} call(s) is unknown: the provider reported none and [budget.prices] has no price for model '{model}', so the cap of ${limit:.2} cannot be kept (add the model's prices)",
+                            spent.uncosted_calls
+                        ),
+                    )
+                });
             }
-            let left = limit - spent.cost_usd;
-            let answer = match price {
+            let left = limit - spent.cost_usd - spent.held_cost;
+            let answer = match self.prices.get(model) {
                 Some(p) => {
                     let input_cost = input_tokens as f64 * p.input / 1_000_000.0;
                     if p.output > 0.0 {
@@ -310,7 +482,8 @@ impl Ledger {
                         0
                     }
                 }
-                // Only the provider's report will tell.
+                // Only the provider's report will tell: one call at most
+                // may pass the cap (documented; prices make it exact).
                 None if left > 0.0 => u64::MAX,
                 None => 0,
             };
@@ -332,29 +505,32 @@ impl Ledger {
     /// Raise this ledger's `cap` by `by` (tokens, dollars or seconds), as
     /// the operator answered; a cap that was not set stays unset.
     pub fn raise(&self, cap: CapKind, by: f64) {
+        let by = if by.is_finite() { by.max(0.0) } else { 0.0 };
         if let Ok(mut caps) = self.caps.lock() {
             match cap {
-                CapKind::Tokens => caps.tokens = caps.tokens.map(|t| t + by.max(0.0) as u64),
-                CapKind::Cost => caps.cost_usd = caps.cost_usd.map(|c| c + by.max(0.0)),
+                CapKind::Tokens => caps.tokens = caps.tokens.map(|t| t.saturating_add(by as u64)),
+                CapKind::Cost => caps.cost_usd = caps.cost_usd.map(|c| c + by),
                 CapKind::Duration => {
-                    caps.duration = caps
-                        .duration
-                        .map(|d| d + Duration::from_secs_f64(by.max(0.0)))
+                    caps.duration = caps.duration.map(|d| {
+                        d.saturating_add(Duration::try_from_secs_f64(by).unwrap_or(Duration::MAX))
+                    })
                 }
             }
         }
     }
 
-    /// What this ledger spent and its caps at `now_ms`.
+    /// What this ledger spent and its caps at `now_ms` (the time counted
+    /// from its first model call; none before).
     pub fn report(&self, now_ms: u64) -> SpendReport {
         let caps = self.caps();
         let spent = self.spent();
+        let started = self.started_ms.lock().ok().and_then(|s| *s);
         SpendReport {
             tokens: spent.tokens,
             max_tokens: caps.tokens,
             cost_usd: spent.cost_usd,
             max_cost_usd: caps.cost_usd,
-            elapsed_secs: now_ms.saturating_sub(self.started(now_ms)) as f64 / 1000.0,
+            elapsed_secs: started.map_or(0.0, |s| now_ms.saturating_sub(s) as f64 / 1000.0),
             max_duration_secs: caps.duration.map(|d| d.as_secs_f64()),
             uncosted_calls: spent.uncosted_calls,
         }
@@ -386,6 +562,37 @@ pub fn charged() -> Option<Arc<Ledger>> {
     CHARGED.try_with(Arc::clone).ok()
 }
 
+tokio::task_local! {
+    static NOTED: std::cell::RefCell<Vec<Charge>>;
+}
+
+/// One charge, as a recording keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Charge {
+    pub model: String,
+    pub usage: Usage,
+}
+
+/// Run `work` and say every charge made in it (a recorded summary keeps
+/// what its model call cost, so a replay charges the same).
+pub async fn noting<F: std::future::Future>(work: F) -> (F::Output, Vec<Charge>) {
+    NOTED
+        .scope(std::cell::RefCell::new(Vec::new()), async {
+            let output = work.await;
+            let noted = NOTED.with(|n| n.take());
+            (output, noted)
+        })
+        .await
+}
+
+impl Ledger {
+    /// Charge a call whose usage is known from elsewhere (a replay's
+    /// recorded summaries and servers' model calls).
+    pub fn charge_recorded(&self, charge: &Charge) {
+        self.charge(&charge.model, &charge.usage);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -405,30 +612,71 @@ mod tests {
         }
     }
 
+    fn request(model: &str, max_tokens: Option<u32>) -> Request {
+        Request {
+            model: model.into(),
+            max_tokens,
+            ..Request::default()
+        }
+    }
+
+    /// Fit a request to `model` with `input` tokens and charge it `usage`;
+    /// the answer room it was given.
+    fn call(ledger: &Arc<Ledger>, model: &str, input: u64, usage: Usage) -> Option<u32> {
+        let mut r = request(model, None);
+        let hold = ledger.fit(&mut r, input, 0).unwrap();
+        hold.charge(&usage);
+        r.max_tokens
+    }
+
     #[test]
     fn a_request_that_cannot_fit_is_refused_and_one_that_can_is_capped() {
         let ledger = Ledger::new(tokens(1000), Arc::default());
-        assert_eq!(ledger.allowance("m", 100, 0), Ok(Some(900)));
-        ledger.charge("m", &used(600, 200));
-        assert_eq!(ledger.allowance("m", 100, 0), Ok(Some(100)));
-        let refused = ledger.allowance("m", 190, 0).unwrap_err();
+        assert_eq!(call(&ledger, "m", 100, used(600, 200)), Some(900));
+        let mut r = request("m", Some(4096));
+        let hold = ledger.fit(&mut r, 100, 0).unwrap();
+        assert_eq!(r.max_tokens, Some(100));
+        drop(hold);
+        let refused = ledger.fit(&mut request("m", None), 190, 0).unwrap_err();
         assert_eq!(refused.cap, CapKind::Tokens);
         assert!(refused.message.contains("800 of 1000 tokens"), "{refused}");
         assert!(refused.message.contains("--max-tokens-total"), "{refused}");
     }
 
     #[test]
+    fn calls_in_flight_hold_their_room_so_parallel_calls_cannot_share_it() {
+        let ledger = Ledger::new(tokens(1000), Arc::default());
+        let mut first = request("m", Some(500));
+        let held = ledger.fit(&mut first, 100, 0).unwrap();
+        // 600 held: the second gets the 300 left after its own 100.
+        let mut second = request("m", Some(500));
+        let other = ledger.fit(&mut second, 100, 0).unwrap();
+        assert_eq!(second.max_tokens, Some(300));
+        // Nothing is left for a third while both are in flight.
+        assert!(ledger.fit(&mut request("m", None), 100, 0).is_err());
+        // The first used little: what it did not use is free again.
+        held.charge(&used(100, 10));
+        drop(other);
+        assert_eq!(call(&ledger, "m", 100, used(1, 1)), Some(790));
+    }
+
+    #[test]
     fn a_childs_spend_counts_against_its_parent() {
         let parent = Ledger::new(tokens(1000), Arc::default());
         let child = parent.child(Caps::default());
-        child.charge("m", &used(900, 90));
-        let refused = child.allowance("m", 10, 0).unwrap_err();
+        call(&child, "m", 10, used(900, 90));
+        let refused = child.fit(&mut request("m", None), 10, 0).unwrap_err();
         assert!(refused.parents, "{refused}");
-        assert!(parent.allowance("m", 10, 0).is_err());
+        assert!(parent.fit(&mut request("m", None), 10, 0).is_err());
         // The control: a child with room of its own under a parent with
         // room is let through.
         let roomy = Ledger::new(tokens(10_000), Arc::default());
-        assert!(roomy.child(tokens(500)).allowance("m", 10, 0).is_ok());
+        assert!(
+            roomy
+                .child(tokens(500))
+                .fit(&mut request("m", None), 10, 0)
+                .is_ok()
+        );
     }
 
     #[test]
@@ -443,50 +691,75 @@ mod tests {
                 input: 1.0,
                 output: 10.0,
                 cached_input: None,
+                cache_write: None,
             },
         )]
         .into();
         let ledger = Ledger::new(caps, Arc::new(prices));
         // 100k in, 10k out: $0.10 + $0.10.
-        ledger.charge("priced", &used(100_000, 10_000));
+        call(&ledger, "priced", 10, used(100_000, 10_000));
         assert!((ledger.report(0).cost_usd - 0.2).abs() < 1e-9);
         // $0.80 left, 100k in costs $0.10: $0.70 buys 70k output tokens.
-        assert_eq!(ledger.allowance("priced", 100_000, 0), Ok(Some(70_000)));
+        let mut r = request("priced", None);
+        drop(ledger.fit(&mut r, 100_000, 0).unwrap());
+        assert_eq!(r.max_tokens, Some(70_000));
         let reported = Usage {
             cost_micros: Some(500_000),
             ..used(1, 1)
         };
-        ledger.charge("unpriced", &reported);
+        call(&ledger, "unpriced", 10, reported);
         assert!((ledger.report(0).cost_usd - 0.7).abs() < 1e-9);
-        // A call nobody can price stops the next one.
-        ledger.charge("unpriced", &used(10, 10));
-        let refused = ledger.allowance("unpriced", 10, 0).unwrap_err();
+        // A call nobody can price stops the next one, and raising the cap
+        // cannot help.
+        call(&ledger, "unpriced", 10, used(10, 10));
+        let refused = ledger
+            .fit(&mut request("unpriced", None), 10, 0)
+            .unwrap_err();
         assert_eq!(refused.cap, CapKind::Cost);
+        assert!(!refused.raisable);
         assert!(refused.message.contains("unknown"), "{refused}");
     }
 
     #[test]
-    fn duration_counts_from_the_start_and_raising_a_cap_lets_work_go_on() {
+    fn duration_counts_from_the_first_call_and_raising_a_cap_lets_work_go_on() {
         let caps = Caps {
             duration: Some(Duration::from_secs(60)),
             tokens: Some(100),
             ..Caps::default()
         };
         let ledger = Ledger::new(caps, Arc::default());
-        assert!(ledger.allowance("m", 10, 1_000).is_ok());
-        assert!(ledger.allowance("m", 10, 60_999).is_ok());
-        assert_eq!(
-            ledger.allowance("m", 10, 61_000).unwrap_err().cap,
-            CapKind::Duration
-        );
+        assert_eq!(ledger.report(5_000).elapsed_secs, 0.0, "not started");
+        let fit = |now| ledger.fit(&mut request("m", None), 10, now).map(drop);
+        assert!(fit(1_000).is_ok());
+        assert!(fit(60_999).is_ok());
+        assert_eq!(fit(61_000).unwrap_err().cap, CapKind::Duration);
         ledger.raise(CapKind::Duration, 30.0);
-        assert!(ledger.allowance("m", 10, 61_000).is_ok());
-        ledger.charge("m", &used(80, 10));
-        assert_eq!(
-            ledger.allowance("m", 10, 61_000).unwrap_err().cap,
-            CapKind::Tokens
-        );
+        assert!(fit(61_000).is_ok());
+        call(&ledger, "m", 10, used(80, 10));
+        assert_eq!(fit(61_000).unwrap_err().cap, CapKind::Tokens);
         ledger.raise(CapKind::Tokens, 100.0);
-        assert_eq!(ledger.allowance("m", 10, 61_000), Ok(Some(100)));
+        assert!(fit(61_000).is_ok());
+        // Absurd raises saturate instead of wrapping.
+        ledger.raise(CapKind::Tokens, f64::MAX);
+        ledger.raise(CapKind::Duration, f64::INFINITY);
+        assert_eq!(ledger.caps().tokens, Some(u64::MAX));
+    }
+
+    #[test]
+    fn a_provider_that_reports_no_usage_is_charged_the_estimated_input() {
+        let ledger = Ledger::new(tokens(1000), Arc::default());
+        call(&ledger, "m", 300, Usage::default());
+        assert_eq!(ledger.report(0).tokens, 300);
+    }
+
+    #[test]
+    fn prices_must_be_numbers_of_dollars() {
+        let bad: Result<Prices, _> =
+            serde_json::from_str(r#"{"m": {"input": -1.0, "output": 2.0}}"#);
+        assert!(bad.unwrap_err().to_string().contains("finite, 0 or more"));
+        let good: Prices =
+            serde_json::from_str(r#"{"m": {"input": 1.0, "output": 2.0, "cache_write": 1.25}}"#)
+                .unwrap();
+        assert_eq!(good["m"].cache_write, Some(1.25));
     }
 }

@@ -165,6 +165,9 @@ pub struct ModelUse {
     pub model: String,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// The cost the provider reported, in millionths of a US dollar.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_micros: Option<u64>,
     pub duration_ms: u64,
     /// Why it was refused or failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -74,7 +74,7 @@ impl Session {
     }
 
     /// Estimated tokens in the provider's count.
-    fn provider_tokens(&self, estimated: u64) -> u64 {
+    pub(super) fn provider_tokens(&self, estimated: u64) -> u64 {
         (estimated as f64 * self.window.facts().ratio).ceil() as u64
     }
 

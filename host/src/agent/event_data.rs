@@ -219,6 +219,9 @@ pub struct ProcessingEnded {
     /// The session's spend against its caps, when it has any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spend: Option<crate::llm::spend::SpendReport>,
+    /// The cap that stopped this input before a model call, if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spend_cap: Option<crate::llm::spend::CapReached>,
 }
 
 /// Why a session ended.
@@ -474,6 +477,7 @@ mod tests {
                         parents: false,
                         spent: 990.0,
                         limit: 1000.0,
+                        raisable: true,
                         message: "spend cap reached".into(),
                     },
                     spend: crate::llm::spend::SpendReport {
@@ -486,7 +490,7 @@ mod tests {
                         uncosted_calls: 0,
                     },
                 }),
-                json!({"cap": "tokens", "parents": false, "spent": 990.0, "limit": 1000.0,
+                json!({"cap": "tokens", "parents": false, "spent": 990.0, "limit": 1000.0, "raisable": true,
                        "message": "spend cap reached",
                        "spend": {"tokens": 990, "max_tokens": 1000, "cost_usd": 0.0, "elapsed_secs": 1.5}}),
             ),
@@ -531,6 +535,7 @@ mod tests {
                     context_window: 4096,
                     largest_request: 3000,
                     spend: None,
+                    spend_cap: None,
                 }),
                 json!({"interrupted": false, "usage": serde_json::to_value(Usage::default()).unwrap(),
                        "context_window": 4096, "largest_request": 3000}),

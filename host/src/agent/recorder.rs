@@ -260,9 +260,11 @@ impl Summarizer for RecordingSummarizer {
         existing_summary: &str,
         messages: &[CompactionEntry],
     ) -> Result<String, String> {
-        let result = self.inner.summarize(existing_summary, messages).await;
+        let (result, charges) =
+            crate::llm::spend::noting(self.inner.summarize(existing_summary, messages)).await;
         self.recorder.record(Entry::Summary {
             result: result.clone(),
+            charges,
         });
         result
     }

@@ -45,6 +45,14 @@ pub enum Entry {
     Summary {
         #[serde(with = "summary_result")]
         result: Result<String, String>,
+        /// What its model call was charged (a replay charges the same).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        charges: Vec<crate::llm::spend::Charge>,
+    },
+    /// The operator raised a spend cap (chat's question).
+    CapRaised {
+        cap: crate::llm::spend::CapKind,
+        by: f64,
     },
     /// Times the session read for its turns since the entry before.
     Clock { reads: Vec<String> },
@@ -80,6 +88,7 @@ impl Entry {
             Entry::Model(_) => "model",
             Entry::Tool(_) => "tool",
             Entry::Summary { .. } => "summary",
+            Entry::CapRaised { .. } => "cap_raised",
             Entry::Compact => "compact",
             Entry::Clock { .. } => "clock",
             Entry::Interrupt { .. } => "interrupt",

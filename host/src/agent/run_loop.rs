@@ -49,11 +49,13 @@ impl Session {
     ) -> Result<(), SessionError> {
         let mut span = self.agent_span();
         let used_before = self.used();
+        // On the heap: the loop's future is large, and each scope moves it.
+        let work = Box::pin(self.process_input_now(input, stop));
         let result = crate::telemetry::within(
             span.context(),
             crate::llm::spend::charging(
                 self.spend.clone(),
-                super::turns::with_clock(self.turn_clock(), self.process_input_now(input, stop)),
+                super::turns::with_clock(self.turn_clock(), work),
             ),
         )
         .await;
@@ -132,6 +134,7 @@ impl Session {
                         context_window: self.context_window(),
                         largest_request: self.largest_request(),
                         spend: self.spend_report(),
+                        spend_cap: self.spend_stopped(),
                     }));
                 }
                 Ok(())
@@ -170,18 +173,23 @@ impl Session {
                 Ok((request, _)) => request,
                 Err(too_big) => return Err(self.too_big(too_big)),
             };
-            if let Err(reached) = self.fit_to_budget(&mut request) {
-                self.stopped_by_cap(reached);
-                return Ok(Ended::Done);
-            }
+            let hold = match self.fit_to_budget(&mut request) {
+                Ok(hold) => hold,
+                Err(reached) => {
+                    self.stopped_by_cap(reached);
+                    return Ok(Ended::Done);
+                }
+            };
             let mut partial = String::new();
             let mut in_flight = None;
             let told = self.model_call(&request);
             let response = tokio::select! {
                 r = self.call_model(&request, &mut partial, &mut in_flight) => r,
                 _ = cancel.cancelled() => {
+                    // Sent: the provider counts what it read and wrote.
                     if let Some(call) = in_flight {
                         self.record(call.finish(None, true));
+                        hold.charge_unfinished(crate::llm::estimate::text_tokens(&partial));
                     }
                     self.keep_partial_answer(partial);
                     return Ok(Ended::Interrupted);
@@ -201,10 +209,18 @@ impl Session {
                     }
                     return Err(err);
                 }
-                other => other?,
+                Err(err) => {
+                    // A stream that broke after the answer began was
+                    // spent; one refused before it began was not.
+                    if !partial.is_empty() {
+                        hold.charge_unfinished(crate::llm::estimate::text_tokens(&partial));
+                    }
+                    return Err(err);
+                }
+                Ok(response) => response,
             };
             refusals = 0;
-            self.spend.charge(&request.model, &response.usage);
+            hold.charge(&response.usage);
             self.answered(&request, response.usage.input_tokens);
             self.lock().model_turns += 1;
             let cut_off = response.finish_reason == FinishReason::Length;

@@ -10,27 +10,16 @@
 use super::event_data::{EventData, SpendCapReached};
 use super::session::Session;
 use crate::llm::Request;
-use crate::llm::spend::{CapKind, CapReached, SpendReport};
+use crate::llm::spend::{CapKind, CapReached, Hold, SpendReport};
 
 impl Session {
-    /// Fit `request` to the session's caps: its answer capped to the room
-    /// left, or the cap that keeps it from being sent.
-    pub(super) fn fit_to_budget(&self, request: &mut Request) -> Result<(), CapReached> {
-        let input = crate::llm::estimate::request_tokens(request);
-        let Some(room) = self
-            .spend
-            .allowance(&request.model, input, self.spend_clock())?
-        else {
-            return Ok(());
-        };
-        let room = u32::try_from(room).unwrap_or(u32::MAX);
-        request.max_tokens = Some(request.max_tokens.map_or(room, |asked| asked.min(room)));
-        if let Some(ceiling) = &mut request.answer_ceiling {
-            *ceiling = (*ceiling).min(room);
-        } else {
-            request.answer_ceiling = Some(room);
-        }
-        Ok(())
+    /// Fit `request` to the session's caps (its input counted as the
+    /// provider counts, as far as the session learned): its answer capped
+    /// to the room left and held until charged, or the cap that keeps it
+    /// from being sent.
+    pub(super) fn fit_to_budget(&self, request: &mut Request) -> Result<Hold, CapReached> {
+        let input = self.provider_tokens(crate::llm::estimate::request_tokens(request));
+        self.spend.fit(request, input, self.spend_clock())
     }
 
     /// Stop the input for `reached`: told as SPEND_CAP and kept.
@@ -57,6 +46,30 @@ impl Session {
     /// the operator answered.
     pub fn raise_cap(&self, cap: CapKind, by: f64) {
         self.spend.raise(cap, by);
+        self.record(super::recording::Entry::CapRaised { cap, by });
+    }
+
+    /// In a replay, charge the model calls a server asked for during a
+    /// recorded tool call, as they were charged live (the server is not
+    /// asked again; its answer and its receipt come from the recording).
+    pub(super) fn charge_replayed_model_calls(&self, outcome: &crate::tools::ToolOutcome) {
+        if self.playback.is_none() {
+            return;
+        }
+        let Some(receipt) = &outcome.receipt else {
+            return;
+        };
+        for used in receipt.model_calls.iter().filter(|m| m.refused.is_none()) {
+            self.spend.charge_recorded(&crate::llm::spend::Charge {
+                model: used.model.clone(),
+                usage: crate::llm::Usage {
+                    input_tokens: used.input_tokens,
+                    output_tokens: used.output_tokens,
+                    cost_micros: used.cost_micros,
+                    ..Default::default()
+                },
+            });
+        }
     }
 
     /// What a subagent's spend is counted in: a child of this session's.

@@ -94,12 +94,15 @@ impl Session {
             call,
             activity: Default::default(),
         };
-        let finished =
-            crate::telemetry::within(span.context(), crate::pipeline::run_call(&front, prepared))
-                .await;
+        let finished = crate::telemetry::within(
+            span.context(),
+            Box::pin(crate::pipeline::run_call(&front, prepared)),
+        )
+        .await;
         let outcome = finished.outcome;
         super::traced::finish_tool_span(&mut span, call, &outcome);
         drop(span);
+        self.charge_replayed_model_calls(&outcome);
         let truncated =
             self.config
                 .truncation

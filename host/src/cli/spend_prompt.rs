@@ -13,8 +13,9 @@ pub(super) async fn ask_to_raise(
     reached: &CapReached,
     input: &mut LineInput,
 ) -> bool {
-    if reached.parents {
-        // Only the session that holds a cap may raise it.
+    if reached.parents || !reached.raisable {
+        // Only the session that holds a cap may raise it, and only where
+        // raising it helps (not when earlier calls' cost is unknown).
         return false;
     }
     let by = reached.limit;

@@ -70,19 +70,16 @@ impl Summarizer for LlmSummarizer {
             ..Request::default()
         };
         // A summary is spend of the session it is made for.
-        let ledger = crate::llm::spend::charged();
-        if let Some(ledger) = &ledger {
-            let input = crate::llm::estimate::request_tokens(&request);
-            let now = crate::time::millis_of(&crate::time::now_rfc3339()).unwrap_or(0);
-            match ledger.allowance(&self.model, input, now) {
-                Err(reached) => return Err(format!("not summarized: {}", reached.message)),
-                Ok(Some(room)) => {
-                    let room = u32::try_from(room).unwrap_or(u32::MAX);
-                    request.max_tokens = Some(self.max_tokens.min(room));
-                }
-                Ok(None) => {}
+        let hold = match crate::llm::spend::charged() {
+            Some(ledger) => {
+                let input = crate::llm::estimate::request_tokens(&request);
+                let now = crate::time::millis_of(&crate::time::now_rfc3339()).unwrap_or(0);
+                ledger
+                    .fit(&mut request, input, now)
+                    .map_err(|reached| format!("not summarized: {}", reached.message))?
             }
-        }
+            None => crate::llm::spend::Hold::none(),
+        };
         let told = crate::telemetry::genai::ModelCall::start(
             self.client.provider(),
             "",
@@ -92,9 +89,7 @@ impl Summarizer for LlmSummarizer {
         let answered = self.client.complete(&request).await;
         told.finish(answered.as_ref());
         let response = answered.map_err(|e| format!("the summarizing model failed: {e}"))?;
-        if let Some(ledger) = &ledger {
-            ledger.charge(&self.model, &response.usage);
-        }
+        hold.charge(&response.usage);
         let text = response.text.trim().to_string();
         if text.is_empty() {
             return Err("the summarizing model answered with no text".into());

@@ -51,6 +51,9 @@ pub const PROJECT_KEYS: &[&str] = &[
     "summarization.name",
 ];
 
+/// Tables no project file sets, trusted or not.
+pub const OPERATOR_ONLY: &[&str] = &["trust", "consented", "budget", "telemetry"];
+
 /// The configuration in force and where it came from.
 #[derive(Debug, Clone, Default)]
 pub struct LoadedConfig {
@@ -144,8 +147,10 @@ fn project_over(
         approvals.remove("mode");
         approvals.remove("rules_file");
     }
-    for key in ["trust", "consented"] {
-        if table.remove(key).is_some() {
+    // Not even a trusted project sets what it may spend or where what it
+    // does is reported (with its content, if captured): the operator's.
+    for key in OPERATOR_ONLY {
+        if table.remove(*key).is_some() {
             warnings.push(ignored(path, key, workspace));
         }
     }

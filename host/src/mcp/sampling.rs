@@ -58,7 +58,6 @@ pub async fn answer(
     params: CreateMessageRequestParams,
 ) -> Result<CreateMessageResult, ErrorData> {
     let activity = caller.activity.as_ref();
-    let spend = caller.spend.as_deref();
     let asker = format!("MCP server {server}");
     let refuse = |why: String| ErrorData::invalid_request(why, None);
     let Some((client, model)) = slot.get() else {
@@ -76,18 +75,16 @@ pub async fn answer(
     }
     let mut request = request(&model, &params).map_err(refuse)?;
     // The session's caps hold for what its servers ask the model too.
-    if let Some(spend) = spend {
-        let input = crate::llm::estimate::request_tokens(&request);
-        let now = crate::time::millis_of(&crate::time::now_rfc3339()).unwrap_or(0);
-        match spend.allowance(&model, input, now) {
-            Err(reached) => return Err(refuse(reached.message)),
-            Ok(Some(room)) => {
-                let room = u32::try_from(room).unwrap_or(u32::MAX);
-                request.max_tokens = Some(request.max_tokens.map_or(room, |m| m.min(room)));
-            }
-            Ok(None) => {}
+    let hold = match &caller.spend {
+        Some(ledger) => {
+            let input = crate::llm::estimate::request_tokens(&request);
+            let now = crate::time::millis_of(&crate::time::now_rfc3339()).unwrap_or(0);
+            ledger
+                .fit(&mut request, input, now)
+                .map_err(|reached| refuse(reached.message))?
         }
-    }
+        None => crate::llm::spend::Hold::none(),
+    };
     let started = Instant::now();
     let conversation = match caller.root_session_id.as_str() {
         "" => caller.session_id.as_str(),
@@ -115,6 +112,8 @@ pub async fn answer(
     };
     let result = match answered {
         None => {
+            // Sent: the provider counts what it read.
+            hold.charge_unfinished(0);
             used.refused = Some("the call it was for ended first".into());
             Err(ErrorData::internal_error(
                 "the call ended before the model answered".to_string(),
@@ -122,11 +121,10 @@ pub async fn answer(
             ))
         }
         Some(Ok(response)) => {
-            if let Some(spend) = spend {
-                spend.charge(&model, &response.usage);
-            }
+            hold.charge(&response.usage);
             used.input_tokens = response.usage.input_tokens;
             used.output_tokens = response.usage.output_tokens;
+            used.cost_micros = response.usage.cost_micros;
             let stop = match response.finish_reason {
                 crate::llm::FinishReason::Length => "maxTokens",
                 _ => "endTurn",

@@ -132,6 +132,11 @@ pub async fn replay(
                 scratch.append_turns(&id, &stored)?;
                 resume = Some(id);
             }
+            Entry::CapRaised { cap, by } => {
+                if let Some(session) = &session {
+                    session.raise_cap(cap, by);
+                }
+            }
             Entry::Compact => {
                 if let Some(session) = &session {
                     session.compact().await;

@@ -309,6 +309,7 @@ pub fn describe(entry: &Entry) -> String {
         Entry::Model(_) => "a model request".into(),
         Entry::Tool(a) => format!("the answer of tool call {} ({})", a.call_id, a.name),
         Entry::Summary { .. } => "a summary for compaction".into(),
+        Entry::CapRaised { .. } => "a spend cap raised".into(),
         Entry::Compact => "a compaction the operator asked for".into(),
         Entry::Clock { .. } => "clock reads".into(),
         Entry::Interrupt { .. } => "an interrupt".into(),
@@ -498,11 +499,19 @@ pub struct ReplaySummarizer(pub Arc<Player>);
 impl Summarizer for ReplaySummarizer {
     async fn summarize(&self, _: &str, _: &[CompactionEntry]) -> Result<String, String> {
         let result = self.0.take_if(|e| match e {
-            Entry::Summary { result } => Some(result.clone()),
+            Entry::Summary { result, charges } => Some((result.clone(), charges.clone())),
             _ => None,
         });
         match result {
-            Some(result) => result,
+            Some((result, charges)) => {
+                // What the summary cost the session, as it did then.
+                if let Some(ledger) = crate::llm::spend::charged() {
+                    for charge in &charges {
+                        ledger.charge_recorded(charge);
+                    }
+                }
+                result
+            }
             None => {
                 self.0.host_did_instead("a summary for compaction");
                 Err("replay: the recording has no summary here".into())
