@@ -165,7 +165,16 @@ async fn a_session_exports_its_span_tree_in_the_genai_conventions_and_no_content
     server.push(stream(KIND, &Answer::Text(vec!["all done"])));
     let out = sandcrab(&scene, KIND, &server, "run")
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint())
-        .args(["--json", "PROMPT-CANARY-88 please work"])
+        .args([
+            "--json",
+            "--approvals",
+            "always",
+            "--approve",
+            "command:echo TOOL-OUTPUT-CANARY-31",
+            "--approve",
+            "tool:probe__trace_context",
+            "PROMPT-CANARY-88 please work",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
@@ -223,7 +232,13 @@ async fn a_session_exports_its_span_tree_in_the_genai_conventions_and_no_content
         json!("workspace-write")
     );
     assert_eq!(attribute(shell, "sandcrab.verdict"), json!("allow"));
-    assert_eq!(attribute(shell, "sandcrab.rule"), json!("mode never"));
+    // Where the rule is written and its kind; what it matches (here the
+    // whole command line) stays in the receipt.
+    let rule = attribute(shell, "sandcrab.rule");
+    assert!(
+        rule.as_str().unwrap().ends_with("(command)") && !rule.to_string().contains("echo"),
+        "{rule}"
+    );
     assert_eq!(attribute(shell, "sandcrab.programs.started"), json!(1));
     let mcp = tools
         .iter()
@@ -289,8 +304,13 @@ async fn a_session_exports_its_span_tree_in_the_genai_conventions_and_no_content
 async fn captured_content_is_exported_as_asked_and_a_secret_is_withheld_even_then() {
     let scene = Scene::new();
     let collector = Collector::start(false);
+    // A secret the operator keeps in a file the host's registry names.
+    let kept = scene.outside().join("deploy-token");
+    std::fs::write(&kept, "KEPT-FILE-SECRET-5150\n").unwrap();
     scene.write_user_config(&format!(
-        "[telemetry]\nendpoint = \"{}\"\ncapture = [\"input_messages\", \"tool_arguments\"]\n",
+        "[policy]\nkept_paths = [\"{}\"]\n\
+         [telemetry]\nendpoint = \"{}\"\ncapture = [\"input_messages\", \"tool_arguments\"]\n",
+        kept.display(),
         collector.endpoint()
     ));
     let server = MockLlm::strict(KIND).await;
@@ -304,7 +324,9 @@ async fn captured_content_is_exported_as_asked_and_a_secret_is_withheld_even_the
     ));
     server.push(stream(KIND, &Answer::Text(vec!["ok"])));
     let out = sandcrab(&scene, KIND, &server, "run")
-        .arg(format!("PROMPT-CANARY-88, and my key is {KEY}"))
+        .arg(format!(
+            "PROMPT-CANARY-88, and my key is {KEY}, the deploy token KEPT-FILE-SECRET-5150"
+        ))
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
@@ -320,6 +342,10 @@ async fn captured_content_is_exported_as_asked_and_a_secret_is_withheld_even_the
     );
     // The key the host holds is withheld wherever it would go.
     assert!(!contains(&bytes, KEY), "the provider key was exported");
+    assert!(
+        !contains(&bytes, "KEPT-FILE-SECRET-5150"),
+        "a secret of the host's registry was exported"
+    );
     assert!(contains(&bytes, &"*".repeat(KEY.len())));
 }
 

@@ -159,12 +159,23 @@ fn decided(record: &sandcrab_core::approval::ApprovalRecord) -> String {
     }
 }
 
-/// What decided: the rule (where it is written and what it matches), the
+/// What decided: the rule (where it is written and its kind — what it
+/// matches can be a whole command line, so it stays in the receipt), the
 /// mode, the operator, or a hook's event (never its command line).
 fn rule_of(by: &sandcrab_core::approval::DecidedBy) -> String {
     use sandcrab_core::approval::DecidedBy;
     match by {
-        DecidedBy::Rule { at, rule } => format!("{at}: {rule}"),
+        DecidedBy::Rule { at, rule } => {
+            // `tool X`, `shell …`, `command …`, `path …`, `TOOL path …`.
+            let mut words = rule.split(' ');
+            let first = words.next().unwrap_or_default();
+            let kind = if words.next() == Some("path") {
+                "path"
+            } else {
+                first
+            };
+            format!("{at} ({kind})")
+        }
         DecidedBy::Mode { mode } => format!("mode {}", word(mode)),
         DecidedBy::Operator => "operator".into(),
         DecidedBy::Hook { event, .. } => format!("hook {event}"),

@@ -32,6 +32,8 @@ enum Work {
 pub struct Exporter {
     queue: SyncSender<Work>,
     dropped: AtomicU64,
+    /// Spans taken and not sent yet.
+    queued: std::sync::Arc<AtomicU64>,
     pub(super) metrics: Metrics,
 }
 
@@ -40,13 +42,15 @@ impl Exporter {
     pub fn start(
         endpoints: Endpoints,
         resource: Vec<(String, Value)>,
-        secrets: Vec<Vec<u8>>,
     ) -> std::io::Result<Exporter> {
         let (queue, inbox) = sync_channel(QUEUE);
+        let queued = std::sync::Arc::new(AtomicU64::new(0));
         let sender = Sender {
+            queued: queued.clone(),
             endpoints,
             resource,
-            secrets,
+            secrets: Vec::new(),
+            secrets_read: None,
         };
         std::thread::Builder::new()
             .name("sandcrab-otlp".into())
@@ -54,27 +58,60 @@ impl Exporter {
         Ok(Exporter {
             queue,
             dropped: AtomicU64::new(0),
+            queued,
             metrics: Metrics::new(),
         })
     }
 
     fn take(&self, span: Finished) {
         match self.queue.try_send(Work::Span(span)) {
-            Ok(()) => {}
+            Ok(()) => {
+                self.queued.fetch_add(1, Ordering::Relaxed);
+            }
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
+                self.metrics.record(
+                    super::names::METRIC_DROPPED,
+                    super::metrics::Kind::Counter,
+                    &[],
+                    1.0,
+                );
             }
         }
     }
 
     /// Send what is queued and wait at most `limit` for it; the spans
-    /// dropped so far.
+    /// dropped so far (those still queued when the time is up included).
     pub fn flush(&self, limit: Duration) -> u64 {
+        let deadline = std::time::Instant::now() + limit;
         let (done, wait) = std::sync::mpsc::channel();
-        if self.queue.try_send(Work::Flush(done)).is_ok() {
-            let _ = wait.recv_timeout(limit);
+        let mut flush = Work::Flush(done);
+        // A full queue takes the request as soon as it has room.
+        loop {
+            match self.queue.try_send(flush) {
+                Ok(()) => {
+                    let left = deadline.saturating_duration_since(std::time::Instant::now());
+                    if wait.recv_timeout(left).is_err() {
+                        self.dropped.fetch_add(self.waiting(), Ordering::Relaxed);
+                    }
+                    break;
+                }
+                Err(TrySendError::Full(back)) if std::time::Instant::now() < deadline => {
+                    flush = back;
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(_) => {
+                    self.dropped.fetch_add(self.waiting(), Ordering::Relaxed);
+                    break;
+                }
+            }
         }
         self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Spans queued and not sent yet.
+    fn waiting(&self) -> u64 {
+        self.queued.load(Ordering::Relaxed)
     }
 }
 
@@ -86,13 +123,21 @@ pub(super) fn span_ended(span: Finished) {
 }
 
 struct Sender {
+    queued: std::sync::Arc<AtomicU64>,
     endpoints: Endpoints,
     resource: Vec<(String, Value)>,
     secrets: Vec<Vec<u8>>,
+    /// When `secrets` was gathered: first when the first export goes out
+    /// (the host's registry is complete by then), again every minute (a
+    /// sign-in's token may be new).
+    secrets_read: Option<std::time::Instant>,
 }
 
+/// How long the gathered secrets are used before they are gathered again.
+const SECRETS_FOR: Duration = Duration::from_secs(60);
+
 impl Sender {
-    fn run(self, inbox: Receiver<Work>) {
+    fn run(mut self, inbox: Receiver<Work>) {
         let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -109,33 +154,48 @@ impl Sender {
             Err(_) => return,
         };
         let mut batch: Vec<Finished> = Vec::new();
+        // Flushes asked for, answered once what came before them is sent.
+        let mut flushes = Vec::new();
         loop {
-            let (flush, closed) = match inbox.recv_timeout(LINGER) {
+            let closed = match inbox.recv_timeout(LINGER) {
                 Ok(Work::Span(span)) => {
                     batch.push(span);
                     if batch.len() < BATCH {
                         continue;
                     }
-                    (None, false)
+                    false
                 }
-                Ok(Work::Flush(done)) => (Some(done), false),
+                Ok(Work::Flush(done)) => {
+                    flushes.push(done);
+                    false
+                }
                 Err(RecvTimeoutError::Timeout) if batch.is_empty() => continue,
-                Err(RecvTimeoutError::Timeout) => (None, false),
-                Err(RecvTimeoutError::Disconnected) => (None, true),
+                Err(RecvTimeoutError::Timeout) => false,
+                Err(RecvTimeoutError::Disconnected) => true,
             };
             // Whatever else is waiting goes in the same request.
             while batch.len() < BATCH {
                 match inbox.try_recv() {
                     Ok(Work::Span(span)) => batch.push(span),
-                    Ok(Work::Flush(done)) => {
-                        let _ = done.send(());
-                    }
+                    Ok(Work::Flush(done)) => flushes.push(done),
                     Err(_) => break,
                 }
             }
+            let sent = batch.len() as u64;
+            if self
+                .secrets_read
+                .is_none_or(|at| at.elapsed() > SECRETS_FOR)
+            {
+                self.secrets = super::secrets::known();
+                self.secrets_read = Some(std::time::Instant::now());
+            }
             runtime.block_on(self.send(&client, std::mem::take(&mut batch)));
-            if let Some(done) = flush {
-                let _ = done.send(());
+            self.queued.fetch_sub(sent, Ordering::Relaxed);
+            // A flush is answered when nothing taken before it waits.
+            if self.queued.load(Ordering::Relaxed) == 0 || closed {
+                for done in flushes.drain(..) {
+                    let _ = done.send(());
+                }
             }
             if closed {
                 return;

@@ -17,6 +17,11 @@ const DURATION_BOUNDS: &[f64] = &[
     0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
 ];
 
+/// The most sets of attributes one metric keeps apart.
+const MAX_POINTS: usize = 256;
+/// The attribute of the point that counts the rest.
+const OVERFLOW: &str = "otel.metric.overflow";
+
 /// How a metric is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Kind {
@@ -76,21 +81,29 @@ impl Metrics {
         let Ok(mut series) = self.series.lock() else {
             return;
         };
-        let key: String = attributes
+        let mut key: String = attributes
             .iter()
             .map(|(k, v)| format!("{k}={v:?};"))
             .collect();
         let points = series.entry((name.to_string(), kind)).or_default();
+        let mut attributes: Vec<(String, Value)> = attributes
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        // Names the model chooses (a tool's) could grow a metric without
+        // end: past the limit, every new set of attributes is counted as
+        // one, as OpenTelemetry's SDKs do.
+        if points.len() >= MAX_POINTS && !points.contains_key(&key) {
+            key = OVERFLOW.to_string();
+            attributes = vec![(OVERFLOW.to_string(), Value::Bool(true))];
+        }
         let point = points.entry(key).or_insert_with(|| Point {
-            attributes: attributes
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
-                .collect(),
+            attributes,
             buckets: vec![0; kind.bounds().len() + 1],
             ..Point::default()
         });
         point.count += 1;
-        point.sum += value;
+        point.sum += if value.is_finite() { value } else { 0.0 };
         if kind != Kind::Counter {
             let at = kind.bounds().iter().take_while(|b| value > **b).count();
             point.buckets[at] += 1;
@@ -156,5 +169,23 @@ impl Metrics {
             metric.message(9, data);
         }
         metric
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_metric_keeps_a_bounded_number_of_attribute_sets() {
+        let metrics = Metrics::new();
+        for i in 0..1000 {
+            let name = Value::from(format!("tool-{i}"));
+            metrics.record("calls", Kind::Counter, &[("tool", name)], 1.0);
+        }
+        let series = metrics.series.lock().unwrap();
+        let points = &series[&("calls".to_string(), Kind::Counter)];
+        assert_eq!(points.len(), MAX_POINTS + 1);
+        assert_eq!(points[OVERFLOW].count, 1000 - MAX_POINTS as u64);
     }
 }

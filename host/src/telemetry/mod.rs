@@ -6,13 +6,14 @@
 //! metrics for tokens, durations, calls and denials; sent as OTLP/HTTP
 //! protobuf to the collector `[telemetry]` or `OTEL_EXPORTER_OTLP_*`
 //! names. Never a prompt, an argument or an output unless `capture` lists
-//! it; never a secret the host knows (see [`export`]).
+//! it; never a secret the host knows (see `secrets`).
 
 mod export;
 pub mod genai;
 pub mod metrics;
 pub mod names;
 mod proto;
+mod secrets;
 pub mod settings;
 mod trace;
 
@@ -59,7 +60,7 @@ pub fn init(
         ),
     ];
     let _ = CAPTURE.set(resolved.capture);
-    match export::Exporter::start(resolved.endpoints, resource, known_secrets()) {
+    match export::Exporter::start(resolved.endpoints, resource) {
         Ok(exporter) => {
             let _ = EXPORTER.set(exporter);
             Ok(true)
@@ -101,19 +102,4 @@ pub async fn within<F: std::future::Future>(context: Option<SpanContext>, work: 
 /// The span the current work is part of, if any.
 pub fn current() -> Option<SpanContext> {
     CURRENT.try_with(|c| *c).ok().flatten()
-}
-
-/// The values of this process's environment that look like credentials
-/// (a name ending in KEY, TOKEN, SECRET, PASSWORD or CREDENTIALS; eight
-/// bytes or more): withheld from every export whatever field they reach.
-fn known_secrets() -> Vec<Vec<u8>> {
-    const MARKS: &[&str] = &["KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIALS"];
-    std::env::vars_os()
-        .filter(|(name, _)| {
-            let name = name.to_string_lossy().to_ascii_uppercase();
-            MARKS.iter().any(|m| name.ends_with(m))
-        })
-        .map(|(_, value)| value.into_encoded_bytes())
-        .filter(|value| value.len() >= 8)
-        .collect()
 }

@@ -21,8 +21,6 @@ pub const TOOL_CALL_ID: &str = "gen_ai.tool.call.id";
 pub const TOOL_TYPE: &str = "gen_ai.tool.type";
 pub const TOKEN_TYPE: &str = "gen_ai.token.type";
 pub const ERROR_TYPE: &str = "error.type";
-pub const SERVER_ADDRESS: &str = "server.address";
-pub const SERVER_PORT: &str = "server.port";
 
 // Content, exported only when the operator turns its capture on.
 pub const INPUT_MESSAGES: &str = "gen_ai.input.messages";

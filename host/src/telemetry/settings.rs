@@ -78,11 +78,13 @@ impl TelemetryToml {
         if env("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
             return Ok(None);
         }
-        if let Some(protocol) =
-            env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL").or_else(|| env("OTEL_EXPORTER_OTLP_PROTOCOL"))
-            && protocol != "http/protobuf"
-        {
-            return Err(SettingsError::Protocol(protocol));
+        for signal in ["TRACES_", "METRICS_"] {
+            if let Some(protocol) = env(&format!("OTEL_EXPORTER_OTLP_{signal}PROTOCOL"))
+                .or_else(|| env("OTEL_EXPORTER_OTLP_PROTOCOL"))
+                && protocol != "http/protobuf"
+            {
+                return Err(SettingsError::Protocol(protocol));
+            }
         }
         let base = self
             .endpoint

@@ -1,0 +1,126 @@
+//! The secret values an export must never carry, gathered from what the
+//! host knows holds secrets: the values of its environment that look like
+//! credentials (provider keys, tokens), and the small files the host's
+//! registry of secrets names as credentials (the bridge's and MCP
+//! sign-ins' tokens, the store's password, the user's credential stores,
+//! what the operator kept). Each value found there is overwritten in the
+//! bytes before they leave (see `export::withhold`).
+
+use std::path::Path;
+
+use crate::kept::{Item, Kind};
+
+/// Values shorter than this are not searched for (they would match by
+/// chance), as the plugin HTTP gate does.
+pub const MIN_LEN: usize = 6;
+/// A credential file bigger than this is not read.
+const MAX_FILE: u64 = 64 * 1024;
+/// At most this many files are read from one folder, one level down.
+const MAX_FILES: usize = 256;
+/// Pieces of a credential file shorter than this are not taken (words
+/// like `password` or `region`); keys and tokens are longer.
+const MIN_PIECE: usize = 12;
+
+/// Every secret value known now.
+pub fn known() -> Vec<Vec<u8>> {
+    let mut values = from_environment();
+    for entry in crate::kept::current().entries() {
+        let credential = matches!(
+            entry.item,
+            Item::BridgeTokens | Item::StorePassword | Item::CredentialStore | Item::OperatorNamed
+        );
+        if entry.kind == Kind::Secret && credential {
+            from_path(&entry.path, &mut values, 0);
+        }
+    }
+    values.sort();
+    values.dedup();
+    // Longest first: a secret containing another is overwritten whole.
+    values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    values
+}
+
+/// The values of variables whose name ends in KEY, TOKEN, SECRET,
+/// PASSWORD or CREDENTIALS.
+fn from_environment() -> Vec<Vec<u8>> {
+    const MARKS: &[&str] = &["KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIALS"];
+    std::env::vars_os()
+        .filter(|(name, _)| {
+            let name = name.to_string_lossy().to_ascii_uppercase();
+            MARKS.iter().any(|m| name.ends_with(m))
+        })
+        .map(|(_, value)| value.into_encoded_bytes())
+        .filter(|value| value.len() >= MIN_LEN)
+        .collect()
+}
+
+fn from_path(path: &Path, values: &mut Vec<Vec<u8>>, depth: usize) {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return;
+    };
+    if meta.is_dir() && depth < 2 {
+        let Ok(dir) = std::fs::read_dir(path) else {
+            return;
+        };
+        for entry in dir.flatten().take(MAX_FILES) {
+            from_path(&entry.path(), values, depth + 1);
+        }
+    } else if meta.is_file()
+        && meta.len() <= MAX_FILE
+        && !public(path)
+        && let Ok(bytes) = std::fs::read(path)
+    {
+        pieces(&bytes, values);
+    }
+}
+
+/// Files in credential stores that hold nothing secret.
+fn public(path: &Path) -> bool {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    name.ends_with(".pub") || name.starts_with("known_hosts") || name == "config"
+}
+
+/// The whole (trimmed) content of a one-line file, and every piece of a
+/// file between quotes, spaces and separators that is long enough to be
+/// a key or a token.
+fn pieces(bytes: &[u8], values: &mut Vec<Vec<u8>>) {
+    let trimmed = bytes.trim_ascii();
+    if trimmed.len() >= MIN_LEN && !trimmed.contains(&b'\n') {
+        values.push(trimmed.to_vec());
+    }
+    let separators = |b: &u8| b.is_ascii_whitespace() || b"\"'=:,;{}[]".contains(b);
+    for piece in bytes.split(separators) {
+        if piece.len() >= MIN_PIECE {
+            values.push(piece.to_vec());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_credential_file_gives_its_keys_and_tokens_not_its_words() {
+        let mut values = Vec::new();
+        pieces(
+            b"[default]\naws_access_key_id = AKIAEXAMPLE1234\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG\n",
+            &mut values,
+        );
+        assert!(values.contains(&b"AKIAEXAMPLE1234".to_vec()));
+        assert!(values.contains(&b"wJalrXUtnFEMI/K7MDENG".to_vec()));
+        assert!(!values.contains(&b"default".to_vec()));
+        let mut values = Vec::new();
+        pieces(
+            b"{\"access_token\":\"eyJhbGciOiJIUzI1NiJ9.abc\"}",
+            &mut values,
+        );
+        assert!(values.contains(&b"eyJhbGciOiJIUzI1NiJ9.abc".to_vec()));
+        let mut values = Vec::new();
+        pieces(b"hunter22\n", &mut values);
+        assert_eq!(values, vec![b"hunter22".to_vec()]);
+    }
+}
