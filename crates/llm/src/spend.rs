@@ -202,10 +202,27 @@ pub struct Ledger {
     spent: Mutex<Spent>,
     prices: Arc<Prices>,
     parent: Option<Arc<Ledger>>,
-    /// When the ledger was first asked, in the caller's milliseconds: the
-    /// session's time counts from its first model call.
+    /// When the session started working ([`Ledger::start`]), in the
+    /// caller's milliseconds.
     started_ms: Mutex<Option<u64>>,
+    /// Taken (on the top ledger of a chain) while a call is fitted or
+    /// charged: checking and holding are one step for the whole chain.
+    gate: Mutex<()>,
+    /// Told (on the top ledger) when a hold is let go, for the calls that
+    /// wait for room others hold.
+    released: tokio::sync::Notify,
 }
+
+/// Why a call was not fitted.
+enum Refusal {
+    /// A cap is reached.
+    Cap(CapReached),
+    /// Only calls in flight hold the room it needs: it waits for them.
+    Busy,
+}
+
+/// What a request that names no answer limit is allowed under a cap.
+pub const UNSET_ANSWER: u64 = 32_768;
 
 /// What one call may take, held on a ledger and its parents until the
 /// call is charged ([`Hold::charge`]) or given up (dropped).
@@ -234,41 +251,47 @@ impl Hold {
     }
 
     /// Charge what the call used (the provider's `usage`; a provider that
-    /// reports none is charged the estimated input) and let go of the hold.
-    pub fn charge(mut self, usage: &Usage) {
-        let Some(ledger) = self.ledger.take() else {
-            return;
-        };
+    /// reports none is charged the estimated input) and let go of the
+    /// hold; what was charged.
+    pub fn charge(mut self, usage: &Usage) -> Usage {
         let mut usage = *usage;
         if usage.total_tokens() == 0 {
             usage.input_tokens = self.input;
         }
-        ledger.release(self.tokens, self.cost);
-        ledger.charge(&self.model, &usage);
+        let Some(ledger) = self.ledger.take() else {
+            return usage;
+        };
+        {
+            let _gate = ledger.root().gate.lock();
+            ledger.charge(&self.model, &usage);
+            ledger.release(self.tokens, self.cost);
+        }
         let _ = NOTED.try_with(|noted| {
             noted.borrow_mut().push(Charge {
                 model: self.model.clone(),
                 usage,
             })
         });
+        usage
     }
 
     /// Charge a call that ended without an answer after the provider began
     /// (an interrupt, a broken stream): its input as estimated and
     /// `output_tokens` of what came.
-    pub fn charge_unfinished(self, output_tokens: u64) {
+    pub fn charge_unfinished(self, output_tokens: u64) -> Usage {
         let input = self.input;
         self.charge(&Usage {
             input_tokens: input,
             output_tokens,
             ..Usage::default()
-        });
+        })
     }
 }
 
 impl Drop for Hold {
     fn drop(&mut self) {
         if let Some(ledger) = self.ledger.take() {
+            let _gate = ledger.root().gate.lock();
             ledger.release(self.tokens, self.cost);
         }
     }
@@ -283,6 +306,8 @@ impl Ledger {
             prices,
             parent: None,
             started_ms: Mutex::default(),
+            gate: Mutex::default(),
+            released: tokio::sync::Notify::new(),
         })
     }
 
@@ -294,6 +319,8 @@ impl Ledger {
             prices: self.prices.clone(),
             parent: Some(self.clone()),
             started_ms: Mutex::default(),
+            gate: Mutex::default(),
+            released: tokio::sync::Notify::new(),
         })
     }
 
@@ -303,12 +330,22 @@ impl Ledger {
         self.caps().duration.is_some() || self.parent.as_ref().is_some_and(|p| p.times())
     }
 
-    /// When this ledger started, starting it at `now_ms` if it had not.
-    fn started(&self, now_ms: u64) -> u64 {
-        match self.started_ms.lock() {
-            Ok(mut started) => *started.get_or_insert(now_ms),
-            Err(_) => now_ms,
+    /// The session starts working at `now_ms` (its session clock), unless
+    /// it had: its time counts from there.
+    pub fn start(&self, now_ms: u64) {
+        if let Ok(mut started) = self.started_ms.lock() {
+            started.get_or_insert(now_ms);
         }
+    }
+
+    /// When this ledger started (None: not yet).
+    fn started(&self) -> Option<u64> {
+        self.started_ms.lock().ok().and_then(|s| *s)
+    }
+
+    /// The top ledger of this one's chain.
+    fn root(&self) -> &Ledger {
+        self.chain().last().unwrap_or(self)
     }
 
     /// The ledgers charged for a call charged here: this one and every
@@ -319,25 +356,59 @@ impl Ledger {
 
     /// Fit `request`, whose input is about `input_tokens`, to what this
     /// ledger and its parents have left at `now_ms`: its answer capped to
-    /// the room, and that much held until the call is charged; or the cap
-    /// that keeps it from being sent.
-    pub fn fit(
+    /// the room (a request naming no limit gets at most
+    /// [`UNSET_ANSWER`]), and that much held until the call is charged; or
+    /// the cap that keeps it from being sent. When only calls in flight
+    /// hold the room it needs, it waits for them to be charged.
+    pub async fn fit(
         self: &Arc<Self>,
         request: &mut Request,
         input_tokens: u64,
         now_ms: u64,
     ) -> Result<Hold, CapReached> {
-        let model = request.model.clone();
-        let mut room: Option<u64> = None;
-        for here in self.chain() {
-            let parents = !std::ptr::eq(here, &**self);
-            if let Some(r) = here.room(&model, input_tokens, now_ms, parents)? {
-                room = Some(room.map_or(r, |mine| mine.min(r)));
+        loop {
+            // Registered before the check: a release in between is seen.
+            let released = self.root().released.notified();
+            match self.try_fit(request, input_tokens, now_ms) {
+                Ok(hold) => return Ok(hold),
+                Err(Refusal::Cap(reached)) => return Err(reached),
+                Err(Refusal::Busy) => released.await,
             }
         }
+    }
+
+    fn try_fit(
+        self: &Arc<Self>,
+        request: &mut Request,
+        input_tokens: u64,
+        now_ms: u64,
+    ) -> Result<Hold, Refusal> {
+        let _gate = self.root().gate.lock();
+        let model = request.model.clone();
+        let rooms = |holds: bool| -> Result<Option<u64>, CapReached> {
+            let mut room: Option<u64> = None;
+            for here in self.chain() {
+                let parents = !std::ptr::eq(here, &**self);
+                if let Some(r) = here.room(&model, input_tokens, now_ms, parents, holds)? {
+                    room = Some(room.map_or(r, |mine| mine.min(r)));
+                }
+            }
+            Ok(room)
+        };
+        let room = match rooms(true) {
+            Ok(room) => room,
+            // Would it fit but for what calls in flight hold?
+            Err(reached) => {
+                return Err(match rooms(false) {
+                    Ok(_) => Refusal::Busy,
+                    Err(_) => Refusal::Cap(reached),
+                });
+            }
+        };
         if let Some(room) = room {
             let room = u32::try_from(room).unwrap_or(u32::MAX);
-            request.max_tokens = Some(request.max_tokens.map_or(room, |asked| asked.min(room)));
+            let unset = u32::try_from(UNSET_ANSWER).unwrap_or(u32::MAX);
+            request.max_tokens = Some(request.max_tokens.unwrap_or(unset).min(room));
             request.answer_ceiling = Some(request.answer_ceiling.map_or(room, |c| c.min(room)));
         }
         // What the call may take: its input and the most its answer may be
@@ -368,6 +439,8 @@ impl Ledger {
         })
     }
 
+    /// Let go of a hold (the gate taken by the caller); the waiting are
+    /// told.
     fn release(&self, tokens: u64, cost: f64) {
         for here in self.chain() {
             if let Ok(mut spent) = here.spent.lock() {
@@ -375,6 +448,7 @@ impl Ledger {
                 spent.held_cost = (spent.held_cost - cost).max(0.0);
             }
         }
+        self.root().released.notify_waiters();
     }
 
     /// Charge one model call's `usage` by `model` here and to every parent.
@@ -396,15 +470,22 @@ impl Ledger {
         }
     }
 
+    /// What this ledger has room for (counting what calls in flight hold
+    /// when `holds`), or the cap reached.
     fn room(
         &self,
         model: &str,
         input_tokens: u64,
         now_ms: u64,
         parents: bool,
+        holds: bool,
     ) -> Result<Option<u64>, CapReached> {
         let caps = self.caps();
-        let spent = self.spent();
+        let mut spent = self.spent();
+        if !holds {
+            spent.held_tokens = 0;
+            spent.held_cost = 0.0;
+        }
         let whose = if parents { "the parent session's " } else { "" };
         let reached = |cap: CapKind, spent: f64, limit: f64, why: String| CapReached {
             cap,
@@ -417,8 +498,7 @@ impl Ledger {
                 cap.setting()
             ),
         };
-        let started = self.started(now_ms);
-        if let Some(limit) = caps.duration {
+        if let (Some(limit), Some(started)) = (caps.duration, self.started()) {
             let elapsed = Duration::from_millis(now_ms.saturating_sub(started));
             if elapsed >= limit {
                 return Err(reached(
@@ -524,7 +604,7 @@ impl Ledger {
     pub fn report(&self, now_ms: u64) -> SpendReport {
         let caps = self.caps();
         let spent = self.spent();
-        let started = self.started_ms.lock().ok().and_then(|s| *s);
+        let started = self.started();
         SpendReport {
             tokens: spent.tokens,
             max_tokens: caps.tokens,
@@ -620,11 +700,36 @@ mod tests {
         }
     }
 
+    /// `try_fit`, with a cap reached as the error (None: busy).
+    trait Fits {
+        fn fit_now(
+            &self,
+            r: &mut Request,
+            input: u64,
+            now: u64,
+        ) -> Result<Hold, Option<CapReached>>;
+    }
+
+    impl Fits for Arc<Ledger> {
+        fn fit_now(
+            &self,
+            r: &mut Request,
+            input: u64,
+            now: u64,
+        ) -> Result<Hold, Option<CapReached>> {
+            self.try_fit(r, input, now)
+                .map_err(|refusal| match refusal {
+                    Refusal::Cap(reached) => Some(reached),
+                    Refusal::Busy => None,
+                })
+        }
+    }
+
     /// Fit a request to `model` with `input` tokens and charge it `usage`;
     /// the answer room it was given.
     fn call(ledger: &Arc<Ledger>, model: &str, input: u64, usage: Usage) -> Option<u32> {
         let mut r = request(model, None);
-        let hold = ledger.fit(&mut r, input, 0).unwrap();
+        let hold = ledger.fit_now(&mut r, input, 0).unwrap();
         hold.charge(&usage);
         r.max_tokens
     }
@@ -634,10 +739,13 @@ mod tests {
         let ledger = Ledger::new(tokens(1000), Arc::default());
         assert_eq!(call(&ledger, "m", 100, used(600, 200)), Some(900));
         let mut r = request("m", Some(4096));
-        let hold = ledger.fit(&mut r, 100, 0).unwrap();
+        let hold = ledger.fit_now(&mut r, 100, 0).unwrap();
         assert_eq!(r.max_tokens, Some(100));
         drop(hold);
-        let refused = ledger.fit(&mut request("m", None), 190, 0).unwrap_err();
+        let refused = ledger
+            .fit_now(&mut request("m", None), 190, 0)
+            .unwrap_err()
+            .unwrap();
         assert_eq!(refused.cap, CapKind::Tokens);
         assert!(refused.message.contains("800 of 1000 tokens"), "{refused}");
         assert!(refused.message.contains("--max-tokens-total"), "{refused}");
@@ -647,13 +755,17 @@ mod tests {
     fn calls_in_flight_hold_their_room_so_parallel_calls_cannot_share_it() {
         let ledger = Ledger::new(tokens(1000), Arc::default());
         let mut first = request("m", Some(500));
-        let held = ledger.fit(&mut first, 100, 0).unwrap();
+        let held = ledger.fit_now(&mut first, 100, 0).unwrap();
         // 600 held: the second gets the 300 left after its own 100.
         let mut second = request("m", Some(500));
-        let other = ledger.fit(&mut second, 100, 0).unwrap();
+        let other = ledger.fit_now(&mut second, 100, 0).unwrap();
         assert_eq!(second.max_tokens, Some(300));
-        // Nothing is left for a third while both are in flight.
-        assert!(ledger.fit(&mut request("m", None), 100, 0).is_err());
+        // Nothing is left for a third while both are in flight: it waits
+        // (busy), it is not refused.
+        assert!(matches!(
+            ledger.fit_now(&mut request("m", None), 100, 0),
+            Err(None)
+        ));
         // The first used little: what it did not use is free again.
         held.charge(&used(100, 10));
         drop(other);
@@ -665,16 +777,19 @@ mod tests {
         let parent = Ledger::new(tokens(1000), Arc::default());
         let child = parent.child(Caps::default());
         call(&child, "m", 10, used(900, 90));
-        let refused = child.fit(&mut request("m", None), 10, 0).unwrap_err();
+        let refused = child
+            .fit_now(&mut request("m", None), 10, 0)
+            .unwrap_err()
+            .unwrap();
         assert!(refused.parents, "{refused}");
-        assert!(parent.fit(&mut request("m", None), 10, 0).is_err());
+        assert!(parent.fit_now(&mut request("m", None), 10, 0).is_err());
         // The control: a child with room of its own under a parent with
         // room is let through.
         let roomy = Ledger::new(tokens(10_000), Arc::default());
         assert!(
             roomy
                 .child(tokens(500))
-                .fit(&mut request("m", None), 10, 0)
+                .fit_now(&mut request("m", None), 10, 0)
                 .is_ok()
         );
     }
@@ -700,8 +815,8 @@ mod tests {
         call(&ledger, "priced", 10, used(100_000, 10_000));
         assert!((ledger.report(0).cost_usd - 0.2).abs() < 1e-9);
         // $0.80 left, 100k in costs $0.10: $0.70 buys 70k output tokens.
-        let mut r = request("priced", None);
-        drop(ledger.fit(&mut r, 100_000, 0).unwrap());
+        let mut r = request("priced", Some(100_000));
+        drop(ledger.fit_now(&mut r, 100_000, 0).unwrap());
         assert_eq!(r.max_tokens, Some(70_000));
         let reported = Usage {
             cost_micros: Some(500_000),
@@ -713,8 +828,9 @@ mod tests {
         // cannot help.
         call(&ledger, "unpriced", 10, used(10, 10));
         let refused = ledger
-            .fit(&mut request("unpriced", None), 10, 0)
-            .unwrap_err();
+            .fit_now(&mut request("unpriced", None), 10, 0)
+            .unwrap_err()
+            .unwrap();
         assert_eq!(refused.cap, CapKind::Cost);
         assert!(!refused.raisable);
         assert!(refused.message.contains("unknown"), "{refused}");
@@ -729,20 +845,53 @@ mod tests {
         };
         let ledger = Ledger::new(caps, Arc::default());
         assert_eq!(ledger.report(5_000).elapsed_secs, 0.0, "not started");
-        let fit = |now| ledger.fit(&mut request("m", None), 10, now).map(drop);
-        assert!(fit(1_000).is_ok());
+        let fit = |now| ledger.fit_now(&mut request("m", None), 10, now).map(drop);
+        assert!(fit(1_000_000).is_ok(), "no time counts before the start");
+        ledger.start(1_000);
+        ledger.start(50_000);
         assert!(fit(60_999).is_ok());
-        assert_eq!(fit(61_000).unwrap_err().cap, CapKind::Duration);
+        assert_eq!(fit(61_000).unwrap_err().unwrap().cap, CapKind::Duration);
         ledger.raise(CapKind::Duration, 30.0);
         assert!(fit(61_000).is_ok());
         call(&ledger, "m", 10, used(80, 10));
-        assert_eq!(fit(61_000).unwrap_err().cap, CapKind::Tokens);
+        assert_eq!(fit(61_000).unwrap_err().unwrap().cap, CapKind::Tokens);
         ledger.raise(CapKind::Tokens, 100.0);
         assert!(fit(61_000).is_ok());
         // Absurd raises saturate instead of wrapping.
         ledger.raise(CapKind::Tokens, f64::MAX);
         ledger.raise(CapKind::Duration, f64::INFINITY);
         assert_eq!(ledger.caps().tokens, Some(u64::MAX));
+    }
+
+    #[test]
+    fn a_request_naming_no_limit_is_given_one_under_a_cap() {
+        let ledger = Ledger::new(tokens(10_000_000), Arc::default());
+        assert_eq!(
+            call(&ledger, "m", 10, used(1, 1)),
+            Some(UNSET_ANSWER as u32)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_call_waits_for_room_others_hold_and_goes_when_they_are_charged() {
+        let ledger = Ledger::new(tokens(1000), Arc::default());
+        let mut first = request("m", Some(800));
+        let held = ledger.fit(&mut first, 100, 0).await.unwrap();
+        let waiting = {
+            let ledger = ledger.clone();
+            tokio::spawn(async move {
+                let mut second = request("m", Some(500));
+                ledger
+                    .fit(&mut second, 100, 0)
+                    .await
+                    .map(|hold| (hold, second.max_tokens))
+            })
+        };
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "it went past a full hold");
+        held.charge(&used(100, 50));
+        let (_hold, room) = waiting.await.unwrap().unwrap();
+        assert_eq!(room, Some(500));
     }
 
     #[test]

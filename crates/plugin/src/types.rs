@@ -163,7 +163,11 @@ pub struct ModelUse {
     /// `MCP server NAME`.
     pub asker: String,
     pub model: String,
+    /// The tokens charged to the session for it (input, of which cached,
+    /// and output): a replay charges the same.
     pub input_tokens: u64,
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub cached_tokens: u64,
     pub output_tokens: u64,
     /// The cost the provider reported, in millionths of a US dollar.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -172,6 +176,10 @@ pub struct ModelUse {
     /// Why it was refused or failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused: Option<String>,
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 impl ModelUse {

@@ -143,6 +143,7 @@ impl Session {
     }
 
     async fn run_rounds(self: &Arc<Self>, cancel: &CancellationToken) -> Result<Ended, LlmError> {
+        self.start_spending();
         let mut rounds = 0u32;
         let mut context_warned = false;
         // Refusals of the request for the model call being made.
@@ -173,7 +174,12 @@ impl Session {
                 Ok((request, _)) => request,
                 Err(too_big) => return Err(self.too_big(too_big)),
             };
-            let hold = match self.fit_to_budget(&mut request) {
+            // Waits while calls in flight (subagents') hold the room.
+            let fitted = tokio::select! {
+                fitted = self.fit_to_budget(&mut request) => fitted,
+                _ = cancel.cancelled() => return Ok(Ended::Interrupted),
+            };
+            let hold = match fitted {
                 Ok(hold) => hold,
                 Err(reached) => {
                     self.stopped_by_cap(reached);
@@ -186,9 +192,12 @@ impl Session {
             let response = tokio::select! {
                 r = self.call_model(&request, &mut partial, &mut in_flight) => r,
                 _ = cancel.cancelled() => {
-                    // Sent: the provider counts what it read and wrote.
                     if let Some(call) = in_flight {
                         self.record(call.finish(None, true));
+                    }
+                    // An answer that began was spent (judged by what the
+                    // stream gave, which a replay gives alike).
+                    if !partial.is_empty() {
                         hold.charge_unfinished(crate::llm::estimate::text_tokens(&partial));
                     }
                     self.keep_partial_answer(partial);
@@ -204,6 +213,9 @@ impl Session {
                 // harder, and ask again.
                 Err(err) if err.kind == ErrorKind::ContextLength => {
                     refusals += 1;
+                    // Refused unread: nothing spent, and the summaries
+                    // compacting asks for need the room.
+                    drop(hold);
                     if self.answer_refusal(&err, &request, refusals).await {
                         continue;
                     }

@@ -17,9 +17,18 @@ impl Session {
     /// provider counts, as far as the session learned): its answer capped
     /// to the room left and held until charged, or the cap that keeps it
     /// from being sent.
-    pub(super) fn fit_to_budget(&self, request: &mut Request) -> Result<Hold, CapReached> {
+    pub(super) async fn fit_to_budget(&self, request: &mut Request) -> Result<Hold, CapReached> {
         let input = self.provider_tokens(crate::llm::estimate::request_tokens(request));
-        self.spend.fit(request, input, self.spend_clock())
+        let now = self.spend_clock();
+        self.spend.fit(request, input, now).await
+    }
+
+    /// The session starts working: its time counts from the first time it
+    /// does (read from the session's clock, so a replay starts it alike).
+    pub(super) fn start_spending(&self) {
+        if self.spend.times() {
+            self.spend.start(self.spend_clock());
+        }
     }
 
     /// Stop the input for `reached`: told as SPEND_CAP and kept.
@@ -59,11 +68,17 @@ impl Session {
         let Some(receipt) = &outcome.receipt else {
             return;
         };
-        for used in receipt.model_calls.iter().filter(|m| m.refused.is_none()) {
+        // Every call that was charged (one cut off by the end of the call
+        // it answered too): what the receipt says was charged.
+        for used in &receipt.model_calls {
+            if used.input_tokens + used.output_tokens == 0 && used.cost_micros.is_none() {
+                continue;
+            }
             self.spend.charge_recorded(&crate::llm::spend::Charge {
                 model: used.model.clone(),
                 usage: crate::llm::Usage {
                     input_tokens: used.input_tokens,
+                    cached_tokens: used.cached_tokens,
                     output_tokens: used.output_tokens,
                     cost_micros: used.cost_micros,
                     ..Default::default()
@@ -79,7 +94,9 @@ impl Session {
 
     /// Now in milliseconds, from the session's clock when a cap on
     /// duration needs it (a replay answers from the recording); 0 when
-    /// none does, so no read is recorded for nothing.
+    /// none does, so no read is recorded for nothing. (A server's model
+    /// call and a summary read the system clock: neither is asked again in
+    /// a replay, their charges come from the recording.)
     fn spend_clock(&self) -> u64 {
         if !self.spend.times() {
             return 0;

@@ -76,6 +76,7 @@ impl Summarizer for LlmSummarizer {
                 let now = crate::time::millis_of(&crate::time::now_rfc3339()).unwrap_or(0);
                 ledger
                     .fit(&mut request, input, now)
+                    .await
                     .map_err(|reached| format!("not summarized: {}", reached.message))?
             }
             None => crate::llm::spend::Hold::none(),

@@ -47,6 +47,13 @@ pub fn check(text: &str, path: &Path, keep: Keep) -> Result<Checked, ConfigError
     // all).
     if keep != Keep::All {
         doc.get_mut().remove("hooks");
+        // What only the operator sets is dropped before anything is read
+        // from it: even a broken `[budget]` costs the project nothing.
+        for key in super::layers::OPERATOR_ONLY {
+            if doc.get_mut().remove(*key).is_some() {
+                dropped.push(key.to_string());
+            }
+        }
     }
     if keep == Keep::ProjectKeys {
         // A key sandcrab does not know is a mistake wherever it is (a

@@ -51,7 +51,10 @@ pub const PROJECT_KEYS: &[&str] = &[
     "summarization.name",
 ];
 
-/// Tables no project file sets, trusted or not.
+/// Tables no project file sets, trusted or not (dropped, with a warning,
+/// as the file is read): the trust records and consents, what a session
+/// may spend, and where what it does is reported (with its content, if
+/// captured).
 pub const OPERATOR_ONLY: &[&str] = &["trust", "consented", "budget", "telemetry"];
 
 /// The configuration in force and where it came from.
@@ -146,13 +149,6 @@ fn project_over(
     if let Some(approvals) = table.get_mut("approvals").and_then(|v| v.as_table_mut()) {
         approvals.remove("mode");
         approvals.remove("rules_file");
-    }
-    // Not even a trusted project sets what it may spend or where what it
-    // does is reported (with its content, if captured): the operator's.
-    for key in OPERATOR_ONLY {
-        if table.remove(*key).is_some() {
-            warnings.push(ignored(path, key, workspace));
-        }
     }
     // Its hooks were read apart (see `project_hooks`), never merged over
     // the operator's.

@@ -79,9 +79,14 @@ pub async fn answer(
         Some(ledger) => {
             let input = crate::llm::estimate::request_tokens(&request);
             let now = crate::time::millis_of(&crate::time::now_rfc3339()).unwrap_or(0);
-            ledger
-                .fit(&mut request, input, now)
-                .map_err(|reached| refuse(reached.message))?
+            tokio::select! {
+                fitted = ledger.fit(&mut request, input, now) => {
+                    fitted.map_err(|reached| refuse(reached.message))?
+                }
+                _ = ended.cancelled() => {
+                    return Err(refuse("the call it was for ended first".into()));
+                }
+            }
         }
         None => crate::llm::spend::Hold::none(),
     };
@@ -113,7 +118,8 @@ pub async fn answer(
     let result = match answered {
         None => {
             // Sent: the provider counts what it read.
-            hold.charge_unfinished(0);
+            let charged = hold.charge_unfinished(0);
+            used.input_tokens = charged.input_tokens;
             used.refused = Some("the call it was for ended first".into());
             Err(ErrorData::internal_error(
                 "the call ended before the model answered".to_string(),
@@ -121,10 +127,12 @@ pub async fn answer(
             ))
         }
         Some(Ok(response)) => {
-            hold.charge(&response.usage);
-            used.input_tokens = response.usage.input_tokens;
-            used.output_tokens = response.usage.output_tokens;
-            used.cost_micros = response.usage.cost_micros;
+            // The receipt keeps what was charged: a replay charges it.
+            let charged = hold.charge(&response.usage);
+            used.input_tokens = charged.input_tokens;
+            used.cached_tokens = charged.cached_tokens;
+            used.output_tokens = charged.output_tokens;
+            used.cost_micros = charged.cost_micros;
             let stop = match response.finish_reason {
                 crate::llm::FinishReason::Length => "maxTokens",
                 _ => "endTurn",

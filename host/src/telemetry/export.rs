@@ -64,11 +64,12 @@ impl Exporter {
     }
 
     fn take(&self, span: Finished) {
+        // Counted before it is queued: the sender may send it at once.
+        self.queued.fetch_add(1, Ordering::Relaxed);
         match self.queue.try_send(Work::Span(span)) {
-            Ok(()) => {
-                self.queued.fetch_add(1, Ordering::Relaxed);
-            }
+            Ok(()) => {}
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                self.queued.fetch_sub(1, Ordering::Relaxed);
                 self.dropped.fetch_add(1, Ordering::Relaxed);
                 self.metrics.record(
                     super::names::METRIC_DROPPED,
@@ -169,7 +170,9 @@ impl Sender {
                     flushes.push(done);
                     false
                 }
-                Err(RecvTimeoutError::Timeout) if batch.is_empty() => continue,
+                Err(RecvTimeoutError::Timeout) if batch.is_empty() && flushes.is_empty() => {
+                    continue;
+                }
                 Err(RecvTimeoutError::Timeout) => false,
                 Err(RecvTimeoutError::Disconnected) => true,
             };
