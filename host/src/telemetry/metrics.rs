@@ -121,18 +121,12 @@ impl Metrics {
             return None;
         }
         let now = super::trace::now_ns();
-        let mut scope_metrics = Message::new();
-        scope_metrics.message(1, proto::scope("sandcrab", env!("CARGO_PKG_VERSION")));
-        for ((name, kind), points) in series.iter() {
-            scope_metrics.message(2, self.metric(name, *kind, points, now));
-        }
-        let mut resource_metrics = Message::new();
-        resource_metrics
-            .message(1, proto::resource(resource))
-            .message(2, scope_metrics);
-        let mut request = Message::new();
-        request.message(1, resource_metrics);
-        Some(request.into_bytes())
+        Some(proto::export_request(
+            resource,
+            series
+                .iter()
+                .map(|((name, kind), points)| self.metric(name, *kind, points, now)),
+        ))
     }
 
     fn metric(

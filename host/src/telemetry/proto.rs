@@ -202,18 +202,30 @@ pub fn attributes(m: &mut Message, field: u32, attrs: &[(String, Value)]) {
     }
 }
 
-/// `resource.v1.Resource` and `common.v1.InstrumentationScope`, the two
-/// wrappers every export starts with.
-pub fn resource(attrs: &[(String, Value)]) -> Message {
-    let mut m = Message::new();
-    attributes(&mut m, 1, attrs);
-    m
-}
-
-pub fn scope(name: &str, version: &str) -> Message {
-    let mut m = Message::new();
-    m.string(1, name).string(2, version);
-    m
+/// An export request (traces' or metrics'): `items` (spans or metrics,
+/// each field 2 of the scope's message) of sandcrab's instrumentation
+/// scope, of the resource `attrs` describe. The two requests share this
+/// shape: `{resource = 1, scope_X = 2 {scope = 1, X = 2}}` in field 1.
+pub fn export_request(
+    attrs: &[(String, Value)],
+    items: impl IntoIterator<Item = Message>,
+) -> Vec<u8> {
+    let mut scope = Message::new();
+    scope
+        .string(1, "sandcrab")
+        .string(2, env!("CARGO_PKG_VERSION"));
+    let mut scoped = Message::new();
+    scoped.message(1, scope);
+    for item in items {
+        scoped.message(2, item);
+    }
+    let mut resource = Message::new();
+    attributes(&mut resource, 1, attrs);
+    let mut of_resource = Message::new();
+    of_resource.message(1, resource).message(2, scoped);
+    let mut request = Message::new();
+    request.message(1, of_resource);
+    request.into_bytes()
 }
 
 #[cfg(test)]

@@ -120,18 +120,7 @@ impl Drop for Span {
 
 /// `collector.trace.v1.ExportTraceServiceRequest` of `spans`.
 pub fn encode(resource: &[(String, Value)], spans: &[Finished]) -> Vec<u8> {
-    let mut scope_spans = Message::new();
-    scope_spans.message(1, proto::scope("sandcrab", env!("CARGO_PKG_VERSION")));
-    for span in spans {
-        scope_spans.message(2, encode_span(span));
-    }
-    let mut resource_spans = Message::new();
-    resource_spans
-        .message(1, proto::resource(resource))
-        .message(2, scope_spans);
-    let mut request = Message::new();
-    request.message(1, resource_spans);
-    request.into_bytes()
+    proto::export_request(resource, spans.iter().map(encode_span))
 }
 
 fn encode_span(span: &Finished) -> Message {
