@@ -52,6 +52,15 @@ pub enum CapKind {
 }
 
 impl CapKind {
+    /// Its name, as events spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CapKind::Tokens => "tokens",
+            CapKind::Cost => "cost",
+            CapKind::Duration => "duration",
+        }
+    }
+
     /// Where the operator sets it: the flag and the configuration key.
     pub fn setting(self) -> &'static str {
         match self {
@@ -375,6 +384,18 @@ impl Ledger {
                 Err(Refusal::Busy) => released.await,
             }
         }
+    }
+
+    /// [`Self::fit`] for a call made on the session's behalf outside its
+    /// loop (a server's model call, a summary): its input as estimated,
+    /// the time read from the system clock (such calls are not made again
+    /// in a replay; their charges come from the recording).
+    pub async fn fit_now(self: &Arc<Self>, request: &mut Request) -> Result<Hold, CapReached> {
+        let input = crate::estimate::request_tokens(request);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        self.fit(request, input, now).await
     }
 
     fn try_fit(
@@ -702,7 +723,7 @@ mod tests {
 
     /// `try_fit`, with a cap reached as the error (None: busy).
     trait Fits {
-        fn fit_now(
+        fn fit_or_busy(
             &self,
             r: &mut Request,
             input: u64,
@@ -711,7 +732,7 @@ mod tests {
     }
 
     impl Fits for Arc<Ledger> {
-        fn fit_now(
+        fn fit_or_busy(
             &self,
             r: &mut Request,
             input: u64,
@@ -729,7 +750,7 @@ mod tests {
     /// the answer room it was given.
     fn call(ledger: &Arc<Ledger>, model: &str, input: u64, usage: Usage) -> Option<u32> {
         let mut r = request(model, None);
-        let hold = ledger.fit_now(&mut r, input, 0).unwrap();
+        let hold = ledger.fit_or_busy(&mut r, input, 0).unwrap();
         hold.charge(&usage);
         r.max_tokens
     }
@@ -739,11 +760,11 @@ mod tests {
         let ledger = Ledger::new(tokens(1000), Arc::default());
         assert_eq!(call(&ledger, "m", 100, used(600, 200)), Some(900));
         let mut r = request("m", Some(4096));
-        let hold = ledger.fit_now(&mut r, 100, 0).unwrap();
+        let hold = ledger.fit_or_busy(&mut r, 100, 0).unwrap();
         assert_eq!(r.max_tokens, Some(100));
         drop(hold);
         let refused = ledger
-            .fit_now(&mut request("m", None), 190, 0)
+            .fit_or_busy(&mut request("m", None), 190, 0)
             .unwrap_err()
             .unwrap();
         assert_eq!(refused.cap, CapKind::Tokens);
@@ -755,15 +776,15 @@ mod tests {
     fn calls_in_flight_hold_their_room_so_parallel_calls_cannot_share_it() {
         let ledger = Ledger::new(tokens(1000), Arc::default());
         let mut first = request("m", Some(500));
-        let held = ledger.fit_now(&mut first, 100, 0).unwrap();
+        let held = ledger.fit_or_busy(&mut first, 100, 0).unwrap();
         // 600 held: the second gets the 300 left after its own 100.
         let mut second = request("m", Some(500));
-        let other = ledger.fit_now(&mut second, 100, 0).unwrap();
+        let other = ledger.fit_or_busy(&mut second, 100, 0).unwrap();
         assert_eq!(second.max_tokens, Some(300));
         // Nothing is left for a third while both are in flight: it waits
         // (busy), it is not refused.
         assert!(matches!(
-            ledger.fit_now(&mut request("m", None), 100, 0),
+            ledger.fit_or_busy(&mut request("m", None), 100, 0),
             Err(None)
         ));
         // The first used little: what it did not use is free again.
@@ -778,18 +799,18 @@ mod tests {
         let child = parent.child(Caps::default());
         call(&child, "m", 10, used(900, 90));
         let refused = child
-            .fit_now(&mut request("m", None), 10, 0)
+            .fit_or_busy(&mut request("m", None), 10, 0)
             .unwrap_err()
             .unwrap();
         assert!(refused.parents, "{refused}");
-        assert!(parent.fit_now(&mut request("m", None), 10, 0).is_err());
+        assert!(parent.fit_or_busy(&mut request("m", None), 10, 0).is_err());
         // The control: a child with room of its own under a parent with
         // room is let through.
         let roomy = Ledger::new(tokens(10_000), Arc::default());
         assert!(
             roomy
                 .child(tokens(500))
-                .fit_now(&mut request("m", None), 10, 0)
+                .fit_or_busy(&mut request("m", None), 10, 0)
                 .is_ok()
         );
     }
@@ -816,7 +837,7 @@ mod tests {
         assert!((ledger.report(0).cost_usd - 0.2).abs() < 1e-9);
         // $0.80 left, 100k in costs $0.10: $0.70 buys 70k output tokens.
         let mut r = request("priced", Some(100_000));
-        drop(ledger.fit_now(&mut r, 100_000, 0).unwrap());
+        drop(ledger.fit_or_busy(&mut r, 100_000, 0).unwrap());
         assert_eq!(r.max_tokens, Some(70_000));
         let reported = Usage {
             cost_micros: Some(500_000),
@@ -828,7 +849,7 @@ mod tests {
         // cannot help.
         call(&ledger, "unpriced", 10, used(10, 10));
         let refused = ledger
-            .fit_now(&mut request("unpriced", None), 10, 0)
+            .fit_or_busy(&mut request("unpriced", None), 10, 0)
             .unwrap_err()
             .unwrap();
         assert_eq!(refused.cap, CapKind::Cost);
@@ -845,7 +866,11 @@ mod tests {
         };
         let ledger = Ledger::new(caps, Arc::default());
         assert_eq!(ledger.report(5_000).elapsed_secs, 0.0, "not started");
-        let fit = |now| ledger.fit_now(&mut request("m", None), 10, now).map(drop);
+        let fit = |now| {
+            ledger
+                .fit_or_busy(&mut request("m", None), 10, now)
+                .map(drop)
+        };
         assert!(fit(1_000_000).is_ok(), "no time counts before the start");
         ledger.start(1_000);
         ledger.start(50_000);
@@ -892,6 +917,13 @@ mod tests {
         held.charge(&used(100, 50));
         let (_hold, room) = waiting.await.unwrap().unwrap();
         assert_eq!(room, Some(500));
+    }
+
+    #[test]
+    fn a_caps_name_is_its_json_name() {
+        for cap in [CapKind::Tokens, CapKind::Cost, CapKind::Duration] {
+            assert_eq!(serde_json::to_value(cap).unwrap(), cap.as_str());
+        }
     }
 
     #[test]

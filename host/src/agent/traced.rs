@@ -44,7 +44,7 @@ impl Session {
         span.set(n::USAGE_INPUT_TOKENS, used.input_tokens)
             .set(n::USAGE_OUTPUT_TOKENS, used.output_tokens);
         if let Some(reached) = self.spend_stopped() {
-            span.set(n::STOPPED_BY, format!("spend_cap:{}", word(&reached.cap)));
+            span.set(n::STOPPED_BY, format!("spend_cap:{}", reached.cap.as_str()));
         } else if let Some(limit) = self.stopped_by() {
             span.set(n::STOPPED_BY, limit.as_str());
         }
@@ -84,7 +84,7 @@ impl Session {
 
 /// Close a tool call's span with what its receipt says, and count it.
 pub(super) fn finish_tool_span(span: &mut Span, call: &ToolCall, outcome: &ToolOutcome) {
-    let status = word(&outcome.status);
+    let status = outcome.status.name();
     span.set(n::TOOL_STATUS, status.as_str());
     if telemetry::captures(Content::ToolResults) {
         span.set(n::TOOL_CALL_RESULT, outcome.content.as_str());
@@ -155,7 +155,7 @@ fn decided(record: &sandcrab_core::approval::ApprovalRecord) -> String {
         (Decision::Ask, Some(Answered::Allowed { .. })) => "ask:allowed".into(),
         (Decision::Ask, Some(Answered::Denied { .. })) => "ask:denied".into(),
         (Decision::Ask, Some(Answered::NobodyToAsk)) => "ask:nobody".into(),
-        (decision, _) => word(decision),
+        (decision, _) => decision.as_str().into(),
     }
 }
 
@@ -176,18 +176,10 @@ fn rule_of(by: &sandcrab_core::approval::DecidedBy) -> String {
             };
             format!("{at} ({kind})")
         }
-        DecidedBy::Mode { mode } => format!("mode {}", word(mode)),
+        DecidedBy::Mode { mode } => format!("mode {}", mode.as_str()),
         DecidedBy::Operator => "operator".into(),
         DecidedBy::Hook { event, .. } => format!("hook {event}"),
     }
-}
-
-/// A value's one-word serde name (`ok`, `allow`, `tokens`).
-fn word<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_value(value)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 impl Session {

@@ -118,11 +118,12 @@ impl AgentArgs {
             profile: self.profile.clone(),
             max_turns: self.max_turns,
             max_tool_rounds: self.max_tool_rounds,
-            caps: crate::llm::spend::Caps {
-                tokens: self.max_tokens_total,
-                cost_usd: self.max_cost.map(|d| d.0),
-                duration: self.max_duration.map(|s| s.0),
-            },
+            caps: crate::config::budget::CapsToml {
+                max_tokens_total: self.max_tokens_total,
+                max_cost: self.max_cost,
+                max_duration: self.max_duration,
+            }
+            .caps(),
             approvals: self.approvals,
             approve: self.approve.clone(),
             default_approvals: self.default_approvals,

@@ -71,14 +71,10 @@ impl Summarizer for LlmSummarizer {
         };
         // A summary is spend of the session it is made for.
         let hold = match crate::llm::spend::charged() {
-            Some(ledger) => {
-                let input = crate::llm::estimate::request_tokens(&request);
-                let now = crate::time::millis_of(&crate::time::now_rfc3339()).unwrap_or(0);
-                ledger
-                    .fit(&mut request, input, now)
-                    .await
-                    .map_err(|reached| format!("not summarized: {}", reached.message))?
-            }
+            Some(ledger) => ledger
+                .fit_now(&mut request)
+                .await
+                .map_err(|reached| format!("not summarized: {}", reached.message))?,
             None => crate::llm::spend::Hold::none(),
         };
         let told = crate::telemetry::genai::ModelCall::start(

@@ -44,7 +44,9 @@ pub struct CapsToml {
 }
 
 impl CapsToml {
-    fn caps(&self) -> Caps {
+    /// The caps these name (the command line's flags are read into one
+    /// too).
+    pub fn caps(&self) -> Caps {
         Caps {
             tokens: self.max_tokens_total,
             cost_usd: self.max_cost.map(|d| d.0),

@@ -77,10 +77,8 @@ pub async fn answer(
     // The session's caps hold for what its servers ask the model too.
     let hold = match &caller.spend {
         Some(ledger) => {
-            let input = crate::llm::estimate::request_tokens(&request);
-            let now = crate::time::millis_of(&crate::time::now_rfc3339()).unwrap_or(0);
             tokio::select! {
-                fitted = ledger.fit(&mut request, input, now) => {
+                fitted = ledger.fit_now(&mut request) => {
                     fitted.map_err(|reached| refuse(reached.message))?
                 }
                 _ = ended.cancelled() => {
