@@ -357,3 +357,10 @@ pub async fn eventually(what: &str, limit: std::time::Duration, mut done: impl F
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
+
+/// Whether `needle` occurs in `haystack` (a file's or a request's bytes).
+pub fn bytes_contain(haystack: &[u8], needle: &str) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|w| w == needle.as_bytes())
+}

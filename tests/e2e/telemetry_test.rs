@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use crate::cli_support::{events, sandcrab};
 use crate::llm_transcripts::{Answer, stream, tool};
 use crate::mock_llm::MockLlm;
-use crate::support::Scene;
+use crate::support::{Scene, bytes_contain};
 
 const KIND: ProviderKind = ProviderKind::Anthropic;
 /// The provider key `cli_support::sandcrab` gives every run.
@@ -137,12 +137,6 @@ fn named<'a>(spans: &'a [Value], operation: &str) -> Vec<&'a Value> {
         .iter()
         .filter(|s| attribute(s, "gen_ai.operation.name") == json!(operation))
         .collect()
-}
-
-fn contains(haystack: &[u8], needle: &str) -> bool {
-    haystack
-        .windows(needle.len())
-        .any(|w| w == needle.as_bytes())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -296,7 +290,7 @@ async fn a_session_exports_its_span_tree_in_the_genai_conventions_and_no_content
     let bytes = collector.bytes();
     assert!(!bytes.is_empty());
     for canary in [KEY, "PROMPT-CANARY-88", "TOOL-OUTPUT-CANARY-31"] {
-        assert!(!contains(&bytes, canary), "{canary} was exported");
+        assert!(!bytes_contain(&bytes, canary), "{canary} was exported");
     }
 }
 
@@ -333,20 +327,20 @@ async fn captured_content_is_exported_as_asked_and_a_secret_is_withheld_even_the
     let bytes = collector.bytes();
     // Captured as the operator asked (the control of the test above).
     assert!(
-        contains(&bytes, "PROMPT-CANARY-88"),
+        bytes_contain(&bytes, "PROMPT-CANARY-88"),
         "the prompt was not captured"
     );
     assert!(
-        contains(&bytes, "ARGS-CANARY-5"),
+        bytes_contain(&bytes, "ARGS-CANARY-5"),
         "the arguments were not captured"
     );
     // The key the host holds is withheld wherever it would go.
-    assert!(!contains(&bytes, KEY), "the provider key was exported");
+    assert!(!bytes_contain(&bytes, KEY), "the provider key was exported");
     assert!(
-        !contains(&bytes, "KEPT-FILE-SECRET-5150"),
+        !bytes_contain(&bytes, "KEPT-FILE-SECRET-5150"),
         "a secret of the host's registry was exported"
     );
-    assert!(contains(&bytes, &"*".repeat(KEY.len())));
+    assert!(bytes_contain(&bytes, &"*".repeat(KEY.len())));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
