@@ -23,6 +23,7 @@ pub mod replay;
 pub use sandcrab_kept::safe_fs;
 pub mod server;
 pub mod skills;
+pub mod supply;
 pub use sandcrab_core::terminal_safe;
 pub use sandcrab_core::time;
 pub use sandcrab_store as store;

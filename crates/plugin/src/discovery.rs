@@ -50,7 +50,8 @@ pub fn workspace_plugin_dir(workspace: &Path) -> PathBuf {
 }
 
 /// Plugin directories found under `roots` (each a plugin directory or a
-/// folder of them), in the order given, sorted within a folder. Roots that
+/// folder of them), in the order given, sorted within a folder; hidden
+/// folders (an install's `.staging`) are not plugins. Roots that
 /// do not exist are skipped; a root that is neither is returned as is so
 /// loading reports the missing manifest.
 pub fn scan(roots: &[PathBuf]) -> Vec<PluginSource> {
@@ -69,7 +70,7 @@ pub fn scan(roots: &[PathBuf]) -> Vec<PluginSource> {
         let mut dirs: Vec<PathBuf> = entries
             .flatten()
             .map(|e| e.path())
-            .filter(|p| p.is_dir())
+            .filter(|p| p.is_dir() && !p.file_name().is_some_and(|n| n.as_encoded_bytes().starts_with(b".")))
             .collect();
         dirs.sort();
         found.extend(dirs.into_iter().map(PluginSource::Dir));

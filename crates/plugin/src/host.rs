@@ -41,9 +41,9 @@ pub struct PluginHostConfig {
     /// Most instances one call of a shardable tool is spread over (1: never
     /// shard). Defaults to the machine's cores, at most [`MAX_SHARDS`].
     pub max_shards: usize,
-    /// Asked before a plugin from a directory is compiled (None: every
-    /// directory is admitted).
-    pub admission: Option<Arc<dyn Admission>>,
+    /// Asked, each in turn, before a plugin from a directory is compiled
+    /// (none: every directory is admitted).
+    pub admission: Vec<Arc<dyn Admission>>,
     /// Run the built-in plugins from the code compiled into the binary
     /// (true, the default) or compile them like any other plugin (to
     /// compare the two, or to rule the embedded code out).
@@ -67,12 +67,37 @@ impl std::fmt::Debug for CompilingNotice {
 /// bytes the loader read (so what is checked is what is loaded).
 pub trait Admission: Send + Sync + std::fmt::Debug {
     /// Whether the plugin in `dir` with this manifest and component may
-    /// be loaded; the reason if not.
-    fn admit(&self, dir: &Path, manifest: &[u8], component: &[u8]) -> Result<(), String>;
+    /// be loaded (and what vouches for it); the reason if not.
+    fn admit(&self, dir: &Path, manifest: &[u8], component: &[u8]) -> Result<Admitted, String>;
 
     /// The folder a refusal for `dir` stands for (a project's plugins are
     /// trusted together, so a refusal for one is a refusal for all).
     fn scope(&self, dir: &Path) -> Option<PathBuf>;
+}
+
+/// What vouched for a plugin an [`Admission`] admitted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Admitted {
+    /// Who signed exactly these bytes (`NAME (SHA256:…)`).
+    pub signer: Option<String>,
+    /// The digest a lockfile fixes these bytes to (an installed plugin).
+    pub locked: Option<String>,
+}
+
+impl Admitted {
+    /// Both answers together (a later signer or lock adds to an earlier).
+    fn and(self, other: Admitted) -> Admitted {
+        Admitted {
+            signer: other.signer.or(self.signer),
+            locked: other.locked.or(self.locked),
+        }
+    }
+
+    /// Whether these exact bytes are fixed by the operator's trust (a
+    /// signer's or a lockfile's), which stands for a pin.
+    pub fn fixes_the_bytes(&self) -> bool {
+        self.signer.is_some() || self.locked.is_some()
+    }
 }
 
 /// Most shards a call is ever split into.
@@ -96,7 +121,7 @@ impl PluginHostConfig {
             output_cap: crate::process::DEFAULT_OUTPUT_CAP,
             host_env: None,
             max_shards: default_max_shards(),
-            admission: None,
+            admission: Vec::new(),
             embedded_code: true,
             compiling: None,
         }
@@ -155,7 +180,7 @@ pub struct PluginHost {
     /// See [`PluginHostConfig::max_shards`].
     max_shards: usize,
     /// See [`PluginHostConfig::admission`].
-    admission: Option<Arc<dyn Admission>>,
+    admission: Vec<Arc<dyn Admission>>,
     /// See [`PluginHostConfig::embedded_code`].
     embedded_code: bool,
     /// See [`PluginHostConfig::compiling`].
@@ -358,7 +383,7 @@ impl PluginHost {
     /// Remove every plugin the admission no longer admits together with
     /// `dir` (see [`Admission::scope`]); their names.
     pub fn unload_scope_of(&mut self, dir: &Path) -> Vec<String> {
-        let Some(scope) = self.admission.as_ref().and_then(|a| a.scope(dir)) else {
+        let Some(scope) = self.admission.iter().find_map(|a| a.scope(dir)) else {
             return Vec::new();
         };
         let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.plugins)
@@ -391,6 +416,7 @@ impl PluginHost {
             sharded,
             component_sha256,
             note,
+            signer,
         } = self.prepare(source)?;
         if let Some(note) = note {
             self.note(Severity::Note, &manifest_path, note);
@@ -449,6 +475,7 @@ impl PluginHost {
             plugin.allow_reuse(self.warm_allowance.clone());
         }
         plugin.component_sha256 = component_sha256;
+        plugin.signer = signer;
         Ok(plugin)
     }
 
@@ -484,13 +511,17 @@ impl PluginHost {
     fn prepare(&self, source: &PluginSource) -> Result<Prepared, LoadError> {
         let manifest_path = source.manifest_path();
         let (manifest, text, wasm_path, bytes) = read_source(source, &manifest_path)?;
-        if let (PluginSource::Dir(dir), Some(admission)) = (source, &self.admission) {
-            admission
-                .admit(dir, text.as_bytes(), &bytes)
-                .map_err(|message| LoadError::NotAdmitted {
-                    path: manifest_path.clone(),
-                    message,
-                })?;
+        let mut admitted = Admitted::default();
+        if let PluginSource::Dir(dir) = source {
+            for admission in &self.admission {
+                let answer = admission
+                    .admit(dir, text.as_bytes(), &bytes)
+                    .map_err(|message| LoadError::NotAdmitted {
+                        path: manifest_path.clone(),
+                        message,
+                    })?;
+                admitted = admitted.and(answer);
+            }
         }
         integrity::verify(
             &self.ctx.policy,
@@ -498,6 +529,7 @@ impl PluginHost {
             source.origin(),
             &bytes,
             &wasm_path,
+            admitted.fixes_the_bytes(),
         )?;
         check_component_header(&bytes, &wasm_path)?;
         let engine = self.engine.engine();
@@ -560,6 +592,7 @@ impl PluginHost {
             sharded,
             component_sha256: integrity::sha256_hex(&bytes),
             note,
+            signer: admitted.signer,
         })
     }
 
@@ -703,4 +736,6 @@ struct Prepared {
     component_sha256: String,
     /// What the operator should know about how it was compiled.
     note: Option<String>,
+    /// Who signed it, as an admission found.
+    signer: Option<String>,
 }

@@ -1,7 +1,9 @@
 //! Integrity pins: `[policy.plugins.NAME] sha256 = "…"` fixes the exact
 //! component a plugin may run. A different component is refused before it
 //! is compiled, with both hashes in the message; in locked mode a
-//! third-party plugin loads only when pinned.
+//! third-party plugin loads only when pinned, or when the operator's
+//! trust fixes its bytes another way (a trusted signature over them, or
+//! the lockfile of the folder it was installed into).
 
 use std::path::Path;
 
@@ -25,6 +27,7 @@ pub fn verify(
     origin: PluginOrigin,
     bytes: &[u8],
     wasm_path: &Path,
+    vouched: bool,
 ) -> Result<(), LoadError> {
     let pin = policy.plugins.get(name).and_then(|g| g.sha256.as_deref());
     match pin {
@@ -41,7 +44,7 @@ pub fn verify(
                 })
             }
         }
-        None if policy.locked() && origin == PluginOrigin::ThirdParty => Err(LoadError::Unpinned {
+        None if policy.locked() && origin == PluginOrigin::ThirdParty && !vouched => Err(LoadError::Unpinned {
             path: wasm_path.to_path_buf(),
             plugin: name.to_string(),
             actual: sha256_hex(bytes),
@@ -77,7 +80,8 @@ mod tests {
                 "p",
                 PluginOrigin::ThirdParty,
                 b"component",
-                path
+                path,
+                false,
             )
             .is_ok()
         );
@@ -87,7 +91,8 @@ mod tests {
                 "p",
                 PluginOrigin::ThirdParty,
                 b"component",
-                path
+                path,
+                false,
             )
             .is_ok()
         );
@@ -97,6 +102,7 @@ mod tests {
             PluginOrigin::ThirdParty,
             b"changed",
             path,
+            false,
         )
         .unwrap_err()
         .to_string();
@@ -110,7 +116,8 @@ mod tests {
                 "p",
                 PluginOrigin::ThirdParty,
                 b"x",
-                path
+                path,
+                false,
             )
             .is_ok()
         );
@@ -123,10 +130,14 @@ mod tests {
             ..Policy::default()
         };
         let path = Path::new("/p/x.wasm");
-        let err = verify(&locked, "p", PluginOrigin::ThirdParty, b"x", path)
+        let err = verify(&locked, "p", PluginOrigin::ThirdParty, b"x", path, false)
             .unwrap_err()
             .to_string();
         assert!(err.contains("sandcrab plugins pin p"), "{err}");
-        assert!(verify(&locked, "p", PluginOrigin::Builtin, b"x", path).is_ok());
+        assert!(verify(&locked, "p", PluginOrigin::Builtin, b"x", path, false).is_ok());
+        assert!(
+            verify(&locked, "p", PluginOrigin::ThirdParty, b"x", path, true).is_ok(),
+            "a signature or a lockfile stands for the pin"
+        );
     }
 }

@@ -39,7 +39,7 @@ pub use discovery::PluginSource;
 pub use engine::{EPOCH_TICK, EngineOptions, PluginEngine};
 pub use error::{CallError, EngineError, LoadError};
 pub use host::{
-    Admission, Checked, CompilingNotice, Diagnostic, HostError, MAX_SHARDS, PluginHost,
+    Admission, Admitted, Checked, CompilingNotice, Diagnostic, HostError, MAX_SHARDS, PluginHost,
     PluginHostConfig, Severity, default_max_shards,
 };
 pub use loaded::{LoadedPlugin, ToolCallError};

@@ -43,6 +43,9 @@ pub struct LoadedPlugin {
     pub cache: CacheOutcome,
     /// SHA-256 (hex) of the component it runs.
     pub component_sha256: String,
+    /// Who signed its component and manifest (`NAME (SHA256:…)`), when a
+    /// trusted signature was checked at load.
+    pub signer: Option<String>,
     /// The tools of a tool plugin (empty otherwise).
     pub tools: Vec<ToolSpec>,
     pub(crate) sandbox: Arc<PluginSandbox>,
@@ -135,6 +138,7 @@ impl LoadedPlugin {
             decision,
             cache,
             component_sha256: String::new(),
+            signer: None,
             tools: Vec::new(),
             sandbox,
             guest,

@@ -180,10 +180,12 @@ impl HostArgs {
         let roots = self.roots(&workspace, &config, loaded.workspace_plugins_allowed());
         // The project's own plugins load only as they were trusted, checked
         // on the bytes loaded, at start and at every reload.
-        host_config.admission = Some(std::sync::Arc::new(ProjectSeal::new(
-            &workspace,
-            &config.trust,
-        )));
+        // Installed plugins load only as their lockfile fixes them, and
+        // signatures are checked on the same bytes.
+        host_config.admission = vec![
+            std::sync::Arc::new(ProjectSeal::new(&workspace, &config.trust.projects)),
+            std::sync::Arc::new(signed_installs(&config)?),
+        ];
         // What the host keeps, now that the configuration and the plugin
         // folders are known: installed before any plugin or program runs.
         let link_targets = loaded
@@ -258,10 +260,30 @@ impl HostArgs {
         workspace_plugins: bool,
     ) -> Vec<PathBuf> {
         let mut roots = config.plugin_dirs.clone();
+        roots.extend(install_dir(config));
         roots.extend(self.plugins.iter().cloned());
         if workspace_plugins {
             roots.push(discovery::workspace_plugin_dir(workspace));
         }
         roots
     }
+}
+
+/// The folder `sandcrab plugins install` writes: `plugin_install_dir`,
+/// else `<data dir>/plugins`.
+pub fn install_dir(config: &Config) -> Option<PathBuf> {
+    config
+        .plugin_install_dir
+        .clone()
+        .or_else(crate::supply::default_install_dir)
+}
+
+/// The check every load of a third-party folder passes: its install
+/// folder's lockfile and the operator's signers.
+pub fn signed_installs(config: &Config) -> anyhow::Result<crate::supply::admission::SignedInstalls> {
+    Ok(crate::supply::admission::SignedInstalls {
+        signers: crate::supply::Signers::from_toml(&config.trust.signers)?,
+        required: config.trust.signatures_required(config.policy.mode),
+        install_dirs: install_dir(config).into_iter().collect(),
+    })
 }

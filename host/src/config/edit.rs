@@ -132,6 +132,22 @@ pub fn grant_plugin(
     })
 }
 
+/// Drop `[policy.plugins.NAME]` from `file` (a removed plugin's grant
+/// must not pass to a later plugin of the same name).
+pub fn remove_plugin_grant(file: &Path, plugin: &str) -> Result<(), EditError> {
+    edit(file, |doc| {
+        if let Some(plugins) = doc
+            .get_mut("policy")
+            .and_then(|p| p.as_table_mut())
+            .and_then(|p| p.get_mut("plugins"))
+            .and_then(|p| p.as_table_mut())
+        {
+            plugins.remove(plugin);
+        }
+        Ok(())
+    })
+}
+
 /// The table `key` of `parent`, created if missing.
 fn table<'a>(
     parent: &'a mut toml_edit::Table,

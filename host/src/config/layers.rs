@@ -115,6 +115,10 @@ pub fn settle(mut config: Config, path: &Path) -> Result<Config, ConfigError> {
         .iter()
         .map(|dir| resolve_dir(base, dir))
         .collect();
+    config.plugin_install_dir = config
+        .plugin_install_dir
+        .as_deref()
+        .map(|dir| resolve_dir(base, dir));
     Ok(config)
 }
 
@@ -216,7 +220,7 @@ pub fn load(workspace: &Path, explicit: Option<&Path>) -> Result<LoadedConfig, C
             if let Some(file) = &trusted.approvals.rules_file {
                 rules.extend(rules_file(path, file)?.for_workspace(workspace));
             }
-            (absolutize_plugin_dirs(table, path), trusted.trust)
+            (absolutize_plugin_dirs(table, path), trusted.trust.projects)
         }
         None => (toml::Table::new(), BTreeMap::new()),
     };

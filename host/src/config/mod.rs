@@ -51,6 +51,9 @@ pub struct Config {
     /// Extra plugin directories.
     #[serde(default)]
     pub plugin_dirs: Vec<PathBuf>,
+    /// Where `sandcrab plugins install` puts plugins, with their
+    /// `sandcrab.lock` (default: `<data dir>/plugins`); always searched.
+    pub plugin_install_dir: Option<PathBuf>,
     /// Directory for compiled plugins (default: the user cache dir).
     pub cache_dir: Option<PathBuf>,
     /// Compile plugins with native debug information, for `perf` and
@@ -101,10 +104,11 @@ pub struct Config {
     /// MCP servers whose tools the model is offered (`[mcp.servers.NAME]`).
     #[serde(default)]
     pub mcp: McpSettings,
-    /// Projects the operator trusts, by workspace path (written by
-    /// `sandcrab trust`).
+    /// `[trust]`: the projects the operator trusts, by workspace path
+    /// (written by `sandcrab trust`), and the signers whose plugin
+    /// signatures count (`[trust.signers.NAME]`).
     #[serde(default)]
-    pub trust: BTreeMap<String, TrustRecord>,
+    pub trust: trust::TrustSection,
     /// Hooks by event (`[[hooks.PreToolUse]]`), in Claude Code's shape.
     #[serde(default)]
     pub hooks: crate::hooks::HooksToml,

@@ -33,6 +33,32 @@ pub struct TrustRecord {
     pub trusted_at: Option<String>,
 }
 
+/// `[trust]`: the projects the operator trusts (by workspace path), the
+/// signers whose plugin signatures count, and whether a third-party plugin
+/// needs one.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+pub struct TrustSection {
+    /// `[trust.signers.NAME]`: keys and what each may sign.
+    #[serde(default)]
+    pub signers: BTreeMap<String, crate::supply::SignerToml>,
+    /// Every third-party plugin must carry a signature by a signer
+    /// trusted for its name. Unset: required in locked mode when any
+    /// signer is named, else not.
+    #[serde(default)]
+    pub require_signatures: Option<bool>,
+    /// Trusted projects, by workspace path.
+    #[serde(flatten)]
+    pub projects: BTreeMap<String, TrustRecord>,
+}
+
+impl TrustSection {
+    /// Whether signatures are required under `mode`.
+    pub fn signatures_required(&self, mode: crate::plugin::PolicyMode) -> bool {
+        self.require_signatures
+            .unwrap_or(mode == crate::plugin::PolicyMode::Locked && !self.signers.is_empty())
+    }
+}
+
 /// Whether the operator trusts a project as it is now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TrustState {
@@ -260,12 +286,16 @@ impl ProjectSeal {
 impl crate::plugin::Admission for ProjectSeal {
     /// The project's own plugins must pass the seal; others are not the
     /// project's to decide.
-    fn admit(&self, dir: &Path, manifest: &[u8], component: &[u8]) -> Result<(), String> {
+    fn admit(
+        &self,
+        dir: &Path,
+        manifest: &[u8],
+        component: &[u8],
+    ) -> Result<crate::plugin::Admitted, String> {
         if self.covers(dir) {
-            ProjectSeal::admit(self, manifest, component)
-        } else {
-            Ok(())
+            ProjectSeal::admit(self, manifest, component)?;
         }
+        Ok(crate::plugin::Admitted::default())
     }
 
     fn scope(&self, dir: &Path) -> Option<PathBuf> {
@@ -378,7 +408,7 @@ mod tests {
         );
         let file = dir.path().join("config.toml");
         trust(&file, &ws).unwrap();
-        let records = crate::config::Config::read(&file).unwrap().trust;
+        let records = crate::config::Config::read(&file).unwrap().trust.projects;
         let seal = ProjectSeal::new(&ws, &records);
         assert!(seal.covers(&ws.join(".sandcrab/plugins/p")));
         assert!(!seal.covers(&ws.join("vendor/p")));
@@ -410,12 +440,12 @@ mod tests {
             "{text}"
         );
         let config = crate::config::Config::parse(&text, &file).unwrap();
-        assert_eq!(config.trust[&key(&ws)].sha256, sha);
-        assert_eq!(state(&ws, &config.trust), TrustState::Trusted);
+        assert_eq!(config.trust.projects[&key(&ws)].sha256, sha);
+        assert_eq!(state(&ws, &config.trust.projects), TrustState::Trusted);
         std::fs::write(ws.join(PROJECT_FILE), "model = \"b\"").unwrap();
-        assert_eq!(state(&ws, &config.trust), TrustState::Changed);
+        assert_eq!(state(&ws, &config.trust.projects), TrustState::Changed);
         assert!(revoke(&file, &ws).unwrap());
         let config = crate::config::Config::read(&file).unwrap();
-        assert!(config.trust.is_empty());
+        assert!(config.trust.projects.is_empty());
     }
 }

@@ -198,6 +198,7 @@ impl McpServer {
                 version: None,
                 component_sha256: None,
                 origin: program,
+                signer: None,
             },
             mode: crate::tools::receipt::RunsUnder::Sandbox(policy.sandbox_mode()),
             grants,

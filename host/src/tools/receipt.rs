@@ -82,6 +82,10 @@ pub struct Principal {
     /// `builtin` or `external` (plugins).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<String>,
+    /// Who signed the plugin's component and manifest (`NAME
+    /// (SHA256:…)`), as checked when it was loaded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signer: Option<String>,
 }
 
 /// What a principal was allowed, before the call ran.
@@ -110,6 +114,7 @@ impl Standing {
                 version: None,
                 component_sha256: None,
                 origin: None,
+                signer: None,
             },
             mode: RunsUnder::Host,
             grants: Vec::new(),
@@ -127,6 +132,7 @@ impl Standing {
                 version: Some(plugin.manifest.version.clone()),
                 component_sha256: Some(plugin.component_sha256.clone()),
                 origin: Some(plugin.origin.label().into()),
+                signer: plugin.signer.clone(),
             },
             mode: RunsUnder::Sandbox(plugin.sandbox().sandbox_mode),
             grants: plugin.decision.sources.clone(),
@@ -304,11 +310,15 @@ impl Receipt {
             &self.standing.principal.component_sha256,
         ) {
             (Some(v), Some(sha)) => format!(
-                "{} {} ({}, sha256 {})",
+                "{} {} ({}, sha256 {}{})",
                 self.standing.principal.name,
                 v,
                 self.standing.principal.kind,
-                &sha[..sha.len().min(12)]
+                &sha[..sha.len().min(12)],
+                match &self.standing.principal.signer {
+                    Some(signer) => format!(", signed by {signer}"),
+                    None => String::new(),
+                }
             ),
             _ => format!(
                 "{} ({})",

@@ -1,10 +1,14 @@
-//! `sandcrab plugins list | inspect NAME | check DIR | pin NAME | new NAME`.
+//! `sandcrab plugins list | inspect NAME | check DIR | pin NAME | grant
+//! NAME | new NAME | install REF | update NAME | remove NAME | verify |
+//! statement DIR | package DIR | publish DIR REF`.
 
 mod check;
 mod grant;
+mod install;
 mod list;
 mod new;
 mod pin;
+mod publish;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -63,6 +67,72 @@ pub enum PluginsCommand {
     },
     /// Write a new plugin directory that builds with one command.
     New(new::NewArgs),
+    /// Install a plugin from oci://HOST/NS/NAME:TAG (or @sha256:…), an
+    /// https:// URL with #sha256=HEX, or a local folder or .tar: checked
+    /// against your [trust.signers], recorded in sandcrab.lock, granted
+    /// what it asks with your consent.
+    Install {
+        /// Where from.
+        reference: String,
+        /// Grant what it asks without asking.
+        #[arg(long)]
+        yes: bool,
+        /// Install it even though no signer you trust signed it.
+        #[arg(long)]
+        allow_unsigned: bool,
+        #[command(flatten)]
+        host: HostArgs,
+    },
+    /// Update an installed plugin from where it came from, showing what
+    /// the new version asks beyond what it was granted (which needs your
+    /// consent).
+    Update {
+        /// Plugin name.
+        name: String,
+        #[arg(long)]
+        yes: bool,
+        #[arg(long)]
+        allow_unsigned: bool,
+        #[command(flatten)]
+        host: HostArgs,
+    },
+    /// Remove an installed plugin: its folder, lock entry and grant.
+    Remove {
+        /// Plugin name.
+        name: String,
+        #[command(flatten)]
+        host: HostArgs,
+    },
+    /// Check every installed plugin against sandcrab.lock and your
+    /// signers, as a load would.
+    Verify {
+        #[command(flatten)]
+        host: HostArgs,
+    },
+    /// Print what a plugin's signature is made over; sign it with
+    /// `| ssh-keygen -Y sign -f KEY -n sandcrab-plugin > DIR/plugin.sig`.
+    Statement {
+        /// The plugin directory.
+        dir: PathBuf,
+    },
+    /// Write a plugin directory as an OCI artifact (an image layout .tar).
+    Package {
+        /// The plugin directory.
+        dir: PathBuf,
+        /// The .tar to write.
+        #[arg(long, short)]
+        out: PathBuf,
+        /// The tag inside the layout.
+        #[arg(long, default_value = "latest")]
+        tag: String,
+    },
+    /// Push a plugin directory to an OCI registry as oci://HOST/NS/NAME:TAG.
+    Publish {
+        /// The plugin directory.
+        dir: PathBuf,
+        /// Where to.
+        reference: String,
+    },
 }
 
 pub async fn run(cmd: PluginsCommand) -> anyhow::Result<ExitCode> {
@@ -77,5 +147,22 @@ pub async fn run(cmd: PluginsCommand) -> anyhow::Result<ExitCode> {
         PluginsCommand::Pin { name, host } => pin::pin(host, &name),
         PluginsCommand::Grant { name, host } => grant::grant(host, &name),
         PluginsCommand::New(args) => new::new(args).await,
+        PluginsCommand::Install {
+            reference,
+            yes,
+            allow_unsigned,
+            host,
+        } => install::install(host, &reference, install::Consent { yes, allow_unsigned }).await,
+        PluginsCommand::Update {
+            name,
+            yes,
+            allow_unsigned,
+            host,
+        } => install::update(host, &name, install::Consent { yes, allow_unsigned }).await,
+        PluginsCommand::Remove { name, host } => install::remove(host, &name),
+        PluginsCommand::Verify { host } => install::verify(host),
+        PluginsCommand::Statement { dir } => publish::print_statement(&dir),
+        PluginsCommand::Package { dir, out, tag } => publish::package(&dir, &out, &tag),
+        PluginsCommand::Publish { dir, reference } => publish::publish(&dir, &reference).await,
     }
 }

@@ -1,0 +1,99 @@
+//! The check at every load of a third-party plugin folder, on the bytes
+//! the loader read: an installed plugin must be what its install folder's
+//! `sandcrab.lock` fixes, and a signature must verify over exactly those
+//! bytes, by a signer the operator trusts for that plugin's name. Where
+//! signatures are required, an unsigned plugin is refused.
+
+use std::path::{Path, PathBuf};
+
+use super::artifact::{MAX_SIGNATURE, SIGNATURE_FILE};
+use super::lockfile::Lockfile;
+use super::signature::{self, SignatureError};
+use super::signers::Signers;
+use crate::plugin::integrity::sha256_hex;
+use crate::plugin::{Admission, Admitted};
+
+/// The operator's signers, whether signatures are required, and the
+/// folders `sandcrab plugins install` wrote.
+#[derive(Debug, Clone)]
+pub struct SignedInstalls {
+    pub signers: Signers,
+    pub required: bool,
+    pub install_dirs: Vec<PathBuf>,
+}
+
+impl SignedInstalls {
+    /// The install folder `dir` is a plugin of, if any.
+    fn install_dir_of(&self, dir: &Path) -> Option<&Path> {
+        let parent = dir.parent()?;
+        let parent = parent.canonicalize().unwrap_or_else(|_| parent.to_path_buf());
+        self.install_dirs
+            .iter()
+            .find(|root| root.canonicalize().unwrap_or_else(|_| root.to_path_buf()) == parent)
+            .map(PathBuf::as_path)
+    }
+
+    /// The lockfile's word on an installed plugin's bytes.
+    fn locked(&self, root: &Path, dir: &Path, manifest: &[u8], component: &[u8]) -> Result<String, String> {
+        let lock = Lockfile::read(root).map_err(|e| e.to_string())?;
+        let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let entry = lock.get(&name).ok_or_else(|| {
+            format!(
+                "{} is in the install folder {} but not in its sandcrab.lock, so sandcrab did not install it; install plugins with `sandcrab plugins install`, or keep hand-made ones in another folder",
+                dir.display(),
+                root.display()
+            )
+        })?;
+        for (what, bytes, locked) in [
+            ("plugin.toml", manifest, &entry.manifest_sha256),
+            ("component", component, &entry.component_sha256),
+        ] {
+            let found = sha256_hex(bytes);
+            if &found != locked {
+                return Err(format!(
+                    "its {what} changed after it was installed from {} (sha256 {found}; the lockfile fixes {locked}); run `sandcrab plugins verify`, and `sandcrab plugins install {}` to restore it",
+                    entry.source, entry.source
+                ));
+            }
+        }
+        Ok(entry.digest.clone())
+    }
+}
+
+impl Admission for SignedInstalls {
+    fn admit(&self, dir: &Path, manifest: &[u8], component: &[u8]) -> Result<Admitted, String> {
+        let mut admitted = Admitted::default();
+        if let Some(root) = self.install_dir_of(dir) {
+            admitted.locked = Some(self.locked(root, dir, manifest, component)?);
+        }
+        let name = crate::plugin::Manifest::parse(
+            std::str::from_utf8(manifest).unwrap_or_default(),
+            &dir.join("plugin.toml"),
+        )
+        .map(|m| m.name)
+        .map_err(|e| e.to_string())?;
+        let sig_path = dir.join(SIGNATURE_FILE);
+        let sig = match crate::safe_fs::read_regular(&sig_path, MAX_SIGNATURE, crate::safe_fs::Links::Refuse) {
+            Ok(bytes) => Some(bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(format!("{}: {e}", sig_path.display())),
+        };
+        let verdict = match &sig {
+            Some(sig) => signature::verify(sig, manifest, component, &name, &self.signers),
+            None => Err(SignatureError::Unsigned),
+        };
+        match verdict {
+            Ok(signer) => admitted.signer = Some(signer.label()),
+            // Without the requirement, a plugin nobody the operator
+            // trusts signed loads as an unsigned one; a signature that
+            // does not verify is an altered plugin, and never loads.
+            Err(SignatureError::Unsigned | SignatureError::UnknownKey { .. }) if !self.required => {}
+            Err(e) => return Err(e.to_string()),
+        }
+        Ok(admitted)
+    }
+
+    fn scope(&self, _dir: &Path) -> Option<PathBuf> {
+        None
+    }
+}

@@ -1,0 +1,547 @@
+//! A plugin as an OCI artifact, in the layout `wkg` uses for components:
+//! the component is an `application/wasm` layer under a
+//! `application/vnd.wasm.config.v0+json` config; sandcrab adds the
+//! plugin's `plugin.toml` and, when signed, its `plugin.sig` as two more
+//! layers. The same artifact is written as an OCI image layout (a folder
+//! or `.tar`) by `sandcrab plugins package`, and pushed by `publish`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::plugin::integrity::sha256_hex;
+use crate::plugin::{Manifest, MAX_COMPONENT_BYTES};
+
+/// An OCI image manifest.
+pub const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+/// An OCI image index (a layout's `index.json`).
+pub const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+/// The config of a WebAssembly component artifact (as `wkg` writes it).
+pub const WASM_CONFIG: &str = "application/vnd.wasm.config.v0+json";
+/// The component.
+pub const WASM_LAYER: &str = "application/wasm";
+/// The plugin's `plugin.toml`.
+pub const PLUGIN_MANIFEST_LAYER: &str = "application/vnd.sandcrab.plugin.manifest.v1+toml";
+/// The plugin's SSH signature (`plugin.sig`).
+pub const SIGNATURE_LAYER: &str = "application/vnd.sandcrab.plugin.signature.v1+sshsig";
+
+/// Largest OCI manifest read.
+pub const MAX_OCI_MANIFEST: u64 = 64 << 10;
+/// Largest `plugin.toml` read.
+pub const MAX_PLUGIN_MANIFEST: u64 = 64 << 10;
+/// Largest signature read.
+pub const MAX_SIGNATURE: u64 = 16 << 10;
+/// Largest config blob read.
+pub const MAX_CONFIG: u64 = 64 << 10;
+/// The signature's file name in a plugin folder.
+pub const SIGNATURE_FILE: &str = "plugin.sig";
+
+/// Something wrong with an artifact or a plugin folder.
+#[derive(Debug, thiserror::Error)]
+pub enum ArtifactError {
+    #[error("{what} is not an OCI manifest: {reason}")]
+    NotAManifest { what: String, reason: String },
+    #[error("{what} has no {media_type} layer, so it is not a sandcrab plugin (package it with `sandcrab plugins package`)")]
+    MissingLayer { what: String, media_type: &'static str },
+    #[error("{what}: its {part} is {size} bytes; the bound is {bound} bytes, so it was not downloaded")]
+    TooBig {
+        what: String,
+        part: &'static str,
+        size: u64,
+        bound: u64,
+    },
+    #[error("{what}: {reason}")]
+    Invalid { what: String, reason: String },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// A plugin's three files, as bytes: what is installed, signed and
+/// published.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Package {
+    /// `plugin.toml`.
+    pub manifest: Vec<u8>,
+    /// The component (the manifest's `wasm`).
+    pub component: Vec<u8>,
+    /// `plugin.sig`, when signed.
+    pub signature: Option<Vec<u8>>,
+}
+
+/// A content descriptor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Descriptor {
+    pub media_type: String,
+    pub digest: String,
+    pub size: u64,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+impl Descriptor {
+    fn of(media_type: &str, bytes: &[u8]) -> Descriptor {
+        Descriptor {
+            media_type: media_type.into(),
+            digest: digest_of(bytes),
+            size: bytes.len() as u64,
+            annotations: BTreeMap::new(),
+        }
+    }
+
+    /// The hex of a `sha256:` digest (checked: 64 lower-case hex digits).
+    pub fn hex(&self) -> Result<&str, String> {
+        hex_of(&self.digest)
+    }
+}
+
+/// An OCI image manifest, as much of it as sandcrab reads.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageManifest {
+    pub schema_version: u32,
+    #[serde(default)]
+    pub media_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact_type: Option<String>,
+    pub config: Descriptor,
+    pub layers: Vec<Descriptor>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// The layers of a plugin artifact, found by media type.
+#[derive(Debug, Clone)]
+pub struct PluginLayers {
+    pub manifest: Descriptor,
+    pub component: Descriptor,
+    pub signature: Option<Descriptor>,
+}
+
+impl ImageManifest {
+    /// Parse and check a pulled manifest (`what` names it in errors).
+    pub fn parse(bytes: &[u8], what: &str) -> Result<ImageManifest, ArtifactError> {
+        let not = |reason: String| ArtifactError::NotAManifest {
+            what: what.to_string(),
+            reason,
+        };
+        let manifest: ImageManifest =
+            serde_json::from_slice(bytes).map_err(|e| not(e.to_string()))?;
+        if manifest.schema_version != 2 {
+            return Err(not(format!("schemaVersion {}", manifest.schema_version)));
+        }
+        if let Some(media_type) = &manifest.media_type
+            && media_type != OCI_MANIFEST
+        {
+            return Err(not(format!(
+                "its mediaType is {media_type} (an index or an image of another kind?)"
+            )));
+        }
+        Ok(manifest)
+    }
+
+    /// The plugin's layers, each within its bound.
+    pub fn plugin_layers(&self, what: &str) -> Result<PluginLayers, ArtifactError> {
+        let find = |media_type: &'static str| {
+            self.layers.iter().find(|l| l.media_type == media_type).cloned()
+        };
+        let missing = |media_type| ArtifactError::MissingLayer {
+            what: what.to_string(),
+            media_type,
+        };
+        let layers = PluginLayers {
+            manifest: find(PLUGIN_MANIFEST_LAYER).ok_or_else(|| missing(PLUGIN_MANIFEST_LAYER))?,
+            component: find(WASM_LAYER).ok_or_else(|| missing(WASM_LAYER))?,
+            signature: find(SIGNATURE_LAYER),
+        };
+        for (part, d, bound) in [
+            ("plugin.toml layer", Some(&layers.manifest), MAX_PLUGIN_MANIFEST),
+            ("component layer", Some(&layers.component), MAX_COMPONENT_BYTES),
+            ("signature layer", layers.signature.as_ref(), MAX_SIGNATURE),
+        ] {
+            let Some(d) = d else { continue };
+            d.hex().map_err(|reason| ArtifactError::Invalid {
+                what: what.to_string(),
+                reason: format!("its {part}: {reason}"),
+            })?;
+            if d.size > bound {
+                return Err(ArtifactError::TooBig {
+                    what: what.to_string(),
+                    part,
+                    size: d.size,
+                    bound,
+                });
+            }
+        }
+        Ok(layers)
+    }
+}
+
+/// `sha256:HEX` of `bytes`.
+pub fn digest_of(bytes: &[u8]) -> String {
+    format!("sha256:{}", sha256_hex(bytes))
+}
+
+/// The hex of a `sha256:` digest, checked.
+pub fn hex_of(digest: &str) -> Result<&str, String> {
+    digest
+        .strip_prefix("sha256:")
+        .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+        .ok_or_else(|| format!("'{digest}' is not a sha256 digest"))
+}
+
+impl Package {
+    /// Read a plugin folder: its `plugin.toml` (parsed, so a broken one is
+    /// named here), the component it names, and `plugin.sig` if present.
+    pub fn from_dir(dir: &Path) -> Result<(Package, Manifest), ArtifactError> {
+        let read = |path: PathBuf, bound: u64| {
+            crate::safe_fs::read_regular(&path, bound, crate::safe_fs::Links::Refuse)
+                .map_err(|source| ArtifactError::Io { path, source })
+        };
+        let manifest_bytes = read(dir.join("plugin.toml"), MAX_PLUGIN_MANIFEST)?;
+        let manifest = parse_manifest(&manifest_bytes, &dir.join("plugin.toml"))?;
+        let component = read(dir.join(&manifest.wasm), MAX_COMPONENT_BYTES)?;
+        let sig_path = dir.join(SIGNATURE_FILE);
+        let signature = match std::fs::symlink_metadata(&sig_path) {
+            Ok(_) => Some(read(sig_path, MAX_SIGNATURE)?),
+            Err(_) => None,
+        };
+        Ok((
+            Package {
+                manifest: manifest_bytes,
+                component,
+                signature,
+            },
+            manifest,
+        ))
+    }
+
+    /// The parsed `plugin.toml` (`what` names the package in errors).
+    pub fn parsed_manifest(&self, what: &str) -> Result<Manifest, ArtifactError> {
+        parse_manifest(&self.manifest, Path::new(what))
+    }
+
+    /// The OCI manifest and every blob it names (config and layers).
+    pub fn to_oci(&self, manifest: &Manifest) -> (Vec<u8>, Vec<(Descriptor, Vec<u8>)>) {
+        let mut component = Descriptor::of(WASM_LAYER, &self.component);
+        component
+            .annotations
+            .insert("org.opencontainers.image.title".into(), manifest.wasm.clone());
+        let mut layers = vec![
+            (component, self.component.clone()),
+            (
+                Descriptor::of(PLUGIN_MANIFEST_LAYER, &self.manifest),
+                self.manifest.clone(),
+            ),
+        ];
+        if let Some(sig) = &self.signature {
+            layers.push((Descriptor::of(SIGNATURE_LAYER, sig), sig.clone()));
+        }
+        // No time in the config: packaging the same files twice gives the
+        // same digest.
+        let config = serde_json::to_vec(&serde_json::json!({
+            "architecture": "wasm",
+            "os": "wasip2",
+            "layerDigests": [digest_of(&self.component)],
+        }))
+        .expect("JSON of a literal");
+        let config_d = Descriptor::of(WASM_CONFIG, &config);
+        let image = ImageManifest {
+            schema_version: 2,
+            media_type: Some(OCI_MANIFEST.into()),
+            artifact_type: None,
+            config: config_d.clone(),
+            layers: layers.iter().map(|(d, _)| d.clone()).collect(),
+            annotations: BTreeMap::from([
+                ("org.opencontainers.image.title".into(), manifest.name.clone()),
+                (
+                    "org.opencontainers.image.version".into(),
+                    manifest.version.clone(),
+                ),
+            ]),
+        };
+        let bytes = serde_json::to_vec(&image).expect("JSON of a manifest");
+        let mut blobs = vec![(config_d, config)];
+        blobs.extend(layers);
+        (bytes, blobs)
+    }
+
+    /// Write the plugin's files into `dir` (which exists and is empty).
+    pub fn write_dir(&self, dir: &Path, manifest: &Manifest) -> Result<(), ArtifactError> {
+        let io = |path: PathBuf| move |source| ArtifactError::Io { path, source };
+        let write = |name: &str, bytes: &[u8]| {
+            let path = dir.join(name);
+            std::fs::write(&path, bytes).map_err(io(path))
+        };
+        write("plugin.toml", &self.manifest)?;
+        write(&manifest.wasm, &self.component)?;
+        if let Some(sig) = &self.signature {
+            write(SIGNATURE_FILE, sig)?;
+        }
+        Ok(())
+    }
+}
+
+fn parse_manifest(bytes: &[u8], path: &Path) -> Result<Manifest, ArtifactError> {
+    let invalid = |reason: String| ArtifactError::Invalid {
+        what: path.display().to_string(),
+        reason,
+    };
+    let text = std::str::from_utf8(bytes).map_err(|_| invalid("plugin.toml is not UTF-8".into()))?;
+    Manifest::parse(text, path).map_err(|e| invalid(e.to_string()))
+}
+
+/// An OCI image layout (`oci-layout`, `index.json`, `blobs/sha256/…`):
+/// written as a folder or a `.tar`, read from either.
+pub mod layout {
+    use super::*;
+
+    /// Largest layout archive or folder read (the component's bound and
+    /// room for the rest).
+    pub const MAX_LAYOUT_BYTES: u64 = MAX_COMPONENT_BYTES + (4 << 20);
+
+    /// Write `package` as a layout `.tar` at `out`, tagged `tag`; returns
+    /// the manifest's digest.
+    pub fn write_tar(
+        package: &Package,
+        manifest: &Manifest,
+        tag: &str,
+        out: &Path,
+    ) -> Result<String, ArtifactError> {
+        let io = |source| ArtifactError::Io {
+            path: out.to_path_buf(),
+            source,
+        };
+        let files = files(package, manifest, tag);
+        let tmp = out.with_extension("tar.partial");
+        let file = std::fs::File::create(&tmp).map_err(io)?;
+        let mut tar = tar::Builder::new(file);
+        for (path, bytes) in &files.1 {
+            let mut header = tar::Header::new_ustar();
+            header.set_size(bytes.len() as u64);
+            header.set_mode(0o644);
+            header.set_mtime(0);
+            header.set_entry_type(tar::EntryType::Regular);
+            tar.append_data(&mut header, path, bytes.as_slice()).map_err(io)?;
+        }
+        tar.into_inner().and_then(|f| f.sync_all()).map_err(io)?;
+        std::fs::rename(&tmp, out).map_err(io)?;
+        Ok(files.0)
+    }
+
+    /// The layout's files, by path, and the manifest digest.
+    fn files(package: &Package, manifest: &Manifest, tag: &str) -> (String, Vec<(String, Vec<u8>)>) {
+        let (image, blobs) = package.to_oci(manifest);
+        let digest = digest_of(&image);
+        let index = serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": OCI_INDEX,
+            "manifests": [{
+                "mediaType": OCI_MANIFEST,
+                "digest": digest,
+                "size": image.len(),
+                "annotations": {"org.opencontainers.image.ref.name": tag},
+            }],
+        });
+        let mut out = vec![
+            ("oci-layout".to_string(), br#"{"imageLayoutVersion":"1.0.0"}"#.to_vec()),
+            ("index.json".to_string(), serde_json::to_vec(&index).expect("JSON")),
+        ];
+        let blob_path = |d: &str| format!("blobs/sha256/{}", d.trim_start_matches("sha256:"));
+        out.push((blob_path(&digest), image));
+        for (d, bytes) in blobs {
+            out.push((blob_path(&d.digest), bytes));
+        }
+        (digest, out)
+    }
+
+    /// The files of a layout folder or `.tar`, bounded in total.
+    pub fn read(path: &Path) -> Result<BTreeMap<String, Vec<u8>>, ArtifactError> {
+        let what = path.display().to_string();
+        let io = |source| ArtifactError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut files = BTreeMap::new();
+        let mut total = 0u64;
+        let mut add = |name: String, bytes: Vec<u8>| {
+            total += bytes.len() as u64;
+            if total > MAX_LAYOUT_BYTES {
+                return Err(ArtifactError::TooBig {
+                    what: what.clone(),
+                    part: "layout",
+                    size: total,
+                    bound: MAX_LAYOUT_BYTES,
+                });
+            }
+            files.insert(name, bytes);
+            Ok(())
+        };
+        if path.is_dir() {
+            for name in ["oci-layout", "index.json"] {
+                let p = path.join(name);
+                add(name.into(), std::fs::read(&p).map_err(|source| ArtifactError::Io { path: p, source })?)?;
+            }
+            let blobs = path.join("blobs/sha256");
+            for entry in std::fs::read_dir(&blobs).map_err(io)?.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let bytes = crate::safe_fs::read_regular(
+                    &entry.path(),
+                    MAX_LAYOUT_BYTES,
+                    crate::safe_fs::Links::Refuse,
+                )
+                .map_err(io)?;
+                add(format!("blobs/sha256/{name}"), bytes)?;
+            }
+            return Ok(files);
+        }
+        let file = std::fs::File::open(path).map_err(io)?;
+        let mut archive = tar::Archive::new(file);
+        for entry in archive.entries().map_err(io)? {
+            let mut entry = entry.map_err(io)?;
+            if entry.header().entry_type() != tar::EntryType::Regular {
+                continue;
+            }
+            let name = entry
+                .path()
+                .map_err(io)?
+                .to_string_lossy()
+                .trim_start_matches("./")
+                .to_string();
+            let size = entry.header().size().map_err(io)?;
+            if size > MAX_LAYOUT_BYTES {
+                return Err(ArtifactError::TooBig {
+                    what: what.clone(),
+                    part: "archive entry",
+                    size,
+                    bound: MAX_LAYOUT_BYTES,
+                });
+            }
+            let mut bytes = Vec::with_capacity(size as usize);
+            std::io::Read::read_to_end(&mut std::io::Read::take(&mut entry, size), &mut bytes)
+                .map_err(io)?;
+            add(name, bytes)?;
+        }
+        Ok(files)
+    }
+
+    /// The manifest a layout's index names (the one tagged `tag`, or its
+    /// only one) and its digest.
+    pub fn manifest_of(
+        files: &BTreeMap<String, Vec<u8>>,
+        tag: Option<&str>,
+        what: &str,
+    ) -> Result<(String, Vec<u8>), ArtifactError> {
+        let invalid = |reason: String| ArtifactError::Invalid {
+            what: what.to_string(),
+            reason,
+        };
+        let index = files
+            .get("index.json")
+            .ok_or_else(|| invalid("no index.json: not an OCI image layout".into()))?;
+        #[derive(Deserialize)]
+        struct Index {
+            manifests: Vec<Descriptor>,
+        }
+        let index: Index =
+            serde_json::from_slice(index).map_err(|e| invalid(format!("index.json: {e}")))?;
+        let named = |d: &&Descriptor| {
+            tag.is_none_or(|t| {
+                d.annotations.get("org.opencontainers.image.ref.name").map(String::as_str) == Some(t)
+            })
+        };
+        let found: Vec<&Descriptor> = index.manifests.iter().filter(named).collect();
+        let d = match found.as_slice() {
+            [one] => *one,
+            [] => return Err(invalid(format!("no manifest tagged {}", tag.unwrap_or("(any)")))),
+            _ => return Err(invalid("more than one manifest; name the tag (FILE.tar:TAG)".into())),
+        };
+        let bytes = blob(files, d, MAX_OCI_MANIFEST, what)?;
+        Ok((d.digest.clone(), bytes))
+    }
+
+    /// The blob `d` names, checked against its digest and size.
+    pub fn blob(
+        files: &BTreeMap<String, Vec<u8>>,
+        d: &Descriptor,
+        bound: u64,
+        what: &str,
+    ) -> Result<Vec<u8>, ArtifactError> {
+        let invalid = |reason: String| ArtifactError::Invalid {
+            what: what.to_string(),
+            reason,
+        };
+        let hex = d.hex().map_err(&invalid)?;
+        if d.size > bound {
+            return Err(ArtifactError::TooBig {
+                what: what.to_string(),
+                part: "blob",
+                size: d.size,
+                bound,
+            });
+        }
+        let bytes = files
+            .get(&format!("blobs/sha256/{hex}"))
+            .ok_or_else(|| invalid(format!("blob {} is missing", d.digest)))?;
+        if sha256_hex(bytes) != hex || bytes.len() as u64 != d.size {
+            return Err(invalid(format!(
+                "blob {} does not have that digest or size (damaged or altered)",
+                d.digest
+            )));
+        }
+        Ok(bytes.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn package() -> (Package, Manifest) {
+        let text = b"name = \"hello\"\nversion = \"0.1.0\"\nkind = \"tool\"\nwasm = \"hello.wasm\"\n";
+        let package = Package {
+            manifest: text.to_vec(),
+            component: b"\0asm\x0d\0\x01\0rest".to_vec(),
+            signature: Some(b"-----BEGIN SSH SIGNATURE-----\n".to_vec()),
+        };
+        let manifest = package.parsed_manifest("t").unwrap();
+        (package, manifest)
+    }
+
+    #[test]
+    fn a_layout_tar_reads_back_as_the_same_package_with_a_stable_digest() {
+        let dir = tempfile::tempdir().unwrap();
+        let (package, manifest) = package();
+        let out = dir.path().join("p.tar");
+        let digest = layout::write_tar(&package, &manifest, "v1", &out).unwrap();
+        let again = layout::write_tar(&package, &manifest, "v1", &dir.path().join("q.tar")).unwrap();
+        assert_eq!(digest, again, "the same files package to the same digest");
+        let files = layout::read(&out).unwrap();
+        let (d, bytes) = layout::manifest_of(&files, Some("v1"), "p.tar").unwrap();
+        assert_eq!(d, digest);
+        let image = ImageManifest::parse(&bytes, "p.tar").unwrap();
+        let layers = image.plugin_layers("p.tar").unwrap();
+        assert_eq!(
+            layout::blob(&files, &layers.component, MAX_COMPONENT_BYTES, "p").unwrap(),
+            package.component
+        );
+        assert!(layout::manifest_of(&files, Some("v2"), "p.tar").is_err());
+    }
+
+    #[test]
+    fn a_layer_past_its_bound_is_refused_by_its_descriptor() {
+        let (package, manifest) = package();
+        let (bytes, _) = package.to_oci(&manifest);
+        let mut image = ImageManifest::parse(&bytes, "x").unwrap();
+        image.layers[1].size = MAX_PLUGIN_MANIFEST + 1;
+        let err = image.plugin_layers("x").unwrap_err().to_string();
+        assert!(err.contains("plugin.toml layer") && err.contains("bound"), "{err}");
+        image.layers.remove(0);
+        let err = image.plugin_layers("x").unwrap_err().to_string();
+        assert!(err.contains("application/wasm"), "{err}");
+    }
+}
