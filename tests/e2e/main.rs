@@ -6,6 +6,7 @@
 #![allow(clippy::disallowed_macros)]
 
 mod cli_support;
+mod oci_registry;
 mod support;
 
 mod acp_test;
@@ -50,6 +51,7 @@ mod plugin_abi_test;
 mod plugin_bounds_test;
 mod plugin_http_test;
 mod plugin_limits_test;
+mod plugin_registry_test;
 mod plugin_reload_test;
 mod plugin_scaffold_test;
 mod process_sandbox_test;

@@ -70,7 +70,12 @@ pub fn scan(roots: &[PathBuf]) -> Vec<PluginSource> {
         let mut dirs: Vec<PathBuf> = entries
             .flatten()
             .map(|e| e.path())
-            .filter(|p| p.is_dir() && !p.file_name().is_some_and(|n| n.as_encoded_bytes().starts_with(b".")))
+            .filter(|p| {
+                p.is_dir()
+                    && !p
+                        .file_name()
+                        .is_some_and(|n| n.as_encoded_bytes().starts_with(b"."))
+            })
             .collect();
         dirs.sort();
         found.extend(dirs.into_iter().map(PluginSource::Dir));

@@ -44,11 +44,13 @@ pub fn verify(
                 })
             }
         }
-        None if policy.locked() && origin == PluginOrigin::ThirdParty && !vouched => Err(LoadError::Unpinned {
-            path: wasm_path.to_path_buf(),
-            plugin: name.to_string(),
-            actual: sha256_hex(bytes),
-        }),
+        None if policy.locked() && origin == PluginOrigin::ThirdParty && !vouched => {
+            Err(LoadError::Unpinned {
+                path: wasm_path.to_path_buf(),
+                plugin: name.to_string(),
+                actual: sha256_hex(bytes),
+            })
+        }
         None => Ok(()),
     }
 }

@@ -280,7 +280,9 @@ pub fn install_dir(config: &Config) -> Option<PathBuf> {
 
 /// The check every load of a third-party folder passes: its install
 /// folder's lockfile and the operator's signers.
-pub fn signed_installs(config: &Config) -> anyhow::Result<crate::supply::admission::SignedInstalls> {
+pub fn signed_installs(
+    config: &Config,
+) -> anyhow::Result<crate::supply::admission::SignedInstalls> {
     Ok(crate::supply::admission::SignedInstalls {
         signers: crate::supply::Signers::from_toml(&config.trust.signers)?,
         required: config.trust.signatures_required(config.policy.mode),

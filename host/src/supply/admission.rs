@@ -26,7 +26,9 @@ impl SignedInstalls {
     /// The install folder `dir` is a plugin of, if any.
     fn install_dir_of(&self, dir: &Path) -> Option<&Path> {
         let parent = dir.parent()?;
-        let parent = parent.canonicalize().unwrap_or_else(|_| parent.to_path_buf());
+        let parent = parent
+            .canonicalize()
+            .unwrap_or_else(|_| parent.to_path_buf());
         self.install_dirs
             .iter()
             .find(|root| root.canonicalize().unwrap_or_else(|_| root.to_path_buf()) == parent)
@@ -34,9 +36,18 @@ impl SignedInstalls {
     }
 
     /// The lockfile's word on an installed plugin's bytes.
-    fn locked(&self, root: &Path, dir: &Path, manifest: &[u8], component: &[u8]) -> Result<String, String> {
+    fn locked(
+        &self,
+        root: &Path,
+        dir: &Path,
+        manifest: &[u8],
+        component: &[u8],
+    ) -> Result<String, String> {
         let lock = Lockfile::read(root).map_err(|e| e.to_string())?;
-        let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let entry = lock.get(&name).ok_or_else(|| {
             format!(
                 "{} is in the install folder {} but not in its sandcrab.lock, so sandcrab did not install it; install plugins with `sandcrab plugins install`, or keep hand-made ones in another folder",
@@ -73,7 +84,11 @@ impl Admission for SignedInstalls {
         .map(|m| m.name)
         .map_err(|e| e.to_string())?;
         let sig_path = dir.join(SIGNATURE_FILE);
-        let sig = match crate::safe_fs::read_regular(&sig_path, MAX_SIGNATURE, crate::safe_fs::Links::Refuse) {
+        let sig = match crate::safe_fs::read_regular(
+            &sig_path,
+            MAX_SIGNATURE,
+            crate::safe_fs::Links::Refuse,
+        ) {
             Ok(bytes) => Some(bytes),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(format!("{}: {e}", sig_path.display())),
@@ -87,7 +102,8 @@ impl Admission for SignedInstalls {
             // Without the requirement, a plugin nobody the operator
             // trusts signed loads as an unsigned one; a signature that
             // does not verify is an altered plugin, and never loads.
-            Err(SignatureError::Unsigned | SignatureError::UnknownKey { .. }) if !self.required => {}
+            Err(SignatureError::Unsigned | SignatureError::UnknownKey { .. }) if !self.required => {
+            }
             Err(e) => return Err(e.to_string()),
         }
         Ok(admitted)

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::plugin::integrity::sha256_hex;
-use crate::plugin::{Manifest, MAX_COMPONENT_BYTES};
+use crate::plugin::{MAX_COMPONENT_BYTES, Manifest};
 
 /// An OCI image manifest.
 pub const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
@@ -42,9 +42,16 @@ pub const SIGNATURE_FILE: &str = "plugin.sig";
 pub enum ArtifactError {
     #[error("{what} is not an OCI manifest: {reason}")]
     NotAManifest { what: String, reason: String },
-    #[error("{what} has no {media_type} layer, so it is not a sandcrab plugin (package it with `sandcrab plugins package`)")]
-    MissingLayer { what: String, media_type: &'static str },
-    #[error("{what}: its {part} is {size} bytes; the bound is {bound} bytes, so it was not downloaded")]
+    #[error(
+        "{what} has no {media_type} layer, so it is not a sandcrab plugin (package it with `sandcrab plugins package`)"
+    )]
+    MissingLayer {
+        what: String,
+        media_type: &'static str,
+    },
+    #[error(
+        "{what}: its {part} is {size} bytes; the bound is {bound} bytes, so it was not downloaded"
+    )]
     TooBig {
         what: String,
         part: &'static str,
@@ -147,7 +154,10 @@ impl ImageManifest {
     /// The plugin's layers, each within its bound.
     pub fn plugin_layers(&self, what: &str) -> Result<PluginLayers, ArtifactError> {
         let find = |media_type: &'static str| {
-            self.layers.iter().find(|l| l.media_type == media_type).cloned()
+            self.layers
+                .iter()
+                .find(|l| l.media_type == media_type)
+                .cloned()
         };
         let missing = |media_type| ArtifactError::MissingLayer {
             what: what.to_string(),
@@ -159,8 +169,16 @@ impl ImageManifest {
             signature: find(SIGNATURE_LAYER),
         };
         for (part, d, bound) in [
-            ("plugin.toml layer", Some(&layers.manifest), MAX_PLUGIN_MANIFEST),
-            ("component layer", Some(&layers.component), MAX_COMPONENT_BYTES),
+            (
+                "plugin.toml layer",
+                Some(&layers.manifest),
+                MAX_PLUGIN_MANIFEST,
+            ),
+            (
+                "component layer",
+                Some(&layers.component),
+                MAX_COMPONENT_BYTES,
+            ),
             ("signature layer", layers.signature.as_ref(), MAX_SIGNATURE),
         ] {
             let Some(d) = d else { continue };
@@ -190,7 +208,11 @@ pub fn digest_of(bytes: &[u8]) -> String {
 pub fn hex_of(digest: &str) -> Result<&str, String> {
     digest
         .strip_prefix("sha256:")
-        .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+        .filter(|h| {
+            h.len() == 64
+                && h.bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        })
         .ok_or_else(|| format!("'{digest}' is not a sha256 digest"))
 }
 
@@ -228,9 +250,10 @@ impl Package {
     /// The OCI manifest and every blob it names (config and layers).
     pub fn to_oci(&self, manifest: &Manifest) -> (Vec<u8>, Vec<(Descriptor, Vec<u8>)>) {
         let mut component = Descriptor::of(WASM_LAYER, &self.component);
-        component
-            .annotations
-            .insert("org.opencontainers.image.title".into(), manifest.wasm.clone());
+        component.annotations.insert(
+            "org.opencontainers.image.title".into(),
+            manifest.wasm.clone(),
+        );
         let mut layers = vec![
             (component, self.component.clone()),
             (
@@ -257,7 +280,10 @@ impl Package {
             config: config_d.clone(),
             layers: layers.iter().map(|(d, _)| d.clone()).collect(),
             annotations: BTreeMap::from([
-                ("org.opencontainers.image.title".into(), manifest.name.clone()),
+                (
+                    "org.opencontainers.image.title".into(),
+                    manifest.name.clone(),
+                ),
                 (
                     "org.opencontainers.image.version".into(),
                     manifest.version.clone(),
@@ -291,7 +317,8 @@ fn parse_manifest(bytes: &[u8], path: &Path) -> Result<Manifest, ArtifactError> 
         what: path.display().to_string(),
         reason,
     };
-    let text = std::str::from_utf8(bytes).map_err(|_| invalid("plugin.toml is not UTF-8".into()))?;
+    let text =
+        std::str::from_utf8(bytes).map_err(|_| invalid("plugin.toml is not UTF-8".into()))?;
     Manifest::parse(text, path).map_err(|e| invalid(e.to_string()))
 }
 
@@ -326,7 +353,8 @@ pub mod layout {
             header.set_mode(0o644);
             header.set_mtime(0);
             header.set_entry_type(tar::EntryType::Regular);
-            tar.append_data(&mut header, path, bytes.as_slice()).map_err(io)?;
+            tar.append_data(&mut header, path, bytes.as_slice())
+                .map_err(io)?;
         }
         tar.into_inner().and_then(|f| f.sync_all()).map_err(io)?;
         std::fs::rename(&tmp, out).map_err(io)?;
@@ -334,7 +362,11 @@ pub mod layout {
     }
 
     /// The layout's files, by path, and the manifest digest.
-    fn files(package: &Package, manifest: &Manifest, tag: &str) -> (String, Vec<(String, Vec<u8>)>) {
+    fn files(
+        package: &Package,
+        manifest: &Manifest,
+        tag: &str,
+    ) -> (String, Vec<(String, Vec<u8>)>) {
         let (image, blobs) = package.to_oci(manifest);
         let digest = digest_of(&image);
         let index = serde_json::json!({
@@ -348,8 +380,14 @@ pub mod layout {
             }],
         });
         let mut out = vec![
-            ("oci-layout".to_string(), br#"{"imageLayoutVersion":"1.0.0"}"#.to_vec()),
-            ("index.json".to_string(), serde_json::to_vec(&index).expect("JSON")),
+            (
+                "oci-layout".to_string(),
+                br#"{"imageLayoutVersion":"1.0.0"}"#.to_vec(),
+            ),
+            (
+                "index.json".to_string(),
+                serde_json::to_vec(&index).expect("JSON"),
+            ),
         ];
         let blob_path = |d: &str| format!("blobs/sha256/{}", d.trim_start_matches("sha256:"));
         out.push((blob_path(&digest), image));
@@ -384,7 +422,10 @@ pub mod layout {
         if path.is_dir() {
             for name in ["oci-layout", "index.json"] {
                 let p = path.join(name);
-                add(name.into(), std::fs::read(&p).map_err(|source| ArtifactError::Io { path: p, source })?)?;
+                add(
+                    name.into(),
+                    std::fs::read(&p).map_err(|source| ArtifactError::Io { path: p, source })?,
+                )?;
             }
             let blobs = path.join("blobs/sha256");
             for entry in std::fs::read_dir(&blobs).map_err(io)?.flatten() {
@@ -451,14 +492,26 @@ pub mod layout {
             serde_json::from_slice(index).map_err(|e| invalid(format!("index.json: {e}")))?;
         let named = |d: &&Descriptor| {
             tag.is_none_or(|t| {
-                d.annotations.get("org.opencontainers.image.ref.name").map(String::as_str) == Some(t)
+                d.annotations
+                    .get("org.opencontainers.image.ref.name")
+                    .map(String::as_str)
+                    == Some(t)
             })
         };
         let found: Vec<&Descriptor> = index.manifests.iter().filter(named).collect();
         let d = match found.as_slice() {
             [one] => *one,
-            [] => return Err(invalid(format!("no manifest tagged {}", tag.unwrap_or("(any)")))),
-            _ => return Err(invalid("more than one manifest; name the tag (FILE.tar:TAG)".into())),
+            [] => {
+                return Err(invalid(format!(
+                    "no manifest tagged {}",
+                    tag.unwrap_or("(any)")
+                )));
+            }
+            _ => {
+                return Err(invalid(
+                    "more than one manifest; name the tag (FILE.tar:TAG)".into(),
+                ));
+            }
         };
         let bytes = blob(files, d, MAX_OCI_MANIFEST, what)?;
         Ok((d.digest.clone(), bytes))
@@ -502,7 +555,8 @@ mod tests {
     use super::*;
 
     fn package() -> (Package, Manifest) {
-        let text = b"name = \"hello\"\nversion = \"0.1.0\"\nkind = \"tool\"\nwasm = \"hello.wasm\"\n";
+        let text =
+            b"name = \"hello\"\nversion = \"0.1.0\"\nkind = \"tool\"\nwasm = \"hello.wasm\"\n";
         let package = Package {
             manifest: text.to_vec(),
             component: b"\0asm\x0d\0\x01\0rest".to_vec(),
@@ -518,7 +572,8 @@ mod tests {
         let (package, manifest) = package();
         let out = dir.path().join("p.tar");
         let digest = layout::write_tar(&package, &manifest, "v1", &out).unwrap();
-        let again = layout::write_tar(&package, &manifest, "v1", &dir.path().join("q.tar")).unwrap();
+        let again =
+            layout::write_tar(&package, &manifest, "v1", &dir.path().join("q.tar")).unwrap();
         assert_eq!(digest, again, "the same files package to the same digest");
         let files = layout::read(&out).unwrap();
         let (d, bytes) = layout::manifest_of(&files, Some("v1"), "p.tar").unwrap();
@@ -539,7 +594,10 @@ mod tests {
         let mut image = ImageManifest::parse(&bytes, "x").unwrap();
         image.layers[1].size = MAX_PLUGIN_MANIFEST + 1;
         let err = image.plugin_layers("x").unwrap_err().to_string();
-        assert!(err.contains("plugin.toml layer") && err.contains("bound"), "{err}");
+        assert!(
+            err.contains("plugin.toml layer") && err.contains("bound"),
+            "{err}"
+        );
         image.layers.remove(0);
         let err = image.plugin_layers("x").unwrap_err().to_string();
         assert!(err.contains("application/wasm"), "{err}");

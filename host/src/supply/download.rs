@@ -28,9 +28,13 @@ pub enum DownloadError {
     },
     #[error("{url}: the answer is bigger than its bound of {bound} bytes, so it was not kept")]
     TooBig { url: String, bound: u64 },
-    #[error("{from}: redirected to {to}, another host; sandcrab follows redirects only within the host it asked, so nothing was downloaded")]
+    #[error(
+        "{from}: redirected to {to}, another host; sandcrab follows redirects only within the host it asked, so nothing was downloaded"
+    )]
     OtherHost { from: String, to: String },
-    #[error("{url}: the content has digest sha256:{actual}, not the sha256:{expected} asked for (the server answered something else), so it was discarded")]
+    #[error(
+        "{url}: the content has digest sha256:{actual}, not the sha256:{expected} asked for (the server answered something else), so it was discarded"
+    )]
     Digest {
         url: String,
         expected: String,
@@ -64,7 +68,9 @@ pub async fn send(
 ) -> Result<reqwest::Response, DownloadError> {
     let mut url = url.clone();
     for _ in 0..=MAX_REDIRECTS {
-        let mut request = client.request(method.clone(), url.clone()).headers(headers.clone());
+        let mut request = client
+            .request(method.clone(), url.clone())
+            .headers(headers.clone());
         if let Some(body) = &body {
             request = request.body(body.clone());
         }
@@ -109,10 +115,14 @@ pub async fn body(mut response: reqwest::Response, bound: u64) -> Result<Vec<u8>
         return Err(DownloadError::TooBig { url, bound });
     }
     let mut out = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| DownloadError::Transport {
-        url: url.clone(),
-        reason: e.to_string(),
-    })? {
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| DownloadError::Transport {
+            url: url.clone(),
+            reason: e.to_string(),
+        })?
+    {
         if out.len() as u64 + chunk.len() as u64 > bound {
             return Err(DownloadError::TooBig { url, bound });
         }

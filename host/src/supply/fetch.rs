@@ -73,12 +73,21 @@ async fn from_registry(oci: &OciRef, staging: &Path) -> Result<Fetched, FetchErr
     let resolved = registry.resolve().await?;
     let image = ImageManifest::parse(&resolved.bytes, &what)?;
     let layers = image.plugin_layers(&what)?;
-    let partial = |d: &artifact::Descriptor| staging.join(format!("{}.partial", d.hex().unwrap_or("x")));
+    let partial =
+        |d: &artifact::Descriptor| staging.join(format!("{}.partial", d.hex().unwrap_or("x")));
     let manifest_bytes = registry
-        .blob(&layers.manifest, MAX_PLUGIN_MANIFEST, &partial(&layers.manifest))
+        .blob(
+            &layers.manifest,
+            MAX_PLUGIN_MANIFEST,
+            &partial(&layers.manifest),
+        )
         .await?;
     let component = registry
-        .blob(&layers.component, MAX_COMPONENT_BYTES, &partial(&layers.component))
+        .blob(
+            &layers.component,
+            MAX_COMPONENT_BYTES,
+            &partial(&layers.component),
+        )
         .await?;
     let signature = match &layers.signature {
         Some(d) => Some(registry.blob(d, MAX_SIGNATURE, &partial(d)).await?),

@@ -70,7 +70,9 @@ pub enum LockError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{path}: not a sandcrab lockfile: {reason} (it is written by `sandcrab plugins install`; restore it, or remove it and install again)")]
+    #[error(
+        "{path}: not a sandcrab lockfile: {reason} (it is written by `sandcrab plugins install`; restore it, or remove it and install again)"
+    )]
     Malformed { path: PathBuf, reason: String },
 }
 
@@ -78,11 +80,14 @@ impl Lockfile {
     /// The lockfile of `dir` (empty when there is none).
     pub fn read(dir: &Path) -> Result<Lockfile, LockError> {
         let path = dir.join(LOCKFILE);
-        let bytes = match crate::safe_fs::read_regular(&path, 4 << 20, crate::safe_fs::Links::Refuse) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Lockfile::default()),
-            Err(source) => return Err(LockError::Io { path, source }),
-        };
+        let bytes =
+            match crate::safe_fs::read_regular(&path, 4 << 20, crate::safe_fs::Links::Refuse) {
+                Ok(bytes) => bytes,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Ok(Lockfile::default());
+                }
+                Err(source) => return Err(LockError::Io { path, source }),
+            };
         let malformed = |reason: String| LockError::Malformed {
             path: path.clone(),
             reason,
@@ -90,7 +95,10 @@ impl Lockfile {
         let text = String::from_utf8(bytes).map_err(|_| malformed("not UTF-8".into()))?;
         let lock: Lockfile = toml::from_str(&text).map_err(|e| malformed(e.to_string()))?;
         if lock.version != 1 {
-            return Err(malformed(format!("version {} (this sandcrab reads 1)", lock.version)));
+            return Err(malformed(format!(
+                "version {} (this sandcrab reads 1)",
+                lock.version
+            )));
         }
         Ok(lock)
     }
@@ -155,6 +163,9 @@ mod tests {
         assert_eq!(Lockfile::read(dir.path()).unwrap(), lock);
         std::fs::write(dir.path().join(LOCKFILE), "plugin = 3").unwrap();
         let err = Lockfile::read(dir.path()).unwrap_err().to_string();
-        assert!(err.contains("sandcrab.lock") && err.contains("not a sandcrab lockfile"), "{err}");
+        assert!(
+            err.contains("sandcrab.lock") && err.contains("not a sandcrab lockfile"),
+            "{err}"
+        );
     }
 }

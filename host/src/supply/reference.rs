@@ -32,7 +32,9 @@ pub struct OciRef {
 
 /// A reference that cannot be used, and why.
 #[derive(Debug, thiserror::Error)]
-#[error("'{given}' is not a plugin reference: {reason} (expected oci://HOST/NAMESPACE/NAME:TAG, oci://HOST/NAMESPACE/NAME@sha256:HEX, https://HOST/PATH.tar#sha256=HEX, or a local folder or .tar)")]
+#[error(
+    "'{given}' is not a plugin reference: {reason} (expected oci://HOST/NAMESPACE/NAME:TAG, oci://HOST/NAMESPACE/NAME@sha256:HEX, https://HOST/PATH.tar#sha256=HEX, or a local folder or .tar)"
+)]
 pub struct BadReference {
     pub given: String,
     pub reason: String,
@@ -59,7 +61,9 @@ impl Reference {
             }
             let host = url.host_str().unwrap_or_default();
             if url.scheme() == "http" && !is_loopback(host) {
-                return Err(bad("plain http is used only on this machine (loopback); use https"));
+                return Err(bad(
+                    "plain http is used only on this machine (loopback); use https",
+                ));
             }
             let sha256 = sha.to_string();
             let mut url = url;
@@ -122,7 +126,9 @@ impl OciRef {
         if let Some(tag) = &tag
             && !valid_tag(tag)
         {
-            return Err(format!("'{tag}' is not a tag ([A-Za-z0-9_.-], at most 128)"));
+            return Err(format!(
+                "'{tag}' is not a tag ([A-Za-z0-9_.-], at most 128)"
+            ));
         }
         let tag = match (&tag, &digest) {
             (None, None) => Some("latest".to_string()),
@@ -193,7 +199,9 @@ pub fn is_loopback(host: &str) -> bool {
 }
 
 fn is_hex64(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    s.len() == 64
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 fn valid_path_component(part: &str) -> bool {
@@ -267,7 +275,10 @@ mod tests {
             assert!(err.contains(says), "{given}: {err}");
         }
         assert!(matches!(
-            Reference::parse(&format!("https://example.com/p.tar#sha256={}", "b".repeat(64))),
+            Reference::parse(&format!(
+                "https://example.com/p.tar#sha256={}",
+                "b".repeat(64)
+            )),
             Ok(Reference::Https { .. })
         ));
     }

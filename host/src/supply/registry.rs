@@ -5,7 +5,9 @@
 
 use std::path::Path;
 
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, WWW_AUTHENTICATE};
+use reqwest::header::{
+    ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, WWW_AUTHENTICATE,
+};
 use reqwest::{Method, StatusCode};
 
 use super::artifact::{self, Descriptor, MAX_OCI_MANIFEST};
@@ -18,6 +20,8 @@ pub struct Registry {
     reference: OciRef,
     base: url::Url,
     token: Option<String>,
+    /// Whether the registry was asked once whether it wants a token.
+    probed: bool,
 }
 
 /// A manifest as resolved: its digest and bytes.
@@ -39,6 +43,7 @@ impl Registry {
             reference: reference.clone(),
             base,
             token: None,
+            probed: false,
         })
     }
 
@@ -69,8 +74,14 @@ impl Registry {
         extra: &[(reqwest::header::HeaderName, &str)],
         body: Option<Vec<u8>>,
     ) -> Result<reqwest::Response, DownloadError> {
-        let response =
-            download::send(&self.client, method.clone(), url, &self.headers(extra), body.clone()).await?;
+        let response = download::send(
+            &self.client,
+            method.clone(),
+            url,
+            &self.headers(extra),
+            body.clone(),
+        )
+        .await?;
         if response.status() != StatusCode::UNAUTHORIZED || self.token.is_some() {
             return Ok(response);
         }
@@ -87,14 +98,20 @@ impl Registry {
     }
 
     /// An anonymous token from the realm a `Bearer` challenge names.
-    async fn anonymous_token(&self, challenge: &str, asked: &url::Url) -> Result<String, DownloadError> {
+    async fn anonymous_token(
+        &self,
+        challenge: &str,
+        asked: &url::Url,
+    ) -> Result<String, DownloadError> {
         let refused = |reason: String| DownloadError::Transport {
             url: asked.to_string(),
             reason,
         };
-        let params = challenge
-            .strip_prefix("Bearer ")
-            .ok_or_else(|| refused(format!("the registry asks for '{challenge}'; only anonymous bearer tokens are supported")))?;
+        let params = challenge.strip_prefix("Bearer ").ok_or_else(|| {
+            refused(format!(
+                "the registry asks for '{challenge}'; only anonymous bearer tokens are supported"
+            ))
+        })?;
         let mut realm = None;
         let mut query = Vec::new();
         for part in split_params(params) {
@@ -107,13 +124,16 @@ impl Registry {
                 }
             }
         }
-        let mut realm = url::Url::parse(&realm.ok_or_else(|| refused("a Bearer challenge without a realm".into()))?)
-            .map_err(|e| refused(format!("the token realm: {e}")))?;
+        let mut realm = url::Url::parse(
+            &realm.ok_or_else(|| refused("a Bearer challenge without a realm".into()))?,
+        )
+        .map_err(|e| refused(format!("the token realm: {e}")))?;
         if realm.scheme() != "https" && !is_loopback(realm.host_str().unwrap_or_default()) {
             return Err(refused(format!("the token realm {realm} is not https")));
         }
         realm.query_pairs_mut().extend_pairs(query);
-        let response = download::send(&self.client, Method::GET, &realm, &HeaderMap::new(), None).await?;
+        let response =
+            download::send(&self.client, Method::GET, &realm, &HeaderMap::new(), None).await?;
         if !response.status().is_success() {
             return Err(download::status_error(response).await);
         }
@@ -159,7 +179,12 @@ impl Registry {
     }
 
     /// The blob `d` names, at most `bound` bytes, through `partial`.
-    pub async fn blob(&mut self, d: &Descriptor, bound: u64, partial: &Path) -> Result<Vec<u8>, DownloadError> {
+    pub async fn blob(
+        &mut self,
+        d: &Descriptor,
+        bound: u64,
+        partial: &Path,
+    ) -> Result<Vec<u8>, DownloadError> {
         let url = self.url(&format!("blobs/{}", d.digest));
         let hex = d.hex().map_err(|reason| DownloadError::Transport {
             url: url.to_string(),
@@ -167,19 +192,37 @@ impl Registry {
         })?;
         // A token first, if the registry wants one (the blob request
         // itself is not repeated).
-        if self.token.is_none() {
-            let probe = self.send(Method::HEAD, &url, &[], None).await?;
-            drop(probe);
+        if self.token.is_none() && !self.probed {
+            self.probed = true;
+            drop(self.send(Method::HEAD, &url, &[], None).await?);
         }
-        download::blob(&self.client, &url, &self.headers(&[]), hex, bound.min(d.size), partial).await
+        download::blob(
+            &self.client,
+            &url,
+            &self.headers(&[]),
+            hex,
+            bound.min(d.size),
+            partial,
+        )
+        .await
     }
 
     /// Push `blobs` and then the manifest `bytes` under `tag`; the
     /// manifest's digest.
-    pub async fn push(&mut self, tag: &str, manifest: &[u8], blobs: &[(Descriptor, Vec<u8>)]) -> Result<String, DownloadError> {
+    pub async fn push(
+        &mut self,
+        tag: &str,
+        manifest: &[u8],
+        blobs: &[(Descriptor, Vec<u8>)],
+    ) -> Result<String, DownloadError> {
         for (d, bytes) in blobs {
             let url = self.url(&format!("blobs/{}", d.digest));
-            if self.send(Method::HEAD, &url, &[], None).await?.status().is_success() {
+            if self
+                .send(Method::HEAD, &url, &[], None)
+                .await?
+                .status()
+                .is_success()
+            {
                 continue;
             }
             let start = self.url("blobs/uploads/");
@@ -217,7 +260,12 @@ impl Registry {
         }
         let url = self.url(&format!("manifests/{tag}"));
         let response = self
-            .send(Method::PUT, &url, &[(CONTENT_TYPE, artifact::OCI_MANIFEST)], Some(manifest.to_vec()))
+            .send(
+                Method::PUT,
+                &url,
+                &[(CONTENT_TYPE, artifact::OCI_MANIFEST)],
+                Some(manifest.to_vec()),
+            )
             .await?;
         if response.status() != StatusCode::CREATED {
             return Err(download::status_error(response).await);
@@ -248,7 +296,9 @@ fn split_params(params: &str) -> Vec<String> {
 mod tests {
     #[test]
     fn challenge_parameters_keep_quoted_commas() {
-        let parts = super::split_params(r#"realm="https://a/token",service="r",scope="repository:a/b:pull,push""#);
+        let parts = super::split_params(
+            r#"realm="https://a/token",service="r",scope="repository:a/b:pull,push""#,
+        );
         assert_eq!(parts.len(), 3);
         assert!(parts[2].ends_with("pull,push\""));
     }

@@ -33,21 +33,33 @@ pub fn statement(manifest: &[u8], component: &[u8]) -> String {
 /// Why a signature does not admit a plugin.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SignatureError {
-    #[error("plugin.sig is not an SSH signature ({reason}); make it with `sandcrab plugins statement DIR | ssh-keygen -Y sign -f KEY -n {NAMESPACE}`")]
+    #[error(
+        "plugin.sig is not an SSH signature ({reason}); make it with `sandcrab plugins statement DIR | ssh-keygen -Y sign -f KEY -n {NAMESPACE}`"
+    )]
     Malformed { reason: String },
-    #[error("plugin.sig was made in the namespace '{namespace}', not '{NAMESPACE}' (a signature for another purpose does not sign a plugin)")]
+    #[error(
+        "plugin.sig was made in the namespace '{namespace}', not '{NAMESPACE}' (a signature for another purpose does not sign a plugin)"
+    )]
     WrongNamespace { namespace: String },
-    #[error("signed by a key no [trust.signers] entry names ({fingerprint}); if you trust it, add its public key to [trust.signers] in your configuration")]
+    #[error(
+        "signed by a key no [trust.signers] entry names ({fingerprint}); if you trust it, add its public key to [trust.signers] in your configuration"
+    )]
     UnknownKey { fingerprint: String },
-    #[error("the signature by {signer} does not verify over this plugin's component and manifest: it was made for other files (the plugin was altered, or the signature belongs to another artifact)")]
+    #[error(
+        "the signature by {signer} does not verify over this plugin's component and manifest: it was made for other files (the plugin was altered, or the signature belongs to another artifact)"
+    )]
     DoesNotVerify { signer: String },
-    #[error("{signer} signed it, but may sign only {scope} (not '{plugin}'); widen [trust.signers] if that is meant")]
+    #[error(
+        "{signer} signed it, but may sign only {scope} (not '{plugin}'); widen [trust.signers] if that is meant"
+    )]
     OutOfScope {
         signer: String,
         plugin: String,
         scope: String,
     },
-    #[error("it carries no signature, and signatures are required ([trust] require_signatures, or locked mode with signers named)")]
+    #[error(
+        "it carries no signature, and signatures are required ([trust] require_signatures, or locked mode with signers named)"
+    )]
     Unsigned,
 }
 

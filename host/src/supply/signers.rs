@@ -53,9 +53,13 @@ pub fn fingerprint(key: &ssh_key::public::KeyData) -> String {
 /// A signer that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum SignerError {
-    #[error("[trust.signers.{name}] key: not an OpenSSH public key ({reason}); paste the line of the .pub file, e.g. `ssh-ed25519 AAAA… name`")]
+    #[error(
+        "[trust.signers.{name}] key: not an OpenSSH public key ({reason}); paste the line of the .pub file, e.g. `ssh-ed25519 AAAA… name`"
+    )]
     BadKey { name: String, reason: String },
-    #[error("[trust.signers.{name}] plugins: name at least one plugin (a name, `PREFIX*`, or `*`); a signer that may sign nothing is a mistake")]
+    #[error(
+        "[trust.signers.{name}] plugins: name at least one plugin (a name, `PREFIX*`, or `*`); a signer that may sign nothing is a mistake"
+    )]
     NoScope { name: String },
     #[error("[trust.signers.{name}] plugins: '{pattern}' is not a plugin name, `PREFIX*` or `*`")]
     BadScope { name: String, pattern: String },
@@ -117,7 +121,8 @@ impl Signers {
 mod tests {
     use super::*;
 
-    const KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEKWOub35sBugnv6nMdI2qjqCkCgd28fhaPD4Q8GBTBP t@x";
+    const KEY: &str =
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEKWOub35sBugnv6nMdI2qjqCkCgd28fhaPD4Q8GBTBP t@x";
 
     #[test]
     fn a_signer_signs_only_its_scope() {
@@ -132,13 +137,21 @@ mod tests {
         let acme = &signers.signers[0];
         assert!(acme.may_sign("acme-lint") && acme.may_sign("hello"));
         assert!(!acme.may_sign("hello2") && !acme.may_sign("other"));
-        assert!(acme.label().starts_with("acme (SHA256:"), "{}", acme.label());
+        assert!(
+            acme.label().starts_with("acme (SHA256:"),
+            "{}",
+            acme.label()
+        );
     }
 
     #[test]
     fn bad_signers_are_named() {
         for (key, plugins, says) in [
-            ("ssh-ed25519 nope", vec!["x".to_string()], "not an OpenSSH public key"),
+            (
+                "ssh-ed25519 nope",
+                vec!["x".to_string()],
+                "not an OpenSSH public key",
+            ),
             (KEY, vec![], "name at least one plugin"),
             (KEY, vec!["Acme/*".to_string()], "'Acme/*'"),
         ] {
@@ -150,7 +163,10 @@ mod tests {
                 },
             )]);
             let err = Signers::from_toml(&table).unwrap_err().to_string();
-            assert!(err.contains(says) && err.contains("[trust.signers.s]"), "{err}");
+            assert!(
+                err.contains(says) && err.contains("[trust.signers.s]"),
+                "{err}"
+            );
         }
     }
 }

@@ -87,7 +87,10 @@ impl Installer {
                         }
                     );
                 }
-                errln!("warning: installing '{}' unsigned: {e}", fetched.manifest.name);
+                errln!(
+                    "warning: installing '{}' unsigned: {e}",
+                    fetched.manifest.name
+                );
                 Ok(None)
             }
             Err(e) => bail!("not installed: {e}"),
@@ -107,16 +110,25 @@ impl Installer {
     }
 
     /// Move `fetched` into the install folder, lock it and grant it.
-    fn commit(&self, fetched: &Fetched, source: &str, signer: Option<String>) -> anyhow::Result<PathBuf> {
+    fn commit(
+        &self,
+        fetched: &Fetched,
+        source: &str,
+        signer: Option<String>,
+    ) -> anyhow::Result<PathBuf> {
         let name = &fetched.manifest.name;
-        let staged = self.staging().join(format!("{name}.new-{}", std::process::id()));
+        let staged = self
+            .staging()
+            .join(format!("{name}.new-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&staged);
         std::fs::create_dir_all(&staged)?;
         let result = (|| {
             fetched.package.write_dir(&staged, &fetched.manifest)?;
             self.compile_check(&staged)?;
             let target = self.root.join(name);
-            let old = self.staging().join(format!("{name}.old-{}", std::process::id()));
+            let old = self
+                .staging()
+                .join(format!("{name}.old-{}", std::process::id()));
             if target.exists() {
                 std::fs::rename(&target, &old)?;
             }
@@ -170,7 +182,9 @@ fn consent_to(name: &str, asks: &[String], consent: Consent) -> anyhow::Result<(
         return Ok(());
     }
     if !std::io::stdin().is_terminal() {
-        bail!("not installed: granting this needs your consent; run again on a terminal, or pass --yes");
+        bail!(
+            "not installed: granting this needs your consent; run again on a terminal, or pass --yes"
+        );
     }
     out!("grant it? [y/N] ");
     let mut line = String::new();
@@ -190,7 +204,10 @@ pub async fn install(args: HostArgs, given: &str, consent: Consent) -> anyhow::R
     if let (Reference::Oci(oci), Some(entry)) = (&reference, locked)
         && oci.digest.is_none()
     {
-        let now = crate::supply::registry::Registry::new(oci)?.resolve().await.ok();
+        let now = crate::supply::registry::Registry::new(oci)?
+            .resolve()
+            .await
+            .ok();
         if let Some(now) = now.filter(|now| now.digest != entry.digest) {
             outln!(
                 "{given} now points to {}, but sandcrab.lock fixes {}: installing the locked digest (`sandcrab plugins update {}` moves to the new one)",
@@ -230,23 +247,48 @@ pub async fn update(args: HostArgs, name: &str, consent: Consent) -> anyhow::Res
     let lock = Lockfile::read(&installer.root)?;
     let entry = lock
         .get(name)
-        .with_context(|| format!("no plugin named '{name}' is installed (see {})", installer.root.join(crate::supply::lockfile::LOCKFILE).display()))?
+        .with_context(|| {
+            format!(
+                "no plugin named '{name}' is installed (see {})",
+                installer
+                    .root
+                    .join(crate::supply::lockfile::LOCKFILE)
+                    .display()
+            )
+        })?
         .clone();
     let reference = match Reference::parse(&entry.source)? {
         Reference::Oci(oci) if oci.tag.is_some() => Reference::Oci(oci.by_tag()),
-        Reference::Oci(_) => bail!("'{name}' was installed by digest ({}); install another reference to change it", entry.source),
+        Reference::Oci(_) => bail!(
+            "'{name}' was installed by digest ({}); install another reference to change it",
+            entry.source
+        ),
         other => other,
     };
     let fetched = fetch::fetch(&reference, &installer.staging()).await?;
     if fetched.manifest.name != name {
-        bail!("{} now holds a plugin named '{}', not '{name}'; not updated", entry.source, fetched.manifest.name);
+        bail!(
+            "{} now holds a plugin named '{}', not '{name}'; not updated",
+            entry.source,
+            fetched.manifest.name
+        );
     }
     if fetched.digest == entry.digest {
-        outln!("{name} is up to date ({} at {})", entry.version, entry.digest);
+        outln!(
+            "{name} is up to date ({} at {})",
+            entry.version,
+            entry.digest
+        );
         return Ok(ExitCode::SUCCESS);
     }
     let signer = installer.signer(&fetched, consent)?;
-    outln!("{name}: {} → {} ({} → {})", entry.version, fetched.manifest.version, entry.digest, fetched.digest);
+    outln!(
+        "{name}: {} → {} ({} → {})",
+        entry.version,
+        fetched.manifest.version,
+        entry.digest,
+        fetched.digest
+    );
     if signer != entry.signer {
         outln!(
             "  signer: {} → {}",
@@ -264,18 +306,26 @@ pub fn remove(args: HostArgs, name: &str) -> anyhow::Result<ExitCode> {
     let installer = Installer::new(&args)?;
     let mut lock = Lockfile::read(&installer.root)?;
     if !lock.remove(name) {
-        bail!("no plugin named '{name}' is installed in {}", installer.root.display());
+        bail!(
+            "no plugin named '{name}' is installed in {}",
+            installer.root.display()
+        );
     }
     let dir = installer.root.join(name);
     if dir.exists() {
-        let gone = installer.staging().join(format!("{name}.removed-{}", std::process::id()));
+        let gone = installer
+            .staging()
+            .join(format!("{name}.removed-{}", std::process::id()));
         std::fs::create_dir_all(installer.staging())?;
         std::fs::rename(&dir, &gone)?;
         let _ = std::fs::remove_dir_all(&gone);
     }
     lock.write(&installer.root)?;
     crate::config::edit::remove_plugin_grant(&installer.config_file, name)?;
-    outln!("removed {name} (its folder, its lock entry and its grant in {})", installer.config_file.display());
+    outln!(
+        "removed {name} (its folder, its lock entry and its grant in {})",
+        installer.config_file.display()
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -285,7 +335,12 @@ pub fn verify(args: HostArgs) -> anyhow::Result<ExitCode> {
     let mut failed = 0;
     for entry in &lock.plugins {
         match verify_one(&installer, entry) {
-            Ok(signed) => outln!("ok: {} {} ({}), {signed}", entry.name, entry.version, entry.digest),
+            Ok(signed) => outln!(
+                "ok: {} {} ({}), {signed}",
+                entry.name,
+                entry.version,
+                entry.digest
+            ),
             Err(e) => {
                 failed += 1;
                 outln!("FAILED: {}: {e}", entry.name);
@@ -297,12 +352,19 @@ pub fn verify(args: HostArgs) -> anyhow::Result<ExitCode> {
             let name = entry.file_name().to_string_lossy().into_owned();
             if entry.path().is_dir() && !name.starts_with('.') && lock.get(&name).is_none() {
                 failed += 1;
-                outln!("FAILED: {name}: in {} but not in sandcrab.lock; it is never loaded", installer.root.display());
+                outln!(
+                    "FAILED: {name}: in {} but not in sandcrab.lock; it is never loaded",
+                    installer.root.display()
+                );
             }
         }
     }
     outln!("{} installed, {failed} failed", lock.plugins.len());
-    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn verify_one(installer: &Installer, entry: &Locked) -> anyhow::Result<String> {
@@ -314,12 +376,21 @@ fn verify_one(installer: &Installer, entry: &Locked) -> anyhow::Result<String> {
     ] {
         let found = crate::plugin::integrity::sha256_hex(bytes);
         if &found != locked {
-            bail!("its {what} changed after install (sha256 {found}; locked {locked}); `sandcrab plugins install {}` restores it", entry.source);
+            bail!(
+                "its {what} changed after install (sha256 {found}; locked {locked}); `sandcrab plugins install {}` restores it",
+                entry.source
+            );
         }
     }
     match &package.signature {
         Some(sig) => {
-            let signer = signature::verify(sig, &package.manifest, &package.component, &manifest.name, &installer.signers)?;
+            let signer = signature::verify(
+                sig,
+                &package.manifest,
+                &package.component,
+                &manifest.name,
+                &installer.signers,
+            )?;
             Ok(format!("signed by {}", signer.label()))
         }
         None if installer.required => bail!("{}", SignatureError::Unsigned),

@@ -152,13 +152,33 @@ pub async fn run(cmd: PluginsCommand) -> anyhow::Result<ExitCode> {
             yes,
             allow_unsigned,
             host,
-        } => install::install(host, &reference, install::Consent { yes, allow_unsigned }).await,
+        } => {
+            install::install(
+                host,
+                &reference,
+                install::Consent {
+                    yes,
+                    allow_unsigned,
+                },
+            )
+            .await
+        }
         PluginsCommand::Update {
             name,
             yes,
             allow_unsigned,
             host,
-        } => install::update(host, &name, install::Consent { yes, allow_unsigned }).await,
+        } => {
+            install::update(
+                host,
+                &name,
+                install::Consent {
+                    yes,
+                    allow_unsigned,
+                },
+            )
+            .await
+        }
         PluginsCommand::Remove { name, host } => install::remove(host, &name),
         PluginsCommand::Verify { host } => install::verify(host),
         PluginsCommand::Statement { dir } => publish::print_statement(&dir),

@@ -1,0 +1,619 @@
+//! Plugins published to and installed from a real OCI registry
+//! (`docker-registry` on loopback), pushed by a third-party client
+//! (`skopeo`) and by `sandcrab plugins publish`, signed with real
+//! `ssh-keygen` keys: install, update with the capability diff, remove
+//! and verify through the binary; every load checked against
+//! `sandcrab.lock` and `[trust.signers]`; every bad answer a registry or
+//! an author can give refused with nothing installed.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use sandcrab::llm::ProviderKind;
+use serde_json::json;
+
+use crate::llm_transcripts::{Answer, stream, tool};
+use crate::mock_llm::MockLlm;
+use crate::oci_registry::{self, Registry, Rogue, http, sign, ssh_key};
+use crate::support::{Scene, sandcrab_cmd};
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn both(out: &Output) -> String {
+    format!("{}{}", text(&out.stdout), text(&out.stderr))
+}
+
+/// A scene whose operator trusts `acme` to sign `hello-*` plugins, and
+/// installs into `outside/installed`.
+struct Author {
+    scene: Scene,
+    key: PathBuf,
+    public: String,
+}
+
+impl Author {
+    fn new(extra_config: &str) -> Author {
+        let scene = Scene::new();
+        let (key, public) = ssh_key(&scene.outside(), "acme");
+        let author = Author { scene, key, public };
+        author.configure(extra_config);
+        author
+    }
+
+    fn configure(&self, extra: &str) {
+        self.scene.write_user_config(&format!(
+            "plugin_install_dir = \"{}\"\n{extra}\n[trust.signers.acme]\nkey = \"{}\"\nplugins = [\"hello-*\"]\n",
+            self.installed().display(),
+            self.public
+        ));
+    }
+
+    fn installed(&self) -> PathBuf {
+        self.scene.outside().join("installed")
+    }
+
+    /// A fresh copy of the example Rust plugin, as `name/`, its manifest
+    /// passed through `edit`, not signed.
+    fn plugin(&self, name: &str, edit: impl FnOnce(String) -> String) -> PathBuf {
+        crate::support::install_plugin(
+            &self.scene.outside().join("src"),
+            "examples/hello-tool",
+            name,
+            edit,
+        )
+    }
+
+    fn sign(&self, dir: &Path) {
+        sign(&mut sandcrab_cmd(&self.scene), dir, &self.key);
+    }
+
+    fn sandcrab(&self, args: &[&str]) -> Output {
+        sandcrab_cmd(&self.scene)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    fn lock(&self) -> toml::Table {
+        let path = self.installed().join("sandcrab.lock");
+        match std::fs::read_to_string(&path) {
+            Ok(text) => toml::from_str(&text).unwrap(),
+            Err(_) => toml::Table::new(),
+        }
+    }
+
+    fn locked(&self, name: &str) -> Option<toml::Table> {
+        self.lock()
+            .get("plugin")?
+            .as_array()?
+            .iter()
+            .filter_map(|p| p.as_table())
+            .find(|p| p["name"].as_str() == Some(name))
+            .cloned()
+    }
+
+    /// Nothing of `name` is installed: no folder, no lock entry, no grant.
+    fn nothing_installed(&self, name: &str) {
+        assert!(!self.installed().join(name).exists(), "{name} has a folder");
+        assert!(self.locked(name).is_none(), "{name} is in the lockfile");
+        let config = std::fs::read_to_string(self.scene.user_config()).unwrap();
+        assert!(
+            !config.contains(&format!("[policy.plugins.{name}]")),
+            "{name} was granted: {config}"
+        );
+    }
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// `skopeo copy` of a layout `.tar` that `plugins package` wrote.
+fn skopeo_push(tar: &Path, tag: &str, to: &str) {
+    let out = Command::new("skopeo")
+        .args(["copy", "--dest-tls-verify=false", "--insecure-policy"])
+        .arg(format!("oci-archive:{}:{tag}", tar.display()))
+        .arg(format!("docker://{}", to.trim_start_matches("oci://")))
+        .output()
+        .expect("skopeo (run scripts/setup-registry)");
+    assert!(out.status.success(), "skopeo: {}", both(&out));
+}
+
+/// The whole road: an author packages and signs, skopeo pushes to a real
+/// registry, the operator installs, the model calls the tool, and the
+/// call's receipt names the signer by the fingerprint ssh-keygen gives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signed_plugin_pushed_by_skopeo_installs_and_its_receipt_names_the_signer() {
+    let registry = Registry::start();
+    let author = Author::new("");
+    let dir = author.plugin("hello-tool", |m| m);
+    author.sign(&dir);
+    let tar = author.scene.outside().join("hello.tar");
+    let out = author.sandcrab(&[
+        "plugins",
+        "package",
+        path(&dir),
+        "-o",
+        path(&tar),
+        "--tag",
+        "v1",
+    ]);
+    assert!(out.status.success(), "{}", both(&out));
+    let reference = registry.reference("acme/hello-tool:v1");
+    skopeo_push(&tar, "v1", &reference);
+
+    let out = author.sandcrab(&["plugins", "install", &reference, "--yes"]);
+    assert!(out.status.success(), "{}", both(&out));
+    let fingerprint = oci_registry::fingerprint(&author.key);
+    let signer = format!("acme ({fingerprint})");
+    assert!(
+        text(&out.stdout).contains(&format!("signed by {signer}")),
+        "{}",
+        both(&out)
+    );
+    let locked = author.locked("hello-tool").expect("locked");
+    assert_eq!(locked["source"].as_str(), Some(reference.as_str()));
+    assert_eq!(locked["signer"].as_str(), Some(signer.as_str()));
+    // The digest is the one `package` wrote and skopeo kept.
+    assert!(
+        text(
+            &author
+                .sandcrab(&["plugins", "package", path(&dir), "-o", path(&tar)])
+                .stdout
+        )
+        .contains(locked["digest"].as_str().unwrap())
+    );
+
+    let kind = ProviderKind::OpenAiCompatible;
+    let server = MockLlm::strict(kind).await;
+    server.push(stream(
+        kind,
+        &Answer::Tools(vec![tool("c1", "hello", json!({"name": "registry"}))]),
+    ));
+    server.push(stream(kind, &Answer::Text(vec!["Done."])));
+    let out = crate::cli_support::sandcrab(&author.scene, kind, &server, "run")
+        .arg("--json")
+        .arg("Greet the registry.")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", both(&out));
+    let events = crate::cli_support::events(&out.stdout);
+    let end = events
+        .iter()
+        .find(|e| e["kind"] == "TOOL_CALL_END")
+        .expect("the tool ran");
+    let receipt = &end["data"]["receipt"];
+    assert_eq!(receipt["principal"]["name"], "hello-tool", "{end}");
+    assert_eq!(receipt["principal"]["signer"], signer.as_str(), "{end}");
+    let answered = crate::cli_support::tool_result(kind, &server.requests()[1], "c1", "hello");
+    assert!(answered.contains("Hello, registry!"), "{answered}");
+}
+
+/// `plugins publish` pushes; a tag moved after install does not move the
+/// install (the lockfile wins and says so); `update` shows what the new
+/// version asks beyond its grant and needs consent for it; `verify`
+/// passes; `remove` takes the folder, the lock entry and the grant.
+#[test]
+fn publish_update_with_the_capability_diff_verify_and_remove() {
+    let registry = Registry::start();
+    let author = Author::new("");
+    let reference = registry.reference("acme/hello-tool:stable");
+    let v1 = author.plugin("hello-tool", |m| m);
+    author.sign(&v1);
+    let out = author.sandcrab(&["plugins", "publish", path(&v1), &reference]);
+    assert!(out.status.success(), "{}", both(&out));
+    let out = author.sandcrab(&["plugins", "install", &reference, "--yes"]);
+    assert!(out.status.success(), "{}", both(&out));
+    let first = author.locked("hello-tool").unwrap()["digest"].clone();
+
+    // A new version under the same tag, asking for an environment variable.
+    let v2 = author.plugin("next", |m| {
+        m.replace("version = \"0.2.0\"", "version = \"0.3.0\"")
+            .replace(
+                "[capabilities]",
+                "[capabilities]\nenv = [\"HELLO_GREETING\"]",
+            )
+    });
+    author.sign(&v2);
+    let out = author.sandcrab(&["plugins", "publish", path(&v2), &reference]);
+    assert!(out.status.success(), "{}", both(&out));
+
+    let out = author.sandcrab(&["plugins", "install", &reference, "--yes"]);
+    assert!(out.status.success(), "{}", both(&out));
+    assert!(
+        text(&out.stdout).contains("sandcrab.lock fixes")
+            && text(&out.stdout).contains("now points to"),
+        "{}",
+        both(&out)
+    );
+    assert_eq!(
+        author.locked("hello-tool").unwrap()["digest"],
+        first,
+        "the lockfile won"
+    );
+
+    let out = author.sandcrab(&["plugins", "update", "hello-tool"]);
+    assert!(
+        !out.status.success(),
+        "a widening needs consent: {}",
+        both(&out)
+    );
+    assert!(
+        text(&out.stdout).contains("+ env: HELLO_GREETING"),
+        "{}",
+        both(&out)
+    );
+    assert!(both(&out).contains("--yes"), "{}", both(&out));
+    assert_eq!(
+        author.locked("hello-tool").unwrap()["digest"],
+        first,
+        "nothing changed"
+    );
+
+    let out = author.sandcrab(&["plugins", "update", "hello-tool", "--yes"]);
+    assert!(out.status.success(), "{}", both(&out));
+    assert!(
+        text(&out.stdout).contains("0.2.0 → 0.3.0"),
+        "{}",
+        both(&out)
+    );
+    let locked = author.locked("hello-tool").unwrap();
+    assert_ne!(locked["digest"], first);
+    assert_eq!(locked["version"].as_str(), Some("0.3.0"));
+    let config = std::fs::read_to_string(author.scene.user_config()).unwrap();
+    assert!(config.contains("env = [\"HELLO_GREETING\"]"), "{config}");
+    let out = author.sandcrab(&["plugins", "update", "hello-tool"]);
+    assert!(text(&out.stdout).contains("up to date"), "{}", both(&out));
+
+    let out = author.sandcrab(&["plugins", "verify"]);
+    assert!(out.status.success(), "{}", both(&out));
+    assert!(
+        text(&out.stdout).contains("ok: hello-tool 0.3.0"),
+        "{}",
+        both(&out)
+    );
+
+    let out = author.sandcrab(&["plugins", "remove", "hello-tool"]);
+    assert!(out.status.success(), "{}", both(&out));
+    author.nothing_installed("hello-tool");
+    let list = author.sandcrab(&["plugins", "list", "--json"]);
+    assert!(
+        !text(&list.stdout).contains("hello-tool"),
+        "{}",
+        both(&list)
+    );
+}
+
+/// In locked mode with signers named, a third-party plugin loads only
+/// with a trusted signature over exactly its bytes; an installed one only
+/// as its lockfile fixes it, so a component swapped after install is
+/// refused at load.
+#[test]
+fn locked_mode_refuses_unsigned_wrongly_signed_and_swapped_plugins_at_load() {
+    let author = Author::new("[policy]\nmode = \"locked\"\n");
+    let signed = author.plugin("hello-tool", |m| m);
+    author.sign(&signed);
+    let tar = author.scene.outside().join("hello.tar");
+    assert!(
+        author
+            .sandcrab(&["plugins", "package", path(&signed), "-o", path(&tar)])
+            .status
+            .success()
+    );
+    let out = author.sandcrab(&["plugins", "install", path(&tar), "--yes"]);
+    assert!(out.status.success(), "{}", both(&out));
+
+    // Control: the installed, signed plugin runs in locked mode.
+    let call = |author: &Author, extra: &[&str]| {
+        let mut args = vec!["tool", "call", "hello", "--args", r#"{"name":"locked"}"#];
+        args.extend_from_slice(extra);
+        author.sandcrab(&args)
+    };
+    let out = call(&author, &[]);
+    assert!(
+        text(&out.stdout).contains("Hello, locked!"),
+        "{}",
+        both(&out)
+    );
+
+    // Unsigned, beside it: refused at load.
+    let unsigned = author.plugin("hello-unsigned", |m| {
+        m.replace("name = \"hello-tool\"", "name = \"hello-unsigned\"")
+    });
+    let list = author.sandcrab(&["plugins", "list", "--plugins", path(&unsigned)]);
+    assert!(
+        both(&list).contains("carries no signature"),
+        "{}",
+        both(&list)
+    );
+
+    // Signed by a stranger: refused.
+    let (stranger, _) = ssh_key(&author.scene.outside(), "stranger");
+    let foreign = author.plugin("hello-foreign", |m| {
+        m.replace("name = \"hello-tool\"", "name = \"hello-foreign\"")
+    });
+    sign(&mut sandcrab_cmd(&author.scene), &foreign, &stranger);
+    let list = author.sandcrab(&["plugins", "list", "--plugins", path(&foreign)]);
+    assert!(
+        both(&list).contains("no [trust.signers] entry names"),
+        "{}",
+        both(&list)
+    );
+
+    // acme's valid signature, over another artifact: refused.
+    let copied = author.plugin("hello-copied", |m| m.replace("0.2.0", "0.2.1"));
+    std::fs::copy(signed.join("plugin.sig"), copied.join("plugin.sig")).unwrap();
+    let list = author.sandcrab(&["plugins", "list", "--plugins", path(&copied)]);
+    assert!(
+        both(&list).contains("does not verify over this plugin"),
+        "{}",
+        both(&list)
+    );
+
+    // The installed component swapped after install: refused at load.
+    let installed = author.installed().join("hello-tool");
+    let other = crate::support::artifact("test-fixtures/versioned-v1");
+    std::fs::copy(other.wasm_path, installed.join("hello_tool.wasm")).unwrap();
+    let out = call(&author, &[]);
+    assert!(!out.status.success(), "{}", both(&out));
+    assert!(
+        both(&out).contains("changed after it was installed"),
+        "{}",
+        both(&out)
+    );
+    let out = author.sandcrab(&["plugins", "verify"]);
+    assert!(
+        !out.status.success() && text(&out.stdout).contains("FAILED: hello-tool"),
+        "{}",
+        both(&out)
+    );
+    // Installing again restores what the lockfile fixes.
+    let out = author.sandcrab(&["plugins", "install", path(&tar), "--yes"]);
+    assert!(out.status.success(), "{}", both(&out));
+    let out = call(&author, &[]);
+    assert!(
+        text(&out.stdout).contains("Hello, locked!"),
+        "{}",
+        both(&out)
+    );
+}
+
+/// At install, a signature nobody the operator trusts made, and a valid
+/// signature over other files, are refused, and nothing is installed.
+#[test]
+fn install_refuses_an_unknown_signer_and_a_signature_over_another_artifact() {
+    let author = Author::new("");
+    let (stranger, _) = ssh_key(&author.scene.outside(), "stranger");
+    let foreign = author.plugin("hello-tool", |m| m);
+    sign(&mut sandcrab_cmd(&author.scene), &foreign, &stranger);
+    let out = author.sandcrab(&["plugins", "install", path(&foreign), "--yes"]);
+    assert!(!out.status.success());
+    assert!(
+        both(&out).contains("no [trust.signers] entry names"),
+        "{}",
+        both(&out)
+    );
+    author.nothing_installed("hello-tool");
+
+    let signed = author.plugin("signed", |m| m);
+    author.sign(&signed);
+    let altered = author.plugin("altered", |m| {
+        m.replace("programs = [\"sort\"]", "programs = [\"sort\", \"sh\"]")
+    });
+    std::fs::copy(signed.join("plugin.sig"), altered.join("plugin.sig")).unwrap();
+    let out = author.sandcrab(&["plugins", "install", path(&altered), "--yes"]);
+    assert!(!out.status.success());
+    assert!(
+        both(&out).contains("does not verify over this plugin"),
+        "{}",
+        both(&out)
+    );
+    author.nothing_installed("hello-tool");
+
+    // Control: the signed one installs, and an unsigned one only when
+    // the operator says so.
+    let out = author.sandcrab(&["plugins", "install", path(&signed), "--yes"]);
+    assert!(out.status.success(), "{}", both(&out));
+    std::fs::remove_file(signed.join("plugin.sig")).unwrap();
+    let renamed = author.plugin("hello-bare", |m| {
+        m.replace("name = \"hello-tool\"", "name = \"hello-bare\"")
+    });
+    let out = author.sandcrab(&["plugins", "install", path(&renamed), "--yes"]);
+    assert!(
+        !out.status.success() && both(&out).contains("--allow-unsigned"),
+        "{}",
+        both(&out)
+    );
+    let out = author.sandcrab(&[
+        "plugins",
+        "install",
+        path(&renamed),
+        "--yes",
+        "--allow-unsigned",
+    ]);
+    assert!(out.status.success(), "{}", both(&out));
+}
+
+/// The OCI pieces of the example plugin, signed: the manifest's bytes and
+/// every blob by digest.
+fn served(author: &Author) -> (Vec<u8>, String, Vec<(String, Vec<u8>)>) {
+    let dir = author.plugin("hello-tool", |m| m);
+    author.sign(&dir);
+    let (package, manifest) = sandcrab::supply::Package::from_dir(&dir).unwrap();
+    let (image, blobs) = package.to_oci(&manifest);
+    let digest = sandcrab::supply::artifact::digest_of(&image);
+    let blobs = blobs.into_iter().map(|(d, b)| (d.digest, b)).collect();
+    (image, digest, blobs)
+}
+
+fn manifest_answer(image: &[u8]) -> Vec<u8> {
+    http(
+        "200 OK",
+        &[(
+            "Content-Type",
+            "application/vnd.oci.image.manifest.v1+json".into(),
+        )],
+        image,
+    )
+}
+
+fn blob_of<'a>(blobs: &'a [(String, Vec<u8>)], path: &str) -> Option<&'a [u8]> {
+    blobs
+        .iter()
+        .find(|(d, _)| path.ends_with(&format!("/blobs/{d}")))
+        .map(|(_, b)| b.as_slice())
+}
+
+/// Every bad answer a registry can give ends in a clear error, with
+/// nothing installed: a different digest than asked, a manifest or a
+/// layer past its bound, a redirect to another host, a download that
+/// breaks half-way (kept to resume, never loaded). The control: a
+/// download that breaks once resumes with a Range request and installs.
+#[test]
+fn bad_registry_answers_install_nothing() {
+    let author = Author::new("");
+    let (image, digest, blobs) = served(&author);
+    let install = |port: u16, reference: &str| {
+        author.sandcrab(&[
+            "plugins",
+            "install",
+            &format!("oci://127.0.0.1:{port}/{reference}"),
+            "--yes",
+        ])
+    };
+
+    // A different manifest than the digest asked for.
+    let other = {
+        let mut m: serde_json::Value = serde_json::from_slice(&image).unwrap();
+        m["annotations"]["swapped"] = json!("yes");
+        serde_json::to_vec(&m).unwrap()
+    };
+    let rogue = Rogue::start(Box::new(move |_, _| manifest_answer(&other)));
+    let out = install(rogue.port, &format!("acme/hello-tool@{digest}"));
+    assert!(
+        both(&out).contains(&format!("not the {digest} asked for")),
+        "{}",
+        both(&out)
+    );
+    author.nothing_installed("hello-tool");
+
+    // A manifest bigger than its bound.
+    let rogue = Rogue::start(Box::new(|_, _| manifest_answer(&vec![b' '; 70 << 10])));
+    let out = install(rogue.port, "acme/hello-tool:v1");
+    assert!(
+        both(&out).contains("bigger than its bound of 65536 bytes"),
+        "{}",
+        both(&out)
+    );
+
+    // A layer whose descriptor is bigger than its bound.
+    let big = {
+        let mut m: serde_json::Value = serde_json::from_slice(&image).unwrap();
+        m["layers"][1]["size"] = json!(70 << 10);
+        serde_json::to_vec(&m).unwrap()
+    };
+    let rogue = Rogue::start(Box::new(move |_, _| manifest_answer(&big)));
+    let out = install(rogue.port, "acme/hello-tool:v1");
+    assert!(
+        both(&out).contains("plugin.toml layer is 71680 bytes; the bound is 65536"),
+        "{}",
+        both(&out)
+    );
+    author.nothing_installed("hello-tool");
+
+    // A redirect to another host.
+    let rogue = Rogue::start(Box::new(|seen, _| {
+        http(
+            "307 Temporary Redirect",
+            &[("Location", format!("http://localhost:9{}", seen.path))],
+            b"",
+        )
+    }));
+    let out = install(rogue.port, "acme/hello-tool:v1");
+    assert!(both(&out).contains("another host"), "{}", both(&out));
+    author.nothing_installed("hello-tool");
+
+    // The component's download always breaks half-way.
+    let component = blobs[1].clone();
+    let (image_b, blobs_b) = (image.clone(), blobs.clone());
+    let rogue = Rogue::start(Box::new(move |seen, _| {
+        if seen.path.contains("/manifests/") {
+            return manifest_answer(&image_b);
+        }
+        let Some(bytes) = blob_of(&blobs_b, &seen.path) else {
+            return http("404 Not Found", &[], b"");
+        };
+        if bytes == component.1.as_slice() {
+            // Promise all of it, send half, close.
+            let mut answer = http("200 OK", &[], bytes);
+            answer.truncate(answer.len() - bytes.len() / 2);
+            return answer;
+        }
+        http("200 OK", &[], bytes)
+    }));
+    let out = install(rogue.port, "acme/hello-tool:v1");
+    assert!(!out.status.success(), "{}", both(&out));
+    author.nothing_installed("hello-tool");
+    let staging = author.installed().join(".staging");
+    let partial = std::fs::read_dir(&staging)
+        .unwrap()
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().ends_with(".partial"));
+    assert!(partial, "the half-written download is kept to resume");
+    let list = author.sandcrab(&["plugins", "list"]);
+    assert!(
+        list.status.success() && !both(&list).contains(".staging"),
+        "{}",
+        both(&list)
+    );
+
+    // Control: broken once, then the registry honours Range: it resumes.
+    let component = blobs[1].clone();
+    let (image_c, blobs_c) = (image.clone(), blobs.clone());
+    let rogue = Rogue::start(Box::new(move |seen, _| {
+        if seen.path.contains("/manifests/") {
+            return manifest_answer(&image_c);
+        }
+        let Some(bytes) = blob_of(&blobs_c, &seen.path) else {
+            return http("404 Not Found", &[], b"");
+        };
+        let range = seen
+            .headers
+            .iter()
+            .find(|(k, _)| k == "range")
+            .and_then(|(_, v)| {
+                v.strip_prefix("bytes=")?
+                    .strip_suffix('-')?
+                    .parse::<usize>()
+                    .ok()
+            });
+        match range {
+            Some(from) => http(
+                "206 Partial Content",
+                &[(
+                    "Content-Range",
+                    format!("bytes {from}-{}/{}", bytes.len() - 1, bytes.len()),
+                )],
+                &bytes[from..],
+            ),
+            None if bytes == component.1.as_slice() => {
+                let mut answer = http("200 OK", &[], bytes);
+                answer.truncate(answer.len() - bytes.len() / 2);
+                answer
+            }
+            None => http("200 OK", &[], bytes),
+        }
+    }));
+    let out = install(rogue.port, "acme/hello-tool:v1");
+    assert!(out.status.success(), "{}", both(&out));
+    let resumed = rogue.seen.lock().unwrap().iter().any(|s| {
+        s.headers
+            .iter()
+            .any(|(k, v)| k == "range" && v.starts_with("bytes="))
+    });
+    assert!(resumed, "the download resumed with a Range request");
+    assert!(author.locked("hello-tool").is_some());
+}
