@@ -442,7 +442,12 @@ fn install_refuses_an_unknown_signer_and_a_signature_over_another_artifact() {
 fn served(author: &Author) -> (Vec<u8>, String, Vec<(String, Vec<u8>)>) {
     let dir = author.plugin("hello-tool", |m| m);
     author.sign(&dir);
-    let (package, manifest) = sandcrab::supply::Package::from_dir(&dir).unwrap();
+    served_from(&dir)
+}
+
+/// The OCI pieces of the plugin folder `dir`.
+fn served_from(dir: &Path) -> (Vec<u8>, String, Vec<(String, Vec<u8>)>) {
+    let (package, manifest) = sandcrab::supply::Package::from_dir(dir).unwrap();
     let (image, blobs) = package.to_oci(&manifest);
     let digest = sandcrab::supply::artifact::digest_of(&image);
     let blobs = blobs.into_iter().map(|(d, b)| (d.digest, b)).collect();
@@ -616,4 +621,101 @@ fn bad_registry_answers_install_nothing() {
     });
     assert!(resumed, "the download resumed with a Range request");
     assert!(author.locked("hello-tool").is_some());
+}
+
+/// Two more roads in, each with its control: an HTTPS-style download
+/// installs only with the digest the operator stated, and a registry that
+/// hands out anonymous bearer tokens (as public registries do) is asked
+/// for one and answered with it.
+#[test]
+fn a_download_needs_its_stated_digest_and_a_token_registry_is_asked_for_a_token() {
+    let author = Author::new("");
+    let dir = author.plugin("hello-tool", |m| m);
+    author.sign(&dir);
+    let tar = author.scene.outside().join("hello.tar");
+    assert!(
+        author
+            .sandcrab(&["plugins", "package", path(&dir), "-o", path(&tar)])
+            .status
+            .success()
+    );
+    let bytes = std::fs::read(&tar).unwrap();
+    let sha = sandcrab::plugin::integrity::sha256_hex(&bytes);
+    let served = bytes.clone();
+    let web = Rogue::start(Box::new(move |_, _| http("200 OK", &[], &served)));
+    let url = |sha: &str| format!("http://127.0.0.1:{}/hello.tar#sha256={sha}", web.port);
+
+    let wrong = "0".repeat(64);
+    let out = author.sandcrab(&["plugins", "install", &url(&wrong), "--yes"]);
+    assert!(
+        both(&out).contains(&format!("not the sha256:{wrong} asked for")),
+        "{}",
+        both(&out)
+    );
+    author.nothing_installed("hello-tool");
+    let out = author.sandcrab(&["plugins", "install", &url(&sha), "--yes"]);
+    assert!(out.status.success(), "{}", both(&out));
+    assert_eq!(
+        author.locked("hello-tool").unwrap()["digest"].as_str(),
+        Some(format!("sha256:{sha}").as_str())
+    );
+    assert!(
+        author
+            .sandcrab(&["plugins", "remove", "hello-tool"])
+            .status
+            .success()
+    );
+
+    // A registry behind anonymous tokens.
+    let (image, _, blobs) = served_from(&dir);
+    let port = std::sync::Arc::new(std::sync::atomic::AtomicU16::new(0));
+    let realm_port = port.clone();
+    let registry = Rogue::start(Box::new(move |seen, _| {
+        if seen.path.starts_with("/token") {
+            return http("200 OK", &[], br#"{"token":"t0k3n"}"#);
+        }
+        let authorized = seen
+            .headers
+            .iter()
+            .any(|(k, v)| k == "authorization" && v == "Bearer t0k3n");
+        if !authorized {
+            let realm = format!(
+                "http://127.0.0.1:{}/token",
+                realm_port.load(std::sync::atomic::Ordering::SeqCst)
+            );
+            return http(
+                "401 Unauthorized",
+                &[(
+                    "WWW-Authenticate",
+                    format!(
+                        r#"Bearer realm="{realm}",service="rogue",scope="repository:acme/hello-tool:pull""#
+                    ),
+                )],
+                b"",
+            );
+        }
+        if seen.path.contains("/manifests/") {
+            return manifest_answer(&image);
+        }
+        match blob_of(&blobs, &seen.path) {
+            Some(bytes) => http("200 OK", &[], bytes),
+            None => http("404 Not Found", &[], b""),
+        }
+    }));
+    port.store(registry.port, std::sync::atomic::Ordering::SeqCst);
+    let reference = format!("oci://127.0.0.1:{}/acme/hello-tool:v1", registry.port);
+    let out = author.sandcrab(&["plugins", "install", &reference, "--yes"]);
+    assert!(out.status.success(), "{}", both(&out));
+    let seen = registry.seen.lock().unwrap();
+    let token = seen
+        .iter()
+        .find(|s| s.path.starts_with("/token"))
+        .expect("a token was asked for");
+    assert!(
+        token
+            .path
+            .contains("scope=repository%3Aacme%2Fhello-tool%3Apull"),
+        "{}",
+        token.path
+    );
 }

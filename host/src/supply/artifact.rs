@@ -300,7 +300,12 @@ impl Package {
     pub fn write_dir(&self, dir: &Path, manifest: &Manifest) -> Result<(), ArtifactError> {
         let io = |path: PathBuf| move |source| ArtifactError::Io { path, source };
         let write = |name: &str, bytes: &[u8]| {
+            // A manifest may name its component in a subfolder (a Rust
+            // plugin's `target/wasm32-wasip2/release/…`); never outside.
             let path = dir.join(name);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(io(parent.to_path_buf()))?;
+            }
             std::fs::write(&path, bytes).map_err(io(path))
         };
         write("plugin.toml", &self.manifest)?;

@@ -128,6 +128,9 @@ pub async fn inspect(args: HostArgs, name: &str) -> anyhow::Result<ExitCode> {
         outln!("  {}", p.manifest.description);
     }
     outln!("  source: {}", p.source.display());
+    if let Some(signer) = &p.signer {
+        outln!("  signed by: {signer}");
+    }
     if let Some(pin) = setup
         .config
         .policy
@@ -266,6 +269,7 @@ fn plugin_json(host: &PluginHost, offers: &Offers, p: &LoadedPlugin) -> serde_js
         "origin": p.origin,
         "abi": p.version.to_string(),
         "source": p.source,
+        "signer": p.signer,
         "tools": p.tools,
         "offered": offered,
         "requested": p.manifest.capabilities,
