@@ -95,6 +95,15 @@ impl Author {
             .cloned()
     }
 
+    /// Nothing of `name` is installed, and the table the operator wrote
+    /// for it is as it was.
+    fn nothing_installed_but_the_old_table(&self, name: &str) {
+        assert!(!self.installed().join(name).exists(), "{name} has a folder");
+        assert!(self.locked(name).is_none(), "{name} is in the lockfile");
+        let config = std::fs::read_to_string(self.scene.user_config()).unwrap();
+        assert!(!config.contains("granted_sha256"), "{config}");
+    }
+
     /// Nothing of `name` is installed: no folder, no lock entry, no grant.
     fn nothing_installed(&self, name: &str) {
         assert!(!self.installed().join(name).exists(), "{name} has a folder");
@@ -625,11 +634,12 @@ fn bad_registry_answers_install_nothing() {
 
 /// Two more roads in, each with its control: an HTTPS-style download
 /// installs only with the digest the operator stated, and a registry that
-/// hands out anonymous bearer tokens (as public registries do) is asked
-/// for one and answered with it.
+/// hands out anonymous bearer tokens and serves its blobs from a CDN (as
+/// ghcr.io does) is asked for a token, and followed to the CDN the
+/// operator named, without the token.
 #[test]
-fn a_download_needs_its_stated_digest_and_a_token_registry_is_asked_for_a_token() {
-    let author = Author::new("");
+fn a_download_needs_its_digest_and_a_token_registry_with_a_cdn_installs() {
+    let author = Author::new("plugin_redirect_hosts = [\"localhost\"]");
     let dir = author.plugin("hello-tool", |m| m);
     author.sign(&dir);
     let tar = author.scene.outside().join("hello.tar");
@@ -668,6 +678,11 @@ fn a_download_needs_its_stated_digest_and_a_token_registry_is_asked_for_a_token(
 
     // A registry behind anonymous tokens.
     let (image, _, blobs) = served_from(&dir);
+    let cdn = Rogue::start(Box::new(move |seen, _| match blob_of(&blobs, &seen.path) {
+        Some(bytes) => http("200 OK", &[], bytes),
+        None => http("404 Not Found", &[], b""),
+    }));
+    let cdn_port = cdn.port;
     let port = std::sync::Arc::new(std::sync::atomic::AtomicU16::new(0));
     let realm_port = port.clone();
     let registry = Rogue::start(Box::new(move |seen, _| {
@@ -697,10 +712,15 @@ fn a_download_needs_its_stated_digest_and_a_token_registry_is_asked_for_a_token(
         if seen.path.contains("/manifests/") {
             return manifest_answer(&image);
         }
-        match blob_of(&blobs, &seen.path) {
-            Some(bytes) => http("200 OK", &[], bytes),
-            None => http("404 Not Found", &[], b""),
-        }
+        // Blobs come from the CDN.
+        http(
+            "307 Temporary Redirect",
+            &[(
+                "Location",
+                format!("http://localhost:{}{}", cdn_port, seen.path),
+            )],
+            b"",
+        )
     }));
     port.store(registry.port, std::sync::atomic::Ordering::SeqCst);
     let reference = format!("oci://127.0.0.1:{}/acme/hello-tool:v1", registry.port);
@@ -718,4 +738,189 @@ fn a_download_needs_its_stated_digest_and_a_token_registry_is_asked_for_a_token(
         "{}",
         token.path
     );
+}
+
+/// What a name from outside must not take over: a grant left in the
+/// operator's file under the plugin's name is not this plugin's (a fresh
+/// install asks from nothing and replaces it), a folder put into the
+/// install directory by hand is not replaced, and a trusted project
+/// cannot move the install directory.
+#[test]
+fn a_fresh_install_takes_over_no_grant_folder_or_setting_it_did_not_make() {
+    let author = Author::new(
+        "[policy.plugins.hello-tool]\nworkspace = \"read-write\"\nprograms = [\"sort\", \"sh\"]\noverride_tools = [\"shell\"]\n",
+    );
+    let dir = author.plugin("hello-tool", |m| m);
+    author.sign(&dir);
+    let out = author.sandcrab(&["plugins", "install", path(&dir)]);
+    assert!(
+        !out.status.success(),
+        "consent was asked from nothing: {}",
+        both(&out)
+    );
+    assert!(
+        text(&out.stdout).contains("+ programs: sort"),
+        "{}",
+        both(&out)
+    );
+    author.nothing_installed_but_the_old_table("hello-tool");
+    let out = author.sandcrab(&["plugins", "install", path(&dir), "--yes"]);
+    assert!(out.status.success(), "{}", both(&out));
+    let config = std::fs::read_to_string(author.scene.user_config()).unwrap();
+    assert!(
+        !config.contains("override_tools")
+            && !config.contains("\"sh\"")
+            && !config.contains("read-write"),
+        "the old table was replaced: {config}"
+    );
+    // The source is recorded where it really is.
+    let source = author.locked("hello-tool").unwrap()["source"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(Path::new(&source).is_absolute(), "{source}");
+
+    // A folder put there by hand is not replaced.
+    let hand = author.installed().join("hello-hand");
+    std::fs::create_dir_all(&hand).unwrap();
+    let other = author.plugin("hello-hand", |m| {
+        m.replace("name = \"hello-tool\"", "name = \"hello-hand\"")
+    });
+    author.sign(&other);
+    let out = author.sandcrab(&["plugins", "install", path(&other), "--yes"]);
+    assert!(both(&out).contains("does not name it"), "{}", both(&out));
+
+    // A trusted project's plugin_install_dir is not the operator's.
+    let vendor = author.scene.workspace().join("vendor");
+    std::fs::write(
+        author.scene.workspace().join("sandcrab.toml"),
+        format!("plugin_install_dir = \"{}\"\n", vendor.display()),
+    )
+    .unwrap();
+    let trust = author.sandcrab(&["trust", path(&author.scene.workspace())]);
+    assert!(trust.status.success(), "{}", both(&trust));
+    let list = sandcrab_cmd(&author.scene)
+        .args(["plugins", "list", "--json", "-w"])
+        .arg(author.scene.workspace())
+        .output()
+        .unwrap();
+    assert!(
+        text(&list.stdout).contains("\"hello-tool\""),
+        "still found where the operator put it: {}",
+        both(&list)
+    );
+}
+
+/// `update` refuses what a moved tag or a taken-over account looks like:
+/// an older version (a rollback), and a version the installed one's
+/// signer did not sign; each only when the operator says so.
+#[test]
+fn update_refuses_a_rollback_and_a_change_of_signer_unless_told() {
+    let registry = Registry::start();
+    let author = Author::new("");
+    let reference = registry.reference("acme/hello-tool:stable");
+    let publish = |dir: &Path| {
+        let out = author.sandcrab(&["plugins", "publish", path(dir), &reference]);
+        assert!(out.status.success(), "{}", both(&out));
+    };
+    let v2 = author.plugin("hello-tool", |m| m);
+    author.sign(&v2);
+    publish(&v2);
+    assert!(
+        author
+            .sandcrab(&["plugins", "install", &reference, "--yes"])
+            .status
+            .success()
+    );
+
+    let old = author.plugin("old", |m| m.replace("0.2.0", "0.1.0"));
+    author.sign(&old);
+    publish(&old);
+    let out = author.sandcrab(&["plugins", "update", "hello-tool", "--yes"]);
+    assert!(
+        !out.status.success() && both(&out).contains("rollback"),
+        "{}",
+        both(&out)
+    );
+    assert_eq!(
+        author.locked("hello-tool").unwrap()["version"].as_str(),
+        Some("0.2.0")
+    );
+    let out = author.sandcrab(&[
+        "plugins",
+        "update",
+        "hello-tool",
+        "--yes",
+        "--allow-downgrade",
+    ]);
+    assert!(out.status.success(), "{}", both(&out));
+    assert_eq!(
+        author.locked("hello-tool").unwrap()["version"].as_str(),
+        Some("0.1.0")
+    );
+
+    let (stranger, _) = ssh_key(&author.scene.outside(), "stranger");
+    let taken = author.plugin("taken", |m| m.replace("0.2.0", "0.9.0"));
+    sign(&mut sandcrab_cmd(&author.scene), &taken, &stranger);
+    publish(&taken);
+    let out = author.sandcrab(&[
+        "plugins",
+        "update",
+        "hello-tool",
+        "--yes",
+        "--allow-unsigned",
+    ]);
+    assert!(
+        !out.status.success() && both(&out).contains("--allow-signer-change"),
+        "{}",
+        both(&out)
+    );
+    assert_eq!(
+        author.locked("hello-tool").unwrap()["version"].as_str(),
+        Some("0.1.0")
+    );
+    let out = author.sandcrab(&[
+        "plugins",
+        "update",
+        "hello-tool",
+        "--yes",
+        "--allow-unsigned",
+        "--allow-signer-change",
+    ]);
+    assert!(out.status.success(), "{}", both(&out));
+    assert!(author.locked("hello-tool").unwrap().get("signer").is_none());
+}
+
+/// A token realm is asked with its own parameters only: one that carries
+/// a query (a request of its own to some local service) is refused.
+#[test]
+fn a_token_realm_with_a_query_is_not_asked() {
+    let author = Author::new("");
+    let asked = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = asked.clone();
+    let registry = Rogue::start(Box::new(move |seen, _| {
+        if seen.path.starts_with("/admin") {
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        http(
+            "401 Unauthorized",
+            &[(
+                "WWW-Authenticate",
+                r#"Bearer realm="http://127.0.0.1:1/admin?action=delete",service="x""#.into(),
+            )],
+            b"",
+        )
+    }));
+    let out = author.sandcrab(&[
+        "plugins",
+        "install",
+        &format!("oci://127.0.0.1:{}/acme/hello-tool:v1", registry.port),
+        "--yes",
+    ]);
+    assert!(
+        both(&out).contains("carries a query of its own"),
+        "{}",
+        both(&out)
+    );
+    assert!(!asked.load(std::sync::atomic::Ordering::SeqCst));
 }

@@ -75,28 +75,19 @@ pub trait Admission: Send + Sync + std::fmt::Debug {
     fn scope(&self, dir: &Path) -> Option<PathBuf>;
 }
 
-/// What vouched for a plugin an [`Admission`] admitted.
+/// What an [`Admission`] found vouching for a plugin it admitted.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Admitted {
     /// Who signed exactly these bytes (`NAME (SHA256:…)`).
     pub signer: Option<String>,
-    /// The digest a lockfile fixes these bytes to (an installed plugin).
-    pub locked: Option<String>,
 }
 
 impl Admitted {
-    /// Both answers together (a later signer or lock adds to an earlier).
+    /// Both answers together (a later signer adds to an earlier).
     fn and(self, other: Admitted) -> Admitted {
         Admitted {
             signer: other.signer.or(self.signer),
-            locked: other.locked.or(self.locked),
         }
-    }
-
-    /// Whether these exact bytes are fixed by the operator's trust (a
-    /// signer's or a lockfile's), which stands for a pin.
-    pub fn fixes_the_bytes(&self) -> bool {
-        self.signer.is_some() || self.locked.is_some()
     }
 }
 
@@ -529,7 +520,6 @@ impl PluginHost {
             source.origin(),
             &bytes,
             &wasm_path,
-            admitted.fixes_the_bytes(),
         )?;
         check_component_header(&bytes, &wasm_path)?;
         let engine = self.engine.engine();

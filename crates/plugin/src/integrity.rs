@@ -1,9 +1,7 @@
 //! Integrity pins: `[policy.plugins.NAME] sha256 = "…"` fixes the exact
 //! component a plugin may run. A different component is refused before it
 //! is compiled, with both hashes in the message; in locked mode a
-//! third-party plugin loads only when pinned, or when the operator's
-//! trust fixes its bytes another way (a trusted signature over them, or
-//! the lockfile of the folder it was installed into).
+//! third-party plugin loads only when pinned.
 
 use std::path::Path;
 
@@ -27,7 +25,6 @@ pub fn verify(
     origin: PluginOrigin,
     bytes: &[u8],
     wasm_path: &Path,
-    vouched: bool,
 ) -> Result<(), LoadError> {
     let pin = policy.plugins.get(name).and_then(|g| g.sha256.as_deref());
     match pin {
@@ -44,13 +41,11 @@ pub fn verify(
                 })
             }
         }
-        None if policy.locked() && origin == PluginOrigin::ThirdParty && !vouched => {
-            Err(LoadError::Unpinned {
-                path: wasm_path.to_path_buf(),
-                plugin: name.to_string(),
-                actual: sha256_hex(bytes),
-            })
-        }
+        None if policy.locked() && origin == PluginOrigin::ThirdParty => Err(LoadError::Unpinned {
+            path: wasm_path.to_path_buf(),
+            plugin: name.to_string(),
+            actual: sha256_hex(bytes),
+        }),
         None => Ok(()),
     }
 }
@@ -82,8 +77,7 @@ mod tests {
                 "p",
                 PluginOrigin::ThirdParty,
                 b"component",
-                path,
-                false,
+                path
             )
             .is_ok()
         );
@@ -93,8 +87,7 @@ mod tests {
                 "p",
                 PluginOrigin::ThirdParty,
                 b"component",
-                path,
-                false,
+                path
             )
             .is_ok()
         );
@@ -104,7 +97,6 @@ mod tests {
             PluginOrigin::ThirdParty,
             b"changed",
             path,
-            false,
         )
         .unwrap_err()
         .to_string();
@@ -118,8 +110,7 @@ mod tests {
                 "p",
                 PluginOrigin::ThirdParty,
                 b"x",
-                path,
-                false,
+                path
             )
             .is_ok()
         );
@@ -132,14 +123,10 @@ mod tests {
             ..Policy::default()
         };
         let path = Path::new("/p/x.wasm");
-        let err = verify(&locked, "p", PluginOrigin::ThirdParty, b"x", path, false)
+        let err = verify(&locked, "p", PluginOrigin::ThirdParty, b"x", path)
             .unwrap_err()
             .to_string();
         assert!(err.contains("sandcrab plugins pin p"), "{err}");
-        assert!(verify(&locked, "p", PluginOrigin::Builtin, b"x", path, false).is_ok());
-        assert!(
-            verify(&locked, "p", PluginOrigin::ThirdParty, b"x", path, true).is_ok(),
-            "a signature or a lockfile stands for the pin"
-        );
+        assert!(verify(&locked, "p", PluginOrigin::Builtin, b"x", path).is_ok());
     }
 }

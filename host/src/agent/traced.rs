@@ -92,6 +92,9 @@ pub(super) fn finish_tool_span(span: &mut Span, call: &ToolCall, outcome: &ToolO
     let mut verdict = String::from("none");
     if let Some(receipt) = &outcome.receipt {
         let standing = &receipt.standing;
+        if let Some(signer) = &standing.principal.signer {
+            span.set(n::PRINCIPAL_SIGNER, signer.as_str());
+        }
         span.set(n::PRINCIPAL_KIND, standing.principal.kind.to_string())
             .set(n::PRINCIPAL_NAME, standing.principal.name.as_str())
             .set(n::SANDBOX_MODE, standing.mode.to_string())

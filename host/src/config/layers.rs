@@ -55,7 +55,16 @@ pub const PROJECT_KEYS: &[&str] = &[
 /// as the file is read): the trust records and consents, what a session
 /// may spend, and where what it does is reported (with its content, if
 /// captured).
-pub const OPERATOR_ONLY: &[&str] = &["trust", "consented", "budget", "telemetry"];
+pub const OPERATOR_ONLY: &[&str] = &[
+    "trust",
+    "consented",
+    "budget",
+    "telemetry",
+    // Where installed plugins are, and where their downloads may be sent:
+    // a lockfile there vouches for what loads.
+    "plugin_install_dir",
+    "plugin_redirect_hosts",
+];
 
 /// The configuration in force and where it came from.
 #[derive(Debug, Clone, Default)]

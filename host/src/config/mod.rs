@@ -54,6 +54,12 @@ pub struct Config {
     /// Where `sandcrab plugins install` puts plugins, with their
     /// `sandcrab.lock` (default: `<data dir>/plugins`); always searched.
     pub plugin_install_dir: Option<PathBuf>,
+    /// Hosts a plugin download may be redirected to (a registry's CDN,
+    /// such as ghcr.io's `pkg-containers.githubusercontent.com`): https
+    /// only, without the registry's credentials, every byte still checked
+    /// against its digest. Unset: only the host asked.
+    #[serde(default)]
+    pub plugin_redirect_hosts: Vec<String>,
     /// Directory for compiled plugins (default: the user cache dir).
     pub cache_dir: Option<PathBuf>,
     /// Compile plugins with native debug information, for `perf` and
@@ -332,6 +338,16 @@ impl Config {
     pub fn read(path: &Path) -> Result<Config, ConfigError> {
         let text = read::trusted_file(path)?;
         Config::parse(&text, path)
+    }
+
+    /// The operator's own file alone, with no project laid over it, its
+    /// folders resolved against it (what a command that writes grants
+    /// into that file must decide from); an absent file is the defaults.
+    pub fn read_operator(path: &Path) -> Result<Config, ConfigError> {
+        if !path.exists() {
+            return Ok(Config::default());
+        }
+        layers::settle(Config::read(path)?, path)
     }
 
     /// The truncation of tool output: the defaults with `[truncation]`

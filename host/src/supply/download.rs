@@ -1,13 +1,15 @@
 //! Bounded HTTP for installs: every body has a bound, redirects are
-//! followed only within the host that was asked, and a blob is written to
-//! a `.partial` file first, resumed from where it broke, and returned
-//! only once its digest matches.
+//! followed only within the host that was asked (or to a host the
+//! operator names in `plugin_redirect_hosts`, a registry's CDN, over
+//! https and without credentials), and a blob is written to a `.partial`
+//! file first, resumed from where it broke, and returned only once its
+//! digest matches.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use reqwest::header::{HeaderMap, HeaderValue, LOCATION, RANGE};
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue, LOCATION, RANGE};
 use reqwest::{Method, StatusCode};
 
 /// Most redirects followed (each within the same host).
@@ -29,7 +31,7 @@ pub enum DownloadError {
     #[error("{url}: the answer is bigger than its bound of {bound} bytes, so it was not kept")]
     TooBig { url: String, bound: u64 },
     #[error(
-        "{from}: redirected to {to}, another host; sandcrab follows redirects only within the host it asked, so nothing was downloaded"
+        "{from}: redirected to {to}, another host; sandcrab follows redirects only within the host it asked, so nothing was downloaded (a registry that serves downloads from a CDN: name that host in plugin_redirect_hosts)"
     )]
     OtherHost { from: String, to: String },
     #[error(
@@ -47,28 +49,61 @@ pub enum DownloadError {
     },
 }
 
-/// An HTTP client that follows no redirect by itself.
-pub fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .connect_timeout(Duration::from_secs(15))
-        .read_timeout(Duration::from_secs(60))
-        .user_agent(concat!("sandcrab/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .expect("an HTTP client with static settings")
+/// The HTTP an install uses: a client that follows no redirect by
+/// itself, and the hosts the operator lets a download be redirected to.
+#[derive(Debug, Clone)]
+pub struct Http {
+    client: reqwest::Client,
+    redirect_hosts: std::sync::Arc<[String]>,
 }
 
-/// One request, its redirects followed within the same host.
+impl Http {
+    /// `redirect_hosts`: `plugin_redirect_hosts` from the operator's file.
+    pub fn new(redirect_hosts: &[String]) -> Http {
+        Http {
+            client: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .connect_timeout(Duration::from_secs(15))
+                .read_timeout(Duration::from_secs(60))
+                // A server that sends a byte a minute still ends.
+                .timeout(Duration::from_secs(15 * 60))
+                .user_agent(concat!("sandcrab/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .expect("an HTTP client with static settings"),
+            redirect_hosts: redirect_hosts.into(),
+        }
+    }
+
+    /// Whether a redirect from `from` to `to` may be followed, and if so
+    /// whether the credentials go along (only to the same host).
+    fn may_follow(&self, from: &url::Url, to: &url::Url) -> Option<bool> {
+        if same_host(from, to) {
+            return Some(true);
+        }
+        let host = to.host_str().unwrap_or_default();
+        let secure = to.scheme() == "https" || super::reference::is_loopback(host);
+        let named = self
+            .redirect_hosts
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case(host));
+        (secure && named).then_some(false)
+    }
+}
+
+/// One request, its redirects followed within the same host (or to a
+/// host the operator named, without credentials).
 pub async fn send(
-    client: &reqwest::Client,
+    http: &Http,
     method: Method,
     url: &url::Url,
     headers: &HeaderMap,
     body: Option<Vec<u8>>,
 ) -> Result<reqwest::Response, DownloadError> {
     let mut url = url.clone();
+    let mut headers = headers.clone();
     for _ in 0..=MAX_REDIRECTS {
-        let mut request = client
+        let mut request = http
+            .client
             .request(method.clone(), url.clone())
             .headers(headers.clone());
         if let Some(body) = &body {
@@ -87,11 +122,17 @@ pub async fn send(
                 url: url.to_string(),
                 reason: format!("a {} redirect without a usable Location", response.status()),
             })?;
-        if !same_host(&url, &location) {
-            return Err(DownloadError::OtherHost {
-                from: url.to_string(),
-                to: location.to_string(),
-            });
+        match http.may_follow(&url, &location) {
+            Some(true) => {}
+            Some(false) => {
+                headers.remove(AUTHORIZATION);
+            }
+            None => {
+                return Err(DownloadError::OtherHost {
+                    from: url.to_string(),
+                    to: location.to_string(),
+                });
+            }
         }
         url = location;
     }
@@ -158,7 +199,7 @@ pub async fn status_error(response: reqwest::Response) -> DownloadError {
 /// The bytes are returned only when their digest is `hex`; `partial` is
 /// gone afterwards either way, except after a broken stream.
 pub async fn blob(
-    client: &reqwest::Client,
+    http: &Http,
     url: &url::Url,
     headers: &HeaderMap,
     hex: &str,
@@ -179,7 +220,7 @@ pub async fn blob(
                 HeaderValue::from_str(&format!("bytes={have}-")).expect("ASCII"),
             );
         }
-        let mut response = send(client, Method::GET, url, &headers, None).await?;
+        let mut response = send(http, Method::GET, url, &headers, None).await?;
         let append = match response.status() {
             StatusCode::PARTIAL_CONTENT if have > 0 => true,
             s if s.is_success() => false,

@@ -30,18 +30,22 @@ pub enum FetchError {
     Artifact(#[from] ArtifactError),
 }
 
-/// Fetch `reference`; `staging` holds partial downloads.
-pub async fn fetch(reference: &Reference, staging: &Path) -> Result<Fetched, FetchError> {
+/// Fetch `reference` over `http`; `staging` holds partial downloads.
+pub async fn fetch(
+    reference: &Reference,
+    staging: &Path,
+    http: &download::Http,
+) -> Result<Fetched, FetchError> {
     std::fs::create_dir_all(staging).map_err(|source| ArtifactError::Io {
         path: staging.to_path_buf(),
         source,
     })?;
     match reference {
-        Reference::Oci(oci) => from_registry(oci, staging).await,
+        Reference::Oci(oci) => from_registry(oci, staging, http).await,
         Reference::Https { url, sha256 } => {
             let partial = staging.join(format!("{sha256}.partial"));
             let bytes = download::blob(
-                &download::client(),
+                http,
                 url,
                 &Default::default(),
                 sha256,
@@ -67,9 +71,13 @@ pub async fn fetch(reference: &Reference, staging: &Path) -> Result<Fetched, Fet
     }
 }
 
-async fn from_registry(oci: &OciRef, staging: &Path) -> Result<Fetched, FetchError> {
+async fn from_registry(
+    oci: &OciRef,
+    staging: &Path,
+    http: &download::Http,
+) -> Result<Fetched, FetchError> {
     let what = oci.to_string();
-    let mut registry = Registry::new(oci)?;
+    let mut registry = Registry::new(oci, http)?;
     let resolved = registry.resolve().await?;
     let image = ImageManifest::parse(&resolved.bytes, &what)?;
     let layers = image.plugin_layers(&what)?;

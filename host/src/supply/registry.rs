@@ -16,7 +16,7 @@ use super::reference::{OciRef, is_loopback};
 
 /// A registry, reached as one repository's client.
 pub struct Registry {
-    client: reqwest::Client,
+    http: download::Http,
     reference: OciRef,
     base: url::Url,
     token: Option<String>,
@@ -31,15 +31,15 @@ pub struct Resolved {
 }
 
 impl Registry {
-    /// A client for `reference`'s repository.
-    pub fn new(reference: &OciRef) -> Result<Registry, DownloadError> {
+    /// A client for `reference`'s repository, over `http`.
+    pub fn new(reference: &OciRef, http: &download::Http) -> Result<Registry, DownloadError> {
         let base = url::Url::parse(&format!("{}://{}/", reference.scheme(), reference.registry))
             .map_err(|e| DownloadError::Transport {
                 url: reference.to_string(),
                 reason: e.to_string(),
             })?;
         Ok(Registry {
-            client: download::client(),
+            http: http.clone(),
             reference: reference.clone(),
             base,
             token: None,
@@ -75,7 +75,7 @@ impl Registry {
         body: Option<Vec<u8>>,
     ) -> Result<reqwest::Response, DownloadError> {
         let response = download::send(
-            &self.client,
+            &self.http,
             method.clone(),
             url,
             &self.headers(extra),
@@ -94,7 +94,7 @@ impl Registry {
             return Ok(response);
         };
         self.token = Some(self.anonymous_token(&challenge, url).await?);
-        download::send(&self.client, method, url, &self.headers(extra), body).await
+        download::send(&self.http, method, url, &self.headers(extra), body).await
     }
 
     /// An anonymous token from the realm a `Bearer` challenge names.
@@ -128,12 +128,23 @@ impl Registry {
             &realm.ok_or_else(|| refused("a Bearer challenge without a realm".into()))?,
         )
         .map_err(|e| refused(format!("the token realm: {e}")))?;
-        if realm.scheme() != "https" && !is_loopback(realm.host_str().unwrap_or_default()) {
+        // The realm may be another host (Docker Hub's auth.docker.io), but
+        // only over https; plain http only where the registry itself is
+        // on this machine. A realm is asked with its parameters only, so
+        // it cannot carry a request of its own to some local service.
+        let local = is_loopback(self.base.host_str().unwrap_or_default())
+            && is_loopback(realm.host_str().unwrap_or_default());
+        if realm.scheme() != "https" && !local {
             return Err(refused(format!("the token realm {realm} is not https")));
+        }
+        if realm.query().is_some() || realm.fragment().is_some() {
+            return Err(refused(format!(
+                "the token realm {realm} carries a query of its own"
+            )));
         }
         realm.query_pairs_mut().extend_pairs(query);
         let response =
-            download::send(&self.client, Method::GET, &realm, &HeaderMap::new(), None).await?;
+            download::send(&self.http, Method::GET, &realm, &HeaderMap::new(), None).await?;
         if !response.status().is_success() {
             return Err(download::status_error(response).await);
         }
@@ -197,7 +208,7 @@ impl Registry {
             drop(self.send(Method::HEAD, &url, &[], None).await?);
         }
         download::blob(
-            &self.client,
+            &self.http,
             &url,
             &self.headers(&[]),
             hex,

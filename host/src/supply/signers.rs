@@ -82,6 +82,22 @@ impl Signers {
                     reason: e.to_string(),
                 }
             })?;
+            let supported = matches!(
+                key.algorithm(),
+                ssh_key::Algorithm::Ed25519
+                    | ssh_key::Algorithm::Ecdsa {
+                        curve: ssh_key::EcdsaCurve::NistP256
+                    }
+            );
+            if !supported {
+                return Err(SignerError::BadKey {
+                    name: name.clone(),
+                    reason: format!(
+                        "{} keys are not checked here; sign with an ssh-ed25519 (or ecdsa-sha2-nistp256) key",
+                        key.algorithm()
+                    ),
+                });
+            }
             if s.plugins.is_empty() {
                 return Err(SignerError::NoScope { name: name.clone() });
             }
@@ -147,6 +163,11 @@ mod tests {
     #[test]
     fn bad_signers_are_named() {
         for (key, plugins, says) in [
+            (
+                "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAgQDQ6g8zWgdgyg5zdNAxCKLyqeVvTs0GBJB3Td8Kdlw2+IXZAKUb62mUT31GebeACVtxzqNJdKxgvfSWWxn7J3vkVbBugNxl0HjvI8Lkoom5t5b1RENqLsyUsyAU+YY3kcxLqG8nYCW9IJu0ZkvqtYkB9gpyjBCRkdlNOVeZMvR/Zw== t@x",
+                vec!["x".to_string()],
+                "not checked here",
+            ),
             (
                 "ssh-ed25519 nope",
                 vec!["x".to_string()],

@@ -36,6 +36,8 @@ pub const OP_EXECUTE_TOOL: &str = "execute_tool";
 // sandcrab's own, from the call's receipt.
 pub const PRINCIPAL_KIND: &str = "sandcrab.principal.kind";
 pub const PRINCIPAL_NAME: &str = "sandcrab.principal.name";
+/// Who signed the plugin that ran the call (`NAME (SHA256:…)`).
+pub const PRINCIPAL_SIGNER: &str = "sandcrab.principal.signer";
 pub const SANDBOX_MODE: &str = "sandcrab.sandbox.mode";
 pub const VERDICT: &str = "sandcrab.verdict";
 pub const RULE: &str = "sandcrab.rule";

@@ -29,35 +29,71 @@ struct Installer {
     root: PathBuf,
     signers: Signers,
     required: bool,
+    http: crate::supply::download::Http,
 }
 
 /// How an install treats signatures and consent.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
 pub struct Consent {
     /// Grant what it asks without asking.
+    #[arg(long)]
     pub yes: bool,
-    /// Install a plugin no trusted signer signed.
+    /// Install it even though no signer you trust signed it.
+    #[arg(long)]
     pub allow_unsigned: bool,
+    /// (update) Go to a lower version: a rollback.
+    #[arg(long)]
+    pub allow_downgrade: bool,
+    /// (update) Take a version another signer signed, or nobody you trust.
+    #[arg(long)]
+    pub allow_signer_change: bool,
 }
 
 impl Installer {
     fn new(args: &HostArgs) -> anyhow::Result<Installer> {
-        let workspace = args.workspace_dir()?;
-        let config = Config::load(&workspace, args.config.as_deref())?.config;
+        // Only the operator's own file decides what is installed and
+        // granted: a project's grants are that project's, and are never
+        // written into the operator's file.
+        let config_file = operator_file(args)?;
+        let config = Config::read_operator(&config_file)?;
         let root = crate::cli::setup::install_dir(&config)
             .context("no folder to install plugins into: set plugin_install_dir, or HOME")?;
         std::fs::create_dir_all(&root).with_context(|| format!("creating {}", root.display()))?;
-        Ok(Installer {
+        let installer = Installer {
             signers: Signers::from_toml(&config.trust.signers)?,
             required: config.trust.signatures_required(config.policy.mode),
-            config_file: operator_file(args)?,
+            config_file,
+            http: crate::supply::download::Http::new(&config.plugin_redirect_hosts),
             root,
             config,
-        })
+        };
+        installer.sweep_staging();
+        Ok(installer)
     }
 
     fn staging(&self) -> PathBuf {
         self.root.join(".staging")
+    }
+
+    /// Drop what an install left in the staging folder more than a day
+    /// ago (a broken download nobody resumed), so it cannot fill the disk.
+    fn sweep_staging(&self) {
+        let day = std::time::Duration::from_secs(24 * 3600);
+        let Ok(entries) = std::fs::read_dir(self.staging()) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let stale = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age > day);
+            if stale {
+                let path = entry.path();
+                let _ = std::fs::remove_file(&path).or_else(|_| std::fs::remove_dir_all(&path));
+            }
+        }
     }
 
     /// Who signed `fetched`, or why it may not be installed.
@@ -88,7 +124,7 @@ impl Installer {
                     );
                 }
                 errln!(
-                    "warning: installing '{}' unsigned: {e}",
+                    "warning: installing '{}' as an unsigned plugin (--allow-unsigned)",
                     fetched.manifest.name
                 );
                 Ok(None)
@@ -109,12 +145,14 @@ impl Installer {
             .map_err(|e| anyhow::anyhow!("not installed: {e}"))
     }
 
-    /// Move `fetched` into the install folder, lock it and grant it.
+    /// Move `fetched` into the install folder, lock it and grant it (a
+    /// fresh install's grant replaces whatever table had its name).
     fn commit(
         &self,
         fetched: &Fetched,
         source: &str,
         signer: Option<String>,
+        fresh: bool,
     ) -> anyhow::Result<PathBuf> {
         let name = &fetched.manifest.name;
         let staged = self
@@ -147,24 +185,34 @@ impl Installer {
                 granted: fetched.manifest.capabilities.clone(),
             });
             lock.write(&self.root)?;
+            // Granted for this component, and pinned to it: the pin is what
+            // locked mode and its HTTP grants ask of a third-party plugin.
+            let sha = crate::plugin::integrity::sha256_hex(&fetched.package.component);
+            if fresh {
+                crate::config::edit::remove_plugin_grant(&self.config_file, name)?;
+            }
             crate::config::edit::grant_plugin(
                 &self.config_file,
                 name,
                 &fetched.manifest.capabilities,
-                &crate::plugin::integrity::sha256_hex(&fetched.package.component),
+                &sha,
             )?;
+            crate::config::edit::pin_plugin(&self.config_file, name, &sha)?;
             Ok::<_, anyhow::Error>(target)
         })();
         let _ = std::fs::remove_dir_all(&staged);
         result
     }
 
-    /// What `manifest` asks beyond what its plugin is granted now.
-    fn beyond_grant(&self, manifest: &Manifest) -> Vec<String> {
-        self.config
-            .policy
-            .decide(manifest, PluginOrigin::ThirdParty)
-            .denied
+    /// What `manifest` asks beyond what its plugin is granted now; for a
+    /// fresh install, beyond what a third-party plugin gets by default (a
+    /// grant left in the file under its name is not this plugin's).
+    fn beyond_grant(&self, manifest: &Manifest, fresh: bool) -> Vec<String> {
+        let mut policy = self.config.policy.clone();
+        if fresh {
+            policy.plugins.remove(&manifest.name);
+        }
+        policy.decide(manifest, PluginOrigin::ThirdParty).denied
     }
 }
 
@@ -198,19 +246,28 @@ fn consent_to(name: &str, asks: &[String], consent: Consent) -> anyhow::Result<(
 pub async fn install(args: HostArgs, given: &str, consent: Consent) -> anyhow::Result<ExitCode> {
     let installer = Installer::new(&args)?;
     let mut reference = Reference::parse(given)?;
+    // A local source is recorded where it really is, so `update` never
+    // reads another folder that happens to have the same relative name.
+    if let Reference::Local(path) = &reference {
+        let real = path
+            .canonicalize()
+            .with_context(|| format!("{}: cannot be read", path.display()))?;
+        reference = Reference::Local(real);
+    }
+    let source = reference.to_string();
     let lock = Lockfile::read(&installer.root)?;
     // The lockfile wins over a tag that moved since the install.
-    let locked = lock.plugins.iter().find(|p| p.source == given);
+    let locked = lock.plugins.iter().find(|p| p.source == source);
     if let (Reference::Oci(oci), Some(entry)) = (&reference, locked)
         && oci.digest.is_none()
     {
-        let now = crate::supply::registry::Registry::new(oci)?
+        let now = crate::supply::registry::Registry::new(oci, &installer.http)?
             .resolve()
             .await
             .ok();
         if let Some(now) = now.filter(|now| now.digest != entry.digest) {
             outln!(
-                "{given} now points to {}, but sandcrab.lock fixes {}: installing the locked digest (`sandcrab plugins update {}` moves to the new one)",
+                "{source} now points to {}, but sandcrab.lock fixes {}: installing the locked digest (`sandcrab plugins update {}` moves to the new one)",
                 now.digest,
                 entry.digest,
                 entry.name
@@ -218,19 +275,37 @@ pub async fn install(args: HostArgs, given: &str, consent: Consent) -> anyhow::R
         }
         reference = Reference::Oci(oci.at(&entry.digest));
     }
-    let fetched = fetch::fetch(&reference, &installer.staging()).await?;
+    let fetched = fetch::fetch(&reference, &installer.staging(), &installer.http).await?;
     let name = &fetched.manifest.name;
-    if let Some(other) = lock.get(name).filter(|p| p.source != given) {
+    let installed = lock.get(name);
+    if let Some(other) = installed.filter(|p| p.source != source) {
         bail!(
             "a plugin named '{name}' is already installed from {}; `sandcrab plugins remove {name}` first, or `sandcrab plugins update {name}`",
             other.source
         );
     }
+    if installed.is_none() && installer.root.join(name).exists() {
+        bail!(
+            "{} exists but sandcrab.lock does not name it (put there by hand?); move it out of the install folder first",
+            installer.root.join(name).display()
+        );
+    }
     let signer = installer.signer(&fetched, consent)?;
-    consent_to(name, &installer.beyond_grant(&fetched.manifest), consent)?;
-    let target = installer.commit(&fetched, given, signer.clone())?;
+    let fresh = installed.is_none();
+    consent_to(
+        name,
+        &installer.beyond_grant(&fetched.manifest, fresh),
+        consent,
+    )?;
+    if fresh && installer.config.policy.plugins.contains_key(name) {
+        outln!(
+            "replacing the [policy.plugins.{name}] table in {} with this plugin's grant (what was there was not granted to it)",
+            installer.config_file.display()
+        );
+    }
+    let target = installer.commit(&fetched, &source, signer.clone(), fresh)?;
     outln!(
-        "installed {name} {} from {given} ({}) into {}, {}",
+        "installed {name} {} from {source} ({}) into {}, {}",
         fetched.manifest.version,
         fetched.digest,
         target.display(),
@@ -265,7 +340,7 @@ pub async fn update(args: HostArgs, name: &str, consent: Consent) -> anyhow::Res
         ),
         other => other,
     };
-    let fetched = fetch::fetch(&reference, &installer.staging()).await?;
+    let fetched = fetch::fetch(&reference, &installer.staging(), &installer.http).await?;
     if fetched.manifest.name != name {
         bail!(
             "{} now holds a plugin named '{}', not '{name}'; not updated",
@@ -289,6 +364,22 @@ pub async fn update(args: HostArgs, name: &str, consent: Consent) -> anyhow::Res
         entry.digest,
         fetched.digest
     );
+    // A rollback to an older release, or a release its signer did not
+    // sign, is what a moved tag or a taken-over account looks like.
+    if is_older(&fetched.manifest.version, &entry.version) && !consent.allow_downgrade {
+        bail!(
+            "not updated: {} is older than the installed {} (a rollback); pass --allow-downgrade if that is meant",
+            fetched.manifest.version,
+            entry.version
+        );
+    }
+    if entry.signer.is_some() && signer != entry.signer && !consent.allow_signer_change {
+        bail!(
+            "not updated: {} signed the installed version, but {} signed this one; pass --allow-signer-change if that is meant",
+            entry.signer.as_deref().unwrap_or("unsigned"),
+            signer.as_deref().unwrap_or("nobody you trust")
+        );
+    }
     if signer != entry.signer {
         outln!(
             "  signer: {} → {}",
@@ -296,10 +387,30 @@ pub async fn update(args: HostArgs, name: &str, consent: Consent) -> anyhow::Res
             signer.as_deref().unwrap_or("unsigned")
         );
     }
-    consent_to(name, &installer.beyond_grant(&fetched.manifest), consent)?;
-    installer.commit(&fetched, &entry.source, signer)?;
+    consent_to(
+        name,
+        &installer.beyond_grant(&fetched.manifest, false),
+        consent,
+    )?;
+    installer.commit(&fetched, &entry.source, signer, false)?;
     outln!("updated {name} to {}", fetched.manifest.version);
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether version `new` is lower than `old`, compared as dot-separated
+/// numbers (a suffix after '-' or '+' ignored); false when either is not.
+fn is_older(new: &str, old: &str) -> bool {
+    let numbers = |v: &str| -> Option<Vec<u64>> {
+        v.split(['-', '+'])
+            .next()?
+            .split('.')
+            .map(|part| part.parse().ok())
+            .collect()
+    };
+    match (numbers(new), numbers(old)) {
+        (Some(new), Some(old)) => new < old,
+        _ => false,
+    }
 }
 
 pub fn remove(args: HostArgs, name: &str) -> anyhow::Result<ExitCode> {
@@ -382,18 +493,36 @@ fn verify_one(installer: &Installer, entry: &Locked) -> anyhow::Result<String> {
             );
         }
     }
-    match &package.signature {
-        Some(sig) => {
-            let signer = signature::verify(
-                sig,
-                &package.manifest,
-                &package.component,
-                &manifest.name,
-                &installer.signers,
-            )?;
-            Ok(format!("signed by {}", signer.label()))
+    let verdict = match &package.signature {
+        Some(sig) => signature::verify(
+            sig,
+            &package.manifest,
+            &package.component,
+            &manifest.name,
+            &installer.signers,
+        ),
+        None => Err(SignatureError::Unsigned),
+    };
+    // The same verdict a load reaches.
+    match verdict {
+        Ok(signer) => Ok(format!("signed by {}", signer.label())),
+        Err(e @ (SignatureError::Unsigned | SignatureError::UnknownKey { .. }))
+            if !installer.required =>
+        {
+            Ok(format!("loads as unsigned ({e})"))
         }
-        None if installer.required => bail!("{}", SignatureError::Unsigned),
-        None => Ok("unsigned".into()),
+        Err(e) => bail!("{e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_older_version_is_told_apart() {
+        assert!(super::is_older("0.1.0", "0.2.0"));
+        assert!(super::is_older("1.9", "1.10"));
+        assert!(!super::is_older("0.3.0", "0.2.0"));
+        assert!(!super::is_older("0.2.0-rc1", "0.2.0"));
+        assert!(!super::is_older("next", "0.2.0"));
     }
 }

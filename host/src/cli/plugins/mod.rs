@@ -74,12 +74,8 @@ pub enum PluginsCommand {
     Install {
         /// Where from.
         reference: String,
-        /// Grant what it asks without asking.
-        #[arg(long)]
-        yes: bool,
-        /// Install it even though no signer you trust signed it.
-        #[arg(long)]
-        allow_unsigned: bool,
+        #[command(flatten)]
+        consent: install::Consent,
         #[command(flatten)]
         host: HostArgs,
     },
@@ -89,10 +85,8 @@ pub enum PluginsCommand {
     Update {
         /// Plugin name.
         name: String,
-        #[arg(long)]
-        yes: bool,
-        #[arg(long)]
-        allow_unsigned: bool,
+        #[command(flatten)]
+        consent: install::Consent,
         #[command(flatten)]
         host: HostArgs,
     },
@@ -149,36 +143,14 @@ pub async fn run(cmd: PluginsCommand) -> anyhow::Result<ExitCode> {
         PluginsCommand::New(args) => new::new(args).await,
         PluginsCommand::Install {
             reference,
-            yes,
-            allow_unsigned,
+            consent,
             host,
-        } => {
-            install::install(
-                host,
-                &reference,
-                install::Consent {
-                    yes,
-                    allow_unsigned,
-                },
-            )
-            .await
-        }
+        } => install::install(host, &reference, consent).await,
         PluginsCommand::Update {
             name,
-            yes,
-            allow_unsigned,
+            consent,
             host,
-        } => {
-            install::update(
-                host,
-                &name,
-                install::Consent {
-                    yes,
-                    allow_unsigned,
-                },
-            )
-            .await
-        }
+        } => install::update(host, &name, consent).await,
         PluginsCommand::Remove { name, host } => install::remove(host, &name),
         PluginsCommand::Verify { host } => install::verify(host),
         PluginsCommand::Statement { dir } => publish::print_statement(&dir),

@@ -41,7 +41,9 @@ pub async fn publish(dir: &Path, to: &str) -> anyhow::Result<ExitCode> {
     };
     let (package, manifest) = Package::from_dir(dir)?;
     let (image, blobs) = package.to_oci(&manifest);
-    let digest = Registry::new(&oci)?.push(&tag, &image, &blobs).await?;
+    let digest = Registry::new(&oci, &crate::supply::download::Http::new(&[]))?
+        .push(&tag, &image, &blobs)
+        .await?;
     outln!(
         "published {} {} to {} ({digest}), {}",
         manifest.name,
