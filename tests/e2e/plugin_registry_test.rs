@@ -446,16 +446,20 @@ fn install_refuses_an_unknown_signer_and_a_signature_over_another_artifact() {
     assert!(out.status.success(), "{}", both(&out));
 }
 
+/// An artifact as a registry serves it: the manifest's bytes, its
+/// digest, and every blob by digest.
+type Served = (Vec<u8>, String, Vec<(String, Vec<u8>)>);
+
 /// The OCI pieces of the example plugin, signed: the manifest's bytes and
 /// every blob by digest.
-fn served(author: &Author) -> (Vec<u8>, String, Vec<(String, Vec<u8>)>) {
+fn served(author: &Author) -> Served {
     let dir = author.plugin("hello-tool", |m| m);
     author.sign(&dir);
     served_from(&dir)
 }
 
 /// The OCI pieces of the plugin folder `dir`.
-fn served_from(dir: &Path) -> (Vec<u8>, String, Vec<(String, Vec<u8>)>) {
+fn served_from(dir: &Path) -> Served {
     let (package, manifest) = sandcrab::supply::Package::from_dir(dir).unwrap();
     let (image, blobs) = package.to_oci(&manifest);
     let digest = sandcrab::supply::artifact::digest_of(&image);

@@ -60,7 +60,7 @@ pub async fn fetch(
             })?;
             let read = layout::read(&tar);
             let _ = std::fs::remove_file(&tar);
-            let (package, manifest, _) = from_layout(&read?, &url.to_string())?;
+            let (package, manifest, _) = from_layout(&read?, url.as_ref())?;
             Ok(Fetched {
                 package,
                 manifest,

@@ -2,14 +2,15 @@
 //! and HTTPS downloads, each resolved to a digest, checked against the
 //! operator's signers and recorded in `sandcrab.lock`.
 //!
-//! - [`reference`]: what the operator typed, validated.
+//! - [`reference`]: what the operator typed, validated;
 //! - [`artifact`]: the plugin as an OCI artifact (component, manifest,
-//!   signature) and its layout on disk.
-//! - [`registry`]: the OCI distribution API (pull, push), bounded and
-//!   digest-checked.
-//! - [`signature`]: SSH signatures over the component and the manifest.
-//! - [`signers`]: `[trust.signers]`, who may sign what.
-//! - [`lockfile`]: `sandcrab.lock`.
+//!   signature) and its layout on disk;
+//! - [`download`] and [`registry`]: bounded, digest-checked HTTP and the
+//!   OCI distribution API (pull, push);
+//! - [`fetch`]: a reference to a checked package;
+//! - [`signature`] and [`signers`]: SSH signatures over the component and
+//!   the manifest, and `[trust.signers]`, who may sign what;
+//! - [`lockfile`], which reads and writes `sandcrab.lock`;
 //! - [`admission`]: the check at every load.
 
 pub mod admission;
