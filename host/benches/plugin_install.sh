@@ -27,7 +27,7 @@ log: {level: error}
 storage: {filesystem: {rootdirectory: $scratch/registry}}
 http: {addr: 127.0.0.1:$port}
 YML
-docker-registry serve "$scratch/registry.yml" 2>/dev/null &
+docker-registry serve "$scratch/registry.yml" >/dev/null 2>&1 &
 registry=$!
 trap 'kill $registry; rm -rf "$scratch"' EXIT
 until curl -sf "http://127.0.0.1:$port/v2/" >/dev/null; do sleep 0.1; done
