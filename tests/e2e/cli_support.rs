@@ -75,29 +75,14 @@ pub fn chat(scene: &Scene, kind: ProviderKind, server: &MockLlm, lines: &[&str])
     child.wait_with_output().unwrap()
 }
 
-/// Run `cmd` (a `chat`) with `lines` on its stdin and wait for it. The
-/// lines go in from a thread (the child's output fills its pipes while
-/// they are still going in); a chat that ended early takes no more, and
-/// what it said before is what the caller reads.
-pub fn with_lines(mut cmd: Command, lines: &[String]) -> Output {
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let lines = lines.to_vec();
-    let writer = std::thread::spawn(move || {
-        for line in lines {
-            if writeln!(stdin, "{line}").is_err() {
-                break;
-            }
-        }
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    out
+/// Run `cmd` (a `chat`) with `lines` on its stdin and wait for it.
+pub fn with_lines(cmd: Command, lines: &[String]) -> Output {
+    let mut input = String::new();
+    for line in lines {
+        input.push_str(line);
+        input.push('\n');
+    }
+    crate::support::with_stdin(cmd, input.as_bytes())
 }
 
 /// The events of `kind` among `events`.

@@ -4,8 +4,7 @@
 //! written to a file; and what it tells about the provider meanwhile
 //! (retries, a slow start, who it is), against a loopback provider.
 
-use std::io::Write;
-use std::process::{Output, Stdio};
+use std::process::Output;
 use std::time::Duration;
 
 use sandcrab::llm::ProviderKind;
@@ -73,20 +72,8 @@ fn narrated_call(text: &str, id: &str, name: &str, args: serde_json::Value) -> R
     ]))
 }
 
-fn with_stdin(mut cmd: std::process::Command, input: &str) -> Output {
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+fn with_stdin(cmd: std::process::Command, input: &str) -> Output {
+    crate::support::with_stdin(cmd, input.as_bytes())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -515,22 +515,10 @@ async fn a_servers_question_reaches_the_operator_and_the_answer_goes_back() {
 
 /// `sandcrab tool call NAME` with `answers` on its stdin.
 fn call_answering(scene: &Scene, name: &str, answers: &str) -> Output {
-    use std::io::Write;
-    let mut child = sandcrab_cmd(scene)
-        .args(["tool", "call", name, "-w"])
-        .arg(scene.workspace())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(answers.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    let mut cmd = sandcrab_cmd(scene);
+    cmd.args(["tool", "call", name, "-w"])
+        .arg(scene.workspace());
+    crate::support::with_stdin(cmd, answers.as_bytes())
 }
 
 /// A server's resources reach the model through one tool of its own:

@@ -130,21 +130,11 @@ pub fn sign(sandcrab: &mut Command, dir: &Path, key: &Path) {
         "{}",
         String::from_utf8_lossy(&statement.stderr)
     );
-    let mut child = Command::new("ssh-keygen")
+    let mut keygen = Command::new("ssh-keygen");
+    keygen
         .args(["-Y", "sign", "-n", "sandcrab-plugin", "-f"])
-        .arg(key)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(&statement.stdout)
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+        .arg(key);
+    let out = crate::support::with_stdin(keygen, &statement.stdout);
     assert!(
         out.status.success(),
         "{}",

@@ -837,61 +837,43 @@ fn update_refuses_a_rollback_and_a_change_of_signer_unless_told() {
             .success()
     );
 
+    let update = |flags: &[&str]| {
+        let mut args = vec!["plugins", "update", "hello-tool", "--yes"];
+        args.extend_from_slice(flags);
+        author.sandcrab(&args)
+    };
+    let installed = || {
+        author.locked("hello-tool").unwrap()["version"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let refused = |out: &Output, says: &str| {
+        assert!(
+            !out.status.success() && both(out).contains(says),
+            "{}",
+            both(out)
+        );
+    };
+
     let old = author.plugin("old", |m| m.replace("0.2.0", "0.1.0"));
     author.sign(&old);
     publish(&old);
-    let out = author.sandcrab(&["plugins", "update", "hello-tool", "--yes"]);
-    assert!(
-        !out.status.success() && both(&out).contains("rollback"),
-        "{}",
-        both(&out)
-    );
-    assert_eq!(
-        author.locked("hello-tool").unwrap()["version"].as_str(),
-        Some("0.2.0")
-    );
-    let out = author.sandcrab(&[
-        "plugins",
-        "update",
-        "hello-tool",
-        "--yes",
-        "--allow-downgrade",
-    ]);
+    refused(&update(&[]), "rollback");
+    assert_eq!(installed(), "0.2.0");
+    let out = update(&["--allow-downgrade"]);
     assert!(out.status.success(), "{}", both(&out));
-    assert_eq!(
-        author.locked("hello-tool").unwrap()["version"].as_str(),
-        Some("0.1.0")
-    );
+    assert_eq!(installed(), "0.1.0");
 
     let (stranger, _) = ssh_key(&author.scene.outside(), "stranger");
     let taken = author.plugin("taken", |m| m.replace("0.2.0", "0.9.0"));
     sign(&mut sandcrab_cmd(&author.scene), &taken, &stranger);
     publish(&taken);
-    let out = author.sandcrab(&[
-        "plugins",
-        "update",
-        "hello-tool",
-        "--yes",
-        "--allow-unsigned",
-    ]);
-    assert!(
-        !out.status.success() && both(&out).contains("--allow-signer-change"),
-        "{}",
-        both(&out)
-    );
-    assert_eq!(
-        author.locked("hello-tool").unwrap()["version"].as_str(),
-        Some("0.1.0")
-    );
-    let out = author.sandcrab(&[
-        "plugins",
-        "update",
-        "hello-tool",
-        "--yes",
-        "--allow-unsigned",
-        "--allow-signer-change",
-    ]);
+    refused(&update(&["--allow-unsigned"]), "--allow-signer-change");
+    assert_eq!(installed(), "0.1.0");
+    let out = update(&["--allow-unsigned", "--allow-signer-change"]);
     assert!(out.status.success(), "{}", both(&out));
+    assert_eq!(installed(), "0.9.0");
     assert!(author.locked("hello-tool").unwrap().get("signer").is_none());
 }
 
