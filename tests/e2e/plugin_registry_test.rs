@@ -910,3 +910,134 @@ fn a_token_realm_with_a_query_is_not_asked() {
     );
     assert!(!asked.load(std::sync::atomic::Ordering::SeqCst));
 }
+
+/// The install folder holds against what someone who can write it might
+/// plant: a `.staging` that is a link (the sweep deletes nothing through
+/// it), a partial download that is a link (the download writes nothing
+/// through it), a path that reaches an installed folder another way (the
+/// lockfile still checks it), and a reinstall of the same folder with an
+/// older version (an update's checks apply).
+#[test]
+fn the_install_folder_holds_against_planted_links_other_paths_and_rollbacks() {
+    let registry = Registry::start();
+    let author = Author::new("");
+    let dir = author.plugin("hello-tool", |m| m);
+    author.sign(&dir);
+    let reference = registry.reference("acme/hello-tool:v1");
+    assert!(
+        author
+            .sandcrab(&["plugins", "publish", path(&dir), &reference])
+            .status
+            .success()
+    );
+
+    // A partial download planted as a link to a file of the user's.
+    let victim = author.scene.outside().join("victim.txt");
+    std::fs::write(&victim, "the user's").unwrap();
+    let staging = author.installed().join(".staging");
+    std::fs::create_dir_all(&staging).unwrap();
+    let (_, _, blobs) = served_from(&dir);
+    for (digest, _) in &blobs {
+        let hex = digest.trim_start_matches("sha256:");
+        std::os::unix::fs::symlink(&victim, staging.join(format!("{hex}.partial"))).unwrap();
+    }
+    let out = author.sandcrab(&["plugins", "install", &reference, "--yes"]);
+    assert!(out.status.success(), "{}", both(&out));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "the user's");
+
+    // A `.staging` that is a link to another folder with old files.
+    let elsewhere = author.scene.outside().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("old.txt"), "old").unwrap();
+    let touched = Command::new("touch")
+        .args(["-d", "3 days ago"])
+        .arg(elsewhere.join("old.txt"))
+        .status()
+        .unwrap();
+    assert!(touched.success());
+    std::fs::remove_dir_all(&staging).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &staging).unwrap();
+    let out = author.sandcrab(&["plugins", "verify"]);
+    assert!(out.status.success(), "{}", both(&out));
+    assert!(
+        elsewhere.join("old.txt").exists(),
+        "nothing deleted through the link"
+    );
+    std::fs::remove_file(&staging).unwrap();
+
+    // The installed folder reached by another path is still checked.
+    let installed = author.installed().join("hello-tool");
+    std::fs::create_dir_all(installed.join("sub")).unwrap();
+    let other = crate::support::artifact("test-fixtures/versioned-v1");
+    std::fs::copy(other.wasm_path, installed.join("hello_tool.wasm")).unwrap();
+    let around = installed.join("sub").join("..");
+    let list = author.sandcrab(&["plugins", "list", "--plugins", path(&around)]);
+    assert!(
+        both(&list).contains("changed after it was installed"),
+        "{}",
+        both(&list)
+    );
+    // And the install folder itself is no plugin.
+    for file in ["plugin.toml", "hello_tool.wasm"] {
+        std::fs::copy(installed.join(file), author.installed().join(file)).unwrap();
+    }
+    let list = author.sandcrab(&["plugins", "list"]);
+    assert!(
+        both(&list).contains("is the install folder itself"),
+        "{}",
+        both(&list)
+    );
+    for file in ["plugin.toml", "hello_tool.wasm"] {
+        std::fs::remove_file(author.installed().join(file)).unwrap();
+    }
+
+    // The same local folder installed again, older: an update's checks.
+    let local = author.plugin("local", |m| {
+        m.replace("name = \"hello-tool\"", "name = \"hello-local\"")
+    });
+    author.sign(&local);
+    assert!(
+        author
+            .sandcrab(&["plugins", "install", path(&local), "--yes"])
+            .status
+            .success()
+    );
+    let older = std::fs::read_to_string(local.join("plugin.toml"))
+        .unwrap()
+        .replace("0.2.0", "0.1.0");
+    std::fs::write(local.join("plugin.toml"), older).unwrap();
+    author.sign(&local);
+    let out = author.sandcrab(&["plugins", "install", path(&local), "--yes"]);
+    assert!(
+        !out.status.success() && both(&out).contains("rollback"),
+        "{}",
+        both(&out)
+    );
+    assert_eq!(
+        author.locked("hello-local").unwrap()["version"].as_str(),
+        Some("0.2.0")
+    );
+}
+
+/// Signatures are required in a locked sandbox however it was set: by
+/// `[policy] sandbox` or `--sandbox`, not only `[policy] mode`.
+#[test]
+fn a_locked_sandbox_set_any_way_requires_signatures() {
+    let author = Author::new("");
+    let unsigned = author.plugin("hello-tool", |m| m);
+    let list = |extra: &[&str]| {
+        let mut args = vec!["plugins", "list", "--plugins", path(&unsigned)];
+        args.extend_from_slice(extra);
+        author.sandcrab(&args)
+    };
+    // Control: unlocked, an unsigned plugin loads.
+    let out = list(&[]);
+    assert!(
+        text(&out.stdout).contains("hello-tool") && !both(&out).contains("carries no signature"),
+        "{}",
+        both(&out)
+    );
+    assert!(both(&list(&["--sandbox", "locked"])).contains("carries no signature"));
+    author.configure("[policy]\nsandbox = \"locked\"\n");
+    assert!(both(&list(&[])).contains("carries no signature"));
+}

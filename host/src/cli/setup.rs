@@ -285,7 +285,7 @@ pub fn signed_installs(
 ) -> anyhow::Result<crate::supply::admission::SignedInstalls> {
     Ok(crate::supply::admission::SignedInstalls {
         signers: crate::supply::Signers::from_toml(&config.trust.signers)?,
-        required: config.trust.signatures_required(config.policy.mode),
+        required: config.trust.signatures_required(config.policy.locked()),
         install_dirs: install_dir(config).into_iter().collect(),
     })
 }

@@ -52,10 +52,12 @@ pub struct TrustSection {
 }
 
 impl TrustSection {
-    /// Whether signatures are required under `mode`.
-    pub fn signatures_required(&self, mode: crate::plugin::PolicyMode) -> bool {
+    /// Whether signatures are required, `locked` saying whether the
+    /// sandbox is locked (however it was set: `[policy] mode`, `sandbox`
+    /// or `--sandbox`).
+    pub fn signatures_required(&self, locked: bool) -> bool {
         self.require_signatures
-            .unwrap_or(mode == crate::plugin::PolicyMode::Locked && !self.signers.is_empty())
+            .unwrap_or(locked && !self.signers.is_empty())
     }
 }
 

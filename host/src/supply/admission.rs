@@ -23,16 +23,23 @@ pub struct SignedInstalls {
 }
 
 impl SignedInstalls {
-    /// The install folder `dir` is a plugin of, if any.
-    fn install_dir_of(&self, dir: &Path) -> Option<&Path> {
-        let parent = dir.parent()?;
-        let parent = parent
-            .canonicalize()
-            .unwrap_or_else(|_| parent.to_path_buf());
-        self.install_dirs
-            .iter()
-            .find(|root| root.canonicalize().unwrap_or_else(|_| root.to_path_buf()) == parent)
-            .map(PathBuf::as_path)
+    /// The install folder the plugin folder `dir` (a real path) is in, if
+    /// any; a plugin at the install folder itself is refused.
+    fn install_dir_of(&self, dir: &Path) -> Result<Option<&Path>, String> {
+        let real = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+        for root in &self.install_dirs {
+            let root_real = real(root);
+            if dir == root_real {
+                return Err(format!(
+                    "{} is the install folder itself, which holds installed plugins, not one",
+                    root.display()
+                ));
+            }
+            if dir.parent() == Some(root_real.as_path()) {
+                return Ok(Some(root.as_path()));
+            }
+        }
+        Ok(None)
     }
 
     /// Whether an installed plugin's bytes are what its lockfile fixes.
@@ -74,8 +81,10 @@ impl SignedInstalls {
 impl Admission for SignedInstalls {
     fn admit(&self, dir: &Path, manifest: &[u8], component: &[u8]) -> Result<Admitted, String> {
         let mut admitted = Admitted::default();
-        if let Some(root) = self.install_dir_of(dir) {
-            self.locked(root, dir, manifest, component)?;
+        // Wherever the path given leads: `root/x/sub/..` is `root/x`.
+        let real = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+        if let Some(root) = self.install_dir_of(&real)? {
+            self.locked(root, &real, manifest, component)?;
         }
         let name = crate::plugin::Manifest::parse(
             std::str::from_utf8(manifest).unwrap_or_default(),

@@ -153,6 +153,22 @@ impl ImageManifest {
 
     /// The plugin's layers, each within its bound.
     pub fn plugin_layers(&self, what: &str) -> Result<PluginLayers, ArtifactError> {
+        for media_type in [PLUGIN_MANIFEST_LAYER, WASM_LAYER, SIGNATURE_LAYER] {
+            if self
+                .layers
+                .iter()
+                .filter(|l| l.media_type == media_type)
+                .count()
+                > 1
+            {
+                return Err(ArtifactError::Invalid {
+                    what: what.to_string(),
+                    reason: format!(
+                        "it has more than one {media_type} layer, so which one is the plugin is not clear"
+                    ),
+                });
+            }
+        }
         let find = |media_type: &'static str| {
             self.layers
                 .iter()
@@ -306,7 +322,9 @@ impl Package {
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent).map_err(io(parent.to_path_buf()))?;
             }
-            std::fs::write(&path, bytes).map_err(io(path))
+            super::files::create_new(&path)
+                .and_then(|mut file| std::io::Write::write_all(&mut file, bytes))
+                .map_err(io(path))
         };
         write("plugin.toml", &self.manifest)?;
         write(&manifest.wasm, &self.component)?;
@@ -409,44 +427,40 @@ pub mod layout {
             path: path.to_path_buf(),
             source,
         };
-        let mut files = BTreeMap::new();
-        let mut total = 0u64;
-        let mut add = |name: String, bytes: Vec<u8>| {
-            total += bytes.len() as u64;
-            if total > MAX_LAYOUT_BYTES {
-                return Err(ArtifactError::TooBig {
-                    what: what.clone(),
-                    part: "layout",
-                    size: total,
-                    bound: MAX_LAYOUT_BYTES,
-                });
-            }
-            files.insert(name, bytes);
-            Ok(())
-        };
-        if path.is_dir() {
-            for name in ["oci-layout", "index.json"] {
-                let p = path.join(name);
-                add(
-                    name.into(),
-                    std::fs::read(&p).map_err(|source| ArtifactError::Io { path: p, source })?,
-                )?;
-            }
-            let blobs = path.join("blobs/sha256");
-            for entry in std::fs::read_dir(&blobs).map_err(io)?.flatten() {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                let bytes = crate::safe_fs::read_regular(
-                    &entry.path(),
-                    MAX_LAYOUT_BYTES,
-                    crate::safe_fs::Links::Refuse,
-                )
-                .map_err(io)?;
-                add(format!("blobs/sha256/{name}"), bytes)?;
-            }
-            return Ok(files);
+        if !path.is_dir() {
+            return read_tar(std::fs::File::open(path).map_err(io)?, &what);
         }
-        let file = std::fs::File::open(path).map_err(io)?;
-        let mut archive = tar::Archive::new(file);
+        let mut files = Files::new(&what);
+        let read = |p: &Path| {
+            crate::safe_fs::read_regular(p, MAX_LAYOUT_BYTES, crate::safe_fs::Links::Refuse)
+                .map_err(|source| ArtifactError::Io {
+                    path: p.to_path_buf(),
+                    source,
+                })
+        };
+        for name in ["oci-layout", "index.json"] {
+            files.add(name.into(), read(&path.join(name))?)?;
+        }
+        let blobs = path.join("blobs/sha256");
+        for entry in std::fs::read_dir(&blobs).map_err(io)?.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            files.add(format!("blobs/sha256/{name}"), read(&entry.path())?)?;
+        }
+        Ok(files.done())
+    }
+
+    /// The files of a layout `.tar` read from `reader` (`what` names it),
+    /// bounded in total and per entry.
+    pub fn read_tar(
+        reader: impl std::io::Read,
+        what: &str,
+    ) -> Result<BTreeMap<String, Vec<u8>>, ArtifactError> {
+        let io = |source| ArtifactError::Io {
+            path: PathBuf::from(what),
+            source,
+        };
+        let mut files = Files::new(what);
+        let mut archive = tar::Archive::new(reader);
         for entry in archive.entries().map_err(io)? {
             let mut entry = entry.map_err(io)?;
             if entry.header().entry_type() != tar::EntryType::Regular {
@@ -461,7 +475,7 @@ pub mod layout {
             let size = entry.header().size().map_err(io)?;
             if size > MAX_LAYOUT_BYTES {
                 return Err(ArtifactError::TooBig {
-                    what: what.clone(),
+                    what: what.to_string(),
                     part: "archive entry",
                     size,
                     bound: MAX_LAYOUT_BYTES,
@@ -470,9 +484,44 @@ pub mod layout {
             let mut bytes = Vec::with_capacity(size as usize);
             std::io::Read::read_to_end(&mut std::io::Read::take(&mut entry, size), &mut bytes)
                 .map_err(io)?;
-            add(name, bytes)?;
+            files.add(name, bytes)?;
         }
-        Ok(files)
+        Ok(files.done())
+    }
+
+    /// A layout's files as they are read, bounded in total.
+    struct Files<'a> {
+        what: &'a str,
+        files: BTreeMap<String, Vec<u8>>,
+        total: u64,
+    }
+
+    impl<'a> Files<'a> {
+        fn new(what: &'a str) -> Self {
+            Files {
+                what,
+                files: BTreeMap::new(),
+                total: 0,
+            }
+        }
+
+        fn add(&mut self, name: String, bytes: Vec<u8>) -> Result<(), ArtifactError> {
+            self.total += bytes.len() as u64;
+            if self.total > MAX_LAYOUT_BYTES {
+                return Err(ArtifactError::TooBig {
+                    what: self.what.to_string(),
+                    part: "layout",
+                    size: self.total,
+                    bound: MAX_LAYOUT_BYTES,
+                });
+            }
+            self.files.insert(name, bytes);
+            Ok(())
+        }
+
+        fn done(self) -> BTreeMap<String, Vec<u8>> {
+            self.files
+        }
     }
 
     /// The manifest a layout's index names (the one tagged `tag`, or its
@@ -603,7 +652,16 @@ mod tests {
             err.contains("plugin.toml layer") && err.contains("bound"),
             "{err}"
         );
+        image.layers[1].size = 10;
+        let wasm = image.layers[0].clone();
+        image.layers.push(wasm);
+        let err = image.plugin_layers("x").unwrap_err().to_string();
+        assert!(
+            err.contains("more than one application/wasm layer"),
+            "{err}"
+        );
         image.layers.remove(0);
+        image.layers.pop();
         let err = image.plugin_layers("x").unwrap_err().to_string();
         assert!(err.contains("application/wasm"), "{err}");
     }

@@ -210,9 +210,16 @@ pub async fn blob(
         path: partial.to_path_buf(),
         source,
     };
+    // Only a partial download of our own is resumed: anything else there
+    // (a link planted to make the download write elsewhere) goes first.
+    if std::fs::symlink_metadata(partial).is_ok_and(|m| !m.file_type().is_file()) {
+        std::fs::remove_file(partial).map_err(io)?;
+    }
     let mut last = None;
     for _ in 0..BLOB_TRIES {
-        let have = std::fs::metadata(partial).map(|m| m.len()).unwrap_or(0);
+        let have = std::fs::symlink_metadata(partial)
+            .map(|m| m.len())
+            .unwrap_or(0);
         let mut headers = headers.clone();
         if have > 0 {
             headers.insert(
@@ -229,13 +236,7 @@ pub async fn blob(
                 return Err(status_error(response).await);
             }
         };
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .write(true)
-            .append(append)
-            .truncate(!append)
-            .open(partial)
-            .map_err(io)?;
+        let mut file = super::files::open_partial(partial, append).map_err(io)?;
         let mut written = if append { have } else { 0 };
         let broke = loop {
             match response.chunk().await {

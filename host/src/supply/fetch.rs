@@ -36,7 +36,7 @@ pub async fn fetch(
     staging: &Path,
     http: &download::Http,
 ) -> Result<Fetched, FetchError> {
-    std::fs::create_dir_all(staging).map_err(|source| ArtifactError::Io {
+    super::files::plain_dir(staging).map_err(|source| ArtifactError::Io {
         path: staging.to_path_buf(),
         source,
     })?;
@@ -53,14 +53,8 @@ pub async fn fetch(
                 &partial,
             )
             .await?;
-            let tar = staging.join(format!("{sha256}.tar"));
-            std::fs::write(&tar, &bytes).map_err(|source| ArtifactError::Io {
-                path: tar.clone(),
-                source,
-            })?;
-            let read = layout::read(&tar);
-            let _ = std::fs::remove_file(&tar);
-            let (package, manifest, _) = from_layout(&read?, url.as_ref())?;
+            let files = layout::read_tar(std::io::Cursor::new(bytes), url.as_ref())?;
+            let (package, manifest, _) = from_layout(&files, url.as_ref())?;
             Ok(Fetched {
                 package,
                 manifest,

@@ -114,9 +114,7 @@ impl Lockfile {
             "# Written by `sandcrab plugins install|update|remove`: what each installed\n# plugin was resolved to, who signed it and what it was granted. Every load\n# is checked against it.\n\n",
         );
         text.push_str(&toml::to_string(self).expect("TOML of a lockfile"));
-        let tmp = dir.join(format!(".{LOCKFILE}.partial"));
-        std::fs::write(&tmp, text).map_err(io)?;
-        std::fs::rename(&tmp, &path).map_err(io)
+        super::files::replace(dir, LOCKFILE, text.as_bytes()).map_err(io)
     }
 
     /// The entry of plugin `name`.

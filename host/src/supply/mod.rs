@@ -10,13 +10,15 @@
 //! - [`fetch`]: a reference to a checked package;
 //! - [`signature`] and [`signers`]: SSH signatures over the component and
 //!   the manifest, and `[trust.signers]`, who may sign what;
-//! - [`lockfile`], which reads and writes `sandcrab.lock`;
+//! - [`lockfile`], which reads and writes `sandcrab.lock`, and [`files`],
+//!   which writes nothing through a link;
 //! - [`admission`]: the check at every load.
 
 pub mod admission;
 pub mod artifact;
 pub mod download;
 pub mod fetch;
+pub mod files;
 pub mod lockfile;
 pub mod reference;
 pub mod registry;

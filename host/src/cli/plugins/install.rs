@@ -55,13 +55,16 @@ impl Installer {
         // granted: a project's grants are that project's, and are never
         // written into the operator's file.
         let config_file = operator_file(args)?;
-        let config = Config::read_operator(&config_file)?;
+        let mut config = Config::read_operator(&config_file)?;
+        if let Some(mode) = args.sandbox {
+            config.policy.sandbox = Some(mode);
+        }
         let root = crate::cli::setup::install_dir(&config)
             .context("no folder to install plugins into: set plugin_install_dir, or HOME")?;
         std::fs::create_dir_all(&root).with_context(|| format!("creating {}", root.display()))?;
         let installer = Installer {
             signers: Signers::from_toml(&config.trust.signers)?,
-            required: config.trust.signatures_required(config.policy.mode),
+            required: config.trust.signatures_required(config.policy.locked()),
             config_file,
             http: crate::supply::download::Http::new(&config.plugin_redirect_hosts),
             root,
@@ -79,7 +82,12 @@ impl Installer {
     /// ago (a broken download nobody resumed), so it cannot fill the disk.
     fn sweep_staging(&self) {
         let day = std::time::Duration::from_secs(24 * 3600);
-        let Ok(entries) = std::fs::read_dir(self.staging()) else {
+        // Only a folder of our own: a link planted there is not followed.
+        let plain = std::fs::symlink_metadata(self.staging()).is_ok_and(|m| m.file_type().is_dir());
+        let Ok(entries) = std::fs::read_dir(self.staging())
+            .map_err(drop)
+            .and_then(|e| if plain { Ok(e) } else { Err(()) })
+        else {
             return;
         };
         for entry in entries.flatten() {
@@ -112,11 +120,11 @@ impl Installer {
             Ok(signer) => Ok(Some(signer.label())),
             Err(e @ (SignatureError::Unsigned | SignatureError::UnknownKey { .. })) => {
                 if self.required {
-                    bail!("not installed: {e}");
+                    bail!("refused: {e}");
                 }
                 if !consent.allow_unsigned {
                     bail!(
-                        "not installed: {}; pass --allow-unsigned to install it as an unsigned plugin",
+                        "refused: {}; pass --allow-unsigned to take it as an unsigned plugin",
                         match e {
                             SignatureError::Unsigned => "it carries no signature".to_string(),
                             other => other.to_string(),
@@ -129,7 +137,7 @@ impl Installer {
                 );
                 Ok(None)
             }
-            Err(e) => bail!("not installed: {e}"),
+            Err(e) => bail!("refused: {e}"),
         }
     }
 
@@ -158,8 +166,9 @@ impl Installer {
         let staged = self
             .staging()
             .join(format!("{name}.new-{}", std::process::id()));
+        crate::supply::files::plain_dir(&self.staging())?;
         let _ = std::fs::remove_dir_all(&staged);
-        std::fs::create_dir_all(&staged)?;
+        std::fs::create_dir(&staged)?;
         let result = (|| {
             fetched.package.write_dir(&staged, &fetched.manifest)?;
             self.compile_check(&staged)?;
@@ -291,6 +300,18 @@ pub async fn install(args: HostArgs, given: &str, consent: Consent) -> anyhow::R
         );
     }
     let signer = installer.signer(&fetched, consent)?;
+    // The same source again, with other content (a local folder rebuilt,
+    // a download's new digest): an update, with an update's checks.
+    if let Some(entry) = installed.filter(|e| e.digest != fetched.digest) {
+        outln!(
+            "{name}: {} → {} ({} → {})",
+            entry.version,
+            fetched.manifest.version,
+            entry.digest,
+            fetched.digest
+        );
+        succession(entry, &fetched, &signer, consent)?;
+    }
     let fresh = installed.is_none();
     consent_to(
         name,
@@ -333,7 +354,9 @@ pub async fn update(args: HostArgs, name: &str, consent: Consent) -> anyhow::Res
         })?
         .clone();
     let reference = match Reference::parse(&entry.source)? {
-        Reference::Oci(oci) if oci.tag.is_some() => Reference::Oci(oci.by_tag()),
+        Reference::Oci(oci) if oci.tag.is_some() && oci.digest.is_none() => {
+            Reference::Oci(oci.by_tag())
+        }
         Reference::Oci(_) => bail!(
             "'{name}' was installed by digest ({}); install another reference to change it",
             entry.source
@@ -364,22 +387,7 @@ pub async fn update(args: HostArgs, name: &str, consent: Consent) -> anyhow::Res
         entry.digest,
         fetched.digest
     );
-    // A rollback to an older release, or a release its signer did not
-    // sign, is what a moved tag or a taken-over account looks like.
-    if is_older(&fetched.manifest.version, &entry.version) && !consent.allow_downgrade {
-        bail!(
-            "not updated: {} is older than the installed {} (a rollback); pass --allow-downgrade if that is meant",
-            fetched.manifest.version,
-            entry.version
-        );
-    }
-    if entry.signer.is_some() && signer != entry.signer && !consent.allow_signer_change {
-        bail!(
-            "not updated: {} signed the installed version, but {} signed this one; pass --allow-signer-change if that is meant",
-            entry.signer.as_deref().unwrap_or("unsigned"),
-            signer.as_deref().unwrap_or("nobody you trust")
-        );
-    }
+    succession(&entry, &fetched, &signer, consent)?;
     if signer != entry.signer {
         outln!(
             "  signer: {} → {}",
@@ -395,6 +403,33 @@ pub async fn update(args: HostArgs, name: &str, consent: Consent) -> anyhow::Res
     installer.commit(&fetched, &entry.source, signer, false)?;
     outln!("updated {name} to {}", fetched.manifest.version);
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether `fetched` (signed by `signer`) may follow the installed
+/// `entry`: a rollback to an older release, or a release the installed
+/// one's signer did not sign, is what a moved tag or a taken-over account
+/// looks like, so each needs the operator's word.
+fn succession(
+    entry: &Locked,
+    fetched: &Fetched,
+    signer: &Option<String>,
+    consent: Consent,
+) -> anyhow::Result<()> {
+    if is_older(&fetched.manifest.version, &entry.version) && !consent.allow_downgrade {
+        bail!(
+            "refused: {} is older than the installed {} (a rollback); pass --allow-downgrade if that is meant",
+            fetched.manifest.version,
+            entry.version
+        );
+    }
+    if entry.signer.is_some() && *signer != entry.signer && !consent.allow_signer_change {
+        bail!(
+            "refused: {} signed the installed version, but {} signed this one; pass --allow-signer-change if that is meant",
+            entry.signer.as_deref().unwrap_or("unsigned"),
+            signer.as_deref().unwrap_or("nobody you trust")
+        );
+    }
+    Ok(())
 }
 
 /// Whether version `new` is lower than `old`, compared as dot-separated
@@ -427,7 +462,7 @@ pub fn remove(args: HostArgs, name: &str) -> anyhow::Result<ExitCode> {
         let gone = installer
             .staging()
             .join(format!("{name}.removed-{}", std::process::id()));
-        std::fs::create_dir_all(installer.staging())?;
+        crate::supply::files::plain_dir(&installer.staging())?;
         std::fs::rename(&dir, &gone)?;
         let _ = std::fs::remove_dir_all(&gone);
     }
@@ -506,10 +541,9 @@ fn verify_one(installer: &Installer, entry: &Locked) -> anyhow::Result<String> {
     // The same verdict a load reaches.
     match verdict {
         Ok(signer) => Ok(format!("signed by {}", signer.label())),
-        Err(e @ (SignatureError::Unsigned | SignatureError::UnknownKey { .. }))
-            if !installer.required =>
-        {
-            Ok(format!("loads as unsigned ({e})"))
+        Err(SignatureError::Unsigned) if !installer.required => Ok("unsigned".into()),
+        Err(e @ SignatureError::UnknownKey { .. }) if !installer.required => {
+            Ok(format!("loads as unsigned: {e}"))
         }
         Err(e) => bail!("{e}"),
     }
