@@ -293,16 +293,18 @@ async fn requests_say_who_sends_them_and_a_described_local_model_is_not_probed()
     assert_eq!(server.requests().len(), 2);
 }
 
-/// A local server that answered none of the questions is asked again at
-/// the next start (it may not have been running yet), not believed silent
-/// for an hour.
+/// A plain OpenAI-compatible server refuses the discovery questions (404
+/// to llama.cpp's and Ollama's): that answer is kept like any other, so
+/// the next run within the hour sends one request, its turn. (A server
+/// that did not answer at all is asked again: `sandcrab-llm`'s
+/// `local::tests`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_silent_local_server_is_asked_again_next_time() {
+async fn a_plain_server_is_asked_once_and_each_later_run_is_one_request() {
     let scene = Scene::new();
     scene.write_user_config("[providers.openai-compatible]\nmodel = \"m\"\n");
     let kind = ProviderKind::OpenAiCompatible;
     let server = MockLlm::start().await;
-    for answer in ["one", "two"] {
+    for answer in ["one", "two", "three"] {
         server.push(stream(kind, &Answer::Text(vec![answer])));
         let out = local_server(&scene, &server, "run")
             .arg("hi")
@@ -314,12 +316,10 @@ async fn a_silent_local_server_is_asked_again_next_time() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    // Both runs asked (llama.cpp's, then Ollama's question, each time).
-    assert_eq!(
-        server.info_asked(),
-        ["/props", "/api/show", "/props", "/api/show"]
-    );
-    assert_eq!(server.requests().len(), 2);
+    // The first run asked (llama.cpp's, then Ollama's question); the
+    // others asked nothing: three runs, three turns, two questions.
+    assert_eq!(server.info_asked(), ["/props", "/api/show"]);
+    assert_eq!(server.requests().len(), 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

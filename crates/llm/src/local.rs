@@ -26,6 +26,11 @@ pub struct LocalServer {
     pub models: Vec<String>,
     /// The context window the model runs with, in tokens.
     pub context_window: Option<u64>,
+    /// Whether it answered any question at all, if only with a refusal
+    /// (a plain server's 404): it was running, so its silence is news
+    /// worth keeping.
+    #[serde(default)]
+    pub answered: bool,
 }
 
 /// Ask the server at `config`'s base URL about itself and `model` (or the
@@ -49,12 +54,15 @@ pub async fn describe(config: &ProviderConfig, model: Option<&str>) -> LocalServ
                 Some(model) => gemini_window(&http, &root, config, model).await,
                 None => None,
             },
+            answered: false,
         };
     }
     let auth = |r: reqwest::RequestBuilder| match &config.api_key {
         Some(key) => r.bearer_auth(key),
         None => r,
     };
+    let answered = std::sync::atomic::AtomicBool::new(false);
+    let get_json = |request| get_json(request, &answered);
     // The list is asked for only to pick the model; it also says whose
     // server this is, and so which one question gives the window.
     let listed = match model {
@@ -100,6 +108,7 @@ pub async fn describe(config: &ProviderConfig, model: Option<&str>) -> LocalServ
     LocalServer {
         models,
         context_window,
+        answered: answered.load(std::sync::atomic::Ordering::Relaxed),
     }
 }
 
@@ -147,15 +156,19 @@ async fn gemini_window(
     if let Some(key) = &config.api_key {
         request = request.header("x-goog-api-key", key);
     }
-    get_json(request)
+    get_json(request, &std::sync::atomic::AtomicBool::new(false))
         .await?
         .get("inputTokenLimit")?
         .as_u64()
         .filter(|n| *n > 0)
 }
 
-async fn get_json(request: reqwest::RequestBuilder) -> Option<Value> {
+async fn get_json(
+    request: reqwest::RequestBuilder,
+    answered: &std::sync::atomic::AtomicBool,
+) -> Option<Value> {
     let response = request.send().await.ok()?;
+    answered.store(true, std::sync::atomic::Ordering::Relaxed);
     if !response.status().is_success() {
         return None;
     }
@@ -195,6 +208,37 @@ pub fn ollama_context(show: &Value) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    /// A server that refuses every question (404) answered; a port
+    /// nobody listens on did not, so its silence is not kept.
+    #[tokio::test]
+    async fn a_refusal_is_an_answer_and_a_closed_port_is_not() {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let refusing = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                    line.clear();
+                }
+                let mut stream = stream;
+                let _ = stream.write_all(
+                    b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                );
+            }
+        });
+        let mut config = ProviderConfig::new(super::super::config::ProviderKind::OpenAiCompatible);
+        config.base_url = format!("http://{refusing}");
+        let said = describe(&config, Some("m")).await;
+        assert!(said.answered && said.context_window.is_none(), "{said:?}");
+
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        config.base_url = format!("http://{}", closed.local_addr().unwrap());
+        drop(closed);
+        assert!(!describe(&config, Some("m")).await.answered);
+    }
+
     use super::*;
 
     #[test]

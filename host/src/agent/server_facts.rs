@@ -1,8 +1,10 @@
 //! What a local server said about itself (the models it serves, the
 //! window it runs with), kept for an hour per address and model in the
 //! data folder (with what else sandcrab learned): runs within the hour
-//! ask nothing, and a server that answers none of the questions is not
-//! asked them before every run.
+//! ask nothing, so a run is one request. A plain server that refuses the
+//! questions (a 404 to llama.cpp's and Ollama's) said so, and that is kept
+//! too; one that did not answer at all may not be running yet, and is
+//! asked again next time.
 
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
@@ -37,9 +39,10 @@ pub async fn described(config: &ProviderConfig, model: Option<&str>) -> LocalSer
         return kept.server;
     }
     let server = describe(config, model).await;
-    // A server that said nothing may not be running yet: ask again next
-    // time rather than believe the silence for an hour.
-    let said_something = !server.models.is_empty() || server.context_window.is_some();
+    // A server that did not answer at all may not be running yet: ask
+    // again next time rather than believe the silence for an hour.
+    let said_something =
+        server.answered || !server.models.is_empty() || server.context_window.is_some();
     if let Some(file) = &file
         && said_something
     {
