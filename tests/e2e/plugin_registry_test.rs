@@ -436,6 +436,8 @@ fn install_refuses_an_unknown_signer_and_a_signature_over_another_artifact() {
         "{}",
         both(&out)
     );
+    // (Its tools are hello-tool's: that one goes first.)
+    assert!(author.sandcrab(&["plugins", "remove", "hello-tool"]).status.success());
     let out = author.sandcrab(&[
         "plugins",
         "install",
@@ -992,6 +994,8 @@ fn the_install_folder_holds_against_planted_links_other_paths_and_rollbacks() {
     }
 
     // The same local folder installed again, older: an update's checks.
+    // (It offers hello-tool's tools: that one goes first.)
+    assert!(author.sandcrab(&["plugins", "remove", "hello-tool"]).status.success());
     let local = author.plugin("local", |m| {
         m.replace("name = \"hello-tool\"", "name = \"hello-local\"")
     });
@@ -1040,4 +1044,35 @@ fn a_locked_sandbox_set_any_way_requires_signatures() {
     assert!(both(&list(&["--sandbox", "locked"])).contains("carries no signature"));
     author.configure("[policy]\nsandbox = \"locked\"\n");
     assert!(both(&list(&[])).contains("carries no signature"));
+}
+
+/// A plugin whose author picked another installed plugin's tool names
+/// would answer the model's calls to them (whichever loads first wins):
+/// it is refused at install, naming the tools and their plugin, and
+/// nothing of it is installed.
+#[test]
+fn a_plugin_never_takes_another_installed_plugins_tools() {
+    let author = Author::new("");
+    let first = author.plugin("hello-tool", |m| m);
+    author.sign(&first);
+    let out = author.sandcrab(&["plugins", "install", path(&first), "--yes"]);
+    assert!(out.status.success(), "{}", both(&out));
+    assert!(
+        text(&out.stdout).contains("tools: hello, line_count, sort_lines"),
+        "{}",
+        both(&out)
+    );
+    // Sorted before it, so it would load first.
+    let twin = author.plugin("hello-a", |m| {
+        m.replace("name = \"hello-tool\"", "name = \"hello-a\"")
+    });
+    author.sign(&twin);
+    let out = author.sandcrab(&["plugins", "install", path(&twin), "--yes"]);
+    assert!(!out.status.success(), "{}", both(&out));
+    assert!(
+        both(&out).contains("hello (from hello-tool)"),
+        "{}",
+        both(&out)
+    );
+    author.nothing_installed("hello-a");
 }

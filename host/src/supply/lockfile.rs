@@ -37,6 +37,9 @@ pub struct Locked {
     pub installed_at: String,
     /// What the operator granted at install or at the last update.
     pub granted: Capabilities,
+    /// The tools it declares (no other installed plugin may take them).
+    #[serde(default)]
+    pub tools: Vec<String>,
 }
 
 /// The lockfile of one install folder.
@@ -156,6 +159,7 @@ mod tests {
             signer: Some("acme (SHA256:x)".into()),
             installed_at: "2026-11-27T00:00:00Z".into(),
             granted: Capabilities::default(),
+            tools: vec!["hello".into()],
         });
         lock.write(dir.path()).unwrap();
         assert_eq!(Lockfile::read(dir.path()).unwrap(), lock);

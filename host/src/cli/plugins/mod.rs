@@ -5,6 +5,8 @@
 mod check;
 mod grant;
 mod install;
+mod installed;
+mod installer;
 mod list;
 mod new;
 mod pin;
@@ -151,8 +153,8 @@ pub async fn run(cmd: PluginsCommand) -> anyhow::Result<ExitCode> {
             consent,
             host,
         } => install::update(host, &name, consent).await,
-        PluginsCommand::Remove { name, host } => install::remove(host, &name),
-        PluginsCommand::Verify { host } => install::verify(host),
+        PluginsCommand::Remove { name, host } => installed::remove(host, &name),
+        PluginsCommand::Verify { host } => installed::verify(host),
         PluginsCommand::Statement { dir } => publish::print_statement(&dir),
         PluginsCommand::Package { dir, out, tag } => publish::package(&dir, &out, &tag),
         PluginsCommand::Publish { dir, reference } => publish::publish(&dir, &reference).await,
