@@ -437,7 +437,12 @@ fn install_refuses_an_unknown_signer_and_a_signature_over_another_artifact() {
         both(&out)
     );
     // (Its tools are hello-tool's: that one goes first.)
-    assert!(author.sandcrab(&["plugins", "remove", "hello-tool"]).status.success());
+    assert!(
+        author
+            .sandcrab(&["plugins", "remove", "hello-tool"])
+            .status
+            .success()
+    );
     let out = author.sandcrab(&[
         "plugins",
         "install",
@@ -995,7 +1000,12 @@ fn the_install_folder_holds_against_planted_links_other_paths_and_rollbacks() {
 
     // The same local folder installed again, older: an update's checks.
     // (It offers hello-tool's tools: that one goes first.)
-    assert!(author.sandcrab(&["plugins", "remove", "hello-tool"]).status.success());
+    assert!(
+        author
+            .sandcrab(&["plugins", "remove", "hello-tool"])
+            .status
+            .success()
+    );
     let local = author.plugin("local", |m| {
         m.replace("name = \"hello-tool\"", "name = \"hello-local\"")
     });

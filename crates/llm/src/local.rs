@@ -26,9 +26,9 @@ pub struct LocalServer {
     pub models: Vec<String>,
     /// The context window the model runs with, in tokens.
     pub context_window: Option<u64>,
-    /// Whether it answered any question at all, if only with a refusal
-    /// (a plain server's 404): it was running, so its silence is news
-    /// worth keeping.
+    /// Whether it answered any question, if only with a refusal (a plain
+    /// server's 404; a 5xx is no answer): it was running, so its silence
+    /// is news worth keeping.
     #[serde(default)]
     pub answered: bool,
 }
@@ -168,7 +168,11 @@ async fn get_json(
     answered: &std::sync::atomic::AtomicBool,
 ) -> Option<Value> {
     let response = request.send().await.ok()?;
-    answered.store(true, std::sync::atomic::Ordering::Relaxed);
+    // A refusal (404, 405, 400) is an answer about the server; a 5xx is
+    // not (llama-server answers 503 while its model loads).
+    if !response.status().is_server_error() {
+        answered.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     if !response.status().is_success() {
         return None;
     }
@@ -208,13 +212,11 @@ pub fn ollama_context(show: &Value) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
-    /// A server that refuses every question (404) answered; a port
-    /// nobody listens on did not, so its silence is not kept.
-    #[tokio::test]
-    async fn a_refusal_is_an_answer_and_a_closed_port_is_not() {
+    /// A loopback server that answers every request with `status`.
+    fn answering(status: &'static str) -> std::net::SocketAddr {
         use std::io::{BufRead, BufReader, Write};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let refusing = listener.local_addr().unwrap();
+        let addr = listener.local_addr().unwrap();
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 let mut reader = BufReader::new(stream.try_clone().unwrap());
@@ -223,15 +225,27 @@ mod tests {
                     line.clear();
                 }
                 let mut stream = stream;
-                let _ = stream.write_all(
-                    b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
                 );
             }
         });
+        addr
+    }
+
+    /// A server that refuses every question (404) answered; one still
+    /// loading its model (503) and a port nobody listens on did not, so
+    /// their silence is not kept.
+    #[tokio::test]
+    async fn a_refusal_is_an_answer_and_a_loading_server_or_a_closed_port_is_not() {
         let mut config = ProviderConfig::new(super::super::config::ProviderKind::OpenAiCompatible);
-        config.base_url = format!("http://{refusing}");
+        config.base_url = format!("http://{}", answering("404 Not Found"));
         let said = describe(&config, Some("m")).await;
         assert!(said.answered && said.context_window.is_none(), "{said:?}");
+
+        config.base_url = format!("http://{}", answering("503 Service Unavailable"));
+        assert!(!describe(&config, Some("m")).await.answered);
 
         let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         config.base_url = format!("http://{}", closed.local_addr().unwrap());

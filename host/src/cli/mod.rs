@@ -87,8 +87,9 @@ enum Command {
         #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
         watch_plugins: bool,
     },
-    /// Plugins: list, inspect, check, pin, grant, and new (a buildable
-    /// plugin project in Rust, Python or JavaScript).
+    /// Plugins: list, inspect, check, pin, grant, new (a buildable plugin
+    /// project in Rust, Python or JavaScript); install, update, remove and
+    /// verify (from OCI registries, signed); statement, package, publish.
     #[command(subcommand)]
     Plugins(plugins::PluginsCommand),
     /// Call a tool directly.

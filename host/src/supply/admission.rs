@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::artifact::{MAX_SIGNATURE, SIGNATURE_FILE};
 use super::lockfile::Lockfile;
-use super::signature::{self, SignatureError};
+use super::signature;
 use super::signers::Signers;
 use crate::plugin::integrity::sha256_hex;
 use crate::plugin::{Admission, Admitted};
@@ -78,9 +78,17 @@ impl SignedInstalls {
     }
 }
 
-impl Admission for SignedInstalls {
-    fn admit(&self, dir: &Path, manifest: &[u8], component: &[u8]) -> Result<Admitted, String> {
-        let mut admitted = Admitted::default();
+impl SignedInstalls {
+    /// The whole check on a plugin folder `dir` whose manifest and
+    /// component are these bytes: its lock entry when it is installed,
+    /// then its signature. `Ok(signer)` when it may load (`None`:
+    /// unsigned, where that is allowed); else why not.
+    pub fn check(
+        &self,
+        dir: &Path,
+        manifest: &[u8],
+        component: &[u8],
+    ) -> Result<Option<String>, String> {
         // Wherever the path given leads: `root/x/sub/..` is `root/x`.
         let real = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
         if let Some(root) = self.install_dir_of(&real)? {
@@ -102,20 +110,20 @@ impl Admission for SignedInstalls {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(format!("{}: {e}", sig_path.display())),
         };
-        let verdict = match &sig {
-            Some(sig) => signature::verify(sig, manifest, component, &name, &self.signers),
-            None => Err(SignatureError::Unsigned),
-        };
-        match verdict {
-            Ok(signer) => admitted.signer = Some(signer.label()),
-            // Without the requirement, a plugin nobody the operator
-            // trusts signed loads as an unsigned one; a signature that
-            // does not verify is an altered plugin, and never loads.
-            Err(SignatureError::Unsigned | SignatureError::UnknownKey { .. }) if !self.required => {
-            }
-            Err(e) => return Err(e.to_string()),
+        match signature::verify_optional(sig.as_deref(), manifest, component, &name, &self.signers)
+        {
+            Ok(signer) => Ok(Some(signer.label())),
+            Err(e) if e.leaves_it_unsigned() && !self.required => Ok(None),
+            Err(e) => Err(e.to_string()),
         }
-        Ok(admitted)
+    }
+}
+
+impl Admission for SignedInstalls {
+    fn admit(&self, dir: &Path, manifest: &[u8], component: &[u8]) -> Result<Admitted, String> {
+        Ok(Admitted {
+            signer: self.check(dir, manifest, component)?,
+        })
     }
 
     fn scope(&self, _dir: &Path) -> Option<PathBuf> {

@@ -224,11 +224,7 @@ pub fn digest_of(bytes: &[u8]) -> String {
 pub fn hex_of(digest: &str) -> Result<&str, String> {
     digest
         .strip_prefix("sha256:")
-        .filter(|h| {
-            h.len() == 64
-                && h.bytes()
-                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-        })
+        .filter(|h| super::reference::is_sha256_hex(h))
         .ok_or_else(|| format!("'{digest}' is not a sha256 digest"))
 }
 

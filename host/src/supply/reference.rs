@@ -56,7 +56,7 @@ impl Reference {
                 .fragment()
                 .and_then(|f| f.strip_prefix("sha256="))
                 .ok_or_else(|| bad("a download needs the SHA-256 it must have, as #sha256=HEX"))?;
-            if !is_hex64(sha) {
+            if !is_sha256_hex(sha) {
                 return Err(bad("#sha256= needs 64 lower-case hex digits"));
             }
             let host = url.host_str().unwrap_or_default();
@@ -94,7 +94,7 @@ impl OciRef {
                 let hex = d
                     .strip_prefix("sha256:")
                     .ok_or("a digest must be sha256:HEX")?;
-                if !is_hex64(hex) {
+                if !is_sha256_hex(hex) {
                     return Err("a digest needs 64 lower-case hex digits".into());
                 }
                 (r, Some(d.to_string()))
@@ -198,7 +198,8 @@ pub fn is_loopback(host: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-fn is_hex64(s: &str) -> bool {
+/// 64 lower-case hex digits: a SHA-256 as digests write it.
+pub(super) fn is_sha256_hex(s: &str) -> bool {
     s.len() == 64
         && s.bytes()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))

@@ -63,6 +63,35 @@ pub enum SignatureError {
     Unsigned,
 }
 
+impl SignatureError {
+    /// Whether a plugin with this verdict may still be taken as an
+    /// unsigned one where signatures are not required: it carries none,
+    /// or one by a key nobody trusts (no sign it was altered). A
+    /// signature that does not verify, or a signer out of its scope, is
+    /// never that.
+    pub fn leaves_it_unsigned(&self) -> bool {
+        matches!(
+            self,
+            SignatureError::Unsigned | SignatureError::UnknownKey { .. }
+        )
+    }
+}
+
+/// [`verify`] where the plugin may carry no signature (`None`): that is
+/// [`SignatureError::Unsigned`].
+pub fn verify_optional<'a>(
+    signature: Option<&[u8]>,
+    manifest: &[u8],
+    component: &[u8],
+    name: &str,
+    signers: &'a Signers,
+) -> Result<&'a Signer, SignatureError> {
+    match signature {
+        Some(sig) => verify(sig, manifest, component, name, signers),
+        None => Err(SignatureError::Unsigned),
+    }
+}
+
 /// Check `signature` (the bytes of `plugin.sig`) over the plugin `name`
 /// whose manifest and component are these bytes. `Ok(signer)` names who
 /// signed it.

@@ -45,6 +45,15 @@ impl Signer {
     }
 }
 
+/// The key a signer label (`NAME (SHA256:…)`) names: its fingerprint,
+/// so a signer the operator renamed is still the same signer.
+pub fn key_of_label(label: &str) -> &str {
+    label
+        .rsplit_once(" (")
+        .and_then(|(_, rest)| rest.strip_suffix(')'))
+        .unwrap_or(label)
+}
+
 /// The SHA-256 fingerprint of a key, as `ssh-keygen -l` prints it.
 pub fn fingerprint(key: &ssh_key::public::KeyData) -> String {
     key.fingerprint(ssh_key::HashAlg::Sha256).to_string()

@@ -13,28 +13,11 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 
-use super::installer::Installer;
+use super::installer::{Consent, Installer};
 use crate::cli::setup::HostArgs;
 use crate::supply::Reference;
 use crate::supply::fetch::{self, Fetched};
 use crate::supply::lockfile::{Locked, Lockfile};
-
-/// How an install treats signatures and consent.
-#[derive(Debug, Clone, Copy, Default, clap::Args)]
-pub struct Consent {
-    /// Grant what it asks without asking.
-    #[arg(long)]
-    pub yes: bool,
-    /// Install it even though no signer you trust signed it.
-    #[arg(long)]
-    pub allow_unsigned: bool,
-    /// (update) Go to a lower version: a rollback.
-    #[arg(long)]
-    pub allow_downgrade: bool,
-    /// (update) Take a version another signer signed, or nobody you trust.
-    #[arg(long)]
-    pub allow_signer_change: bool,
-}
 
 /// The operator's yes to `asks`, by `--yes` or on the terminal.
 fn consent_to(name: &str, asks: &[String], consent: Consent) -> anyhow::Result<()> {
@@ -49,6 +32,7 @@ fn consent_to(name: &str, asks: &[String], consent: Consent) -> anyhow::Result<(
         outln!("granted (--yes)");
         return Ok(());
     }
+    outln!("(a yes writes that grant into your configuration)");
     if !std::io::stdin().is_terminal() {
         bail!(
             "not installed: granting this needs your consent; run again on a terminal, or pass --yes"
@@ -100,7 +84,7 @@ pub async fn install(args: HostArgs, given: &str, consent: Consent) -> anyhow::R
     let installed = lock.get(name);
     if let Some(other) = installed.filter(|p| p.source != source) {
         bail!(
-            "a plugin named '{name}' is already installed from {}; `sandcrab plugins remove {name}` first, or `sandcrab plugins update {name}`",
+            "a plugin named '{name}' is already installed from {}; to take it from here instead, `sandcrab plugins remove {name}` first",
             other.source
         );
     }
@@ -260,7 +244,9 @@ fn succession(
             entry.version
         );
     }
-    if entry.signer.is_some() && *signer != entry.signer && !consent.allow_signer_change {
+    let key_of = crate::supply::signers::key_of_label;
+    let same_key = signer.as_deref().map(key_of) == entry.signer.as_deref().map(key_of);
+    if entry.signer.is_some() && !same_key && !consent.allow_signer_change {
         bail!(
             "refused: {} signed the installed version, but {} signed this one; pass --allow-signer-change if that is meant",
             entry.signer.as_deref().unwrap_or("unsigned"),

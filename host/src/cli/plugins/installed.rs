@@ -8,7 +8,6 @@ use anyhow::bail;
 use super::installer::Installer;
 use crate::cli::setup::HostArgs;
 use crate::supply::lockfile::{Locked, Lockfile};
-use crate::supply::signature::{self, SignatureError};
 
 pub fn remove(args: HostArgs, name: &str) -> anyhow::Result<ExitCode> {
     let installer = Installer::new(&args)?;
@@ -75,38 +74,18 @@ pub fn verify(args: HostArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// The check a load makes, on the installed folder of `entry`.
 fn verify_one(installer: &Installer, entry: &Locked) -> anyhow::Result<String> {
     let dir = installer.root.join(&entry.name);
-    let (package, manifest) = crate::supply::Package::from_dir(&dir)?;
-    for (what, bytes, locked) in [
-        ("plugin.toml", &package.manifest, &entry.manifest_sha256),
-        ("component", &package.component, &entry.component_sha256),
-    ] {
-        let found = crate::plugin::integrity::sha256_hex(bytes);
-        if &found != locked {
-            bail!(
-                "its {what} changed after install (sha256 {found}; locked {locked}); `sandcrab plugins install {}` restores it",
-                entry.source
-            );
-        }
-    }
-    let verdict = match &package.signature {
-        Some(sig) => signature::verify(
-            sig,
-            &package.manifest,
-            &package.component,
-            &manifest.name,
-            &installer.signers,
-        ),
-        None => Err(SignatureError::Unsigned),
+    let (package, _) = crate::supply::Package::from_dir(&dir)?;
+    let check = crate::supply::admission::SignedInstalls {
+        signers: installer.signers.clone(),
+        required: installer.required,
+        install_dirs: vec![installer.root.clone()],
     };
-    // The same verdict a load reaches.
-    match verdict {
-        Ok(signer) => Ok(format!("signed by {}", signer.label())),
-        Err(SignatureError::Unsigned) if !installer.required => Ok("unsigned".into()),
-        Err(e @ SignatureError::UnknownKey { .. }) if !installer.required => {
-            Ok(format!("loads as unsigned: {e}"))
-        }
-        Err(e) => bail!("{e}"),
+    match check.check(&dir, &package.manifest, &package.component) {
+        Ok(Some(signer)) => Ok(format!("signed by {signer}")),
+        Ok(None) => Ok("unsigned".into()),
+        Err(reason) => bail!("{reason}"),
     }
 }

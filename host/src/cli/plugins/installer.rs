@@ -10,7 +10,6 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 
-use super::install::Consent;
 use super::pin::operator_file;
 use crate::cli::setup::HostArgs;
 use crate::config::Config;
@@ -19,6 +18,23 @@ use crate::supply::Signers;
 use crate::supply::fetch::Fetched;
 use crate::supply::lockfile::{Locked, Lockfile};
 use crate::supply::signature::{self, SignatureError};
+
+/// How an install treats signatures and consent.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct Consent {
+    /// Grant what it asks without asking.
+    #[arg(long)]
+    pub yes: bool,
+    /// Install it even though no signer you trust signed it.
+    #[arg(long)]
+    pub allow_unsigned: bool,
+    /// (update) Go to a lower version: a rollback.
+    #[arg(long)]
+    pub allow_downgrade: bool,
+    /// (update) Take a version another signer signed, or nobody you trust.
+    #[arg(long)]
+    pub allow_signer_change: bool,
+}
 
 /// What every install command works with.
 pub(super) struct Installer {
@@ -91,22 +107,16 @@ impl Installer {
         fetched: &Fetched,
         consent: Consent,
     ) -> anyhow::Result<Option<String>> {
-        let verdict = match &fetched.package.signature {
-            Some(sig) => signature::verify(
-                sig,
-                &fetched.package.manifest,
-                &fetched.package.component,
-                &fetched.manifest.name,
-                &self.signers,
-            ),
-            None => Err(SignatureError::Unsigned),
-        };
+        let verdict = signature::verify_optional(
+            fetched.package.signature.as_deref(),
+            &fetched.package.manifest,
+            &fetched.package.component,
+            &fetched.manifest.name,
+            &self.signers,
+        );
         match verdict {
             Ok(signer) => Ok(Some(signer.label())),
-            Err(e @ (SignatureError::Unsigned | SignatureError::UnknownKey { .. })) => {
-                if self.required {
-                    bail!("refused: {e}");
-                }
+            Err(e) if e.leaves_it_unsigned() && !self.required => {
                 if !consent.allow_unsigned {
                     bail!(
                         "refused: {}; pass --allow-unsigned to take it as an unsigned plugin",

@@ -77,7 +77,7 @@ pub enum PluginsCommand {
         /// Where from.
         reference: String,
         #[command(flatten)]
-        consent: install::Consent,
+        consent: installer::Consent,
         #[command(flatten)]
         host: HostArgs,
     },
@@ -88,7 +88,7 @@ pub enum PluginsCommand {
         /// Plugin name.
         name: String,
         #[command(flatten)]
-        consent: install::Consent,
+        consent: installer::Consent,
         #[command(flatten)]
         host: HostArgs,
     },
