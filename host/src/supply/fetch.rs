@@ -6,9 +6,10 @@
 use std::path::Path;
 
 use super::artifact::{
-    self, ArtifactError, ImageManifest, MAX_PLUGIN_MANIFEST, MAX_SIGNATURE, Package, layout,
+    self, ArtifactError, ImageManifest, MAX_PLUGIN_MANIFEST, MAX_SIGNATURE, Package,
 };
 use super::download::{self, DownloadError};
+use super::layout;
 use super::reference::{OciRef, Reference};
 use super::registry::Registry;
 use crate::plugin::{MAX_COMPONENT_BYTES, Manifest};

@@ -3,8 +3,8 @@
 //! operator's signers and recorded in `sandcrab.lock`.
 //!
 //! - [`reference`]: what the operator typed, validated;
-//! - [`artifact`]: the plugin as an OCI artifact (component, manifest,
-//!   signature) and its layout on disk;
+//! - [`artifact`] and [`layout`]: the plugin as an OCI artifact
+//!   (component, manifest, signature), and as an OCI image layout on disk;
 //! - [`download`] and [`registry`]: bounded, digest-checked HTTP and the
 //!   OCI distribution API (pull, push);
 //! - [`fetch`]: a reference to a checked package;
@@ -19,6 +19,7 @@ pub mod artifact;
 pub mod download;
 pub mod fetch;
 pub mod files;
+pub mod layout;
 pub mod lockfile;
 pub mod reference;
 pub mod registry;

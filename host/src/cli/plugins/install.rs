@@ -49,36 +49,8 @@ fn consent_to(name: &str, asks: &[String], consent: Consent) -> anyhow::Result<(
 
 pub async fn install(args: HostArgs, given: &str, consent: Consent) -> anyhow::Result<ExitCode> {
     let installer = Installer::new(&args)?;
-    let mut reference = Reference::parse(given)?;
-    // A local source is recorded where it really is, so `update` never
-    // reads another folder that happens to have the same relative name.
-    if let Reference::Local(path) = &reference {
-        let real = path
-            .canonicalize()
-            .with_context(|| format!("{}: cannot be read", path.display()))?;
-        reference = Reference::Local(real);
-    }
-    let source = reference.to_string();
     let lock = Lockfile::read(&installer.root)?;
-    // The lockfile wins over a tag that moved since the install.
-    let locked = lock.plugins.iter().find(|p| p.source == source);
-    if let (Reference::Oci(oci), Some(entry)) = (&reference, locked)
-        && oci.digest.is_none()
-    {
-        let now = crate::supply::registry::Registry::new(oci, &installer.http)?
-            .resolve()
-            .await
-            .ok();
-        if let Some(now) = now.filter(|now| now.digest != entry.digest) {
-            outln!(
-                "{source} now points to {}, but sandcrab.lock fixes {}: installing the locked digest (`sandcrab plugins update {}` moves to the new one)",
-                now.digest,
-                entry.digest,
-                entry.name
-            );
-        }
-        reference = Reference::Oci(oci.at(&entry.digest));
-    }
+    let (source, reference) = what_to_fetch(&installer, &lock, given).await?;
     let fetched = fetch::fetch(&reference, &installer.staging(), &installer.http).await?;
     let name = &fetched.manifest.name;
     let installed = lock.get(name);
@@ -139,6 +111,44 @@ pub async fn install(args: HostArgs, given: &str, consent: Consent) -> anyhow::R
         }
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The source as it is recorded (a local one where it really is, so
+/// `update` never reads another folder of the same relative name), and
+/// what to fetch for it: the digest the lockfile fixes, when the source
+/// is a tag installed before (the lockfile wins over a tag that moved).
+async fn what_to_fetch(
+    installer: &Installer,
+    lock: &Lockfile,
+    given: &str,
+) -> anyhow::Result<(String, Reference)> {
+    let mut reference = Reference::parse(given)?;
+    if let Reference::Local(path) = &reference {
+        let real = path
+            .canonicalize()
+            .with_context(|| format!("{}: cannot be read", path.display()))?;
+        reference = Reference::Local(real);
+    }
+    let source = reference.to_string();
+    let locked = lock.plugins.iter().find(|p| p.source == source);
+    if let (Reference::Oci(oci), Some(entry)) = (&reference, locked)
+        && oci.digest.is_none()
+    {
+        let now = crate::supply::registry::Registry::new(oci, &installer.http)?
+            .resolve()
+            .await
+            .ok();
+        if let Some(now) = now.filter(|now| now.digest != entry.digest) {
+            outln!(
+                "{source} now points to {}, but sandcrab.lock fixes {}: installing the locked digest (`sandcrab plugins update {}` moves to the new one)",
+                now.digest,
+                entry.digest,
+                entry.name
+            );
+        }
+        reference = Reference::Oci(oci.at(&entry.digest));
+    }
+    Ok((source, reference))
 }
 
 pub async fn update(args: HostArgs, name: &str, consent: Consent) -> anyhow::Result<ExitCode> {

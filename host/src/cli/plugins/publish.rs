@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 
-use crate::supply::artifact::layout;
+use crate::supply::layout;
 use crate::supply::registry::Registry;
 use crate::supply::signature::statement;
 use crate::supply::{Package, Reference};
