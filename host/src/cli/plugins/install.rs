@@ -80,13 +80,7 @@ pub async fn install(args: HostArgs, given: &str, consent: Consent) -> anyhow::R
         succession(entry, &fetched, &signer, consent)?;
     }
     let fresh = installed.is_none();
-    let staged = installer.stage(&fetched).await?;
-    refuse_taken_tools(&installer, &lock, name, &staged)?;
-    consent_to(
-        name,
-        &installer.beyond_grant(&fetched.manifest, fresh),
-        consent,
-    )?;
+    let staged = stage_with_consent(&installer, &lock, &fetched, fresh, consent).await?;
     if fresh && installer.config.policy.plugins.contains_key(name) {
         outln!(
             "replacing the [policy.plugins.{name}] table in {} with this plugin's grant (what was there was not granted to it)",
@@ -208,33 +202,38 @@ pub async fn update(args: HostArgs, name: &str, consent: Consent) -> anyhow::Res
             signer.as_deref().unwrap_or("unsigned")
         );
     }
-    let staged = installer.stage(&fetched).await?;
-    refuse_taken_tools(&installer, &lock, name, &staged)?;
-    consent_to(
-        name,
-        &installer.beyond_grant(&fetched.manifest, false),
-        consent,
-    )?;
+    let staged = stage_with_consent(&installer, &lock, &fetched, false, consent).await?;
     installer.commit(staged, &fetched, &entry.source, signer, false)?;
     outln!("updated {name} to {}", fetched.manifest.version);
     Ok(ExitCode::SUCCESS)
 }
 
-/// Refuse a plugin that declares a tool another installed plugin offers.
-fn refuse_taken_tools(
+/// Stage `fetched`, refuse it if it declares a tool another installed
+/// plugin offers, and ask the operator for what it asks beyond its grant
+/// (beyond a third-party plugin's defaults when `fresh`): what install and
+/// update both do before they commit.
+async fn stage_with_consent(
     installer: &Installer,
     lock: &Lockfile,
-    name: &str,
-    staged: &super::installer::Staged,
-) -> anyhow::Result<()> {
-    let taken = installer.taken_tools(lock, name, staged);
+    fetched: &Fetched,
+    fresh: bool,
+    consent: Consent,
+) -> anyhow::Result<super::installer::Staged> {
+    let name = &fetched.manifest.name;
+    let staged = installer.stage(fetched).await?;
+    let taken = installer.taken_tools(lock, name, &staged);
     if !taken.is_empty() {
         bail!(
             "refused: '{name}' declares tools another installed plugin offers: {}; a plugin never takes another's tools (remove that one first)",
             taken.join(", ")
         );
     }
-    Ok(())
+    consent_to(
+        name,
+        &installer.beyond_grant(&fetched.manifest, fresh),
+        consent,
+    )?;
+    Ok(staged)
 }
 
 /// Whether `fetched` (signed by `signer`) may follow the installed
