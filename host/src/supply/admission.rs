@@ -8,9 +8,8 @@ use std::path::{Path, PathBuf};
 
 use super::artifact::{MAX_SIGNATURE, SIGNATURE_FILE};
 use super::lockfile::Lockfile;
-use super::signature;
+use super::signature::{self, Digests};
 use super::signers::Signers;
-use crate::plugin::integrity::sha256_hex;
 use crate::plugin::{Admission, Admitted};
 
 /// The operator's signers, whether signatures are required, and the
@@ -43,13 +42,7 @@ impl SignedInstalls {
     }
 
     /// Whether an installed plugin's bytes are what its lockfile fixes.
-    fn locked(
-        &self,
-        root: &Path,
-        dir: &Path,
-        manifest: &[u8],
-        component: &[u8],
-    ) -> Result<(), String> {
+    fn locked(&self, root: &Path, dir: &Path, digests: &Digests) -> Result<(), String> {
         let lock = Lockfile::read(root).map_err(|e| e.to_string())?;
         let name = dir
             .file_name()
@@ -62,12 +55,11 @@ impl SignedInstalls {
                 root.display()
             )
         })?;
-        for (what, bytes, locked) in [
-            ("plugin.toml", manifest, &entry.manifest_sha256),
-            ("component", component, &entry.component_sha256),
+        for (what, found, locked) in [
+            ("plugin.toml", &digests.manifest, &entry.manifest_sha256),
+            ("component", &digests.component, &entry.component_sha256),
         ] {
-            let found = sha256_hex(bytes);
-            if &found != locked {
+            if found != locked {
                 return Err(format!(
                     "its {what} changed after it was installed from {} (sha256 {found}; the lockfile fixes {locked}); run `sandcrab plugins verify`, and `sandcrab plugins install {}` to restore it",
                     entry.source, entry.source
@@ -89,10 +81,12 @@ impl SignedInstalls {
         manifest: &[u8],
         component: &[u8],
     ) -> Result<Option<String>, String> {
+        // Each digest taken once, for the lock and the signature alike.
+        let digests = Digests::of(manifest, component);
         // Wherever the path given leads: `root/x/sub/..` is `root/x`.
         let real = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
         if let Some(root) = self.install_dir_of(&real)? {
-            self.locked(root, &real, manifest, component)?;
+            self.locked(root, &real, &digests)?;
         }
         let name = crate::plugin::Manifest::parse(
             std::str::from_utf8(manifest).unwrap_or_default(),
@@ -110,8 +104,7 @@ impl SignedInstalls {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(format!("{}: {e}", sig_path.display())),
         };
-        match signature::verify_optional(sig.as_deref(), manifest, component, &name, &self.signers)
-        {
+        match signature::verify_optional(sig.as_deref(), &digests, &name, &self.signers) {
             Ok(signer) => Ok(Some(signer.label())),
             Err(e) if e.leaves_it_unsigned() && !self.required => Ok(None),
             Err(e) => Err(e.to_string()),

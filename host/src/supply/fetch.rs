@@ -12,6 +12,7 @@ use super::download::{self, DownloadError};
 use super::layout;
 use super::reference::{OciRef, Reference};
 use super::registry::Registry;
+use super::signature::Digests;
 use crate::plugin::{MAX_COMPONENT_BYTES, Manifest};
 
 /// A plugin fetched: its files, its parsed manifest, and the digest its
@@ -20,6 +21,9 @@ pub struct Fetched {
     pub package: Package,
     pub manifest: Manifest,
     pub digest: String,
+    /// The SHA-256 of its `plugin.toml` and component, taken once: from
+    /// the layer digests the download checked, else from the bytes.
+    pub digests: Digests,
 }
 
 /// Why a fetch failed.
@@ -55,12 +59,9 @@ pub async fn fetch(
             )
             .await?;
             let files = layout::read_tar(std::io::Cursor::new(bytes), url.as_ref())?;
-            let (package, manifest, _) = from_layout(&files, url.as_ref())?;
-            Ok(Fetched {
-                package,
-                manifest,
-                digest: format!("sha256:{sha256}"),
-            })
+            let mut fetched = from_layout(&files, url.as_ref())?;
+            fetched.digest = format!("sha256:{sha256}");
+            Ok(fetched)
         }
         Reference::Local(path) => from_local(path),
     }
@@ -106,7 +107,25 @@ async fn from_registry(
         package,
         manifest,
         digest: resolved.digest,
+        digests: checked_digests(&layers),
     })
+}
+
+/// The digests of a plugin's layers, which the download or the layout
+/// checked against the bytes themselves.
+fn checked_digests(layers: &artifact::PluginLayers) -> Digests {
+    Digests {
+        manifest: layers
+            .manifest
+            .digest
+            .trim_start_matches("sha256:")
+            .to_string(),
+        component: layers
+            .component
+            .digest
+            .trim_start_matches("sha256:")
+            .to_string(),
+    }
 }
 
 fn from_local(path: &Path) -> Result<Fetched, FetchError> {
@@ -116,24 +135,20 @@ fn from_local(path: &Path) -> Result<Fetched, FetchError> {
         let (image, _) = package.to_oci(&manifest);
         return Ok(Fetched {
             digest: artifact::digest_of(&image),
+            digests: Digests::of(&package.manifest, &package.component),
             package,
             manifest,
         });
     }
     let files = layout::read(path)?;
-    let (package, manifest, digest) = from_layout(&files, &path.display().to_string())?;
-    Ok(Fetched {
-        package,
-        manifest,
-        digest,
-    })
+    Ok(from_layout(&files, &path.display().to_string())?)
 }
 
-/// The package in an OCI layout's files, and its manifest's digest.
+/// The package in an OCI layout's files, with its manifest's digest.
 fn from_layout(
     files: &std::collections::BTreeMap<String, Vec<u8>>,
     what: &str,
-) -> Result<(Package, Manifest, String), ArtifactError> {
+) -> Result<Fetched, ArtifactError> {
     let (digest, bytes) = layout::manifest_of(files, None, what)?;
     let image = ImageManifest::parse(&bytes, what)?;
     let layers = image.plugin_layers(what)?;
@@ -147,5 +162,10 @@ fn from_layout(
             .transpose()?,
     };
     let manifest = package.parsed_manifest(&format!("{what} plugin.toml"))?;
-    Ok((package, manifest, digest))
+    Ok(Fetched {
+        package,
+        manifest,
+        digest,
+        digests: checked_digests(&layers),
+    })
 }

@@ -21,12 +21,29 @@ use crate::plugin::integrity::sha256_hex;
 /// The SSHSIG namespace of a plugin signature.
 pub const NAMESPACE: &str = "sandcrab-plugin";
 
+/// The SHA-256 (hex) of a plugin's `plugin.toml` and of its component:
+/// what a signature, a lock entry and a pin are about, taken once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Digests {
+    pub manifest: String,
+    pub component: String,
+}
+
+impl Digests {
+    /// The digests of these bytes.
+    pub fn of(manifest: &[u8], component: &[u8]) -> Digests {
+        Digests {
+            manifest: sha256_hex(manifest),
+            component: sha256_hex(component),
+        }
+    }
+}
+
 /// The text a plugin's signature is made over.
-pub fn statement(manifest: &[u8], component: &[u8]) -> String {
+pub fn statement(digests: &Digests) -> String {
     format!(
         "sandcrab plugin v1\nmanifest sha256:{}\ncomponent sha256:{}\n",
-        sha256_hex(manifest),
-        sha256_hex(component)
+        digests.manifest, digests.component
     )
 }
 
@@ -81,24 +98,22 @@ impl SignatureError {
 /// [`SignatureError::Unsigned`].
 pub fn verify_optional<'a>(
     signature: Option<&[u8]>,
-    manifest: &[u8],
-    component: &[u8],
+    digests: &Digests,
     name: &str,
     signers: &'a Signers,
 ) -> Result<&'a Signer, SignatureError> {
     match signature {
-        Some(sig) => verify(sig, manifest, component, name, signers),
+        Some(sig) => verify(sig, digests, name, signers),
         None => Err(SignatureError::Unsigned),
     }
 }
 
 /// Check `signature` (the bytes of `plugin.sig`) over the plugin `name`
-/// whose manifest and component are these bytes. `Ok(signer)` names who
-/// signed it.
+/// whose manifest and component have these digests. `Ok(signer)` names
+/// who signed it.
 pub fn verify<'a>(
     signature: &[u8],
-    manifest: &[u8],
-    component: &[u8],
+    digests: &Digests,
     name: &str,
     signers: &'a Signers,
 ) -> Result<&'a Signer, SignatureError> {
@@ -120,7 +135,7 @@ pub fn verify<'a>(
         })?;
     signer
         .key
-        .verify(NAMESPACE, statement(manifest, component).as_bytes(), &sig)
+        .verify(NAMESPACE, statement(digests).as_bytes(), &sig)
         .map_err(|_| SignatureError::DoesNotVerify {
             signer: signer.label(),
         })?;
@@ -168,31 +183,35 @@ mod tests {
     fn a_signature_admits_exactly_the_files_it_was_made_over() {
         let key = key(1);
         let signers = trusting(&key, &["hello"]);
-        let sig = sign(&key, NAMESPACE, &statement(b"m", b"c"));
-        let signer = verify(&sig, b"m", b"c", "hello", &signers).unwrap();
+        let sig = sign(&key, NAMESPACE, &statement(&Digests::of(b"m", b"c")));
+        let signer = verify(&sig, &Digests::of(b"m", b"c"), "hello", &signers).unwrap();
         assert_eq!(signer.name, "acme");
         for (m, c) in [(&b"m2"[..], &b"c"[..]), (b"m", b"c2")] {
             assert!(matches!(
-                verify(&sig, m, c, "hello", &signers),
+                verify(&sig, &Digests::of(m, c), "hello", &signers),
                 Err(SignatureError::DoesNotVerify { .. })
             ));
         }
         assert!(matches!(
-            verify(&sig, b"m", b"c", "other", &signers),
+            verify(&sig, &Digests::of(b"m", b"c"), "other", &signers),
             Err(SignatureError::OutOfScope { .. })
         ));
-        let git = sign(&key, "git", &statement(b"m", b"c"));
+        let git = sign(&key, "git", &statement(&Digests::of(b"m", b"c")));
         assert!(matches!(
-            verify(&git, b"m", b"c", "hello", &signers),
+            verify(&git, &Digests::of(b"m", b"c"), "hello", &signers),
             Err(SignatureError::WrongNamespace { .. })
         ));
-        let stranger = sign(&self::key(2), NAMESPACE, &statement(b"m", b"c"));
+        let stranger = sign(
+            &self::key(2),
+            NAMESPACE,
+            &statement(&Digests::of(b"m", b"c")),
+        );
         assert!(matches!(
-            verify(&stranger, b"m", b"c", "hello", &signers),
+            verify(&stranger, &Digests::of(b"m", b"c"), "hello", &signers),
             Err(SignatureError::UnknownKey { .. })
         ));
         assert!(matches!(
-            verify(b"garbage", b"m", b"c", "hello", &signers),
+            verify(b"garbage", &Digests::of(b"m", b"c"), "hello", &signers),
             Err(SignatureError::Malformed { .. })
         ));
     }

@@ -109,8 +109,7 @@ impl Installer {
     ) -> anyhow::Result<Option<String>> {
         let verdict = signature::verify_optional(
             fetched.package.signature.as_deref(),
-            &fetched.package.manifest,
-            &fetched.package.component,
+            &fetched.digests,
             &fetched.manifest.name,
             &self.signers,
         );
@@ -208,8 +207,8 @@ impl Installer {
             version: fetched.manifest.version.clone(),
             source: source.to_string(),
             digest: fetched.digest.clone(),
-            component_sha256: crate::plugin::integrity::sha256_hex(&fetched.package.component),
-            manifest_sha256: crate::plugin::integrity::sha256_hex(&fetched.package.manifest),
+            component_sha256: fetched.digests.component.clone(),
+            manifest_sha256: fetched.digests.manifest.clone(),
             signer,
             installed_at: crate::time::now_rfc3339(),
             granted: fetched.manifest.capabilities.clone(),
@@ -218,7 +217,7 @@ impl Installer {
         lock.write(&self.root)?;
         // Granted for this component, and pinned to it: the pin is what
         // locked mode and its HTTP grants ask of a third-party plugin.
-        let sha = crate::plugin::integrity::sha256_hex(&fetched.package.component);
+        let sha = &fetched.digests.component;
         if fresh {
             crate::config::edit::remove_plugin_grant(&self.config_file, name)?;
         }
@@ -226,9 +225,9 @@ impl Installer {
             &self.config_file,
             name,
             &fetched.manifest.capabilities,
-            &sha,
+            sha,
         )?;
-        crate::config::edit::pin_plugin(&self.config_file, name, &sha)?;
+        crate::config::edit::pin_plugin(&self.config_file, name, sha)?;
         Ok(target)
     }
 

@@ -10,12 +10,15 @@ use anyhow::bail;
 
 use crate::supply::layout;
 use crate::supply::registry::Registry;
-use crate::supply::signature::statement;
+use crate::supply::signature::{Digests, statement};
 use crate::supply::{Package, Reference};
 
 pub fn print_statement(dir: &Path) -> anyhow::Result<ExitCode> {
     let (package, _) = Package::from_dir(dir)?;
-    out!("{}", statement(&package.manifest, &package.component));
+    out!(
+        "{}",
+        statement(&Digests::of(&package.manifest, &package.component))
+    );
     Ok(ExitCode::SUCCESS)
 }
 
