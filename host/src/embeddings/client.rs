@@ -197,24 +197,18 @@ impl Embedder {
         // Room for the vectors asked for as JSON text, and then some: an
         // endpoint cannot make the host hold more.
         let limit = (1 << 20) + self.batch_size() * self.config.dimensions * 32;
-        let mut response = response;
-        let mut bytes = Vec::new();
-        while let Some(chunk) = response
-            .chunk()
+        let bytes = crate::llm::body::read_capped(response, limit)
             .await
-            .map_err(|e| EmbedError::Unreachable {
-                url: url.to_string(),
-                message: e.to_string(),
-            })?
-        {
-            if bytes.len() + chunk.len() > limit {
-                return Err(EmbedError::TooLarge {
+            .map_err(|e| match e {
+                crate::llm::body::BodyError::TooLarge { .. } => EmbedError::TooLarge {
                     url: url.to_string(),
                     limit,
-                });
-            }
-            bytes.extend_from_slice(&chunk);
-        }
+                },
+                crate::llm::body::BodyError::Transport(e) => EmbedError::Unreachable {
+                    url: url.to_string(),
+                    message: e.to_string(),
+                },
+            })?;
         if !status.is_success() {
             return Err(EmbedError::Status {
                 url: url.to_string(),

@@ -81,7 +81,7 @@ impl Http {
             return Some(true);
         }
         let host = to.host_str().unwrap_or_default();
-        let secure = to.scheme() == "https" || super::reference::is_loopback(host);
+        let secure = to.scheme() == "https" || crate::llm::is_loopback(to.host());
         let named = self
             .redirect_hosts
             .iter()
@@ -150,26 +150,18 @@ pub fn same_host(from: &url::Url, to: &url::Url) -> bool {
 }
 
 /// The body of `response`, at most `bound` bytes.
-pub async fn body(mut response: reqwest::Response, bound: u64) -> Result<Vec<u8>, DownloadError> {
-    let url = response.url().to_string();
-    if response.content_length().is_some_and(|n| n > bound) {
-        return Err(DownloadError::TooBig { url, bound });
-    }
-    let mut out = Vec::new();
-    while let Some(chunk) = response
-        .chunk()
+pub async fn body(response: reqwest::Response, bound: u64) -> Result<Vec<u8>, DownloadError> {
+    let url = response.url().clone();
+    let limit = usize::try_from(bound).unwrap_or(usize::MAX);
+    crate::llm::body::read_capped(response, limit)
         .await
-        .map_err(|e| DownloadError::Transport {
-            url: url.clone(),
-            reason: e.to_string(),
-        })?
-    {
-        if out.len() as u64 + chunk.len() as u64 > bound {
-            return Err(DownloadError::TooBig { url, bound });
-        }
-        out.extend_from_slice(&chunk);
-    }
-    Ok(out)
+        .map_err(|e| match e {
+            crate::llm::body::BodyError::TooLarge { .. } => DownloadError::TooBig {
+                url: url.to_string(),
+                bound,
+            },
+            crate::llm::body::BodyError::Transport(e) => transport(&url, e),
+        })
 }
 
 /// A failure status as an error (with the start of the server's words).

@@ -5,6 +5,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use crate::llm::is_loopback;
+
 /// A reference that names what to install.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reference {
@@ -59,8 +61,7 @@ impl Reference {
             if !is_sha256_hex(sha) {
                 return Err(bad("#sha256= needs 64 lower-case hex digits"));
             }
-            let host = url.host_str().unwrap_or_default();
-            if url.scheme() == "http" && !is_loopback(host) {
+            if url.scheme() == "http" && !is_loopback(url.host()) {
                 return Err(bad(
                     "plain http is used only on this machine (loopback); use https",
                 ));
@@ -144,11 +145,12 @@ impl OciRef {
 
     /// `http` for a registry on this machine, else `https`.
     pub fn scheme(&self) -> &'static str {
-        let host = match self.registry.rsplit_once(':') {
-            Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) => h,
-            _ => self.registry.as_str(),
-        };
-        if is_loopback(host) { "http" } else { "https" }
+        let base = url::Url::parse(&format!("http://{}/", self.registry));
+        if base.is_ok_and(|u| is_loopback(u.host())) {
+            "http"
+        } else {
+            "https"
+        }
     }
 
     /// What to ask the registry for: the digest when known, else the tag.
@@ -187,15 +189,6 @@ impl fmt::Display for OciRef {
         }
         Ok(())
     }
-}
-
-/// `localhost`, `127.0.0.0/8` or `::1`.
-pub fn is_loopback(host: &str) -> bool {
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    host == "localhost"
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// 64 lower-case hex digits: a SHA-256 as digests write it.

@@ -12,7 +12,8 @@ use reqwest::{Method, StatusCode};
 
 use super::artifact::{self, Descriptor, MAX_OCI_MANIFEST};
 use super::download::{self, DownloadError};
-use super::reference::{OciRef, is_loopback};
+use super::reference::OciRef;
+use crate::llm::is_loopback;
 
 /// A registry, reached as one repository's client.
 pub struct Registry {
@@ -132,8 +133,7 @@ impl Registry {
         // only over https; plain http only where the registry itself is
         // on this machine. A realm is asked with its parameters only, so
         // it cannot carry a request of its own to some local service.
-        let local = is_loopback(self.base.host_str().unwrap_or_default())
-            && is_loopback(realm.host_str().unwrap_or_default());
+        let local = is_loopback(self.base.host()) && is_loopback(realm.host());
         if realm.scheme() != "https" && !local {
             return Err(refused(format!("the token realm {realm} is not https")));
         }

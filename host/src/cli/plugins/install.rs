@@ -70,13 +70,6 @@ pub async fn install(args: HostArgs, given: &str, consent: Consent) -> anyhow::R
     // The same source again, with other content (a local folder rebuilt,
     // a download's new digest): an update, with an update's checks.
     if let Some(entry) = installed.filter(|e| e.digest != fetched.digest) {
-        outln!(
-            "{name}: {} → {} ({} → {})",
-            entry.version,
-            fetched.manifest.version,
-            entry.digest,
-            fetched.digest
-        );
         succession(entry, &fetched, &signer, consent)?;
     }
     let fresh = installed.is_none();
@@ -187,21 +180,7 @@ pub async fn update(args: HostArgs, name: &str, consent: Consent) -> anyhow::Res
         return Ok(ExitCode::SUCCESS);
     }
     let signer = installer.signer(&fetched, consent)?;
-    outln!(
-        "{name}: {} → {} ({} → {})",
-        entry.version,
-        fetched.manifest.version,
-        entry.digest,
-        fetched.digest
-    );
     succession(&entry, &fetched, &signer, consent)?;
-    if signer != entry.signer {
-        outln!(
-            "  signer: {} → {}",
-            entry.signer.as_deref().unwrap_or("unsigned"),
-            signer.as_deref().unwrap_or("unsigned")
-        );
-    }
     let staged = stage_with_consent(&installer, &lock, &fetched, false, consent).await?;
     installer.commit(staged, &fetched, &entry.source, signer, false)?;
     outln!("updated {name} to {}", fetched.manifest.version);
@@ -236,16 +215,32 @@ async fn stage_with_consent(
     Ok(staged)
 }
 
-/// Whether `fetched` (signed by `signer`) may follow the installed
-/// `entry`: a rollback to an older release, or a release the installed
-/// one's signer did not sign, is what a moved tag or a taken-over account
-/// looks like, so each needs the operator's word.
+/// Say what changes from the installed `entry` to `fetched` (signed by
+/// `signer`), and whether it may follow: a rollback to an older release,
+/// or a release the installed one's signer did not sign, is what a moved
+/// tag or a taken-over account looks like, so each needs the operator's
+/// word.
 fn succession(
     entry: &Locked,
     fetched: &Fetched,
     signer: &Option<String>,
     consent: Consent,
 ) -> anyhow::Result<()> {
+    outln!(
+        "{}: {} → {} ({} → {})",
+        entry.name,
+        entry.version,
+        fetched.manifest.version,
+        entry.digest,
+        fetched.digest
+    );
+    if *signer != entry.signer {
+        outln!(
+            "  signer: {} → {}",
+            entry.signer.as_deref().unwrap_or("unsigned"),
+            signer.as_deref().unwrap_or("unsigned")
+        );
+    }
     if is_older(&fetched.manifest.version, &entry.version) && !consent.allow_downgrade {
         bail!(
             "refused: {} is older than the installed {} (a rollback); pass --allow-downgrade if that is meant",
