@@ -953,15 +953,23 @@ fn the_install_folder_holds_against_planted_links_other_paths_and_rollbacks() {
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "the user's");
 
     // A `.staging` that is a link to another folder with old files.
+    let days_old = |file: &Path| {
+        std::fs::write(file, "old").unwrap();
+        let touched = Command::new("touch")
+            .args(["-d", "3 days ago"])
+            .arg(file)
+            .status()
+            .unwrap();
+        assert!(touched.success());
+    };
+    // Control: in the real staging folder, the sweep takes a stale file.
+    days_old(&staging.join("stale.partial"));
+    let out = author.sandcrab(&["plugins", "verify"]);
+    assert!(out.status.success(), "{}", both(&out));
+    assert!(!staging.join("stale.partial").exists(), "the sweep ran");
     let elsewhere = author.scene.outside().join("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
-    std::fs::write(elsewhere.join("old.txt"), "old").unwrap();
-    let touched = Command::new("touch")
-        .args(["-d", "3 days ago"])
-        .arg(elsewhere.join("old.txt"))
-        .status()
-        .unwrap();
-    assert!(touched.success());
+    days_old(&elsewhere.join("old.txt"));
     std::fs::remove_dir_all(&staging).unwrap();
     std::os::unix::fs::symlink(&elsewhere, &staging).unwrap();
     let out = author.sandcrab(&["plugins", "verify"]);
