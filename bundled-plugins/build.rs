@@ -181,11 +181,18 @@ fn generate(plugins: &Path, found: &[(PathBuf, PathBuf, PathBuf)]) -> String {
     for (dir, manifest, wasm) in found {
         let name = dir.file_name().unwrap().to_string_lossy();
         if BUNDLED.contains(&name.as_ref()) {
+            let bytes = std::fs::read(wasm).expect("read a built bundled component");
+            let sha256: String =
+                sha2::Digest::finalize(<sha2::Sha256 as sha2::Digest>::new_with_prefix(&bytes))
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect();
             writeln!(
                 out,
-                "    BundledPlugin {{ name: {name:?}, manifest: include_str!({:?}), wasm: include_bytes!({:?}) }},",
+                "    BundledPlugin {{ name: {name:?}, manifest: include_str!({:?}), wasm: include_bytes!({:?}), wasm_sha256: {sha256:?}, wasm_blake3: {:?} }},",
                 manifest.display().to_string(),
-                wasm.display().to_string()
+                wasm.display().to_string(),
+                blake3::hash(&bytes).to_hex().to_string()
             )
             .unwrap();
         }

@@ -15,6 +15,10 @@ pub struct BundledPlugin {
     pub manifest: &'static str,
     /// The component.
     pub wasm: &'static [u8],
+    /// SHA-256 (hex) of [`Self::wasm`], taken when it was built.
+    pub wasm_sha256: &'static str,
+    /// BLAKE3 (hex) of [`Self::wasm`], taken when it was built.
+    pub wasm_blake3: &'static str,
 }
 
 /// A plugin the build produced.

@@ -176,6 +176,10 @@ pub struct Entry {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Registry {
     entries: Vec<Entry>,
+    /// Where each entry's path is in `entries` (start-up keeps a few
+    /// hundred paths; each is kept once).
+    #[serde(skip)]
+    index: std::collections::HashMap<PathBuf, usize>,
 }
 
 impl Registry {
@@ -243,7 +247,8 @@ impl Registry {
     }
 
     fn keep_entry(&mut self, entry: Entry) {
-        if let Some(existing) = self.entries.iter_mut().find(|e| e.path == entry.path) {
+        let at = self.index.get(&entry.path).copied();
+        if let Some(existing) = at.map(|i| &mut self.entries[i]) {
             if entry.kind == Kind::Secret && existing.kind == Kind::Integrity {
                 existing.item = entry.item;
                 existing.kind = Kind::Secret;
@@ -256,6 +261,7 @@ impl Registry {
             }
             return;
         }
+        self.index.insert(entry.path.clone(), self.entries.len());
         self.entries.push(entry);
     }
 
@@ -304,6 +310,12 @@ impl Registry {
 
 /// `path` where it really is, when it exists; else absolute as named.
 pub fn real(path: &Path) -> PathBuf {
+    // One `stat` tells a path that does not resolve from one that does;
+    // resolving reads every link of the way (most kept places of a home
+    // do not exist, and start-up keeps a hundred of them).
+    if std::fs::metadata(path).is_err() {
+        return std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    }
     std::fs::canonicalize(path)
         .or_else(|_| std::path::absolute(path))
         .unwrap_or_else(|_| path.to_path_buf())

@@ -8,6 +8,7 @@
 //! from the build machine's; then the component is compiled here, once,
 //! through the on-disk cache, and the operator is told why.
 
+use sandcrab_bundled_plugins::BundledPlugin;
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
@@ -33,15 +34,15 @@ pub struct Loaded {
     pub note: Option<String>,
 }
 
-/// Load the bundled plugin `name` (component `wasm`): from the embedded
-/// code, or else through `cache`.
+/// Load the bundled plugin `plugin`: from the embedded code, or else
+/// through `cache`.
 pub fn load(
     engine: &Engine,
     cache: &ComponentCache,
-    name: &str,
-    wasm: &[u8],
+    plugin: &BundledPlugin,
 ) -> wasmtime::Result<Loaded> {
-    let refused = match embedded(engine, name, wasm) {
+    let (name, wasm) = (plugin.name, plugin.wasm);
+    let refused = match embedded(engine, plugin) {
         Ok(component) => {
             return Ok(Loaded {
                 component,
@@ -67,14 +68,15 @@ pub fn load(
     })
 }
 
-/// The embedded code of `name`, if there is one for exactly `wasm` and
-/// this engine accepts it; otherwise why not.
-fn embedded(engine: &Engine, name: &str, wasm: &[u8]) -> Result<Component, String> {
+/// The embedded code of `plugin`, if there is one for exactly its
+/// component and this engine accepts it; otherwise why not. Both digests
+/// were taken by the build from the files it embedded.
+fn embedded(engine: &Engine, plugin: &BundledPlugin) -> Result<Component, String> {
     let code = PRECOMPILED
         .iter()
-        .find(|p| p.name == name)
+        .find(|p| p.name == plugin.name)
         .ok_or("the binary was built without it")?;
-    if blake3::hash(wasm).to_hex().as_str() != code.wasm_blake3 {
+    if plugin.wasm_blake3 != code.wasm_blake3 {
         return Err("it was compiled from another build of the component".into());
     }
     // SAFETY: the bytes are part of this binary (written by its build
@@ -103,6 +105,17 @@ mod tests {
                 blake3::hash(plugin.wasm).to_hex().as_str(),
                 code.wasm_blake3,
                 "{}: the embedded code is for another component",
+                plugin.name
+            );
+            assert_eq!(
+                plugin.wasm_blake3, code.wasm_blake3,
+                "{}: the component's build-time digest is not its own",
+                plugin.name
+            );
+            assert_eq!(
+                crate::integrity::sha256_hex(plugin.wasm),
+                plugin.wasm_sha256,
+                "{}: the component's build-time SHA-256 is not its own",
                 plugin.name
             );
         }

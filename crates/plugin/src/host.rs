@@ -17,7 +17,10 @@ use super::integrity;
 use super::loaded::LoadedPlugin;
 use super::manifest::{Manifest, PluginKind};
 use super::policy::Policy;
-use super::reading::{MAX_TOOLS_PER_PLUGIN, check_component_header, read_source, validate_tool};
+use super::reading::{
+    MAX_TOOLS_PER_PLUGIN, SourceRead, check_component_header, component_sha256, read_source,
+    validate_tool,
+};
 use super::sandbox::{PluginSandbox, SandboxContext};
 use super::state::HostState;
 use super::tool_owners::{self, Owners};
@@ -191,9 +194,9 @@ impl PluginHost {
                 source,
             })?;
         if config.policy.sandbox_mode() != super::policy::SandboxMode::Off {
-            // Probe once, at start, so a kernel that cannot confine is
-            // reported before anything runs.
-            crate::process::support();
+            // Probe once, from the start, so a kernel that cannot confine
+            // is reported before anything runs; plugins load meanwhile.
+            crate::process::probe_in_background();
         }
         let engine = PluginEngine::new(&config.engine)?;
         let mut linker = Linker::new(engine.engine());
@@ -368,7 +371,7 @@ impl PluginHost {
     /// cache (false when it would compile, or cannot be read at all).
     pub fn is_compiled(&self, source: &PluginSource) -> bool {
         read_source(source, &source.manifest_path())
-            .is_ok_and(|(_, _, _, bytes)| self.cache.has_entry(&bytes))
+            .is_ok_and(|read| self.cache.has_entry(&read.bytes))
     }
 
     /// Remove every plugin the admission no longer admits together with
@@ -501,7 +504,12 @@ impl PluginHost {
     /// Everything up to (not including) running guest code.
     fn prepare(&self, source: &PluginSource) -> Result<Prepared, LoadError> {
         let manifest_path = source.manifest_path();
-        let (manifest, text, wasm_path, bytes) = read_source(source, &manifest_path)?;
+        let SourceRead {
+            manifest,
+            text,
+            wasm_path,
+            bytes,
+        } = read_source(source, &manifest_path)?;
         let mut admitted = Admitted::default();
         if let PluginSource::Dir(dir) = source {
             for admission in &self.admission {
@@ -524,9 +532,7 @@ impl PluginHost {
         check_component_header(&bytes, &wasm_path)?;
         let engine = self.engine.engine();
         let loaded = match source {
-            PluginSource::Bundled(b) if self.embedded_code => {
-                embedded::load(engine, &self.cache, b.name, &bytes)
-            }
+            PluginSource::Bundled(b) if self.embedded_code => embedded::load(engine, &self.cache, b),
             _ => self
                 .cache
                 .load(engine, &bytes, &|| {
@@ -580,7 +586,7 @@ impl PluginHost {
             cache,
             guest,
             sharded,
-            component_sha256: integrity::sha256_hex(&bytes),
+            component_sha256: component_sha256(source, &bytes),
             note,
             signer: admitted.signer,
         })

@@ -3,6 +3,7 @@
 //! header checked, and each tool the plugin declares validated against the
 //! host's limits.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use super::discovery::PluginSource;
@@ -20,17 +21,32 @@ pub const MAX_DESCRIPTION_BYTES: usize = 8 * 1024;
 /// Largest component file.
 pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;
 
-/// The manifest (parsed, and its text), the wasm path (for messages) and
-/// the wasm bytes.
+/// A plugin as read, before anything of it runs.
+pub(super) struct SourceRead {
+    pub manifest: Manifest,
+    /// The manifest's text.
+    pub text: String,
+    /// Where the component is (for messages).
+    pub wasm_path: PathBuf,
+    /// The component (a built-in plugin's are the binary's own, not copied).
+    pub bytes: Cow<'static, [u8]>,
+}
+
+/// Read `source`'s manifest and component.
 pub(super) fn read_source(
     source: &PluginSource,
     manifest_path: &Path,
-) -> Result<(Manifest, String, PathBuf, Vec<u8>), LoadError> {
+) -> Result<SourceRead, LoadError> {
     match source {
         PluginSource::Bundled(b) => {
             let manifest = Manifest::parse(b.manifest, manifest_path)?;
             let wasm_path = PathBuf::from(format!("builtin:{}/{}", b.name, manifest.wasm));
-            Ok((manifest, b.manifest.to_string(), wasm_path, b.wasm.to_vec()))
+            Ok(SourceRead {
+                manifest,
+                text: b.manifest.to_string(),
+                wasm_path,
+                bytes: Cow::Borrowed(b.wasm),
+            })
         }
         PluginSource::Dir(dir) => {
             let (manifest, text) = Manifest::read_with_text(dir)?;
@@ -45,16 +61,31 @@ pub(super) fn read_source(
                 manifest: manifest_path.to_path_buf(),
                 source,
             })?;
-            Ok((manifest, text, wasm_path, bytes))
+            Ok(SourceRead {
+                manifest,
+                text,
+                wasm_path,
+                bytes: Cow::Owned(bytes),
+            })
         }
+    }
+}
+
+/// The SHA-256 (hex) of `bytes`, the component `source` read: a built-in
+/// plugin's was taken when the binary was built.
+pub(super) fn component_sha256(source: &PluginSource, bytes: &[u8]) -> String {
+    match source {
+        PluginSource::Bundled(b) => b.wasm_sha256.to_string(),
+        PluginSource::Dir(_) => integrity::sha256_hex(bytes),
     }
 }
 
 /// The manifest of a plugin and the SHA-256 of its component, read
 /// without compiling or running anything (for `sandcrab plugins pin`).
 pub fn component_digest(source: &PluginSource) -> Result<(Manifest, String), LoadError> {
-    let (manifest, _, _, bytes) = read_source(source, &source.manifest_path())?;
-    Ok((manifest, integrity::sha256_hex(&bytes)))
+    let read = read_source(source, &source.manifest_path())?;
+    let digest = component_sha256(source, &read.bytes);
+    Ok((read.manifest, digest))
 }
 
 /// Reject core modules and non-wasm files with a message that says which.

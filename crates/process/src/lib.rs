@@ -39,7 +39,9 @@ pub use runner::{
     ProcessRequest, run,
 };
 pub use service::{ServiceProcess, ServiceRequest, spawn_service};
-pub use support::{LANDLOCK_ABI_SCOPES, LANDLOCK_ABI_TRUNCATE, SandboxSupport, support};
+pub use support::{
+    LANDLOCK_ABI_SCOPES, LANDLOCK_ABI_TRUNCATE, SandboxSupport, probe_in_background, support,
+};
 
 /// Default timeout when the caller gives none.
 pub const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);

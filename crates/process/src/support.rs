@@ -3,9 +3,7 @@
 //! therefore guarantees here.
 
 use std::io;
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Once, OnceLock};
 
 use super::mode::SandboxMode;
 
@@ -86,6 +84,23 @@ pub fn support() -> SandboxSupport {
     })
 }
 
+/// Start [`support`]'s probe on a thread of its own, once, so that
+/// start-up goes on meanwhile; the first caller of [`support`] waits for
+/// it. What is missing is still reported at start.
+pub fn probe_in_background() {
+    static STARTED: Once = Once::new();
+    STARTED.call_once(|| {
+        let spawned = std::thread::Builder::new()
+            .name("sandcrab-probe".into())
+            .spawn(|| {
+                support();
+            });
+        if spawned.is_err() {
+            support();
+        }
+    });
+}
+
 fn probe() -> SandboxSupport {
     let user_ns = try_child(|| unshare(libc::CLONE_NEWUSER));
     SandboxSupport {
@@ -129,19 +144,43 @@ fn seccomp_available() -> bool {
     rc != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EFAULT)
 }
 
-/// Run `true` with `setup` in the child before exec; whether it worked.
-fn try_child(setup: impl FnMut() -> io::Result<()> + Send + Sync + 'static) -> bool {
-    let mut cmd = Command::new("true");
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .env_clear()
-        .env("PATH", super::DEFAULT_PATH);
-    // SAFETY: the setups only make async-signal-safe system calls.
+/// Run `setup` in a forked child and report whether it worked. The child
+/// runs nothing else: what is probed (namespaces, mounts) is decided by the
+/// system calls, and executing a program after them would only add a
+/// program load per probe to every start.
+fn try_child(setup: impl FnOnce() -> io::Result<()>) -> bool {
+    // SAFETY: the child is a copy of one thread of a possibly threaded
+    // process; it only makes async-signal-safe system calls (the setups
+    // are written for a child between fork and exec) and leaves with
+    // `_exit`, running no destructor or atexit handler.
     unsafe {
-        cmd.pre_exec(setup);
+        match libc::fork() {
+            -1 => false,
+            0 => libc::_exit(if setup().is_ok() { 0 } else { 1 }),
+            pid => exited_zero(pid),
+        }
     }
-    matches!(cmd.status(), Ok(status) if status.success())
+}
+
+/// Wait for child `pid`; whether it exited with status 0.
+fn exited_zero(pid: libc::pid_t) -> bool {
+    let mut status = 0;
+    loop {
+        // SAFETY: waiting for our own child, with a valid status pointer.
+        let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if rc == pid {
+            return libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+        }
+        if rc == -1 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return false;
+        }
+    }
+}
+
+/// A failure a probe child reports by its exit status alone (no
+/// allocation between fork and exit).
+fn probe_failed() -> io::Error {
+    io::Error::from_raw_os_error(libc::ECHILD)
 }
 
 fn unshare(flags: libc::c_int) -> io::Result<()> {
@@ -160,15 +199,8 @@ fn probe_pid_ns() -> io::Result<()> {
         match libc::fork() {
             -1 => Err(io::Error::last_os_error()),
             0 => libc::_exit(if libc::getpid() == 1 { 0 } else { 1 }),
-            pid => {
-                let mut status = 0;
-                libc::waitpid(pid, &mut status, 0);
-                if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
-                    Ok(())
-                } else {
-                    Err(io::Error::other("no PID namespace"))
-                }
-            }
+            pid if exited_zero(pid) => Ok(()),
+            _ => Err(probe_failed()),
         }
     }
 }
@@ -219,15 +251,8 @@ fn probe_private_proc(maps: &super::child::IdMaps) -> io::Result<()> {
             } else {
                 1
             }),
-            pid => {
-                let mut status = 0;
-                libc::waitpid(pid, &mut status, 0);
-                if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
-                    Ok(())
-                } else {
-                    Err(io::Error::other("cannot mount a private /proc"))
-                }
-            }
+            pid if exited_zero(pid) => Ok(()),
+            _ => Err(probe_failed()),
         }
     }
 }

@@ -75,6 +75,9 @@ pub struct AgentKit {
     pub protected: crate::kept::Protected,
     /// The model's window, shared by the sessions this kit starts.
     pub window: Arc<Window>,
+    /// The workspace's repository facts, read while the host set up, for
+    /// the first session ([`AgentKit::with_repo_facts`]).
+    repo_prefetch: std::sync::Mutex<Option<super::repo_facts::Prefetched>>,
 }
 
 impl AgentKit {
@@ -316,7 +319,30 @@ impl AgentKit {
             embedder,
             protected: host.sandbox_context().judge.protected().clone(),
             window,
+            repo_prefetch: std::sync::Mutex::new(None),
         })
+    }
+
+    /// Give the first session the repository facts read in the background
+    /// since set-up (`prefetched`), rather than reading them again.
+    pub fn with_repo_facts(self, prefetched: Option<super::repo_facts::Prefetched>) -> Self {
+        *self.repo_prefetch.lock().unwrap_or_else(|e| e.into_inner()) = prefetched;
+        self
+    }
+
+    /// This workspace's repository facts: prefetched once, else read now.
+    async fn repo_facts(&self) -> Option<super::repo_facts::RepoFacts> {
+        let prefetched = self
+            .repo_prefetch
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(prefetched) = prefetched
+            && let Some(facts) = prefetched.take(&self.workspace).await
+        {
+            return facts;
+        }
+        super::repo_facts::read(&self.workspace, &self.workspace).await
     }
 
     /// Keep sessions in `store` from now on.
@@ -431,7 +457,7 @@ impl AgentKit {
     }
 
     async fn start(&self, memory: Option<Arc<super::memory::SessionMemory>>) -> Arc<Session> {
-        let repo = super::repo_facts::read(&self.workspace, &self.workspace).await;
+        let repo = self.repo_facts().await;
         let session = Session::new(SessionParts {
             repo,
             jobs: Some(self.jobs.clone()),

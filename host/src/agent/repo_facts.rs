@@ -91,6 +91,41 @@ pub async fn read(workspace: &Path, dir: &Path) -> Option<RepoFacts> {
     })
 }
 
+/// A workspace's facts read in the background from when a command sets
+/// up (while its plugins load), for the session it starts right after.
+pub struct Prefetched {
+    workspace: PathBuf,
+    started: std::time::Instant,
+    task: tokio::task::JoinHandle<Option<RepoFacts>>,
+}
+
+/// Oldest prefetched facts a new session takes; a session started later
+/// (a server's, a new chat) reads them afresh.
+const PREFETCH_FRESH: Duration = Duration::from_secs(10);
+
+impl Prefetched {
+    /// Start reading `workspace`'s facts (for `workspace` itself). Call it
+    /// once the host keeps what it keeps: git runs confined by it.
+    pub fn start(workspace: &Path) -> Self {
+        let at = workspace.to_path_buf();
+        Self {
+            workspace: at.clone(),
+            started: std::time::Instant::now(),
+            task: tokio::spawn(async move { read(&at, &at).await }),
+        }
+    }
+
+    /// The facts, when they were read for `workspace` recently enough;
+    /// None: the caller reads them itself.
+    pub async fn take(self, workspace: &Path) -> Option<Option<RepoFacts>> {
+        if self.workspace != workspace || self.started.elapsed() > PREFETCH_FRESH {
+            self.task.abort();
+            return None;
+        }
+        self.task.await.ok()
+    }
+}
+
 fn request(
     git: &Path,
     workspace: &Path,
@@ -150,6 +185,36 @@ fn branch_of(line: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Prefetched facts are the facts `read` gives, and only for the
+    /// workspace they were read for.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn prefetched_facts_are_read_facts_of_their_own_workspace() {
+        let confined = crate::process::support()
+            .missing(crate::process::SandboxMode::Locked, false)
+            .is_empty();
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path().canonicalize().unwrap();
+        let git = std::process::Command::new("git")
+            .args(["init", "-q", "-b", "trunk"])
+            .current_dir(&dir)
+            .status();
+        if !confined || !git.is_ok_and(|s| s.success()) {
+            return;
+        }
+        std::fs::write(dir.join("f.txt"), "x").unwrap();
+        let other = tempfile::tempdir().unwrap();
+        assert_eq!(
+            Prefetched::start(&dir).take(other.path()).await,
+            None,
+            "facts of one workspace are not another's"
+        );
+        let prefetched = Prefetched::start(&dir).take(&dir).await;
+        let facts = prefetched.expect("taken").expect("a repository");
+        assert_eq!(facts.branch.as_deref(), Some("trunk"));
+        assert_eq!(facts.status, vec!["?? f.txt".to_string()]);
+        assert_eq!(Some(facts), read(&dir, &dir).await);
+    }
 
     #[test]
     fn branch_lines_parse() {

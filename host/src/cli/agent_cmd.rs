@@ -93,11 +93,6 @@ impl AgentArgs {
         defer: bool,
         stub_ok: bool,
     ) -> anyhow::Result<(super::setup::Setup, AgentKit)> {
-        let setup = if defer {
-            self.host.setup_deferring().await?
-        } else {
-            self.host.setup().await?
-        };
         // A session taken up again goes on with the provider and model it
         // was made with, unless the flags name others.
         // Only where the operator pinned no provider or address: a stored
@@ -105,6 +100,11 @@ impl AgentArgs {
         // The store is opened here only when a session is taken up again
         // (and used for it below); otherwise once the agent is built.
         let resuming = self.resume.is_some() || self.continue_last;
+        let mut setup = match (resuming, defer) {
+            (false, _) => self.host.setup_for_session(defer).await?,
+            (true, true) => self.host.setup_deferring().await?,
+            (true, false) => self.host.setup().await?,
+        };
         let store = resuming.then(|| super::sessions_cmd::open_store(&setup.config));
         let pinned = setup.config.provider.is_some() || setup.config.base_url.is_some();
         let (stored_provider, stored_model) = match (self.provider, &store) {
@@ -143,6 +143,7 @@ impl AgentArgs {
                 return Err(err.into());
             }
         };
+        let kit = kit.with_repo_facts(setup.repo_facts.take());
         let store = store.unwrap_or_else(|| super::sessions_cmd::open_store(&setup.config));
         let kit = match store {
             Ok(store) => kit.with_store(store),

@@ -44,6 +44,9 @@ pub struct Setup {
     /// Third-party plugins left to load in the background because their
     /// component must be compiled first (see [`HostArgs::setup_deferring`]).
     pub deferred: Vec<PluginSource>,
+    /// The workspace's repository facts, read while the plugins loaded,
+    /// when set up for a new session ([`HostArgs::setup_for_session`]).
+    pub repo_facts: Option<crate::agent::repo_facts::Prefetched>,
     /// Things the operator should know (ignored settings, sandbox off):
     /// commands print them ([`Setup::print_warnings`]) or emit them as
     /// WARNING events.
@@ -98,17 +101,24 @@ impl HostArgs {
     /// Read the configuration, apply flags, start the plugin host and load
     /// every plugin (bundled, configured, flagged, workspace).
     pub async fn setup(&self) -> anyhow::Result<Setup> {
-        self.setup_with(false).await
+        self.setup_with(false, false).await
+    }
+
+    /// [`HostArgs::setup`] (deferring as [`HostArgs::setup_deferring`]
+    /// when `defer`) for a command that starts a new session at once: the
+    /// repository facts its prompt needs are read while the plugins load.
+    pub async fn setup_for_session(&self, defer: bool) -> anyhow::Result<Setup> {
+        self.setup_with(defer, true).await
     }
 
     /// Like [`HostArgs::setup`], but third-party plugins whose component is
     /// not compiled yet are not loaded: they are returned in
     /// [`Setup::deferred`] for the caller to load in the background.
     pub async fn setup_deferring(&self) -> anyhow::Result<Setup> {
-        self.setup_with(true).await
+        self.setup_with(true, false).await
     }
 
-    async fn setup_with(&self, defer_uncompiled: bool) -> anyhow::Result<Setup> {
+    async fn setup_with(&self, defer_uncompiled: bool, new_session: bool) -> anyhow::Result<Setup> {
         let workspace = self.workspace_dir()?;
         let loaded = Config::load(&workspace, self.config.as_deref())?;
         let mut warnings = loaded.warnings.clone();
@@ -121,14 +131,14 @@ impl HostArgs {
             warnings.push(format!("telemetry is off: {e}"));
         }
         let mode = config.policy.sandbox_mode();
-        let missing = crate::process::support().missing(mode, false);
-        if mode == SandboxMode::Locked && !missing.is_empty() {
-            anyhow::bail!(
-                "locked mode cannot be enforced on this host (missing: {}); see `sandcrab sandbox status`",
-                missing.join(", ")
-            );
-        }
         if mode == SandboxMode::Locked {
+            let missing = crate::process::support().missing(mode, false);
+            if !missing.is_empty() {
+                anyhow::bail!(
+                    "locked mode cannot be enforced on this host (missing: {}); see `sandcrab sandbox status`",
+                    missing.join(", ")
+                );
+            }
             // A probe, not a promise: this boot's check of locked mode
             // (made now if there is none) must have found every door shut.
             let me = std::env::current_exe().context("cannot find the sandcrab binary")?;
@@ -136,11 +146,10 @@ impl HostArgs {
                 .await
                 .map_err(anyhow::Error::msg)?;
         }
-        if !missing.is_empty() {
-            warnings.push(format!(
-                "the {mode} sandbox cannot be enforced on this host (missing: {}): programs will be refused; see `sandcrab sandbox status`",
-                missing.join(", ")
-            ));
+        // Otherwise what this kernel can enforce is probed while the
+        // plugins load, and reported with the other warnings.
+        if mode != SandboxMode::Off {
+            crate::process::probe_in_background();
         }
         if mode == SandboxMode::Off {
             warnings.push(
@@ -203,6 +212,8 @@ impl HostArgs {
                 link_targets: &link_targets,
             },
         ));
+        let repo_facts =
+            new_session.then(|| crate::agent::repo_facts::Prefetched::start(&workspace));
         // A first load compiles the component (seconds for Python or
         // JavaScript): said before it starts, where nothing else draws
         // (chat loads what must be compiled in the background, and says
@@ -223,6 +234,16 @@ impl HostArgs {
                 defer_uncompiled && matches!(s, PluginSource::Dir(_)) && !host.is_compiled(s)
             });
         host.load_all(&now).await;
+        let missing = match mode {
+            SandboxMode::Off => Vec::new(),
+            _ => crate::process::support().missing(mode, false),
+        };
+        if !missing.is_empty() {
+            warnings.push(format!(
+                "the {mode} sandbox cannot be enforced on this host (missing: {}): programs will be refused; see `sandcrab sandbox status`",
+                missing.join(", ")
+            ));
+        }
         Ok(Setup {
             workspace,
             config,
@@ -230,6 +251,7 @@ impl HostArgs {
             host,
             roots,
             deferred,
+            repo_facts,
             warnings,
         })
     }
