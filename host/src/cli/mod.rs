@@ -152,6 +152,7 @@ pub fn main() -> ExitCode {
     // process's /proc entries (environment, memory) and core dumps.
     crate::process::harden_host();
     kept_setup::install_defaults();
+    crate::mcp::tls::install_provider();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

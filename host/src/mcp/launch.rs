@@ -57,6 +57,7 @@ pub async fn connect(
                     .into(),
         }),
         (None, Some(url)) => {
+            super::tls::install_provider();
             let client = match signed_in(name, url).await {
                 Some(manager) => {
                     // Its tokens go to this server only, refreshed as they

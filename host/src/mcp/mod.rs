@@ -17,6 +17,7 @@ mod server;
 mod servers;
 pub mod sign_in;
 mod sources;
+pub mod tls;
 
 pub use elicit::{Caller, ELICITATION};
 pub use error::McpError;

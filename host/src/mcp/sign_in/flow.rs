@@ -55,6 +55,7 @@ pub async fn sign_in(
         .map_err(SignInError::Listen)?;
     let port = listener.local_addr().map_err(SignInError::Listen)?.port();
     let redirect = format!("http://127.0.0.1:{port}/callback");
+    crate::mcp::tls::install_provider();
     let mut manager = AuthorizationManager::new(url).await.map_err(failed)?;
     // What the server itself says it needs (where its metadata is, which
     // scopes) seeds discovery; without a challenge, the well-known places.
