@@ -102,17 +102,25 @@ pub fn probe_in_background() {
 }
 
 fn probe() -> SandboxSupport {
-    let user_ns = try_child(|| unshare(libc::CLONE_NEWUSER));
+    // Every mechanism is tried at once, each in a child of its own: what
+    // takes the time is the kernel making namespaces, and the children
+    // make theirs side by side.
+    let user_ns = ProbeChild::start(|| unshare(libc::CLONE_NEWUSER));
+    let net_ns = ProbeChild::start(|| unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET));
+    let pid_ns = ProbeChild::start(probe_pid_ns);
+    let mount_ns = start_mount_probe();
+    let maps = super::child::IdMaps::current();
+    let private_proc = ProbeChild::start(move || probe_private_proc(&maps));
+    // Each child is waited for, whatever the others said.
+    let [user_ns, net_ns, pid_ns, mount_ns, private_proc] =
+        [user_ns, net_ns, pid_ns, mount_ns, private_proc].map(ProbeChild::succeeded);
     SandboxSupport {
         landlock_abi: landlock_abi(),
         user_ns,
-        net_ns: user_ns && try_child(|| unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET)),
-        pid_ns: user_ns && try_child(probe_pid_ns),
-        mount_ns: user_ns && probe_mount_ns(),
-        private_proc: user_ns && {
-            let maps = super::child::IdMaps::current();
-            try_child(move || probe_private_proc(&maps))
-        },
+        net_ns: user_ns && net_ns,
+        pid_ns: user_ns && pid_ns,
+        mount_ns: user_ns && mount_ns,
+        private_proc: user_ns && private_proc,
         seccomp: seccomp_available(),
     }
 }
@@ -144,21 +152,31 @@ fn seccomp_available() -> bool {
     rc != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EFAULT)
 }
 
-/// Run `setup` in a forked child and report whether it worked. The child
-/// runs nothing else: what is probed (namespaces, mounts) is decided by the
-/// system calls, and executing a program after them would only add a
-/// program load per probe to every start.
-fn try_child(setup: impl FnOnce() -> io::Result<()>) -> bool {
-    // SAFETY: the child is a copy of one thread of a possibly threaded
-    // process; it only makes async-signal-safe system calls (the setups
-    // are written for a child between fork and exec) and leaves with
-    // `_exit`, running no destructor or atexit handler.
-    unsafe {
-        match libc::fork() {
-            -1 => false,
-            0 => libc::_exit(if setup().is_ok() { 0 } else { 1 }),
-            pid => exited_zero(pid),
+/// A forked child trying one mechanism: it runs `setup` and nothing else
+/// (what is probed — namespaces, mounts — is decided by the system calls;
+/// executing a program after them would only add a program load per probe
+/// to every start), and exits 0 when it worked.
+struct ProbeChild(Option<libc::pid_t>);
+
+impl ProbeChild {
+    /// Fork a child that runs `setup` (None: it could not be forked).
+    fn start(setup: impl FnOnce() -> io::Result<()>) -> Self {
+        // SAFETY: the child is a copy of one thread of a possibly threaded
+        // process; it only makes async-signal-safe system calls (the setups
+        // are written for a child between fork and exec) and leaves with
+        // `_exit`, running no destructor or atexit handler.
+        unsafe {
+            match libc::fork() {
+                -1 => ProbeChild(None),
+                0 => libc::_exit(if setup().is_ok() { 0 } else { 1 }),
+                pid => ProbeChild(Some(pid)),
+            }
         }
+    }
+
+    /// Wait for the child; whether its mechanism worked.
+    fn succeeded(self) -> bool {
+        self.0.is_some_and(exited_zero)
     }
 }
 
@@ -207,8 +225,8 @@ fn probe_pid_ns() -> io::Result<()> {
 
 /// A read-only bind mount of the temp directory, then a cover over it,
 /// work in a new mount namespace (what protected paths and the host's
-/// hidden secrets need).
-fn probe_mount_ns() -> bool {
+/// hidden secrets need): the child trying it.
+fn start_mount_probe() -> ProbeChild {
     use crate::kept::{Cover, CoverKind};
     let dir = std::env::temp_dir();
     let covers = [
@@ -224,10 +242,10 @@ fn probe_mount_ns() -> bool {
         },
     ];
     let Ok(plan) = super::child::BindPlan::new(&covers) else {
-        return false;
+        return ProbeChild(None);
     };
     let maps = super::child::IdMaps::current();
-    try_child(move || {
+    ProbeChild::start(move || {
         unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS)?;
         // SAFETY: the probe child only makes async-signal-safe calls.
         unsafe {

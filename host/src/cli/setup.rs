@@ -119,6 +119,11 @@ impl HostArgs {
     }
 
     async fn setup_with(&self, defer_uncompiled: bool, new_session: bool) -> anyhow::Result<Setup> {
+        // What this kernel can enforce is probed while the configuration
+        // is read and the plugins load (a session's repository facts need
+        // it whatever the mode: git always runs confined); locked mode
+        // waits for it below, the other modes report it with the warnings.
+        crate::process::probe_in_background();
         let workspace = self.workspace_dir()?;
         let loaded = Config::load(&workspace, self.config.as_deref())?;
         let mut warnings = loaded.warnings.clone();
@@ -145,11 +150,6 @@ impl HostArgs {
             crate::process::probe::verify_locked(&me)
                 .await
                 .map_err(anyhow::Error::msg)?;
-        }
-        // Otherwise what this kernel can enforce is probed while the
-        // plugins load, and reported with the other warnings.
-        if mode != SandboxMode::Off {
-            crate::process::probe_in_background();
         }
         if mode == SandboxMode::Off {
             warnings.push(
