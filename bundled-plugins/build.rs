@@ -54,7 +54,11 @@ fn main() {
         }
         found.push((dir, manifest, wasm));
     }
-    fs::write(out_dir.join("bundled.rs"), generate(&plugins, &found)).unwrap();
+    fs::write(
+        out_dir.join("bundled.rs"),
+        generate(&plugins, &out_dir, &found),
+    )
+    .unwrap();
     publish_bundled_list(&out_dir, &found);
 }
 
@@ -63,9 +67,10 @@ fn main() {
 /// them. One `name<TAB>wasm path` line per plugin, in `bundled.list`.
 fn publish_bundled_list(out_dir: &Path, found: &[(PathBuf, PathBuf, PathBuf)]) {
     let mut list = String::new();
-    for (dir, _, wasm) in found {
+    for (dir, _, _) in found {
         let name = dir.file_name().unwrap().to_string_lossy();
         if BUNDLED.contains(&name.as_ref()) {
+            let wasm = embedded_copy(out_dir, &name);
             writeln!(list, "{name}\t{}", wasm.display()).unwrap();
         }
     }
@@ -175,13 +180,22 @@ fn wasm_field(manifest: &str) -> Option<String> {
     })
 }
 
-fn generate(plugins: &Path, found: &[(PathBuf, PathBuf, PathBuf)]) -> String {
+/// Where the component of embedded plugin `name` is copied: the bytes
+/// embedded, hashed and precompiled are this one file's, whatever later
+/// happens to the plugin build's own artifact.
+fn embedded_copy(out_dir: &Path, name: &str) -> PathBuf {
+    out_dir.join(format!("{name}.wasm"))
+}
+
+fn generate(plugins: &Path, out_dir: &Path, found: &[(PathBuf, PathBuf, PathBuf)]) -> String {
     let mut out = String::new();
     out.push_str("/// The first-party plugins embedded in the binary.\npub static BUNDLED: &[BundledPlugin] = &[\n");
     for (dir, manifest, wasm) in found {
         let name = dir.file_name().unwrap().to_string_lossy();
         if BUNDLED.contains(&name.as_ref()) {
-            let bytes = std::fs::read(wasm).expect("read a built bundled component");
+            let bytes = fs::read(wasm).expect("read a built bundled component");
+            let wasm = embedded_copy(out_dir, &name);
+            fs::write(&wasm, &bytes).expect("copy a bundled component into OUT_DIR");
             let sha256: String =
                 sha2::Digest::finalize(<sha2::Sha256 as sha2::Digest>::new_with_prefix(&bytes))
                     .iter()

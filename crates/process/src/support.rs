@@ -102,18 +102,31 @@ pub fn probe_in_background() {
 }
 
 fn probe() -> SandboxSupport {
+    let maps = super::child::IdMaps::current();
+    let mount_plan = mount_probe_plan();
+    let user_ns = || unshare(libc::CLONE_NEWUSER);
+    let net_ns = || unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET);
+    let mount_ns = || match &mount_plan {
+        Some(plan) => probe_mount_ns(plan, &maps),
+        None => Err(probe_failed()),
+    };
+    let private_proc = || probe_private_proc(&maps);
+    let probes: [&dyn Fn() -> io::Result<()>; 5] =
+        [&user_ns, &net_ns, &probe_pid_ns, &mount_ns, &private_proc];
     // Every mechanism is tried at once, each in a child of its own: what
     // takes the time is the kernel making namespaces, and the children
-    // make theirs side by side.
-    let user_ns = ProbeChild::start(|| unshare(libc::CLONE_NEWUSER));
-    let net_ns = ProbeChild::start(|| unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET));
-    let pid_ns = ProbeChild::start(probe_pid_ns);
-    let mount_ns = start_mount_probe();
-    let maps = super::child::IdMaps::current();
-    let private_proc = ProbeChild::start(move || probe_private_proc(&maps));
-    // Each child is waited for, whatever the others said.
-    let [user_ns, net_ns, pid_ns, mount_ns, private_proc] =
-        [user_ns, net_ns, pid_ns, mount_ns, private_proc].map(ProbeChild::succeeded);
+    // make theirs side by side. Each child is waited for, whatever the
+    // others said.
+    let children = probes.map(ProbeChild::start);
+    let mut worked = children.map(ProbeChild::succeeded);
+    // A host that limits namespaces or processes may refuse five at once
+    // what it allows one at a time: what failed is tried again alone.
+    for (worked, probe) in worked.iter_mut().zip(probes) {
+        if !*worked {
+            *worked = ProbeChild::start(probe).succeeded();
+        }
+    }
+    let [user_ns, net_ns, pid_ns, mount_ns, private_proc] = worked;
     SandboxSupport {
         landlock_abi: landlock_abi(),
         user_ns,
@@ -160,11 +173,14 @@ struct ProbeChild(Option<libc::pid_t>);
 
 impl ProbeChild {
     /// Fork a child that runs `setup` (None: it could not be forked).
-    fn start(setup: impl FnOnce() -> io::Result<()>) -> Self {
+    /// `setup` is only borrowed: nothing it holds is dropped (freed) in
+    /// the child.
+    fn start(setup: &dyn Fn() -> io::Result<()>) -> Self {
         // SAFETY: the child is a copy of one thread of a possibly threaded
         // process; it only makes async-signal-safe system calls (the setups
-        // are written for a child between fork and exec) and leaves with
-        // `_exit`, running no destructor or atexit handler.
+        // are written for a child between fork and exec, return raw OS
+        // errors and borrow what they use) and leaves with `_exit`, running
+        // no destructor or atexit handler.
         unsafe {
             match libc::fork() {
                 -1 => ProbeChild(None),
@@ -223,10 +239,10 @@ fn probe_pid_ns() -> io::Result<()> {
     }
 }
 
-/// A read-only bind mount of the temp directory, then a cover over it,
-/// work in a new mount namespace (what protected paths and the host's
-/// hidden secrets need): the child trying it.
-fn start_mount_probe() -> ProbeChild {
+/// The bind mounts the mount probe tries: the temp directory read-only,
+/// then a cover over it (what protected paths and the host's hidden
+/// secrets need). None: they cannot even be planned here.
+fn mount_probe_plan() -> Option<super::child::BindPlan> {
     use crate::kept::{Cover, CoverKind};
     let dir = std::env::temp_dir();
     let covers = [
@@ -241,18 +257,17 @@ fn start_mount_probe() -> ProbeChild {
             is_dir: true,
         },
     ];
-    let Ok(plan) = super::child::BindPlan::new(&covers) else {
-        return ProbeChild(None);
-    };
-    let maps = super::child::IdMaps::current();
-    ProbeChild::start(move || {
-        unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS)?;
-        // SAFETY: the probe child only makes async-signal-safe calls.
-        unsafe {
-            maps.write();
-            plan.apply()
-        }
-    })
+    super::child::BindPlan::new(&covers).ok()
+}
+
+/// `plan`'s bind mounts work in a new mount namespace.
+fn probe_mount_ns(plan: &super::child::BindPlan, maps: &super::child::IdMaps) -> io::Result<()> {
+    unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS)?;
+    // SAFETY: the probe child only makes async-signal-safe calls.
+    unsafe {
+        maps.write();
+        plan.apply()
+    }
 }
 
 /// procfs can be mounted for a new PID namespace.

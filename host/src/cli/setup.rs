@@ -234,10 +234,9 @@ impl HostArgs {
                 defer_uncompiled && matches!(s, PluginSource::Dir(_)) && !host.is_compiled(s)
             });
         host.load_all(&now).await;
-        let missing = match mode {
-            SandboxMode::Off => Vec::new(),
-            _ => crate::process::support().missing(mode, false),
-        };
+        // Every mode waits for the probe here, so what it reports is said
+        // at start, never over a screen drawn later.
+        let missing = crate::process::support().missing(mode, false);
         if !missing.is_empty() {
             warnings.push(format!(
                 "the {mode} sandbox cannot be enforced on this host (missing: {}): programs will be refused; see `sandcrab sandbox status`",
