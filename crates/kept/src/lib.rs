@@ -176,10 +176,15 @@ pub struct Entry {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Registry {
     entries: Vec<Entry>,
-    /// Where each entry's path is in `entries` (start-up keeps a few
-    /// hundred paths; each is kept once).
+    /// The entry each path and name belongs to, by position in `entries`
+    /// (the latest entry where two share one). Start-up keeps a few
+    /// hundred paths, and every file a tool opens is judged against them:
+    /// a lookup per ancestor of the file, not a comparison per entry.
     #[serde(skip)]
     index: std::collections::HashMap<PathBuf, usize>,
+    /// Where each entry's own path is in `entries` (a path is kept once).
+    #[serde(skip)]
+    by_path: std::collections::HashMap<PathBuf, usize>,
 }
 
 impl Registry {
@@ -247,22 +252,37 @@ impl Registry {
     }
 
     fn keep_entry(&mut self, entry: Entry) {
-        let at = self.index.get(&entry.path).copied();
-        if let Some(existing) = at.map(|i| &mut self.entries[i]) {
+        if let Some(&i) = self.by_path.get(&entry.path) {
+            let existing = &mut self.entries[i];
             if entry.kind == Kind::Secret && existing.kind == Kind::Integrity {
                 existing.item = entry.item;
                 existing.kind = Kind::Secret;
                 existing.source = entry.source;
             }
-            for name in entry.names {
-                if !existing.names.contains(&name) {
-                    existing.names.push(name);
-                }
+            let added: Vec<PathBuf> = entry
+                .names
+                .into_iter()
+                .filter(|name| !existing.names.contains(name))
+                .collect();
+            existing.names.extend(added.iter().cloned());
+            for name in added {
+                self.index_at(name, i);
             }
             return;
         }
-        self.index.insert(entry.path.clone(), self.entries.len());
+        let i = self.entries.len();
+        self.by_path.insert(entry.path.clone(), i);
+        self.index_at(entry.path.clone(), i);
+        for name in &entry.names {
+            self.index_at(name.clone(), i);
+        }
         self.entries.push(entry);
+    }
+
+    /// Index `path` as entry `i`'s, unless a later entry has it.
+    fn index_at(&mut self, path: PathBuf, i: usize) {
+        let at = self.index.entry(path).or_insert(i);
+        *at = (*at).max(i);
     }
 
     /// Every entry, in the order they were kept.
@@ -273,17 +293,9 @@ impl Registry {
     /// The entry `path` (a real path) falls in: the deepest entry that is
     /// `path` or holds it.
     pub fn holding(&self, path: &Path) -> Option<&Entry> {
-        self.entries
-            .iter()
-            .filter_map(|e| {
-                std::iter::once(&e.path)
-                    .chain(&e.names)
-                    .filter(|at| path.starts_with(at))
-                    .map(|at| (e, at.components().count()))
-                    .max_by_key(|(_, depth)| *depth)
-            })
-            .max_by_key(|(_, depth)| *depth)
-            .map(|(e, _)| e)
+        path.ancestors()
+            .find_map(|at| self.index.get(at))
+            .map(|&i| &self.entries[i])
     }
 
     /// The entries that lie beneath `path` (a real path), `path` excluded.
@@ -420,6 +432,68 @@ mod tests {
                 .is_err()
         );
         assert!(registry.host_write(&root.join("free/x"), None).is_ok());
+    }
+
+    /// The entry holding `path` by comparing it with every path and name
+    /// of every entry: what the index must answer.
+    fn holding_by_scan<'a>(registry: &'a Registry, path: &Path) -> Option<&'a Entry> {
+        registry
+            .entries()
+            .iter()
+            .filter_map(|e| {
+                std::iter::once(&e.path)
+                    .chain(&e.names)
+                    .filter(|at| path.starts_with(at))
+                    .map(|at| (e, at.components().count()))
+                    .max_by_key(|(_, depth)| *depth)
+            })
+            .max_by_key(|(_, depth)| *depth)
+            .map(|(e, _)| e)
+    }
+
+    #[test]
+    fn the_index_answers_as_a_scan_of_every_entry_would() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("a/b/c")).unwrap();
+        std::fs::create_dir_all(root.join("x")).unwrap();
+        // A kept place named through a link: held by its real path and by
+        // the name it was given.
+        std::os::unix::fs::symlink(root.join("a/b"), root.join("x/to-b")).unwrap();
+        let mut registry = Registry::new();
+        registry.keep(Item::DataDir, &root.join("a"), "default");
+        registry.keep(Item::HostKeys, &root.join("x/to-b"), "default");
+        registry.keep(Item::CaFile, &root.join("a/b/c/missing.pem"), "x");
+        registry.keep(Item::OperatorConfig, &root.join("a/b"), "again");
+        registry.keep(Item::CredentialStore, &root, "everything");
+        assert_eq!(registry.entries().len(), 4, "a path is kept once");
+        let mut asked = 0;
+        for path in [
+            "",
+            "a",
+            "a/b",
+            "a/b/c",
+            "a/b/c/missing.pem",
+            "a/b/c/missing.pem/deeper",
+            "a/bc",
+            "x",
+            "x/to-b",
+            "x/to-b/c/f",
+            "elsewhere/f",
+        ] {
+            let path = root.join(path);
+            let indexed = registry.holding(&path).map(|e| &e.path);
+            let scanned = holding_by_scan(&registry, &path).map(|e| &e.path);
+            assert_eq!(indexed, scanned, "{}", path.display());
+            asked += usize::from(indexed.is_some());
+        }
+        assert_eq!(asked, 11, "every path under the root is held");
+        assert!(registry.holding(Path::new("/")).is_none());
+        assert_eq!(
+            registry.holding(&root.join("x/to-b/f")).unwrap().item,
+            Item::HostKeys,
+            "the name given holds as the real path does"
+        );
     }
 
     #[test]
