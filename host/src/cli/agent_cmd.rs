@@ -100,11 +100,7 @@ impl AgentArgs {
         // The store is opened here only when a session is taken up again
         // (and used for it below); otherwise once the agent is built.
         let resuming = self.resume.is_some() || self.continue_last;
-        let mut setup = match (resuming, defer) {
-            (false, _) => self.host.setup_for_session(defer).await?,
-            (true, true) => self.host.setup_deferring().await?,
-            (true, false) => self.host.setup().await?,
-        };
+        let mut setup = self.host.setup_with(defer, !resuming).await?;
         let store = resuming.then(|| super::sessions_cmd::open_store(&setup.config));
         let pinned = setup.config.provider.is_some() || setup.config.base_url.is_some();
         let (stored_provider, stored_model) = match (self.provider, &store) {

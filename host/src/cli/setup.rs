@@ -45,7 +45,7 @@ pub struct Setup {
     /// component must be compiled first (see [`HostArgs::setup_deferring`]).
     pub deferred: Vec<PluginSource>,
     /// The workspace's repository facts, read while the plugins loaded,
-    /// when set up for a new session ([`HostArgs::setup_for_session`]).
+    /// when set up for a new session ([`HostArgs::setup_with`]).
     pub repo_facts: Option<crate::agent::repo_facts::Prefetched>,
     /// Things the operator should know (ignored settings, sandbox off):
     /// commands print them ([`Setup::print_warnings`]) or emit them as
@@ -104,13 +104,6 @@ impl HostArgs {
         self.setup_with(false, false).await
     }
 
-    /// [`HostArgs::setup`] (deferring as [`HostArgs::setup_deferring`]
-    /// when `defer`) for a command that starts a new session at once: the
-    /// repository facts its prompt needs are read while the plugins load.
-    pub async fn setup_for_session(&self, defer: bool) -> anyhow::Result<Setup> {
-        self.setup_with(defer, true).await
-    }
-
     /// Like [`HostArgs::setup`], but third-party plugins whose component is
     /// not compiled yet are not loaded: they are returned in
     /// [`Setup::deferred`] for the caller to load in the background.
@@ -118,7 +111,15 @@ impl HostArgs {
         self.setup_with(true, false).await
     }
 
-    async fn setup_with(&self, defer_uncompiled: bool, new_session: bool) -> anyhow::Result<Setup> {
+    /// [`HostArgs::setup`], deferring as [`HostArgs::setup_deferring`]
+    /// when `defer_uncompiled`; for a command that starts a new session at
+    /// once (`new_session`), the repository facts its prompt needs are read
+    /// while the plugins load.
+    pub(super) async fn setup_with(
+        &self,
+        defer_uncompiled: bool,
+        new_session: bool,
+    ) -> anyhow::Result<Setup> {
         // What this kernel can enforce is probed while the configuration
         // is read and the plugins load (a session's repository facts need
         // it whatever the mode: git always runs confined); locked mode
