@@ -120,10 +120,15 @@ fn probe() -> SandboxSupport {
     let children = probes.map(ProbeChild::start);
     let mut worked = children.map(ProbeChild::succeeded);
     // A host that limits namespaces or processes may refuse five at once
-    // what it allows one at a time: what failed is tried again alone.
-    for (worked, probe) in worked.iter_mut().zip(probes) {
-        if !*worked {
-            *worked = ProbeChild::start(probe).succeeded();
+    // what it allows one at a time: what failed is tried again alone. The
+    // others each need a user namespace (the first probe): without one,
+    // trying them again could change nothing reported.
+    for (i, probe) in probes.into_iter().enumerate() {
+        if i > 0 && !worked[0] {
+            break;
+        }
+        if !worked[i] {
+            worked[i] = ProbeChild::start(probe).succeeded();
         }
     }
     let [user_ns, net_ns, pid_ns, mount_ns, private_proc] = worked;
